@@ -1,0 +1,53 @@
+//! `BriefService`, and the brief that `ResumeSession` returns too.
+
+use baton_proto::v1::brief_service_server::BriefService;
+use baton_proto::v1::{Brief, GetBriefRequest, GetBriefResponse};
+use tonic::{Request, Response, Status};
+use uuid::Uuid;
+
+use super::Api;
+use super::session::brief_budget;
+use crate::core::brief;
+use crate::core::validate::{self, limits};
+use crate::error::Result;
+use crate::store::Store;
+
+/// Reads what the brief is made of and fits it to `budget` characters.
+pub async fn build_brief<S: Store>(
+    store: &S,
+    project: String,
+    session_id: Option<Uuid>,
+    branch: String,
+    budget: usize,
+    changes: &[String],
+) -> Result<Brief> {
+    let data = store.brief_data(project.clone(), session_id, branch).await?;
+    let mut out = brief::fit(&project, brief::sections(&data, changes), budget);
+    out.as_of_revision = data.as_of_revision;
+    out.last_git_head = data.previous.map(|p| p.git_head).unwrap_or_default();
+    Ok(out)
+}
+
+#[tonic::async_trait]
+impl<S: Store> BriefService for Api<S> {
+    async fn get_brief(
+        &self,
+        request: Request<GetBriefRequest>,
+    ) -> Result<Response<GetBriefResponse>, Status> {
+        let req = request.into_inner();
+        validate::project("project", &req.project)?;
+        let session = if req.session_id.is_empty() {
+            None
+        } else {
+            Some(validate::uuid("session_id", &req.session_id)?)
+        };
+        validate::single_line("branch", &req.branch, limits::SHORT)?;
+        let budget = brief_budget("budget_chars", req.budget_chars)?;
+        validate::count("changes", req.changes.len(), limits::ITEMS)?;
+        for c in &req.changes {
+            validate::optional("changes[]", c, limits::PATH)?;
+        }
+        let brief = build_brief(&self.store, req.project, session, req.branch, budget, &req.changes).await?;
+        Ok(Response::new(GetBriefResponse { brief: Some(brief) }))
+    }
+}

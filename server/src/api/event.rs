@@ -1,0 +1,89 @@
+//! `EventService`: the change log, live watch and conflicts.
+
+use std::pin::Pin;
+
+use baton_proto::v1::event_service_server::EventService;
+use baton_proto::v1::{
+    Event, EventKind, ListConflictsRequest, ListConflictsResponse, ListEventsRequest, ListEventsResponse,
+    WatchRequest,
+};
+use futures::Stream;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status};
+
+use super::Api;
+use crate::core::validate;
+use crate::error::Error;
+use crate::events::{Watch, watch};
+use crate::store::Store;
+
+fn check_kinds(kinds: &[i32]) -> Result<(), Error> {
+    for k in kinds {
+        validate::enum_value::<EventKind>("kinds", *k, false)?;
+    }
+    Ok(())
+}
+
+fn check_cursor(field: &str, revision: i64) -> Result<(), Error> {
+    if revision < 0 {
+        return Err(
+            validate::invalid(field, format!("{revision} is negative; 0 means from the beginning")).into()
+        );
+    }
+    Ok(())
+}
+
+#[tonic::async_trait]
+impl<S: Store> EventService for Api<S> {
+    async fn list_events(
+        &self,
+        request: Request<ListEventsRequest>,
+    ) -> Result<Response<ListEventsResponse>, Status> {
+        let req = request.into_inner();
+        validate::project("project", &req.project)?;
+        check_cursor("after_revision", req.after_revision)?;
+        check_kinds(&req.kinds)?;
+        let limit = validate::page_size("limit", req.limit, 1000, 10_000)?;
+        Ok(Response::new(self.store.list_events(req.project, req.after_revision, limit, req.kinds).await?))
+    }
+
+    type WatchStream = Pin<Box<dyn Stream<Item = Result<Event, Status>> + Send + 'static>>;
+
+    async fn watch(&self, request: Request<WatchRequest>) -> Result<Response<Self::WatchStream>, Status> {
+        let req = request.into_inner();
+        if req.cursors.is_empty() {
+            return Err(
+                Error::from(validate::invalid("cursors", "name at least one project to watch")).into()
+            );
+        }
+        validate::count("cursors", req.cursors.len(), self.limits.max_watch_projects)?;
+        let mut cursors = Vec::with_capacity(req.cursors.len());
+        for c in &req.cursors {
+            validate::project("cursors.project", &c.project)?;
+            check_cursor("cursors.after_revision", c.after_revision)?;
+            if cursors.iter().any(|(p, _): &(String, i64)| p == &c.project) {
+                return Err(Error::from(validate::invalid(
+                    "cursors",
+                    format!("project {:?} is named twice", c.project),
+                ))
+                .into());
+            }
+            cursors.push((c.project.clone(), c.after_revision));
+        }
+        check_kinds(&req.kinds)?;
+        let request = Watch { cursors, kinds: req.kinds.into_iter().collect() };
+        let rx = watch(self.store.clone(), &self.hub, request, self.shutdown.clone(), 256);
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    async fn list_conflicts(
+        &self,
+        request: Request<ListConflictsRequest>,
+    ) -> Result<Response<ListConflictsResponse>, Status> {
+        let req = request.into_inner();
+        validate::project("project", &req.project)?;
+        check_cursor("after_revision", req.after_revision)?;
+        let limit = validate::page_size("limit", req.limit, 1000, 10_000)?;
+        Ok(Response::new(self.store.list_conflicts(req.project, req.after_revision, limit).await?))
+    }
+}

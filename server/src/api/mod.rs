@@ -1,0 +1,118 @@
+//! The gRPC services: decode and validate a request, call the store, map errors. One file
+//! per service; they share the `Api` state and the helpers here.
+
+use std::sync::Arc;
+
+use baton_proto::v1::{Actor, AgentKind, ConflictPolicy, WriteOptions};
+use prost::Message;
+use sha2::{Digest, Sha256};
+use tokio::sync::watch;
+
+use crate::core::lww::Policy;
+use crate::core::validate::{self, Invalid, invalid, limits};
+use crate::events::Hub;
+use crate::store::{Store, WriteCtx};
+
+mod brief;
+mod checkpoint;
+mod event;
+mod memory;
+mod session;
+
+pub use brief::build_brief;
+
+/// Request limits of this instance.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// State plus payload of one checkpoint, uncompressed.
+    pub max_checkpoint_bytes: usize,
+    /// Projects in one Watch.
+    pub max_watch_projects: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self { max_checkpoint_bytes: 8 * 1024 * 1024, max_watch_projects: 100 }
+    }
+}
+
+/// State shared by every service.
+#[derive(Clone)]
+pub struct Api<S: Store> {
+    pub store: S,
+    pub hub: Hub<S>,
+    pub limits: Arc<Limits>,
+    pub shutdown: watch::Receiver<bool>,
+}
+
+fn us(ts: &prost_types::Timestamp) -> i64 {
+    crate::store::rows::us(ts)
+}
+
+/// Validates a write's options and makes its context. `hash_view` is the request with its
+/// clock fields cleared (a retried queue flush sends a new `client_now`), hashed to tell a
+/// retry from a reused request_id.
+pub(crate) fn write_ctx(
+    rpc: &str,
+    hash_view: &impl Message,
+    write: Option<&WriteOptions>,
+    redacted: u32,
+) -> Result<WriteCtx, Invalid> {
+    let default = WriteOptions::default();
+    let w = write.unwrap_or(&default);
+    validate::single_line("write.request_id", &w.request_id, 128)?;
+    let policy = match validate::enum_value::<ConflictPolicy>("write.policy", w.policy, true)? {
+        ConflictPolicy::Reject => Policy::Reject,
+        _ => Policy::Overwrite,
+    };
+    let queued = match (&w.written_at, &w.client_now) {
+        (None, None) => None,
+        (Some(at), Some(now)) => Some((us(at), us(now))),
+        _ => {
+            return Err(invalid(
+                "write.written_at",
+                "written_at and client_now go together: set both (queued writes) or neither",
+            ));
+        }
+    };
+    if let Some(base) = w.base_revision
+        && base < 0
+    {
+        return Err(invalid(
+            "write.base_revision",
+            format!("{base} is negative; revisions start at 1 (0 = record absent)"),
+        ));
+    }
+    validate::enum_value::<AgentKind>("write.agent", w.agent, true)?;
+    validate::single_line("write.host", &w.host, limits::SHORT)?;
+    validate::single_line("write.user", &w.user, limits::SHORT)?;
+    if !w.session_id.is_empty() {
+        validate::uuid("write.session_id", &w.session_id)?;
+    }
+    let mut hasher = Sha256::new();
+    hasher.update(rpc.as_bytes());
+    hasher.update([0]);
+    hasher.update(hash_view.encode_to_vec());
+    Ok(WriteCtx {
+        request_id: (!w.request_id.is_empty()).then(|| w.request_id.clone()),
+        request_hash: hasher.finalize().to_vec(),
+        base_revision: w.base_revision,
+        policy,
+        queued,
+        actor: Actor {
+            token: String::new(),
+            agent: w.agent,
+            host: w.host.clone(),
+            user: w.user.clone(),
+            session_id: w.session_id.clone(),
+        },
+        redacted,
+    })
+}
+
+/// Clears the clock fields that legitimately differ between retries of one write.
+pub(crate) fn without_clock(write: &mut Option<WriteOptions>) {
+    if let Some(w) = write.as_mut() {
+        w.client_now = None;
+    }
+}

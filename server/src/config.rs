@@ -1,0 +1,95 @@
+//! Start-up configuration: flags, each with a `BATON_…` environment variable.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+
+/// The default listen address: loopback, so a laptop's hub is not reachable from the
+/// network until told otherwise.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7437";
+
+/// Baton's session hub: sessions, checkpoints and project memory for AI coding agents,
+/// over gRPC, on SQLite (default) or Postgres.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "baton-server", version, about, long_about = None)]
+pub struct Config {
+    /// Address to listen on (gRPC over HTTP/2).
+    #[arg(long, env = "BATON_LISTEN", default_value = DEFAULT_LISTEN)]
+    pub listen: SocketAddr,
+
+    /// Database URL: `sqlite://PATH` or `postgres://USER:PASS@HOST/DB`. Default: an SQLite
+    /// file `baton.db` in the platform data directory (e.g. ~/.local/share/baton).
+    #[arg(long, env = "BATON_DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+
+    /// Log filter: error, warn, info, debug, trace, or a tracing directive list.
+    #[arg(long, env = "BATON_LOG_LEVEL", default_value = "info")]
+    pub log_level: String,
+
+    /// Allow listening on a non-loopback address while the server has no access tokens
+    /// (anyone who can reach it can then read and write everything).
+    #[arg(long, env = "BATON_ALLOW_OPEN_NETWORK")]
+    pub allow_open_network: bool,
+
+    /// Sessions without a lease go idle after this long without activity.
+    #[arg(long, env = "BATON_IDLE_AFTER", default_value = "30m", value_parser = humantime::parse_duration)]
+    pub idle_after: Duration,
+
+    /// How often leases and inactivity are checked.
+    #[arg(long, env = "BATON_REAPER_INTERVAL", default_value = "5s", value_parser = humantime::parse_duration)]
+    pub reaper_interval: Duration,
+
+    /// How often watch readers poll the event table when nothing woke them.
+    #[arg(long, env = "BATON_WATCH_POLL", default_value = "1s", value_parser = humantime::parse_duration)]
+    pub watch_poll: Duration,
+
+    /// Largest checkpoint accepted (state plus payload, uncompressed), in bytes.
+    #[arg(long, env = "BATON_MAX_CHECKPOINT_BYTES", default_value_t = 8 * 1024 * 1024)]
+    pub max_checkpoint_bytes: usize,
+}
+
+impl Config {
+    /// The database URL to use, making the default SQLite location if needed.
+    pub fn resolved_database_url(&self) -> anyhow::Result<String> {
+        if let Some(url) = &self.database_url {
+            return Ok(url.clone());
+        }
+        let dirs = directories::ProjectDirs::from("", "", "baton").ok_or_else(|| {
+            anyhow::anyhow!("no home directory to put the database in; pass --database-url")
+        })?;
+        let dir: PathBuf = dirs.data_dir().to_path_buf();
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| anyhow::anyhow!("cannot create data directory {}: {e}", dir.display()))?;
+        Ok(format!("sqlite://{}", dir.join("baton.db").display()))
+    }
+}
+
+/// A database URL safe to log: the password hidden.
+pub fn redacted_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            let creds = &url[scheme_end + 3..at];
+            match creds.split_once(':') {
+                Some((user, _)) => format!("{}{user}:****{}", &url[..scheme_end + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hides_passwords() {
+        assert_eq!(
+            redacted_url("postgres://baton:secret@db:5432/baton"),
+            "postgres://baton:****@db:5432/baton"
+        );
+        assert_eq!(redacted_url("sqlite:///tmp/x.db"), "sqlite:///tmp/x.db");
+    }
+}

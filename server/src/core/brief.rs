@@ -1,0 +1,314 @@
+//! The warmup brief: ranked sections fitted to a budget in characters.
+//!
+//! Sections arrive in priority order (ARCHITECTURE.md), lines newest first. When the
+//! rendered text is over budget, the lowest-priority section is shortened from its end
+//! (its oldest lines), then dropped, then the next one up, and so on: whole lines only.
+
+use baton_proto::v1::{
+    AgentKind, Brief, BriefSection, BriefSectionKind, CheckpointState, Conflict, MemoryEntry, Session,
+    SessionStatus, WriteOutcome, record_value,
+};
+
+/// A line longer than this is clipped when formatted, so one huge note cannot starve a
+/// whole section.
+pub const MAX_LINE_CHARS: usize = 600;
+pub const DEFAULT_BUDGET: usize = 8000;
+pub const MAX_BUDGET: usize = 100_000;
+
+/// One section before fitting.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Section {
+    pub kind: BriefSectionKind,
+    pub lines: Vec<String>,
+}
+
+pub fn title(kind: BriefSectionKind) -> &'static str {
+    match kind {
+        BriefSectionKind::Unspecified => "Other",
+        BriefSectionKind::UnfinishedSessions => "Unfinished sessions",
+        BriefSectionKind::Goal => "Goal",
+        BriefSectionKind::OpenLoops => "Open loops",
+        BriefSectionKind::Constraints => "Constraints",
+        BriefSectionKind::Decisions => "Recent decisions",
+        BriefSectionKind::Changes => "Changes since the last session",
+        BriefSectionKind::ActiveSessions => "Other active sessions",
+        BriefSectionKind::Conflicts => "Conflicts since your last session",
+        BriefSectionKind::Notes => "Notes",
+    }
+}
+
+/// What the brief is made of, read by the store in one go.
+#[derive(Debug, Clone, Default)]
+pub struct BriefData {
+    pub as_of_revision: i64,
+    /// The database clock when read, µs since the epoch.
+    pub now_us: i64,
+    /// Crashed or idle sessions, newest first, each with its head checkpoint's state (None
+    /// when it has none or it is corrupt).
+    pub unfinished: Vec<(Session, Option<CheckpointState>)>,
+    /// Live memory entries (project-wide and the branch), newest first.
+    pub memory: Vec<MemoryEntry>,
+    /// Active sessions other than the caller's, most recently seen first.
+    pub active: Vec<Session>,
+    /// Conflicts since the caller's previous session, newest first.
+    pub conflicts: Vec<Conflict>,
+    /// The caller's previous session, if any.
+    pub previous: Option<Session>,
+}
+
+fn agent_name(agent: i32) -> &'static str {
+    match AgentKind::try_from(agent).unwrap_or_default() {
+        AgentKind::ClaudeCode => "claude-code",
+        AgentKind::Codex => "codex",
+        AgentKind::Gemini => "gemini",
+        AgentKind::Cursor => "cursor",
+        AgentKind::Custom => "custom",
+        AgentKind::Unspecified => "agent",
+    }
+}
+
+/// "3m ago"-style age.
+pub fn ago(now_us: i64, then_us: i64) -> String {
+    let secs = (now_us - then_us).max(0) / 1_000_000;
+    match secs {
+        s if s < 60 => format!("{s}s ago"),
+        s if s < 3600 => format!("{}m ago", s / 60),
+        s if s < 86_400 => format!("{}h ago", s / 3600),
+        s => format!("{}d ago", s / 86_400),
+    }
+}
+
+fn seen_us(session: &Session) -> i64 {
+    session.last_seen_at.as_ref().map_or(0, |t| t.seconds * 1_000_000 + i64::from(t.nanos) / 1000)
+}
+
+fn short(id: &str) -> &str {
+    id.get(id.len().saturating_sub(8)..).unwrap_or(id)
+}
+
+fn who(session: &Session) -> String {
+    let mut s = format!("{} {}", agent_name(session.agent), short(&session.id));
+    if !session.user.is_empty() || !session.host.is_empty() {
+        s.push_str(&format!(" ({}@{})", session.user, session.host));
+    }
+    if !session.branch.is_empty() {
+        s.push_str(&format!(" on {}", session.branch));
+    }
+    s
+}
+
+/// The sections of a brief, in priority order, lines newest first.
+pub fn sections(data: &BriefData, client_changes: &[String]) -> Vec<Section> {
+    let memory = |category: &str| -> Vec<&MemoryEntry> {
+        data.memory.iter().filter(|e| e.category == category).collect()
+    };
+    let mut unfinished = Vec::new();
+    for (session, state) in &data.unfinished {
+        let status = SessionStatus::try_from(session.status).unwrap_or_default();
+        let status = if status == SessionStatus::Crashed { "crashed" } else { "idle" };
+        let goal = if session.goal.is_empty() { String::new() } else { format!(": {}", session.goal) };
+        unfinished.push(one_line(&format!(
+            "{status} {}, last seen {}{goal}",
+            who(session),
+            ago(data.now_us, seen_us(session))
+        )));
+        if let Some(state) = state {
+            for task in state.active_tasks.iter().filter(|t| t.status != "completed") {
+                let status = if task.status.is_empty() { "pending" } else { &task.status };
+                unfinished.push(one_line(&format!("  ↳ [{status}] {}", task.content)));
+            }
+        }
+    }
+    let plain = |category: &str| memory(category).iter().map(|e| one_line(&e.content)).collect::<Vec<_>>();
+    let decisions = memory("decision")
+        .iter()
+        .map(|e| {
+            if e.rationale.is_empty() {
+                one_line(&e.content)
+            } else {
+                one_line(&format!("{} (why: {})", e.content, e.rationale))
+            }
+        })
+        .collect();
+    let mut changes: Vec<String> = client_changes.iter().map(|c| one_line(c)).collect();
+    changes.extend(plain("recent_change"));
+    let active = data
+        .active
+        .iter()
+        .map(|s| {
+            let goal = if s.goal.is_empty() { String::new() } else { format!(": {}", s.goal) };
+            one_line(&format!("{}, last seen {}{goal}", who(s), ago(data.now_us, seen_us(s))))
+        })
+        .collect();
+    let conflicts = data.conflicts.iter().map(conflict_line).collect();
+    let notes = memory("note")
+        .iter()
+        .map(|e| {
+            let scope = if e.branch.is_empty() { String::new() } else { format!(" @{}", e.branch) };
+            one_line(&format!("{}{scope}: {}", e.key, e.content))
+        })
+        .collect();
+    vec![
+        Section { kind: BriefSectionKind::UnfinishedSessions, lines: unfinished },
+        Section { kind: BriefSectionKind::Goal, lines: plain("goal") },
+        Section { kind: BriefSectionKind::OpenLoops, lines: plain("open_loop") },
+        Section { kind: BriefSectionKind::Constraints, lines: plain("constraint") },
+        Section { kind: BriefSectionKind::Decisions, lines: decisions },
+        Section { kind: BriefSectionKind::Changes, lines: changes },
+        Section { kind: BriefSectionKind::ActiveSessions, lines: active },
+        Section { kind: BriefSectionKind::Conflicts, lines: conflicts },
+        Section { kind: BriefSectionKind::Notes, lines: notes },
+    ]
+}
+
+fn conflict_line(c: &Conflict) -> String {
+    let outcome = match WriteOutcome::try_from(c.outcome).unwrap_or_default() {
+        WriteOutcome::Stale => "stale write ignored",
+        _ => "overwritten",
+    };
+    let by = c.writer.as_ref().map(|a| format!(" by {}@{}", agent_name(a.agent), a.host)).unwrap_or_default();
+    let was = match c.current_value.as_ref().and_then(|v| v.value.as_ref()) {
+        Some(record_value::Value::Note(n)) => format!(" (was: {})", n.content),
+        Some(record_value::Value::MemorySet(s)) => {
+            format!(" (was: {})", s.entries.iter().map(|e| e.content.as_str()).collect::<Vec<_>>().join("; "))
+        }
+        Some(record_value::Value::Session(s)) => format!(" (goal was: {})", s.goal),
+        Some(record_value::Value::HeadCheckpointId(h)) => format!(" (head was {})", short(h)),
+        None => String::new(),
+    };
+    one_line(&format!("r{} {} {outcome}{by}{was}", c.revision, c.record))
+}
+
+/// Makes one brief line of arbitrary text: newlines folded, clipped at a char boundary.
+pub fn one_line(text: &str) -> String {
+    let folded: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if folded.chars().count() <= MAX_LINE_CHARS {
+        return folded;
+    }
+    let mut clipped: String = folded.chars().take(MAX_LINE_CHARS - 1).collect();
+    clipped.push('…');
+    clipped
+}
+
+fn header(project: &str) -> String {
+    format!("# Baton brief: {project}\n\n")
+}
+
+fn chars(s: &str) -> usize {
+    s.chars().count()
+}
+
+fn line_cost(line: &str) -> usize {
+    chars(line) + 3 // "- " + "\n"
+}
+
+fn omitted_line(n: usize) -> String {
+    format!("… {n} more")
+}
+
+fn section_cost(kind: BriefSectionKind, lines: &[String], omitted: usize) -> usize {
+    let mut cost = chars(title(kind)) + 4 + 1; // "## " + title + "\n", then a blank line
+    cost += lines.iter().map(|l| line_cost(l)).sum::<usize>();
+    if omitted > 0 {
+        cost += line_cost(&omitted_line(omitted));
+    }
+    cost
+}
+
+/// Fits sections to `budget` characters and renders them.
+pub fn fit(project: &str, sections: Vec<Section>, budget: usize) -> Brief {
+    let mut kept: Vec<(Section, usize)> =
+        sections.into_iter().filter(|s| !s.lines.is_empty()).map(|s| (s, 0)).collect();
+    let mut total =
+        chars(&header(project)) + kept.iter().map(|(s, o)| section_cost(s.kind, &s.lines, *o)).sum::<usize>();
+    let mut truncated = false;
+    while total > budget {
+        let Some((section, omitted)) = kept.last_mut() else { break };
+        truncated = true;
+        let before = section_cost(section.kind, &section.lines, *omitted);
+        if section.lines.len() > 1 {
+            section.lines.pop();
+            *omitted += 1;
+            let after = section_cost(section.kind, &section.lines, *omitted);
+            total = total - before + after;
+        } else {
+            kept.pop();
+            total -= before;
+        }
+    }
+    // Only the header left: nothing useful fits.
+    let mut text = if kept.is_empty() && truncated { String::new() } else { header(project) };
+    let mut out = Vec::with_capacity(kept.len());
+    for (section, omitted) in kept {
+        text.push_str("## ");
+        text.push_str(title(section.kind));
+        text.push('\n');
+        for line in &section.lines {
+            text.push_str("- ");
+            text.push_str(line);
+            text.push('\n');
+        }
+        if omitted > 0 {
+            text.push_str("- ");
+            text.push_str(&omitted_line(omitted));
+            text.push('\n');
+        }
+        text.push('\n');
+        out.push(BriefSection {
+            kind: section.kind as i32,
+            title: title(section.kind).to_owned(),
+            lines: section.lines,
+            omitted_lines: i32::try_from(omitted).unwrap_or(i32::MAX),
+        });
+    }
+    Brief { project: project.to_owned(), sections: out, text, truncated, ..Default::default() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use BriefSectionKind as K;
+
+    fn section(kind: K, n: usize) -> Section {
+        Section { kind, lines: (0..n).map(|i| format!("{kind:?} line {i}")).collect() }
+    }
+
+    #[test]
+    fn fits_everything_when_budget_allows() {
+        let b = fit("p", vec![section(K::Goal, 1), section(K::Notes, 3)], 10_000);
+        assert!(!b.truncated);
+        assert_eq!(b.sections.len(), 2);
+        assert!(b.text.starts_with("# Baton brief: p\n\n## Goal\n- Goal line 0\n"));
+    }
+
+    #[test]
+    fn lower_sections_shrink_then_drop_first() {
+        let sections = vec![section(K::Goal, 1), section(K::Decisions, 5), section(K::Notes, 5)];
+        let full = fit("p", sections.clone(), 10_000).text.chars().count();
+        for budget in (0..full).rev() {
+            let b = fit("p", sections.clone(), budget);
+            assert!(b.text.chars().count() <= budget, "budget {budget}: {}", b.text);
+            assert!(b.truncated);
+            // Every line is whole.
+            for line in b.text.lines().filter(|l| l.starts_with("- ")) {
+                assert!(line.ends_with(|c: char| c.is_ascii_digit() || line.contains("more")), "{line}");
+            }
+            // A higher section never loses lines while a lower one is present.
+            let kinds: Vec<i32> = b.sections.iter().map(|s| s.kind).collect();
+            if kinds.contains(&(K::Notes as i32)) {
+                assert_eq!(b.sections[1].lines.len(), 5);
+            }
+        }
+        let tight = fit("p", sections, 120);
+        assert_eq!(tight.sections.len(), 2, "{}", tight.text);
+        assert!(tight.sections[1].omitted_lines > 0);
+    }
+
+    #[test]
+    fn one_line_folds_and_clips() {
+        assert_eq!(one_line("a\n  b\tc"), "a b c");
+        let long = one_line(&"é".repeat(2000));
+        assert_eq!(long.chars().count(), MAX_LINE_CHARS);
+        assert!(long.ends_with('…'));
+    }
+}

@@ -1,0 +1,189 @@
+//! Checkpoint content: canonical bytes, compression and the integrity digest.
+//!
+//! The digest covers what a restore needs (session, kind, reason, state, payload) but not
+//! `parent_id`, which retention may re-point. It is computed over the uncompressed bytes and
+//! checked on every read, so flipped bits in storage surface as `DATA_LOSS`, not as a
+//! silently wrong restore.
+
+use prost::Message;
+use sha2::{Digest, Sha256};
+
+use baton_proto::v1::CheckpointState;
+
+/// Content at or above this many bytes is stored zstd-compressed.
+pub const COMPRESS_THRESHOLD: usize = 1024;
+const ZSTD_LEVEL: i32 = 3;
+
+/// How a checkpoint's bytes are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    None,
+    Zstd,
+}
+
+impl Compression {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Zstd => "zstd",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "none" => Some(Self::None),
+            "zstd" => Some(Self::Zstd),
+            _ => None,
+        }
+    }
+}
+
+/// The stored form of a checkpoint's content.
+#[derive(Debug, Clone)]
+pub struct StoredContent {
+    pub state: Vec<u8>,
+    pub payload: Vec<u8>,
+    pub compression: Compression,
+    pub size_bytes: i64,
+    pub digest: String,
+}
+
+/// What identifies a checkpoint's content besides state and payload.
+pub struct Header<'a> {
+    pub session_id: &'a str,
+    pub kind: i32,
+    pub reason: &'a str,
+    pub payload_content_type: &'a str,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum IntegrityError {
+    #[error("stored checkpoint bytes do not decompress: {0}")]
+    Decompress(std::io::Error),
+    #[error("stored checkpoint digest mismatch (expected {expected}, computed {computed})")]
+    Digest { expected: String, computed: String },
+    #[error("stored checkpoint state does not decode: {0}")]
+    Decode(prost::DecodeError),
+    #[error("unknown compression {0:?}")]
+    Compression(String),
+}
+
+/// sha256 over the canonical content, hex.
+pub fn digest(header: &Header<'_>, state: &[u8], payload: &[u8]) -> String {
+    let mut h = Sha256::new();
+    h.update(b"baton-checkpoint-v1\0");
+    for part in
+        [header.session_id.as_bytes(), header.reason.as_bytes(), header.payload_content_type.as_bytes()]
+    {
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part);
+    }
+    h.update(header.kind.to_le_bytes());
+    h.update((state.len() as u64).to_le_bytes());
+    h.update(state);
+    h.update((payload.len() as u64).to_le_bytes());
+    h.update(payload);
+    hex::encode(h.finalize())
+}
+
+/// Encodes, digests and (above the threshold) compresses a checkpoint's content.
+pub fn encode(
+    header: &Header<'_>,
+    state: &CheckpointState,
+    payload: &[u8],
+) -> std::io::Result<StoredContent> {
+    let state_bytes = state.encode_to_vec();
+    let digest = digest(header, &state_bytes, payload);
+    let size = state_bytes.len() + payload.len();
+    let size_bytes = i64::try_from(size).unwrap_or(i64::MAX);
+    if size >= COMPRESS_THRESHOLD {
+        Ok(StoredContent {
+            state: zstd::bulk::compress(&state_bytes, ZSTD_LEVEL)?,
+            payload: if payload.is_empty() { Vec::new() } else { zstd::bulk::compress(payload, ZSTD_LEVEL)? },
+            compression: Compression::Zstd,
+            size_bytes,
+            digest,
+        })
+    } else {
+        Ok(StoredContent {
+            state: state_bytes,
+            payload: payload.to_vec(),
+            compression: Compression::None,
+            size_bytes,
+            digest,
+        })
+    }
+}
+
+fn decompress(bytes: &[u8], compression: Compression) -> Result<Vec<u8>, IntegrityError> {
+    match compression {
+        Compression::None => Ok(bytes.to_vec()),
+        Compression::Zstd if bytes.is_empty() => Ok(Vec::new()),
+        Compression::Zstd => zstd::stream::decode_all(bytes).map_err(IntegrityError::Decompress),
+    }
+}
+
+/// Decompresses and verifies stored content; returns the state and the payload.
+pub fn decode(
+    header: &Header<'_>,
+    stored_state: &[u8],
+    stored_payload: &[u8],
+    compression: &str,
+    expected_digest: &str,
+) -> Result<(CheckpointState, Vec<u8>), IntegrityError> {
+    let compression =
+        Compression::parse(compression).ok_or_else(|| IntegrityError::Compression(compression.to_owned()))?;
+    let state = decompress(stored_state, compression)?;
+    let payload = decompress(stored_payload, compression)?;
+    let computed = digest(header, &state, &payload);
+    if computed != expected_digest {
+        return Err(IntegrityError::Digest { expected: expected_digest.to_owned(), computed });
+    }
+    let state = CheckpointState::decode(state.as_slice()).map_err(IntegrityError::Decode)?;
+    Ok((state, payload))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header() -> Header<'static> {
+        Header { session_id: "s", kind: 1, reason: "r", payload_content_type: "application/json" }
+    }
+
+    #[test]
+    fn round_trip_small_and_large() {
+        for n in [1usize, 5000] {
+            let state = CheckpointState { phase: "x".repeat(n), ..Default::default() };
+            let stored = encode(&header(), &state, b"payload").unwrap();
+            assert_eq!(stored.compression == Compression::Zstd, n > 1000);
+            let (back, payload) = decode(
+                &header(),
+                &stored.state,
+                &stored.payload,
+                stored.compression.as_str(),
+                &stored.digest,
+            )
+            .unwrap();
+            assert_eq!(back, state);
+            assert_eq!(payload, b"payload");
+        }
+    }
+
+    #[test]
+    fn flipped_bytes_are_detected() {
+        let state = CheckpointState { phase: "plan".into(), ..Default::default() };
+        let mut stored = encode(&header(), &state, b"").unwrap();
+        let last = stored.state.len() - 1;
+        stored.state[last] ^= 0xff;
+        assert!(decode(&header(), &stored.state, &stored.payload, "none", &stored.digest).is_err());
+    }
+
+    #[test]
+    fn digest_ignores_nothing_it_covers() {
+        let a = digest(&header(), b"s", b"p");
+        let other = Header { reason: "other", ..header() };
+        assert_ne!(a, digest(&other, b"s", b"p"));
+        assert_ne!(a, digest(&header(), b"s", b"q"));
+    }
+}

@@ -1,0 +1,102 @@
+//! One reader per watched project, shared by all its watchers in this process.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use baton_proto::v1::Event;
+use tokio::sync::{Notify, broadcast, watch};
+
+use super::Wakers;
+use crate::store::Store;
+
+/// Events a reader buffers for its watchers; a watcher further behind than this catches
+/// up from the table instead.
+const FEED_CAPACITY: usize = 1024;
+const READ_PAGE: i64 = 512;
+
+/// The fan-out of event rows to watchers.
+#[derive(Clone)]
+pub struct Hub<S: Store> {
+    store: S,
+    wakers: Wakers,
+    feeds: Arc<Mutex<HashMap<String, broadcast::Sender<Arc<Event>>>>>,
+    /// How often readers read the table without a wake-up (a lost wake-up costs at most
+    /// this much delay).
+    poll: Duration,
+    shutdown: watch::Receiver<bool>,
+}
+
+impl<S: Store> Hub<S> {
+    pub fn new(store: S, wakers: Wakers, poll: Duration, shutdown: watch::Receiver<bool>) -> Self {
+        Self { store, wakers, feeds: Arc::default(), poll, shutdown }
+    }
+
+    /// Live events of `project`, starting from some revision at or after now: subscribers
+    /// replay from the table first and skip what they already have.
+    pub fn subscribe(&self, project: &str) -> broadcast::Receiver<Arc<Event>> {
+        let mut feeds = self.feeds.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(feed) = feeds.get(project) {
+            return feed.subscribe();
+        }
+        let (tx, rx) = broadcast::channel(FEED_CAPACITY);
+        feeds.insert(project.to_owned(), tx.clone());
+        let wake = self.wakers.register(project);
+        tokio::spawn(self.clone().read(project.to_owned(), tx, wake));
+        rx
+    }
+
+    /// Number of projects with a running reader (for stats and tests).
+    pub fn readers(&self) -> usize {
+        self.feeds.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+
+    async fn read(self, project: String, tx: broadcast::Sender<Arc<Event>>, wake: Arc<Notify>) {
+        let mut shutdown = self.shutdown.clone();
+        // Start at the current end of the log: watchers replay older events themselves.
+        let mut last = match self.store.head_revision(project.clone()).await {
+            Ok(head) => head,
+            Err(e) => {
+                tracing::warn!(%project, error = %e, "reader cannot read the head revision; starting from 0");
+                0
+            }
+        };
+        loop {
+            tokio::select! {
+                () = wake.notified() => {}
+                () = tokio::time::sleep(self.poll) => {}
+                _ = shutdown.changed() => break,
+            }
+            {
+                // Under the lock, so a concurrent subscribe either sees this feed alive or
+                // starts a new reader.
+                let mut feeds = self.feeds.lock().unwrap_or_else(PoisonError::into_inner);
+                if tx.receiver_count() == 0 {
+                    feeds.remove(&project);
+                    self.wakers.unregister(&project);
+                    break;
+                }
+            }
+            loop {
+                match self.store.events_after(project.clone(), last, READ_PAGE).await {
+                    Ok(events) => {
+                        let full = events.len() as i64 == READ_PAGE;
+                        for event in events {
+                            last = event.revision;
+                            // No receivers is fine: the next turn ends this reader.
+                            let _ = tx.send(Arc::new(event));
+                        }
+                        if !full {
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(%project, error = %e, "reader cannot read events; will retry");
+                        break;
+                    }
+                }
+            }
+        }
+        tracing::debug!(%project, "event reader stopped");
+    }
+}

@@ -1,0 +1,139 @@
+//! One watcher: replay from the table after its cursor, then follow the project's feed.
+//! Revisions are delivered in order with no gap and no duplicate: a live event that is not
+//! the next revision (the feed started later, or this watcher lagged) sends the watcher
+//! back to the table.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use baton_proto::v1::Event;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::{mpsc, watch as signal};
+use tonic::Status;
+
+use super::Hub;
+use crate::store::Store;
+
+const REPLAY_PAGE: i64 = 1000;
+
+/// What a watcher asked for, validated.
+#[derive(Debug, Clone)]
+pub struct Watch {
+    pub cursors: Vec<(String, i64)>,
+    pub kinds: HashSet<i32>,
+}
+
+/// Starts a watch; the returned channel ends when the client goes away or the server
+/// shuts down (cleanly, without an error).
+pub fn watch<S: Store>(
+    store: S,
+    hub: &Hub<S>,
+    request: Watch,
+    shutdown: signal::Receiver<bool>,
+    buffer: usize,
+) -> mpsc::Receiver<Result<Event, Status>> {
+    let (out, rx) = mpsc::channel(buffer);
+    let kinds = Arc::new(request.kinds);
+    for (project, cursor) in request.cursors {
+        let follower = Follower {
+            store: store.clone(),
+            live: hub.subscribe(&project),
+            hub: hub.clone(),
+            project,
+            cursor,
+            kinds: kinds.clone(),
+            out: out.clone(),
+        };
+        tokio::spawn(follower.run(shutdown.clone()));
+    }
+    rx
+}
+
+struct Follower<S: Store> {
+    store: S,
+    hub: Hub<S>,
+    live: tokio::sync::broadcast::Receiver<Arc<Event>>,
+    project: String,
+    cursor: i64,
+    kinds: Arc<HashSet<i32>>,
+    out: mpsc::Sender<Result<Event, Status>>,
+}
+
+enum Step {
+    CatchUp,
+    Stop,
+}
+
+impl<S: Store> Follower<S> {
+    async fn run(mut self, mut shutdown: signal::Receiver<bool>) {
+        loop {
+            if let Step::Stop = self.catch_up().await {
+                return;
+            }
+            if let Step::Stop = self.follow(&mut shutdown).await {
+                return;
+            }
+        }
+    }
+
+    /// Sends an event (unless filtered out); false when the client went away.
+    async fn deliver(&mut self, event: Event) -> bool {
+        self.cursor = event.revision;
+        if !self.kinds.is_empty() && !self.kinds.contains(&event.kind) {
+            return true;
+        }
+        self.out.send(Ok(event)).await.is_ok()
+    }
+
+    /// Replays the table after the cursor until it is exhausted.
+    async fn catch_up(&mut self) -> Step {
+        loop {
+            let events = match self.store.events_after(self.project.clone(), self.cursor, REPLAY_PAGE).await {
+                Ok(events) => events,
+                Err(e) => {
+                    let _ = self.out.send(Err(Status::from(e))).await;
+                    return Step::Stop;
+                }
+            };
+            let full = events.len() as i64 == REPLAY_PAGE;
+            for event in events {
+                if !self.deliver(event).await {
+                    return Step::Stop;
+                }
+            }
+            if !full {
+                return Step::CatchUp;
+            }
+        }
+    }
+
+    /// Follows the live feed until a gap, a lag, or the end.
+    async fn follow(&mut self, shutdown: &mut signal::Receiver<bool>) -> Step {
+        loop {
+            let received = tokio::select! {
+                () = self.out.closed() => return Step::Stop,
+                _ = shutdown.changed() => return Step::Stop,
+                r = self.live.recv() => r,
+            };
+            match received {
+                Ok(event) if event.revision <= self.cursor => {}
+                Ok(event) if event.revision == self.cursor + 1 => {
+                    if !self.deliver((*event).clone()).await {
+                        return Step::Stop;
+                    }
+                }
+                // A gap (this feed started after our cursor) or a lag: back to the table.
+                Ok(_) | Err(RecvError::Lagged(_)) => return Step::CatchUp,
+                Err(RecvError::Closed) => {
+                    // The reader stopped (server shutting down or it had no watchers left
+                    // for an instant): take the current feed.
+                    if *shutdown.borrow() {
+                        return Step::Stop;
+                    }
+                    self.live = self.hub.subscribe(&self.project);
+                    return Step::CatchUp;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,3 @@
+//! Background jobs of a server instance.
+
+pub mod reaper;

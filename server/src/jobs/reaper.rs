@@ -1,0 +1,29 @@
+//! Crash and idleness detection: sessions with a lease whose TTL ran out become crashed,
+//! sessions without one become idle after the inactivity window. The store makes each
+//! change with a conditional update under the project lock, so several instances running
+//! this job change a session exactly once.
+
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::store::{Expiry, Store};
+
+pub async fn run<S: Store>(
+    store: S,
+    expiry: Expiry,
+    interval: Duration,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(interval) => {}
+            _ = shutdown.changed() => return,
+        }
+        match store.expire_sessions(expiry).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(sessions = n, "marked sessions idle or crashed"),
+            Err(e) => tracing::warn!(error = %e, "session expiry failed; will retry"),
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! Baton's session hub: a gRPC server that stores sessions, checkpoints and project memory
+//! for AI coding agents, on SQLite or Postgres.
+//!
+//! Layout: `api` (one file per gRPC service) → `core` (pure rules) → `store` (one
+//! transaction per write); `events` delivers the change log to watchers; `jobs` runs the
+//! liveness reaper.
+
+pub mod api;
+pub mod config;
+pub mod core;
+pub mod error;
+pub mod events;
+pub mod jobs;
+pub mod store;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use anyhow::Context;
+use baton_proto::v1::brief_service_server::BriefServiceServer;
+use baton_proto::v1::checkpoint_service_server::CheckpointServiceServer;
+use baton_proto::v1::event_service_server::EventServiceServer;
+use baton_proto::v1::memory_service_server::MemoryServiceServer;
+use baton_proto::v1::session_service_server::SessionServiceServer;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tonic::transport::Server;
+use tonic::transport::server::TcpIncoming;
+
+use crate::api::{Api, Limits};
+use crate::config::{Config, redacted_url};
+use crate::events::{Hub, Wakers};
+use crate::store::{Backend, Expiry, PgStore, SqliteStore, Store};
+
+/// Runs the server on `listener` until `shutdown` completes, then drains: in-flight
+/// requests finish, watch streams end cleanly, the database pool closes.
+pub async fn run(
+    config: Config,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let url = config.resolved_database_url()?;
+    let wakers = Wakers::default();
+    match Backend::of(&url) {
+        Some(Backend::Sqlite) => {
+            let store = SqliteStore::connect(&url, wakers.clone())
+                .await
+                .with_context(|| format!("opening SQLite database {}", redacted_url(&url)))?;
+            tracing::info!(database = %redacted_url(&url), "SQLite database ready (WAL, synchronous=FULL)");
+            serve(config, store, wakers, listener, shutdown).await
+        }
+        Some(Backend::Postgres) => {
+            let store = PgStore::connect(&url, wakers.clone())
+                .await
+                .with_context(|| format!("connecting to Postgres {}", redacted_url(&url)))?;
+            tracing::info!(database = %redacted_url(&url), "Postgres database ready");
+            serve(config, store, wakers, listener, shutdown).await
+        }
+        None => anyhow::bail!(
+            "--database-url {} is not understood: use sqlite://PATH or postgres://USER:PASS@HOST/DB",
+            redacted_url(&url)
+        ),
+    }
+}
+
+async fn serve<S: Store>(
+    config: Config,
+    store: S,
+    wakers: Wakers,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let hub = Hub::new(store.clone(), wakers, config.watch_poll, stop_rx.clone());
+    let limits = Limits { max_checkpoint_bytes: config.max_checkpoint_bytes, ..Limits::default() };
+    let api = Api { store: store.clone(), hub, limits: Arc::new(limits), shutdown: stop_rx.clone() };
+
+    let idle_after_us = i64::try_from(config.idle_after.as_micros()).unwrap_or(i64::MAX);
+    let reaper = tokio::spawn(jobs::reaper::run(
+        store.clone(),
+        Expiry { idle_after_us },
+        config.reaper_interval,
+        stop_rx.clone(),
+    ));
+
+    let (health_reporter, health_service) = tonic_health::server::health_reporter();
+    for name in [
+        "baton.v1.SessionService",
+        "baton.v1.CheckpointService",
+        "baton.v1.MemoryService",
+        "baton.v1.BriefService",
+        "baton.v1.EventService",
+    ] {
+        health_reporter.set_service_status(name, tonic_health::ServingStatus::Serving).await;
+    }
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(baton_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .context("building the reflection service")?;
+
+    // Above the checkpoint limit, so an oversized checkpoint gets Baton's own message.
+    let max_message = config.max_checkpoint_bytes.saturating_add(1024 * 1024);
+    let addr = listener.local_addr()?;
+    tracing::info!(%addr, "baton-server listening");
+
+    // Stop watchers first so that the graceful drain is not held open by live streams.
+    let shutdown = async move {
+        shutdown.await;
+        tracing::info!("shutting down: finishing in-flight requests");
+        let _ = stop_tx.send(true);
+    };
+    Server::builder()
+        .add_service(health_service)
+        .add_service(reflection)
+        .add_service(SessionServiceServer::new(api.clone()).max_decoding_message_size(max_message))
+        .add_service(CheckpointServiceServer::new(api.clone()).max_decoding_message_size(max_message))
+        .add_service(MemoryServiceServer::new(api.clone()).max_decoding_message_size(max_message))
+        .add_service(BriefServiceServer::new(api.clone()).max_decoding_message_size(max_message))
+        .add_service(EventServiceServer::new(api).max_decoding_message_size(max_message))
+        .serve_with_incoming_shutdown(TcpIncoming::from(listener), shutdown)
+        .await
+        .context("serving gRPC")?;
+    let _ = reaper.await;
+    store.close().await;
+    tracing::info!("stopped; database closed cleanly");
+    Ok(())
+}
+
+/// Completes on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %e, "cannot listen for SIGINT");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = terminate => {}
+    }
+}

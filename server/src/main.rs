@@ -1,0 +1,29 @@
+//! `baton-server`: parse flags, set up logging, refuse unsafe listens, run.
+
+use anyhow::Context;
+use baton_server::config::Config;
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let config = Config::parse();
+    let filter = EnvFilter::try_new(&config.log_level).with_context(|| {
+        format!("--log-level {:?} is not a valid log filter (try info or debug)", config.log_level)
+    })?;
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+
+    if !config.listen.ip().is_loopback() && !config.allow_open_network {
+        anyhow::bail!(
+            "refusing to listen on {}: this server has no access tokens, so anyone who can reach it could read \
+             and write everything. Listen on loopback (the default {}), or pass --allow-open-network if the \
+             network is trusted.",
+            config.listen,
+            baton_server::config::DEFAULT_LISTEN
+        );
+    }
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.listen))?;
+    baton_server::run(config, listener, baton_server::shutdown_signal()).await
+}

@@ -1,0 +1,222 @@
+//! Storage: one `Store` trait, implemented for SQLite and Postgres.
+//!
+//! Both backends share one implementation (`common.rs`, included into each backend module
+//! with that backend's types in scope) and differ only where SQL dialects do: how a write
+//! transaction begins, the database clock, and Postgres' NOTIFY. Every write is one
+//! transaction that begins by locking the project row (which allocates the revision), then
+//! reads what it decides on, lets `core` decide, and applies.
+
+use std::collections::HashMap;
+use std::future::Future;
+
+use baton_proto::v1::{
+    Actor, CreateCheckpointRequest, CreateCheckpointResponse, DeleteMemoryRequest, DeleteMemoryResponse,
+    EndSessionRequest, EndSessionResponse, Event, GetCheckpointResponse, GetSessionResponse,
+    HeartbeatResponse, ListCheckpointsResponse, ListConflictsResponse, ListEventsResponse, ListMemoryRequest,
+    ListMemoryResponse, ListSessionsResponse, PutMemoryRequest, PutMemoryResponse, ResumeSessionRequest,
+    ResumeSessionResponse, SessionStatus, SetMemoryCapsRequest, SetMemoryCapsResponse, StartSessionRequest,
+    StartSessionResponse, UpdateSessionRequest, UpdateSessionResponse,
+};
+use uuid::Uuid;
+
+pub use crate::core::brief::BriefData;
+use crate::core::checkpoint::StoredContent;
+use crate::core::lww::WriteIntent;
+use crate::error::Result;
+
+pub mod postgres;
+pub(crate) mod rows;
+pub mod sqlite;
+
+pub use postgres::PgStore;
+pub use sqlite::SqliteStore;
+
+/// Everything about a write besides its payload: idempotency, conflict intent, author.
+#[derive(Debug, Clone, Default)]
+pub struct WriteCtx {
+    /// Idempotency key; `None` = not deduplicated.
+    pub request_id: Option<String>,
+    /// sha256 of the request (its clock fields cleared), to tell a retry from a misuse.
+    pub request_hash: Vec<u8>,
+    pub base_revision: Option<i64>,
+    pub policy: crate::core::lww::Policy,
+    /// For queued writes: (written_at, client_now), µs since the epoch.
+    pub queued: Option<(i64, i64)>,
+    pub actor: Actor,
+    /// Secrets redacted from the request.
+    pub redacted: u32,
+}
+
+impl WriteCtx {
+    /// The LWW intent, with the queued time corrected against the server clock `now_us`.
+    pub fn intent(&self, now_us: i64) -> WriteIntent {
+        WriteIntent {
+            base_revision: self.base_revision,
+            policy: self.policy,
+            queued_at_us: self
+                .queued
+                .map(|(at, client_now)| crate::core::lww::corrected_written_at(at, client_now, now_us)),
+        }
+    }
+
+    /// The time a write is recorded at: the corrected client time for queued writes.
+    pub fn written_us(&self, now_us: i64) -> i64 {
+        self.intent(now_us).queued_at_us.unwrap_or(now_us)
+    }
+}
+
+/// Sessions filter for `list_sessions` (validated).
+#[derive(Debug, Clone, Default)]
+pub struct SessionQuery {
+    pub project: String,
+    pub statuses: Vec<SessionStatus>,
+    pub agent: Option<i32>,
+    pub host: Option<String>,
+    pub since_us: Option<i64>,
+    pub limit: i64,
+    /// Sessions with ids below this one (ids are uuid v7, so this is creation order).
+    pub before_id: Option<String>,
+}
+
+/// A checkpoint write after validation: ids made, content encoded and digested.
+#[derive(Debug, Clone)]
+pub struct NewCheckpoint {
+    pub request: CreateCheckpointRequest,
+    pub session_id: Uuid,
+    pub id: Uuid,
+    pub content: StoredContent,
+    pub state_tool_count: i64,
+}
+
+/// Sessions whose liveness ran out, as found by the reaper.
+#[derive(Debug, Clone, Copy)]
+pub struct Expiry {
+    /// Sessions without a lease go idle after this long without activity.
+    pub idle_after_us: i64,
+}
+
+/// The storage contract. `impl Future + Send` so that tonic services can await it.
+pub trait Store: Clone + Send + Sync + 'static {
+    fn start_session(
+        &self,
+        ctx: WriteCtx,
+        req: StartSessionRequest,
+        id: Uuid,
+    ) -> impl Future<Output = Result<StartSessionResponse>> + Send;
+    fn get_session(&self, id: Uuid) -> impl Future<Output = Result<GetSessionResponse>> + Send;
+    fn list_sessions(&self, query: SessionQuery)
+    -> impl Future<Output = Result<ListSessionsResponse>> + Send;
+    fn update_session(
+        &self,
+        ctx: WriteCtx,
+        req: UpdateSessionRequest,
+        id: Uuid,
+    ) -> impl Future<Output = Result<UpdateSessionResponse>> + Send;
+    fn heartbeat(
+        &self,
+        id: Uuid,
+        status: SessionStatus,
+        tool_count: Option<i64>,
+    ) -> impl Future<Output = Result<HeartbeatResponse>> + Send;
+    fn end_session(
+        &self,
+        ctx: WriteCtx,
+        req: EndSessionRequest,
+        id: Uuid,
+        status: SessionStatus,
+    ) -> impl Future<Output = Result<EndSessionResponse>> + Send;
+    /// Claims the target and starts the successor; the brief is added by the caller.
+    fn resume_session(
+        &self,
+        ctx: WriteCtx,
+        req: ResumeSessionRequest,
+        new_id: Uuid,
+    ) -> impl Future<Output = Result<ResumeSessionResponse>> + Send;
+    fn create_checkpoint(
+        &self,
+        ctx: WriteCtx,
+        checkpoint: NewCheckpoint,
+    ) -> impl Future<Output = Result<CreateCheckpointResponse>> + Send;
+    fn get_checkpoint(
+        &self,
+        id: Uuid,
+        include_payload: bool,
+    ) -> impl Future<Output = Result<GetCheckpointResponse>> + Send;
+    fn list_checkpoints(
+        &self,
+        session_id: Uuid,
+        include_state: bool,
+    ) -> impl Future<Output = Result<ListCheckpointsResponse>> + Send;
+    fn put_memory(
+        &self,
+        ctx: WriteCtx,
+        req: PutMemoryRequest,
+    ) -> impl Future<Output = Result<PutMemoryResponse>> + Send;
+    fn list_memory(&self, req: ListMemoryRequest) -> impl Future<Output = Result<ListMemoryResponse>> + Send;
+    fn delete_memory(
+        &self,
+        ctx: WriteCtx,
+        req: DeleteMemoryRequest,
+    ) -> impl Future<Output = Result<DeleteMemoryResponse>> + Send;
+    fn set_memory_caps(
+        &self,
+        ctx: WriteCtx,
+        req: SetMemoryCapsRequest,
+    ) -> impl Future<Output = Result<SetMemoryCapsResponse>> + Send;
+    fn brief_data(
+        &self,
+        project: String,
+        session_id: Option<Uuid>,
+        branch: String,
+    ) -> impl Future<Output = Result<BriefData>> + Send;
+    fn list_events(
+        &self,
+        project: String,
+        after: i64,
+        limit: i64,
+        kinds: Vec<i32>,
+    ) -> impl Future<Output = Result<ListEventsResponse>> + Send;
+    /// Events after a revision, for watchers (no kind filter, no head read).
+    fn events_after(
+        &self,
+        project: String,
+        after: i64,
+        limit: i64,
+    ) -> impl Future<Output = Result<Vec<Event>>> + Send;
+    fn list_conflicts(
+        &self,
+        project: String,
+        after: i64,
+        limit: i64,
+    ) -> impl Future<Output = Result<ListConflictsResponse>> + Send;
+    /// Marks sessions idle or crashed whose liveness ran out; returns how many changed.
+    fn expire_sessions(&self, expiry: Expiry) -> impl Future<Output = Result<usize>> + Send;
+    /// The project's current revision (0 for an unknown project).
+    fn head_revision(&self, project: String) -> impl Future<Output = Result<i64>> + Send;
+    /// Closes the pool (shutdown).
+    fn close(&self) -> impl Future<Output = ()> + Send;
+}
+
+/// Which backend a database URL names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    pub fn of(url: &str) -> Option<Self> {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Some(Self::Postgres)
+        } else if url.starts_with("sqlite:") {
+            Some(Self::Sqlite)
+        } else {
+            None
+        }
+    }
+}
+
+/// Per-project memory caps as stored (JSON object).
+pub(crate) fn parse_caps(json: &str) -> HashMap<String, i32> {
+    serde_json::from_str(json).unwrap_or_default()
+}

@@ -1,0 +1,118 @@
+//! The Postgres backend (teams; several server instances may share one database).
+//!
+//! The project-row lock is the row lock of `INSERT … ON CONFLICT DO UPDATE`, held to commit,
+//! so revisions are allocated in commit order across instances. Each commit sends a
+//! `NOTIFY baton_events` (project and revision) that wakes the other instances' readers: a
+//! hint only, as readers always read the event table.
+
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
+use sqlx::{PgConnection as Conn, PgPool as Pool, Postgres as Db};
+
+use crate::events::Wakers;
+
+type Tx = sqlx::Transaction<'static, Db>;
+
+/// µs since the epoch by the database clock (the same clock for every instance).
+macro_rules! now_us {
+    () => {
+        "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)"
+    };
+}
+
+/// The two-argument maximum.
+macro_rules! greatest {
+    () => {
+        "GREATEST"
+    };
+}
+
+/// The NOTIFY channel.
+pub const CHANNEL: &str = "baton_events";
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
+
+/// Baton's store on Postgres.
+#[derive(Clone)]
+pub struct PgStore {
+    pool: Pool,
+    wakers: Wakers,
+}
+
+type Backend = PgStore;
+
+impl PgStore {
+    /// Connects to and migrates the database at `url`, and starts listening for other
+    /// instances' commits.
+    pub async fn connect(url: &str, wakers: Wakers) -> anyhow::Result<Self> {
+        let options: PgConnectOptions = url.parse()?;
+        let pool = PgPoolOptions::new()
+            .max_connections(16)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
+            .await?;
+        MIGRATOR.run(&pool).await?;
+        let store = Self { pool, wakers };
+        store.spawn_listener();
+        Ok(store)
+    }
+
+    /// Wakes local readers on other instances' commits. Reconnects by itself (PgListener
+    /// does); when it is down, readers still poll.
+    fn spawn_listener(&self) {
+        let pool = self.pool.clone();
+        let wakers = self.wakers.clone();
+        tokio::spawn(async move {
+            loop {
+                let mut listener = match PgListener::connect_with(&pool).await {
+                    Ok(l) => l,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot LISTEN for other instances' commits; retrying");
+                        tokio::time::sleep(Duration::from_secs(2)).await;
+                        continue;
+                    }
+                };
+                if let Err(e) = listener.listen(CHANNEL).await {
+                    tracing::warn!(error = %e, "LISTEN failed; retrying");
+                    tokio::time::sleep(Duration::from_secs(2)).await;
+                    continue;
+                }
+                loop {
+                    match listener.recv().await {
+                        Ok(n) => {
+                            let project = n.payload().rsplit_once('\n').map_or(n.payload(), |(p, _)| p);
+                            wakers.wake(project);
+                        }
+                        Err(sqlx::Error::PoolClosed) => return,
+                        Err(e) => {
+                            tracing::warn!(error = %e, "LISTEN connection lost; reconnecting");
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+    }
+}
+
+async fn begin_write(pool: &Pool) -> Result<Tx> {
+    Ok(pool.begin().await?)
+}
+
+/// Announces a commit to the other instances (delivered only if the transaction commits).
+async fn notify(conn: &mut Conn, project: &str, revision: i64) -> Result<()> {
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(CHANNEL)
+        .bind(format!("{project}\n{revision}"))
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+include!("shared/write.rs");
+include!("shared/sessions.rs");
+include!("shared/checkpoints.rs");
+include!("shared/memory.rs");
+include!("shared/reads.rs");
+include!("shared/store_impl.rs");

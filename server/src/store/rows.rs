@@ -1,0 +1,226 @@
+//! Row types shared by both backends (sqlx derives `FromRow` generically) and their
+//! conversion to API messages.
+
+use std::collections::HashMap;
+
+use baton_proto::v1::{Actor, Checkpoint, Conflict, Event, MemoryEntry, Session};
+use prost::Message;
+use prost_types::Timestamp;
+
+use crate::core::checkpoint::{self, Header};
+use crate::error::{Error, Result};
+
+/// Timestamp from µs since the epoch.
+pub fn ts(us: i64) -> Timestamp {
+    Timestamp {
+        seconds: us.div_euclid(1_000_000),
+        nanos: i32::try_from(us.rem_euclid(1_000_000) * 1000).unwrap_or(0),
+    }
+}
+
+/// µs since the epoch from a timestamp (saturating).
+pub fn us(ts: &Timestamp) -> i64 {
+    ts.seconds.saturating_mul(1_000_000).saturating_add(i64::from(ts.nanos) / 1000)
+}
+
+pub fn encode_actor(actor: &Actor) -> Vec<u8> {
+    actor.encode_to_vec()
+}
+
+/// Actors are written by us; an undecodable one is shown as unknown rather than failing
+/// the whole read.
+pub fn decode_actor(bytes: &[u8]) -> Actor {
+    Actor::decode(bytes).unwrap_or_default()
+}
+
+pub fn decode_event(bytes: &[u8]) -> Result<Event> {
+    Event::decode(bytes).map_err(|e| Error::internal(format!("stored event does not decode: {e}")))
+}
+
+pub fn decode_conflict(bytes: &[u8]) -> Result<Conflict> {
+    Conflict::decode(bytes).map_err(|e| Error::internal(format!("stored conflict does not decode: {e}")))
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct SessionRow {
+    pub id: String,
+    pub project: String,
+    pub agent: i32,
+    pub agent_session_id: String,
+    pub host: String,
+    pub user_name: String,
+    pub cwd: String,
+    pub branch: String,
+    pub goal: String,
+    pub status: i32,
+    pub lease_ttl_ms: i64,
+    pub last_seen_us: i64,
+    pub head_checkpoint_id: Option<String>,
+    pub git_base: String,
+    pub git_head: String,
+    pub summary: String,
+    pub tool_count: i64,
+    pub resumed_from: Option<String>,
+    pub resumed_by: Option<String>,
+    pub metadata: String,
+    pub created_us: i64,
+    pub updated_us: i64,
+    pub start_revision: i64,
+    pub revision: i64,
+    pub written_us: i64,
+    pub author: Vec<u8>,
+    pub head_revision: i64,
+    pub head_written_us: i64,
+    pub head_author: Vec<u8>,
+}
+
+impl SessionRow {
+    pub fn status(&self) -> baton_proto::v1::SessionStatus {
+        baton_proto::v1::SessionStatus::try_from(self.status).unwrap_or_default()
+    }
+
+    pub fn to_proto(&self) -> Session {
+        let metadata: HashMap<String, String> = serde_json::from_str(&self.metadata).unwrap_or_default();
+        Session {
+            id: self.id.clone(),
+            project: self.project.clone(),
+            agent: self.agent,
+            agent_session_id: self.agent_session_id.clone(),
+            host: self.host.clone(),
+            user: self.user_name.clone(),
+            cwd: self.cwd.clone(),
+            branch: self.branch.clone(),
+            goal: self.goal.clone(),
+            status: self.status,
+            lease_ttl_ms: self.lease_ttl_ms,
+            last_seen_at: Some(ts(self.last_seen_us)),
+            head_checkpoint_id: self.head_checkpoint_id.clone().unwrap_or_default(),
+            git_base: self.git_base.clone(),
+            git_head: self.git_head.clone(),
+            summary: self.summary.clone(),
+            tool_count: self.tool_count,
+            resumed_from: self.resumed_from.clone().unwrap_or_default(),
+            resumed_by: self.resumed_by.clone().unwrap_or_default(),
+            created_at: Some(ts(self.created_us)),
+            updated_at: Some(ts(self.updated_us)),
+            revision: self.revision,
+            head_revision: self.head_revision,
+            metadata,
+            author: Some(decode_actor(&self.author)),
+        }
+    }
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct CheckpointRow {
+    pub id: String,
+    pub session_id: String,
+    pub project: String,
+    pub parent_id: Option<String>,
+    pub kind: i32,
+    pub reason: String,
+    pub state: Vec<u8>,
+    pub payload: Vec<u8>,
+    pub payload_content_type: String,
+    pub compression: String,
+    pub size_bytes: i64,
+    pub digest: String,
+    pub created_us: i64,
+    pub revision: i64,
+    pub author: Vec<u8>,
+}
+
+impl CheckpointRow {
+    /// Metadata only (no state, no payload).
+    pub fn to_meta(&self) -> Checkpoint {
+        Checkpoint {
+            id: self.id.clone(),
+            session_id: self.session_id.clone(),
+            project: self.project.clone(),
+            parent_id: self.parent_id.clone().unwrap_or_default(),
+            kind: self.kind,
+            reason: self.reason.clone(),
+            payload_content_type: self.payload_content_type.clone(),
+            size_bytes: self.size_bytes,
+            digest: self.digest.clone(),
+            created_at: Some(ts(self.created_us)),
+            revision: self.revision,
+            author: Some(decode_actor(&self.author)),
+            ..Default::default()
+        }
+    }
+
+    /// Verifies the digest and returns the full checkpoint; `DATA_LOSS` when it fails.
+    pub fn verified(&self, include_payload: bool) -> Result<Checkpoint> {
+        let header = Header {
+            session_id: &self.session_id,
+            kind: self.kind,
+            reason: &self.reason,
+            payload_content_type: &self.payload_content_type,
+        };
+        let (state, payload) =
+            checkpoint::decode(&header, &self.state, &self.payload, &self.compression, &self.digest)
+                .map_err(|source| Error::DataLoss { id: self.id.clone(), source })?;
+        let mut out = self.to_meta();
+        out.state = Some(state);
+        if include_payload {
+            out.payload = payload;
+        }
+        Ok(out)
+    }
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct MemoryRow {
+    pub id: String,
+    pub project: String,
+    pub category: String,
+    pub branch: String,
+    pub key: String,
+    pub content: String,
+    pub rationale: String,
+    pub author: Vec<u8>,
+    pub revision: i64,
+    pub created_us: i64,
+    pub evicted: bool,
+    pub record_revision: Option<i64>,
+}
+
+impl MemoryRow {
+    pub fn to_proto(&self) -> MemoryEntry {
+        MemoryEntry {
+            id: self.id.clone(),
+            project: self.project.clone(),
+            category: self.category.clone(),
+            branch: self.branch.clone(),
+            key: self.key.clone(),
+            content: self.content.clone(),
+            rationale: self.rationale.clone(),
+            author: Some(decode_actor(&self.author)),
+            revision: self.revision,
+            record_revision: self.record_revision.unwrap_or(self.revision),
+            created_at: Some(ts(self.created_us)),
+            evicted: self.evicted,
+        }
+    }
+}
+
+/// The LWW metadata of a record.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct RecordRow {
+    pub revision: i64,
+    pub written_us: i64,
+    pub author: Vec<u8>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_round_trip() {
+        for v in [0, 1, 1_700_000_000_123_456, -1] {
+            assert_eq!(us(&ts(v)), v);
+        }
+    }
+}

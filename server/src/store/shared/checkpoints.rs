@@ -1,0 +1,201 @@
+// Checkpoints: immutable, a tree per session; creating one moves the session's head.
+
+use baton_proto::v1::{Checkpoint, CreateCheckpointResponse, GetCheckpointResponse, ListCheckpointsResponse};
+
+use crate::store::NewCheckpoint;
+
+impl Backend {
+    pub(crate) async fn do_create_checkpoint(&self, ctx: WriteCtx, new: NewCheckpoint) -> Result<CreateCheckpointResponse> {
+        let session_id = new.session_id.to_string();
+        let id = new.id.to_string();
+        let project = self.project_of(&session_id).await?;
+        let mut w = match self.begin(&project, &ctx).await? {
+            Begun::Replay(bytes) => return replayed(&bytes, |r: &mut CreateCheckpointResponse| r.result.as_mut()),
+            Begun::Fresh(w) => w,
+        };
+        let row = must_session(&mut w.tx, &session_id).await?;
+        check_open(&row)?;
+        let exists: Option<(String,)> =
+            sqlx::query_as("SELECT id FROM checkpoints WHERE id = $1").bind(&id).fetch_optional(&mut *w.tx).await?;
+        if exists.is_some() {
+            return Err(Error::AlreadyExists(format!("checkpoint_id: checkpoint {id} already exists; use a new id (or none)")));
+        }
+        let head = row.head_checkpoint_id.clone();
+        let parent = match &new.request.parent_id {
+            None => head.clone(),
+            Some(p) if p.is_empty() => None,
+            Some(p) => {
+                let parent: Option<(String,)> =
+                    sqlx::query_as("SELECT session_id FROM checkpoints WHERE id = $1").bind(p).fetch_optional(&mut *w.tx).await?;
+                match parent {
+                    None => return Err(Error::NotFound(format!("parent_id: no checkpoint {p}"))),
+                    Some((s,)) if s != session_id => {
+                        return Err(Error::InvalidArgument(format!(
+                            "parent_id: checkpoint {p} belongs to session {s}, not {session_id}"
+                        )));
+                    }
+                    Some(_) => Some(p.clone()),
+                }
+            }
+        };
+        let row = w.touch(row, &ctx.actor).await?;
+        // The head is a record: a parent other than the head is a fork, reported as a
+        // conflict on it (both branches are kept either way).
+        let fork = parent != head;
+        let current = RecordVersion { revision: row.head_revision, written_us: row.head_written_us };
+        let mut intent = ctx.intent(w.now_us);
+        if fork && intent.base_revision.is_none() {
+            intent.base_revision = Some(-1);
+        }
+        let decision = lww::decide(if head.is_some() { Some(current) } else { None }, intent);
+        let detail = if fork {
+            format!(
+                "fork: parent {} is not the session's head {}; both branches are kept",
+                parent.as_deref().unwrap_or("(none)"),
+                head.as_deref().unwrap_or("(none)")
+            )
+        } else {
+            String::new()
+        };
+        let value = |id: Option<&str>| RecordValue { value: id.map(|i| record_value::Value::HeadCheckpointId(i.to_owned())) };
+        let conflict = decision.is_conflict().then(|| {
+            make_conflict(
+                format!("session/{session_id}/head"),
+                decision,
+                &ctx,
+                Some((current, decode_actor(&row.head_author))),
+                Some(value(head.as_deref())),
+                Some(value(Some(&id))),
+                detail,
+            )
+        });
+        if decision == Decision::Rejected {
+            return Err(Error::Rejected(Box::new(conflict.unwrap_or_default())));
+        }
+        let revision = w.revision().await?;
+        let req = &new.request;
+        let author = encode_actor(&ctx.actor);
+        sqlx::query(
+            "INSERT INTO checkpoints (id, session_id, project, parent_id, kind, reason, state, payload, \
+             payload_content_type, compression, size_bytes, digest, created_us, revision, author) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+        )
+        .bind(&id)
+        .bind(&session_id)
+        .bind(&project)
+        .bind(&parent)
+        .bind(req.kind)
+        .bind(&req.reason)
+        .bind(&new.content.state)
+        .bind(&new.content.payload)
+        .bind(&req.payload_content_type)
+        .bind(new.content.compression.as_str())
+        .bind(new.content.size_bytes)
+        .bind(&new.content.digest)
+        .bind(w.now_us)
+        .bind(revision)
+        .bind(&author)
+        .execute(&mut *w.tx)
+        .await?;
+        let is_head = decision.applies();
+        if is_head {
+            sqlx::query(concat!(
+                "UPDATE sessions SET head_checkpoint_id = $2, head_revision = $3, head_written_us = $4, head_author = $5, \
+                 updated_us = $6, tool_count = ",
+                greatest!(),
+                "(tool_count, $7) WHERE id = $1"
+            ))
+            .bind(&session_id)
+            .bind(&id)
+            .bind(revision)
+            .bind(ctx.written_us(w.now_us))
+            .bind(&author)
+            .bind(w.now_us)
+            .bind(new.state_tool_count)
+            .execute(&mut *w.tx)
+            .await?;
+        }
+        let stored: CheckpointRow =
+            sqlx::query_as("SELECT * FROM checkpoints WHERE id = $1").bind(&id).fetch_one(&mut *w.tx).await?;
+        let checkpoint = stored.to_meta();
+        let mut ev = event(EventKind::CheckpointCreated, "checkpoint", &id, &ctx.actor);
+        ev.value = Some(baton_proto::v1::event::Value::Checkpoint(CheckpointRef {
+            id: id.clone(),
+            session_id: session_id.clone(),
+            parent_id: parent.clone().unwrap_or_default(),
+            digest: checkpoint.digest.clone(),
+            kind: req.kind,
+            is_head,
+        }));
+        ev.conflict.clone_from(&conflict);
+        w.emit(ev).await?;
+        let reply = CreateCheckpointResponse { checkpoint: Some(checkpoint), result: Some(write_result(revision, decision, conflict, &ctx)) };
+        w.finish(self, &ctx, &reply).await?;
+        Ok(reply)
+    }
+
+    pub(crate) async fn do_get_checkpoint(&self, id: uuid::Uuid, include_payload: bool) -> Result<GetCheckpointResponse> {
+        let id = id.to_string();
+        let mut conn = self.pool.acquire().await?;
+        let project: Option<(String,)> =
+            sqlx::query_as("SELECT project FROM checkpoints WHERE id = $1").bind(&id).fetch_optional(&mut *conn).await?;
+        let Some((project,)) = project else {
+            return Err(Error::NotFound(format!("checkpoint_id: no checkpoint {id}")));
+        };
+        let as_of_revision = head_revision(&mut conn, &project).await?;
+        let row: CheckpointRow = sqlx::query_as("SELECT * FROM checkpoints WHERE id = $1").bind(&id).fetch_one(&mut *conn).await?;
+        Ok(GetCheckpointResponse { checkpoint: Some(row.verified(include_payload)?), as_of_revision })
+    }
+
+    pub(crate) async fn do_list_checkpoints(&self, session_id: uuid::Uuid, include_state: bool) -> Result<ListCheckpointsResponse> {
+        let session_id = session_id.to_string();
+        let mut conn = self.pool.acquire().await?;
+        let project: Option<(String, Option<String>)> = sqlx::query_as("SELECT project, head_checkpoint_id FROM sessions WHERE id = $1")
+            .bind(&session_id)
+            .fetch_optional(&mut *conn)
+            .await?;
+        let Some((project, _)) = project else {
+            return Err(Error::NotFound(format!("session_id: no session {session_id}")));
+        };
+        let as_of_revision = head_revision(&mut conn, &project).await?;
+        let head: (Option<String>,) =
+            sqlx::query_as("SELECT head_checkpoint_id FROM sessions WHERE id = $1").bind(&session_id).fetch_one(&mut *conn).await?;
+        let rows: Vec<CheckpointRow> = sqlx::query_as("SELECT * FROM checkpoints WHERE session_id = $1 ORDER BY revision")
+            .bind(&session_id)
+            .fetch_all(&mut *conn)
+            .await?;
+        Ok(ListCheckpointsResponse { checkpoints: tree_order(&rows, include_state), head_checkpoint_id: head.0.unwrap_or_default(), as_of_revision })
+    }
+}
+
+/// Depth-first from the roots, children oldest first; every checkpoint is verified and a
+/// corrupt one is marked rather than failing the list.
+fn tree_order(rows: &[CheckpointRow], include_state: bool) -> Vec<Checkpoint> {
+    let ids: HashSet<&str> = rows.iter().map(|r| r.id.as_str()).collect();
+    let mut children: HashMap<Option<&str>, Vec<&CheckpointRow>> = HashMap::new();
+    for row in rows {
+        // A parent outside this list (pruned) makes the row a root.
+        let parent = row.parent_id.as_deref().filter(|p| ids.contains(p));
+        children.entry(parent).or_default().push(row);
+    }
+    let mut out = Vec::with_capacity(rows.len());
+    let mut stack: Vec<(&CheckpointRow, i32)> =
+        children.get(&None).map(|roots| roots.iter().rev().map(|r| (*r, 0)).collect()).unwrap_or_default();
+    while let Some((row, depth)) = stack.pop() {
+        let mut cp = match row.verified(false) {
+            Ok(mut cp) => {
+                if !include_state {
+                    cp.state = None;
+                }
+                cp
+            }
+            Err(_) => Checkpoint { corrupt: true, ..row.to_meta() },
+        };
+        cp.depth = depth;
+        out.push(cp);
+        if let Some(kids) = children.get(&Some(row.id.as_str())) {
+            stack.extend(kids.iter().rev().map(|k| (*k, depth + 1)));
+        }
+    }
+    out
+}

@@ -1,0 +1,361 @@
+// Project memory: current-state sets (REPLACE_SET), history (APPEND), keyed notes (UPSERT).
+
+use baton_proto::v1::{
+    DeleteMemoryRequest, DeleteMemoryResponse, ListMemoryRequest, ListMemoryResponse, MemoryEntry,
+    MemoryItem, MemoryOp, MemorySet, PutMemoryRequest, PutMemoryResponse, SetMemoryCapsRequest,
+    SetMemoryCapsResponse, delete_memory_request,
+};
+
+use crate::core::memory::{self as rules, Semantics};
+use crate::store::parse_caps;
+use crate::store::rows::{MemoryRow, RecordRow};
+
+const MEMORY_SELECT: &str = "SELECT m.*, r.revision AS record_revision FROM memory m \
+     LEFT JOIN records r ON r.project = m.project AND r.record = m.record";
+
+/// Where a memory write lands.
+struct Target<'a> {
+    category: &'a str,
+    branch: &'a str,
+    key: &'a str,
+}
+
+impl Target<'_> {
+    fn record(&self) -> String {
+        rules::record_name(self.category, self.branch, self.key)
+    }
+}
+
+impl Write {
+    async fn caps(&mut self) -> Result<HashMap<String, i32>> {
+        let (json,): (String,) =
+            sqlx::query_as("SELECT memory_caps FROM projects WHERE key = $1").bind(&self.project).fetch_one(&mut *self.tx).await?;
+        Ok(parse_caps(&json))
+    }
+
+    async fn record_version(&mut self, record: &str) -> Result<Option<(RecordVersion, Actor)>> {
+        let row: Option<RecordRow> = sqlx::query_as("SELECT revision, written_us, author FROM records WHERE project = $1 AND record = $2")
+            .bind(&self.project)
+            .bind(record)
+            .fetch_optional(&mut *self.tx)
+            .await?;
+        Ok(row.map(|r| (RecordVersion { revision: r.revision, written_us: r.written_us }, decode_actor(&r.author))))
+    }
+
+    async fn record_entries(&mut self, record: &str, include_evicted: bool) -> Result<Vec<MemoryEntry>> {
+        let rows: Vec<MemoryRow> = sqlx::query_as(concat!(
+            "SELECT m.*, r.revision AS record_revision FROM memory m LEFT JOIN records r ON r.project = m.project AND r.record = m.record",
+            " WHERE m.project = $1 AND m.record = $2 AND (m.evicted = FALSE OR $3) ORDER BY m.revision, m.seq"
+        ))
+        .bind(&self.project)
+        .bind(record)
+        .bind(include_evicted)
+        .fetch_all(&mut *self.tx)
+        .await?;
+        Ok(rows.iter().map(MemoryRow::to_proto).collect())
+    }
+
+    async fn insert_entries(&mut self, t: &Target<'_>, items: &[MemoryItem], ctx: &WriteCtx) -> Result<Vec<String>> {
+        let revision = self.revision().await?;
+        let author = encode_actor(&ctx.actor);
+        let record = t.record();
+        let mut ids = Vec::with_capacity(items.len());
+        for (seq, item) in items.iter().enumerate() {
+            let id = uuid::Uuid::now_v7().to_string();
+            sqlx::query(
+                "INSERT INTO memory (id, project, category, branch, key, record, content, rationale, author, revision, seq, created_us, evicted) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, FALSE)",
+            )
+            .bind(&id)
+            .bind(&self.project)
+            .bind(t.category)
+            .bind(t.branch)
+            .bind(t.key)
+            .bind(&record)
+            .bind(&item.content)
+            .bind(&item.rationale)
+            .bind(&author)
+            .bind(revision)
+            .bind(i64::try_from(seq).unwrap_or(i64::MAX))
+            .bind(ctx.written_us(self.now_us))
+            .execute(&mut *self.tx)
+            .await?;
+            ids.push(id);
+        }
+        Ok(ids)
+    }
+
+    async fn set_record_version(&mut self, record: &str, ctx: &WriteCtx) -> Result<()> {
+        let revision = self.revision().await?;
+        sqlx::query(
+            "INSERT INTO records (project, record, revision, written_us, author) VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (project, record) DO UPDATE SET revision = excluded.revision, written_us = excluded.written_us, author = excluded.author",
+        )
+        .bind(&self.project)
+        .bind(record)
+        .bind(revision)
+        .bind(ctx.written_us(self.now_us))
+        .bind(encode_actor(&ctx.actor))
+        .execute(&mut *self.tx)
+        .await?;
+        Ok(())
+    }
+
+    /// A last-write-wins write of a whole record (a set or a note): `items` is its new
+    /// content, `delete_ids` the entries it drops (None = all of them).
+    async fn write_record(
+        &mut self,
+        t: &Target<'_>,
+        ctx: &WriteCtx,
+        op: MemoryOp,
+        items: &[MemoryItem],
+        delete_ids: Option<&[String]>,
+    ) -> Result<(Vec<MemoryEntry>, WriteResult)> {
+        let record = t.record();
+        let current = self.record_version(&record).await?;
+        let decision = lww::decide(current.as_ref().map(|(v, _)| *v), ctx.intent(self.now_us));
+        let before = self.record_entries(&record, false).await?;
+        let as_value = |entries: Vec<MemoryEntry>| -> RecordValue {
+            if t.category == rules::NOTE {
+                RecordValue { value: entries.into_iter().next().map(record_value::Value::Note) }
+            } else {
+                RecordValue {
+                    value: Some(record_value::Value::MemorySet(MemorySet {
+                        category: t.category.to_owned(),
+                        branch: t.branch.to_owned(),
+                        revision: current.as_ref().map_or(0, |(v, _)| v.revision),
+                        entries,
+                    })),
+                }
+            }
+        };
+        let written: Vec<MemoryEntry> = items
+            .iter()
+            .map(|i| MemoryEntry {
+                category: t.category.to_owned(),
+                branch: t.branch.to_owned(),
+                key: t.key.to_owned(),
+                content: i.content.clone(),
+                rationale: i.rationale.clone(),
+                author: Some(ctx.actor.clone()),
+                ..Default::default()
+            })
+            .collect();
+        let conflict = decision.is_conflict().then(|| {
+            make_conflict(record.clone(), decision, ctx, current.clone(), Some(as_value(before.clone())), Some(as_value(written)), String::new())
+        });
+        if decision == Decision::Rejected {
+            return Err(Error::Rejected(Box::new(conflict.unwrap_or_default())));
+        }
+        let revision = self.revision().await?;
+        let mut created = Vec::new();
+        let mut deleted_ids = Vec::new();
+        if decision.applies() {
+            match delete_ids {
+                None => {
+                    deleted_ids = before.iter().map(|e| e.id.clone()).collect();
+                    sqlx::query("DELETE FROM memory WHERE project = $1 AND record = $2")
+                        .bind(&self.project)
+                        .bind(&record)
+                        .execute(&mut *self.tx)
+                        .await?;
+                }
+                Some(ids) => {
+                    for id in ids {
+                        sqlx::query("DELETE FROM memory WHERE id = $1").bind(id).execute(&mut *self.tx).await?;
+                    }
+                    deleted_ids = ids.to_vec();
+                }
+            }
+            let ids = self.insert_entries(t, items, ctx).await?;
+            self.set_record_version(&record, ctx).await?;
+            let after = self.record_entries(&record, false).await?;
+            created = after.iter().filter(|e| ids.contains(&e.id)).cloned().collect();
+            self.emit_memory(t, op, after, vec![], deleted_ids, conflict.clone(), ctx).await?;
+        } else {
+            self.emit_memory(t, op, before, vec![], deleted_ids, conflict.clone(), ctx).await?;
+        }
+        Ok((created, write_result(revision, decision, conflict, ctx)))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn emit_memory(
+        &mut self,
+        t: &Target<'_>,
+        op: MemoryOp,
+        entries: Vec<MemoryEntry>,
+        evicted_ids: Vec<String>,
+        deleted_ids: Vec<String>,
+        conflict: Option<Conflict>,
+        ctx: &WriteCtx,
+    ) -> Result<i64> {
+        let mut ev = event(EventKind::MemoryChanged, "memory", &t.record(), &ctx.actor);
+        ev.value = Some(baton_proto::v1::event::Value::Memory(MemoryChange {
+            category: t.category.to_owned(),
+            branch: t.branch.to_owned(),
+            key: t.key.to_owned(),
+            op: op as i32,
+            entries,
+            evicted_ids,
+            deleted_ids,
+        }));
+        ev.conflict = conflict;
+        self.emit(ev).await
+    }
+
+    /// History: append, then evict the oldest beyond the cap. Never a conflict.
+    async fn append(&mut self, t: &Target<'_>, ctx: &WriteCtx, items: &[MemoryItem], cap: i32) -> Result<PutMemoryResponse> {
+        let record = t.record();
+        let live_before = self.record_entries(&record, false).await?;
+        let revision = self.revision().await?;
+        let ids = self.insert_entries(t, items, ctx).await?;
+        let live = self.record_entries(&record, false).await?;
+        let evict = rules::evictions(live_before.len(), items.len(), cap);
+        let evicted: Vec<MemoryEntry> = live.iter().take(evict).cloned().map(|mut e| { e.evicted = true; e }).collect();
+        for e in &evicted {
+            sqlx::query("UPDATE memory SET evicted = TRUE WHERE id = $1").bind(&e.id).execute(&mut *self.tx).await?;
+        }
+        let entries: Vec<MemoryEntry> = live
+            .into_iter()
+            .filter(|e| ids.contains(&e.id))
+            .map(|mut e| {
+                e.evicted = evicted.iter().any(|x| x.id == e.id);
+                e
+            })
+            .collect();
+        self.emit_memory(t, MemoryOp::Append, entries.clone(), evicted.iter().map(|e| e.id.clone()).collect(), vec![], None, ctx).await?;
+        Ok(PutMemoryResponse { entries, evicted, result: Some(write_result(revision, Decision::Applied, None, ctx)) })
+    }
+}
+
+impl Backend {
+    pub(crate) async fn do_put_memory(&self, ctx: WriteCtx, req: PutMemoryRequest) -> Result<PutMemoryResponse> {
+        let mut w = match self.begin(&req.project, &ctx).await? {
+            Begun::Replay(bytes) => return replayed(&bytes, |r: &mut PutMemoryResponse| r.result.as_mut()),
+            Begun::Fresh(w) => w,
+        };
+        let caps = rules::effective_caps(&w.caps().await?);
+        let cap = caps.get(&req.category).copied().unwrap_or(0);
+        let semantics = rules::check_put(&req.category, MemoryOp::try_from(req.op).unwrap_or_default(), &req.key, req.items.len(), cap)?;
+        let t = Target { category: &req.category, branch: &req.branch, key: &req.key };
+        let reply = match semantics {
+            Semantics::History => w.append(&t, &ctx, &req.items, cap).await?,
+            Semantics::CurrentSet | Semantics::Keyed => {
+                let op = if semantics == Semantics::Keyed { MemoryOp::Upsert } else { MemoryOp::ReplaceSet };
+                let (entries, result) = w.write_record(&t, &ctx, op, &req.items, None).await?;
+                PutMemoryResponse { entries, evicted: vec![], result: Some(result) }
+            }
+        };
+        w.finish(self, &ctx, &reply).await?;
+        Ok(reply)
+    }
+
+    pub(crate) async fn do_delete_memory(&self, ctx: WriteCtx, req: DeleteMemoryRequest) -> Result<DeleteMemoryResponse> {
+        let mut w = match self.begin(&req.project, &ctx).await? {
+            Begun::Replay(bytes) => return replayed(&bytes, |r: &mut DeleteMemoryResponse| r.result.as_mut()),
+            Begun::Fresh(w) => w,
+        };
+        let (category, branch, key, only) = match &req.target {
+            Some(delete_memory_request::Target::EntryId(id)) => {
+                let row: Option<MemoryRow> = sqlx::query_as(concat!(
+                    "SELECT m.*, r.revision AS record_revision FROM memory m LEFT JOIN records r ON r.project = m.project AND r.record = m.record",
+                    " WHERE m.id = $1 AND m.project = $2"
+                ))
+                .bind(id)
+                .bind(&req.project)
+                .fetch_optional(&mut *w.tx)
+                .await?;
+                let row = row.ok_or_else(|| Error::NotFound(format!("entry_id: no memory entry {id} in project {:?}", req.project)))?;
+                (row.category, row.branch, row.key, Some(id.clone()))
+            }
+            Some(delete_memory_request::Target::Record(r)) => (r.category.clone(), r.branch.clone(), r.key.clone(), None),
+            None => return Err(Error::InvalidArgument("target: give an entry_id or a record".into())),
+        };
+        let semantics = rules::semantics(&category)?;
+        let t = Target { category: &category, branch: &branch, key: &key };
+        let (deleted_ids, result) = match (semantics, only) {
+            (Semantics::History, only) => {
+                // History has no record to conflict on: deleting is plain.
+                let record = t.record();
+                let ids: Vec<String> = match only {
+                    Some(id) => vec![id],
+                    None => w.record_entries(&record, true).await?.into_iter().map(|e| e.id).collect(),
+                };
+                let revision = w.revision().await?;
+                for id in &ids {
+                    sqlx::query("DELETE FROM memory WHERE id = $1").bind(id).execute(&mut *w.tx).await?;
+                }
+                w.emit_memory(&t, MemoryOp::Append, vec![], vec![], ids.clone(), None, &ctx).await?;
+                (ids, write_result(revision, Decision::Applied, None, &ctx))
+            }
+            (_, only) => {
+                let record = t.record();
+                let before = w.record_entries(&record, false).await?;
+                if before.is_empty() && w.record_version(&record).await?.is_none() {
+                    return Err(Error::NotFound(format!("record: {record} does not exist in project {:?}", req.project)));
+                }
+                let (keep, drop): (Vec<MemoryEntry>, Vec<MemoryEntry>) = match &only {
+                    Some(id) => before.into_iter().partition(|e| &e.id != id),
+                    None => (vec![], before),
+                };
+                let drop_ids: Vec<String> = drop.iter().map(|e| e.id.clone()).collect();
+                let op = if semantics == Semantics::Keyed { MemoryOp::Upsert } else { MemoryOp::ReplaceSet };
+                let _ = keep;
+                let (_, result) = w.write_record(&t, &ctx, op, &[], Some(&drop_ids)).await?;
+                let deleted = if result.outcome == WriteOutcome::Stale as i32 { vec![] } else { drop_ids };
+                (deleted, result)
+            }
+        };
+        let reply = DeleteMemoryResponse { deleted_ids, result: Some(result) };
+        w.finish(self, &ctx, &reply).await?;
+        Ok(reply)
+    }
+
+    pub(crate) async fn do_set_memory_caps(&self, ctx: WriteCtx, req: SetMemoryCapsRequest) -> Result<SetMemoryCapsResponse> {
+        let mut w = match self.begin(&req.project, &ctx).await? {
+            Begun::Replay(bytes) => return replayed(&bytes, |r: &mut SetMemoryCapsResponse| r.result.as_mut()),
+            Begun::Fresh(w) => w,
+        };
+        let mut caps = w.caps().await?;
+        caps.extend(req.caps.clone());
+        let json = serde_json::to_string(&caps).map_err(Error::internal)?;
+        let revision = w.revision().await?;
+        sqlx::query("UPDATE projects SET memory_caps = $2 WHERE key = $1").bind(&w.project).bind(json).execute(&mut *w.tx).await?;
+        let effective: HashMap<String, i32> = rules::effective_caps(&caps).into_iter().collect();
+        let mut ev = event(EventKind::ProjectSettingsChanged, "project", &req.project, &ctx.actor);
+        ev.value = Some(baton_proto::v1::event::Value::Settings(baton_proto::v1::ProjectSettings { memory_caps: effective.clone() }));
+        w.emit(ev).await?;
+        let reply = SetMemoryCapsResponse { caps: effective, result: Some(write_result(revision, Decision::Applied, None, &ctx)) };
+        w.finish(self, &ctx, &reply).await?;
+        Ok(reply)
+    }
+
+    pub(crate) async fn do_list_memory(&self, req: ListMemoryRequest) -> Result<ListMemoryResponse> {
+        let mut conn = self.pool.acquire().await?;
+        let as_of_revision = head_revision(&mut conn, &req.project).await?;
+        let mut sql = sqlx::QueryBuilder::<Db>::new(MEMORY_SELECT);
+        sql.push(" WHERE m.project = ").push_bind(req.project.clone());
+        if !req.category.is_empty() {
+            sql.push(" AND m.category = ").push_bind(req.category.clone());
+        }
+        if let Some(branch) = &req.branch {
+            sql.push(" AND m.branch = ").push_bind(branch.clone());
+        }
+        if !req.include_evicted {
+            sql.push(" AND m.evicted = FALSE");
+        }
+        sql.push(" ORDER BY m.category, m.branch, m.key, m.revision, m.seq");
+        let rows: Vec<MemoryRow> = sql.build_query_as().fetch_all(&mut *conn).await?;
+        let caps_json: Option<(String,)> =
+            sqlx::query_as("SELECT memory_caps FROM projects WHERE key = $1").bind(&req.project).fetch_optional(&mut *conn).await?;
+        let caps = rules::effective_caps(&caps_json.map(|(j,)| parse_caps(&j)).unwrap_or_default()).into_iter().collect();
+        let records: Vec<(String, i64)> =
+            sqlx::query_as("SELECT record, revision FROM records WHERE project = $1").bind(&req.project).fetch_all(&mut *conn).await?;
+        Ok(ListMemoryResponse {
+            entries: rows.iter().map(MemoryRow::to_proto).collect(),
+            caps,
+            as_of_revision,
+            record_revisions: records.into_iter().collect(),
+        })
+    }
+}

@@ -1,0 +1,156 @@
+// The change log (events, conflicts) and the data the brief is made of.
+
+use baton_proto::v1::{ListConflictsResponse, ListEventsResponse};
+
+use crate::store::BriefData;
+
+impl Backend {
+    pub(crate) async fn do_events_after(&self, project: String, after: i64, limit: i64) -> Result<Vec<Event>> {
+        let rows: Vec<(Vec<u8>,)> =
+            sqlx::query_as("SELECT body FROM events WHERE project = $1 AND revision > $2 ORDER BY revision LIMIT $3")
+                .bind(project)
+                .bind(after)
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await?;
+        rows.iter().map(|(body,)| decode_event(body)).collect()
+    }
+
+    pub(crate) async fn do_list_events(&self, project: String, after: i64, limit: i64, kinds: Vec<i32>) -> Result<ListEventsResponse> {
+        let mut conn = self.pool.acquire().await?;
+        let as_of_revision = head_revision(&mut conn, &project).await?;
+        let mut sql = sqlx::QueryBuilder::<Db>::new("SELECT body FROM events WHERE project = ");
+        sql.push_bind(project).push(" AND revision > ").push_bind(after);
+        if !kinds.is_empty() {
+            sql.push(" AND kind IN (");
+            let mut list = sql.separated(", ");
+            for k in kinds {
+                list.push_bind(k);
+            }
+            sql.push(")");
+        }
+        sql.push(" ORDER BY revision LIMIT ").push_bind(limit);
+        let rows: Vec<(Vec<u8>,)> = sql.build_query_as().fetch_all(&mut *conn).await?;
+        let events = rows.iter().map(|(body,)| decode_event(body)).collect::<Result<_>>()?;
+        Ok(ListEventsResponse { events, as_of_revision })
+    }
+
+    pub(crate) async fn do_list_conflicts(&self, project: String, after: i64, limit: i64) -> Result<ListConflictsResponse> {
+        let mut conn = self.pool.acquire().await?;
+        let as_of_revision = head_revision(&mut conn, &project).await?;
+        let rows: Vec<(Vec<u8>,)> =
+            sqlx::query_as("SELECT body FROM conflicts WHERE project = $1 AND revision > $2 ORDER BY revision LIMIT $3")
+                .bind(&project)
+                .bind(after)
+                .bind(limit)
+                .fetch_all(&mut *conn)
+                .await?;
+        let conflicts = rows.iter().map(|(body,)| decode_conflict(body)).collect::<Result<_>>()?;
+        Ok(ListConflictsResponse { conflicts, as_of_revision })
+    }
+
+    pub(crate) async fn do_brief_data(&self, project: String, session_id: Option<uuid::Uuid>, branch: String) -> Result<BriefData> {
+        const UNFINISHED_LIMIT: i64 = 10;
+        const ACTIVE_LIMIT: i64 = 20;
+        const MEMORY_LIMIT: i64 = 500;
+        const CONFLICT_LIMIT: i64 = 50;
+        let mut conn = self.pool.acquire().await?;
+        let as_of_revision = head_revision(&mut conn, &project).await?;
+        let (now_us,): (i64,) = sqlx::query_as(concat!("SELECT ", now_us!())).fetch_one(&mut *conn).await?;
+        let caller = session_id.map(|s| s.to_string()).unwrap_or_default();
+
+        let unfinished_rows: Vec<SessionRow> = sqlx::query_as(
+            "SELECT * FROM sessions WHERE project = $1 AND status IN ($2, $3) AND id <> $4 ORDER BY updated_us DESC LIMIT $5",
+        )
+        .bind(&project)
+        .bind(SessionStatus::Crashed as i32)
+        .bind(SessionStatus::Idle as i32)
+        .bind(&caller)
+        .bind(UNFINISHED_LIMIT)
+        .fetch_all(&mut *conn)
+        .await?;
+        let mut unfinished = Vec::with_capacity(unfinished_rows.len());
+        for row in unfinished_rows {
+            let state = match &row.head_checkpoint_id {
+                Some(head) => {
+                    let cp: Option<CheckpointRow> =
+                        sqlx::query_as("SELECT * FROM checkpoints WHERE id = $1").bind(head).fetch_optional(&mut *conn).await?;
+                    cp.and_then(|c| c.verified(false).ok()).and_then(|c| c.state)
+                }
+                None => None,
+            };
+            unfinished.push((row.to_proto(), state));
+        }
+
+        let memory_rows: Vec<MemoryRow> = sqlx::query_as(concat!(
+            "SELECT m.*, r.revision AS record_revision FROM memory m LEFT JOIN records r ON r.project = m.project AND r.record = m.record",
+            " WHERE m.project = $1 AND m.evicted = FALSE AND (m.branch = '' OR m.branch = $2) ORDER BY m.revision DESC, m.seq LIMIT $3"
+        ))
+        .bind(&project)
+        .bind(&branch)
+        .bind(MEMORY_LIMIT)
+        .fetch_all(&mut *conn)
+        .await?;
+
+        let active: Vec<SessionRow> = sqlx::query_as(
+            "SELECT * FROM sessions WHERE project = $1 AND status IN ($2, $3) AND id <> $4 ORDER BY last_seen_us DESC LIMIT $5",
+        )
+        .bind(&project)
+        .bind(SessionStatus::Active as i32)
+        .bind(SessionStatus::Initializing as i32)
+        .bind(&caller)
+        .bind(ACTIVE_LIMIT)
+        .fetch_all(&mut *conn)
+        .await?;
+
+        // The caller's previous session: the one it resumed, else the latest other session
+        // of the same user and host (any agent), else the project's latest other session.
+        let me = match &session_id {
+            Some(id) => session_row(&mut conn, &id.to_string()).await?,
+            None => None,
+        };
+        let previous: Option<SessionRow> = match &me {
+            Some(me) if me.resumed_from.is_some() => session_row(&mut conn, me.resumed_from.as_deref().unwrap_or_default()).await?,
+            Some(me) => {
+                sqlx::query_as(
+                    "SELECT * FROM sessions WHERE project = $1 AND id <> $2 AND host = $3 AND user_name = $4 ORDER BY id DESC LIMIT 1",
+                )
+                .bind(&project)
+                .bind(&me.id)
+                .bind(&me.host)
+                .bind(&me.user_name)
+                .fetch_optional(&mut *conn)
+                .await?
+            }
+            None => None,
+        };
+        let previous = match previous {
+            Some(p) => Some(p),
+            None => sqlx::query_as("SELECT * FROM sessions WHERE project = $1 AND id <> $2 AND status = $3 ORDER BY id DESC LIMIT 1")
+                .bind(&project)
+                .bind(&caller)
+                .bind(SessionStatus::Completed as i32)
+                .fetch_optional(&mut *conn)
+                .await?,
+        };
+        let since = previous.as_ref().map_or(0, |p| p.start_revision);
+        let conflict_rows: Vec<(Vec<u8>,)> = sqlx::query_as(
+            "SELECT body FROM conflicts WHERE project = $1 AND revision > $2 ORDER BY revision DESC LIMIT $3",
+        )
+        .bind(&project)
+        .bind(since)
+        .bind(CONFLICT_LIMIT)
+        .fetch_all(&mut *conn)
+        .await?;
+
+        Ok(BriefData {
+            as_of_revision,
+            now_us,
+            unfinished,
+            memory: memory_rows.iter().map(MemoryRow::to_proto).collect(),
+            active: active.iter().map(SessionRow::to_proto).collect(),
+            conflicts: conflict_rows.iter().map(|(b,)| decode_conflict(b)).collect::<Result<_>>()?,
+            previous: previous.map(|p| p.to_proto()),
+        })
+    }
+}

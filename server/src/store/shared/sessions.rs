@@ -1,0 +1,605 @@
+// Sessions: start, update (last-write-wins record), liveness, status, end, resume.
+
+use baton_proto::v1::{
+    EndSessionRequest, EndSessionResponse, GetSessionResponse, HeartbeatResponse,
+    ListSessionsResponse, ResumeSessionRequest, ResumeSessionResponse,
+    SkippedCheckpoint, StartSessionRequest, StartSessionResponse, UpdateSessionRequest,
+    UpdateSessionResponse, record_value, resume_session_request,
+};
+
+use crate::core::{lww, status};
+use crate::store::rows::{CheckpointRow, SessionRow};
+use crate::store::{Expiry, SessionQuery};
+
+const INSERT_SESSION: &str = "INSERT INTO sessions (id, project, agent, agent_session_id, host, user_name, cwd, \
+     branch, goal, status, lease_ttl_ms, last_seen_us, head_checkpoint_id, git_base, git_head, summary, \
+     tool_count, resumed_from, resumed_by, metadata, created_us, updated_us, start_revision, revision, \
+     written_us, author, head_revision, head_written_us, head_author) VALUES ($1, $2, $3, $4, $5, $6, $7, \
+     $8, $9, $10, $11, $12, NULL, $13, '', '', 0, $14, NULL, $15, $16, $16, $17, $17, $18, $19, 0, 0, $20)";
+
+/// The fields of a new session row.
+struct NewSession<'a> {
+    id: &'a str,
+    project: &'a str,
+    agent: i32,
+    agent_session_id: &'a str,
+    host: &'a str,
+    user: &'a str,
+    cwd: &'a str,
+    branch: &'a str,
+    goal: &'a str,
+    status: SessionStatus,
+    lease_ttl_ms: i64,
+    git_base: &'a str,
+    resumed_from: Option<&'a str>,
+    metadata: &'a HashMap<String, String>,
+}
+
+async fn session_row(conn: &mut Conn, id: &str) -> Result<Option<SessionRow>> {
+    Ok(sqlx::query_as("SELECT * FROM sessions WHERE id = $1").bind(id).fetch_optional(&mut *conn).await?)
+}
+
+async fn must_session(conn: &mut Conn, id: &str) -> Result<SessionRow> {
+    session_row(conn, id)
+        .await?
+        .ok_or_else(|| Error::NotFound(format!("session_id: no session {id}; start one with StartSession")))
+}
+
+/// Refuses writes to a session that has ended or was taken over (fencing).
+fn check_open(row: &SessionRow) -> Result<()> {
+    let id = &row.id;
+    match row.status() {
+        SessionStatus::Resumed => Err(Error::FailedPrecondition(format!(
+            "session {id} was resumed by session {}; it is fenced: continue in that session",
+            row.resumed_by.as_deref().unwrap_or("?")
+        ))),
+        SessionStatus::Completed => Err(Error::FailedPrecondition(format!(
+            "session {id} is completed and takes no more writes; start a new session or resume from it"
+        ))),
+        SessionStatus::Crashed => Err(Error::FailedPrecondition(format!(
+            "session {id} is marked crashed (no heartbeat within its lease); resume it with ResumeSession"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+impl Backend {
+    /// The project of a session (outside the write, to know which row to lock; a
+    /// session's project never changes).
+    async fn project_of(&self, session_id: &str) -> Result<String> {
+        let row: Option<(String,)> = sqlx::query_as("SELECT project FROM sessions WHERE id = $1")
+            .bind(session_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|(p,)| p)
+            .ok_or_else(|| Error::NotFound(format!("session_id: no session {session_id}; start one with StartSession")))
+    }
+}
+
+impl Write {
+    async fn insert_session(&mut self, s: &NewSession<'_>, ctx: &WriteCtx) -> Result<SessionRow> {
+        let revision = self.revision().await?;
+        let metadata = serde_json::to_string(s.metadata).map_err(Error::internal)?;
+        let author = encode_actor(&ctx.actor);
+        sqlx::query(INSERT_SESSION)
+            .bind(s.id)
+            .bind(s.project)
+            .bind(s.agent)
+            .bind(s.agent_session_id)
+            .bind(s.host)
+            .bind(s.user)
+            .bind(s.cwd)
+            .bind(s.branch)
+            .bind(s.goal)
+            .bind(s.status as i32)
+            .bind(s.lease_ttl_ms)
+            .bind(self.now_us)
+            .bind(s.git_base)
+            .bind(s.resumed_from)
+            .bind(metadata)
+            .bind(self.now_us)
+            .bind(revision)
+            .bind(ctx.written_us(self.now_us))
+            .bind(&author)
+            .bind(&author)
+            .execute(&mut *self.tx)
+            .await?;
+        must_session(&mut self.tx, s.id).await
+    }
+
+    /// A status change: its own revision and event.
+    /// `activity` says whether the change is the session's own doing (which also counts as
+    /// liveness) or the reaper's (which must not move `last_seen_at`).
+    async fn set_status(&mut self, row: &SessionRow, to: SessionStatus, actor: &Actor, activity: bool) -> Result<SessionRow> {
+        let from = row.status();
+        if !status::allowed(from, to) {
+            return Err(Error::FailedPrecondition(format!(
+                "status: session {} cannot go from {} to {}",
+                row.id,
+                status::name(from),
+                status::name(to)
+            )));
+        }
+        self.revision().await?;
+        let sql = if activity {
+            "UPDATE sessions SET status = $2, updated_us = $3, last_seen_us = $3 WHERE id = $1"
+        } else {
+            "UPDATE sessions SET status = $2, updated_us = $3 WHERE id = $1"
+        };
+        sqlx::query(sql)
+            .bind(&row.id)
+            .bind(to as i32)
+            .bind(self.now_us)
+            .execute(&mut *self.tx)
+            .await?;
+        let row = must_session(&mut self.tx, &row.id).await?;
+        let mut ev = event(EventKind::SessionStatusChanged, "session", &row.id, actor);
+        ev.value = Some(baton_proto::v1::event::Value::Session(row.to_proto()));
+        self.emit(ev).await?;
+        Ok(row)
+    }
+
+    /// Activity on a session: idle or initializing sessions become active again.
+    async fn touch(&mut self, row: SessionRow, actor: &Actor) -> Result<SessionRow> {
+        if matches!(row.status(), SessionStatus::Idle | SessionStatus::Initializing) {
+            return self.set_status(&row, SessionStatus::Active, actor, true).await;
+        }
+        sqlx::query("UPDATE sessions SET last_seen_us = $2 WHERE id = $1")
+            .bind(&row.id)
+            .bind(self.now_us)
+            .execute(&mut *self.tx)
+            .await?;
+        Ok(row)
+    }
+}
+
+/// The agent's own command to continue a conversation.
+fn resume_command(agent: i32, agent_session_id: &str) -> String {
+    use baton_proto::v1::AgentKind;
+    if agent_session_id.is_empty() {
+        return String::new();
+    }
+    match AgentKind::try_from(agent).unwrap_or_default() {
+        AgentKind::ClaudeCode => format!("claude --resume {agent_session_id}"),
+        AgentKind::Codex => format!("codex resume {agent_session_id}"),
+        AgentKind::Gemini => format!("gemini --resume {agent_session_id}"),
+        AgentKind::Cursor => format!("cursor-agent --resume {agent_session_id}"),
+        _ => String::new(),
+    }
+}
+
+impl Backend {
+    pub(crate) async fn do_start_session(&self, ctx: WriteCtx, req: StartSessionRequest, id: uuid::Uuid) -> Result<StartSessionResponse> {
+        let mut w = match self.begin(&req.project, &ctx).await? {
+            Begun::Replay(bytes) => return replayed(&bytes, |r: &mut StartSessionResponse| r.result.as_mut()),
+            Begun::Fresh(w) => w,
+        };
+        let id = id.to_string();
+        if session_row(&mut w.tx, &id).await?.is_some() {
+            return Err(Error::AlreadyExists(format!(
+                "session_id: session {id} already exists; use a new id (or none) to start a session"
+            )));
+        }
+        let status = if req.status == SessionStatus::Initializing as i32 { SessionStatus::Initializing } else { SessionStatus::Active };
+        let row = w
+            .insert_session(
+                &NewSession {
+                    id: &id,
+                    project: &req.project,
+                    agent: req.agent,
+                    agent_session_id: &req.agent_session_id,
+                    host: &req.host,
+                    user: &req.user,
+                    cwd: &req.cwd,
+                    branch: &req.branch,
+                    goal: &req.goal,
+                    status,
+                    lease_ttl_ms: req.lease_ttl_ms,
+                    git_base: &req.git_base,
+                    resumed_from: None,
+                    metadata: &req.metadata,
+                },
+                &ctx,
+            )
+            .await?;
+        let session = row.to_proto();
+        let mut ev = event(EventKind::SessionStarted, "session", &id, &ctx.actor);
+        ev.value = Some(baton_proto::v1::event::Value::Session(session.clone()));
+        let revision = w.emit(ev).await?;
+        let reply = StartSessionResponse { session: Some(session), result: Some(write_result(revision, Decision::Applied, None, &ctx)) };
+        w.finish(self, &ctx, &reply).await?;
+        Ok(reply)
+    }
+
+    pub(crate) async fn do_get_session(&self, id: uuid::Uuid) -> Result<GetSessionResponse> {
+        let mut conn = self.pool.acquire().await?;
+        let id = id.to_string();
+        let project: Option<(String,)> =
+            sqlx::query_as("SELECT project FROM sessions WHERE id = $1").bind(&id).fetch_optional(&mut *conn).await?;
+        let Some((project,)) = project else {
+            return Err(Error::NotFound(format!("session_id: no session {id}")));
+        };
+        // Head first: the data read after it is at least that new.
+        let as_of_revision = head_revision(&mut conn, &project).await?;
+        let row = must_session(&mut conn, &id).await?;
+        Ok(GetSessionResponse { session: Some(row.to_proto()), as_of_revision })
+    }
+
+    pub(crate) async fn do_list_sessions(&self, q: SessionQuery) -> Result<ListSessionsResponse> {
+        let mut conn = self.pool.acquire().await?;
+        let as_of_revision = head_revision(&mut conn, &q.project).await?;
+        let mut sql = sqlx::QueryBuilder::<Db>::new("SELECT * FROM sessions WHERE project = ");
+        sql.push_bind(q.project.clone());
+        if !q.statuses.is_empty() {
+            sql.push(" AND status IN (");
+            let mut list = sql.separated(", ");
+            for s in &q.statuses {
+                list.push_bind(*s as i32);
+            }
+            sql.push(")");
+        }
+        if let Some(agent) = q.agent {
+            sql.push(" AND agent = ").push_bind(agent);
+        }
+        if let Some(host) = &q.host {
+            sql.push(" AND host = ").push_bind(host.clone());
+        }
+        if let Some(since) = q.since_us {
+            sql.push(" AND updated_us >= ").push_bind(since);
+        }
+        if let Some(before) = &q.before_id {
+            sql.push(" AND id < ").push_bind(before.clone());
+        }
+        sql.push(" ORDER BY id DESC LIMIT ").push_bind(q.limit + 1);
+        let mut rows: Vec<SessionRow> = sql.build_query_as().fetch_all(&mut *conn).await?;
+        let more = rows.len() as i64 > q.limit;
+        rows.truncate(usize::try_from(q.limit).unwrap_or(0));
+        let next_page_token = if more { rows.last().map(|r| r.id.clone()).unwrap_or_default() } else { String::new() };
+        Ok(ListSessionsResponse { sessions: rows.iter().map(SessionRow::to_proto).collect(), next_page_token, as_of_revision })
+    }
+
+    pub(crate) async fn do_update_session(&self, ctx: WriteCtx, req: UpdateSessionRequest, id: uuid::Uuid) -> Result<UpdateSessionResponse> {
+        let id = id.to_string();
+        let project = self.project_of(&id).await?;
+        let mut w = match self.begin(&project, &ctx).await? {
+            Begun::Replay(bytes) => return replayed(&bytes, |r: &mut UpdateSessionResponse| r.result.as_mut()),
+            Begun::Fresh(w) => w,
+        };
+        let row = must_session(&mut w.tx, &id).await?;
+        check_open(&row)?;
+        let row = w.touch(row, &ctx.actor).await?;
+        let current = RecordVersion { revision: row.revision, written_us: row.written_us };
+        let decision = lww::decide(Some(current), ctx.intent(w.now_us));
+        let before = row.to_proto();
+        let mut after = before.clone();
+        if let Some(goal) = &req.goal {
+            after.goal.clone_from(goal);
+        }
+        if let Some(branch) = &req.branch {
+            after.branch.clone_from(branch);
+        }
+        if let Some(summary) = &req.summary {
+            after.summary.clone_from(summary);
+        }
+        if req.replace_metadata {
+            after.metadata.clone_from(&req.metadata);
+        } else {
+            after.metadata.extend(req.metadata.clone());
+        }
+        let record = format!("session/{id}");
+        let current_author = decode_actor(&row.author);
+        let conflict = decision.is_conflict().then(|| {
+            make_conflict(
+                record,
+                decision,
+                &ctx,
+                Some((current, current_author)),
+                Some(RecordValue { value: Some(record_value::Value::Session(before.clone())) }),
+                Some(RecordValue { value: Some(record_value::Value::Session(after.clone())) }),
+                String::new(),
+            )
+        });
+        if decision == Decision::Rejected {
+            return Err(Error::Rejected(Box::new(conflict.unwrap_or_default())));
+        }
+        let revision = w.revision().await?;
+        let session = if decision.applies() {
+            let metadata = serde_json::to_string(&after.metadata).map_err(Error::internal)?;
+            sqlx::query(
+                "UPDATE sessions SET goal = $2, branch = $3, summary = $4, metadata = $5, revision = $6, \
+                 written_us = $7, author = $8, updated_us = $9 WHERE id = $1",
+            )
+            .bind(&id)
+            .bind(&after.goal)
+            .bind(&after.branch)
+            .bind(&after.summary)
+            .bind(metadata)
+            .bind(revision)
+            .bind(ctx.written_us(w.now_us))
+            .bind(encode_actor(&ctx.actor))
+            .bind(w.now_us)
+            .execute(&mut *w.tx)
+            .await?;
+            must_session(&mut w.tx, &id).await?.to_proto()
+        } else {
+            before
+        };
+        let mut ev = event(EventKind::SessionUpdated, "session", &id, &ctx.actor);
+        ev.value = Some(baton_proto::v1::event::Value::Session(session.clone()));
+        ev.conflict.clone_from(&conflict);
+        w.emit(ev).await?;
+        let reply = UpdateSessionResponse { session: Some(session), result: Some(write_result(revision, decision, conflict, &ctx)) };
+        w.finish(self, &ctx, &reply).await?;
+        Ok(reply)
+    }
+
+    pub(crate) async fn do_heartbeat(&self, id: uuid::Uuid, to: SessionStatus, tool_count: Option<i64>) -> Result<HeartbeatResponse> {
+        let id = id.to_string();
+        let tool_count = tool_count.unwrap_or(0);
+        if to == SessionStatus::Active {
+            // The common case needs no lock and no revision: liveness is not a write.
+            let seen: Option<(i64,)> = sqlx::query_as(concat!(
+                "UPDATE sessions SET last_seen_us = ",
+                now_us!(),
+                ", tool_count = ",
+                greatest!(),
+                "(tool_count, $2) WHERE id = $1 AND status = $3 RETURNING last_seen_us"
+            ))
+            .bind(&id)
+            .bind(tool_count)
+            .bind(SessionStatus::Active as i32)
+            .fetch_optional(&self.pool)
+            .await?;
+            if let Some((seen,)) = seen {
+                return Ok(HeartbeatResponse { status: to as i32, last_seen_at: Some(ts(seen)), revision: 0 });
+            }
+        }
+        let project = self.project_of(&id).await?;
+        let ctx = WriteCtx::default();
+        let Begun::Fresh(mut w) = self.begin(&project, &ctx).await? else {
+            return Err(Error::internal("heartbeat has no request id to replay"));
+        };
+        let row = must_session(&mut w.tx, &id).await?;
+        check_open(&row)?;
+        if row.status() == to {
+            // Nothing to change but liveness: give the revision back.
+            w.tx.rollback().await?;
+            sqlx::query(concat!(
+                "UPDATE sessions SET last_seen_us = ",
+                now_us!(),
+                ", tool_count = ",
+                greatest!(),
+                "(tool_count, $2) WHERE id = $1"
+            ))
+            .bind(&id)
+            .bind(tool_count)
+            .execute(&self.pool)
+            .await?;
+            let row = must_session(&mut *self.pool.acquire().await?, &id).await?;
+            return Ok(HeartbeatResponse { status: row.status, last_seen_at: Some(ts(row.last_seen_us)), revision: 0 });
+        }
+        sqlx::query(concat!("UPDATE sessions SET tool_count = ", greatest!(), "(tool_count, $2) WHERE id = $1"))
+            .bind(&id)
+            .bind(tool_count)
+            .execute(&mut *w.tx)
+            .await?;
+        let actor = Actor { session_id: id.clone(), ..Default::default() };
+        let row = w.set_status(&row, to, &actor, true).await?;
+        let revision = w.last;
+        w.finish(self, &ctx, &HeartbeatResponse::default()).await?;
+        Ok(HeartbeatResponse { status: row.status, last_seen_at: Some(ts(row.last_seen_us)), revision })
+    }
+
+    pub(crate) async fn do_end_session(&self, ctx: WriteCtx, req: EndSessionRequest, id: uuid::Uuid, to: SessionStatus) -> Result<EndSessionResponse> {
+        let id = id.to_string();
+        let project = self.project_of(&id).await?;
+        let mut w = match self.begin(&project, &ctx).await? {
+            Begun::Replay(bytes) => return replayed(&bytes, |r: &mut EndSessionResponse| r.result.as_mut()),
+            Begun::Fresh(w) => w,
+        };
+        let row = must_session(&mut w.tx, &id).await?;
+        check_open(&row)?;
+        if !status::allowed(row.status(), to) {
+            return Err(Error::FailedPrecondition(format!(
+                "status: session {id} cannot go from {} to {}",
+                status::name(row.status()),
+                status::name(to)
+            )));
+        }
+        let revision = w.revision().await?;
+        if !req.summary.is_empty() {
+            // The summary is an editable field: the record's revision moves with it.
+            sqlx::query("UPDATE sessions SET summary = $2, revision = $3, written_us = $4, author = $5 WHERE id = $1")
+                .bind(&id)
+                .bind(&req.summary)
+                .bind(revision)
+                .bind(ctx.written_us(w.now_us))
+                .bind(encode_actor(&ctx.actor))
+                .execute(&mut *w.tx)
+                .await?;
+        }
+        if !req.git_head.is_empty() {
+            sqlx::query("UPDATE sessions SET git_head = $2 WHERE id = $1").bind(&id).bind(&req.git_head).execute(&mut *w.tx).await?;
+        }
+        let row = w.set_status(&row, to, &ctx.actor, true).await?;
+        let session = row.to_proto();
+        let reply = EndSessionResponse { session: Some(session), result: Some(write_result(revision, Decision::Applied, None, &ctx)) };
+        w.finish(self, &ctx, &reply).await?;
+        Ok(reply)
+    }
+
+    pub(crate) async fn do_resume_session(&self, ctx: WriteCtx, req: ResumeSessionRequest, new_id: uuid::Uuid) -> Result<ResumeSessionResponse> {
+        let mut w = match self.begin(&req.project, &ctx).await? {
+            Begun::Replay(bytes) => return replayed(&bytes, |r: &mut ResumeSessionResponse| r.result.as_mut()),
+            Begun::Fresh(w) => w,
+        };
+        // Which session, and from which checkpoint.
+        let (target, start_checkpoint) = match &req.target {
+            Some(resume_session_request::Target::SessionId(id)) => (must_session(&mut w.tx, id).await?, None),
+            Some(resume_session_request::Target::CheckpointId(cp)) => {
+                let row: Option<CheckpointRow> =
+                    sqlx::query_as("SELECT * FROM checkpoints WHERE id = $1").bind(cp).fetch_optional(&mut *w.tx).await?;
+                let row = row.ok_or_else(|| Error::NotFound(format!("checkpoint_id: no checkpoint {cp}")))?;
+                (must_session(&mut w.tx, &row.session_id).await?, Some(row.id))
+            }
+            None => {
+                let latest: Option<SessionRow> = sqlx::query_as(
+                    "SELECT * FROM sessions WHERE project = $1 AND status IN ($2, $3, $4) \
+                     ORDER BY CASE WHEN status = $4 THEN 1 ELSE 0 END, updated_us DESC, id DESC LIMIT 1",
+                )
+                .bind(&req.project)
+                .bind(SessionStatus::Crashed as i32)
+                .bind(SessionStatus::Idle as i32)
+                .bind(SessionStatus::Completed as i32)
+                .fetch_optional(&mut *w.tx)
+                .await?;
+                let row = latest.ok_or_else(|| {
+                    Error::NotFound(format!(
+                        "project {:?} has no crashed, idle or completed session to resume; start a new session",
+                        req.project
+                    ))
+                })?;
+                (row, None)
+            }
+        };
+        if target.project != req.project {
+            return Err(Error::InvalidArgument(format!(
+                "project: session {} belongs to project {:?}, not {:?}",
+                target.id, target.project, req.project
+            )));
+        }
+        match target.status() {
+            SessionStatus::Resumed => {
+                return Err(Error::FailedPrecondition(format!(
+                    "session {} was already resumed by session {}; resume that one instead",
+                    target.id,
+                    target.resumed_by.as_deref().unwrap_or("?")
+                )));
+            }
+            SessionStatus::Active | SessionStatus::Initializing => {
+                return Err(Error::FailedPrecondition(format!(
+                    "session {} is still active; it can be resumed once it is idle, crashed or completed \
+                     (end it with EndSession, or wait for it to go idle)",
+                    target.id
+                )));
+            }
+            _ => {}
+        }
+        // The nearest valid checkpoint, from the asked one (or the head) up the tree.
+        let mut skipped = Vec::new();
+        let mut checkpoint = None;
+        let mut next = start_checkpoint.or_else(|| target.head_checkpoint_id.clone());
+        let mut seen = HashSet::new();
+        while let Some(id) = next.take() {
+            if !seen.insert(id.clone()) {
+                break;
+            }
+            let row: Option<CheckpointRow> =
+                sqlx::query_as("SELECT * FROM checkpoints WHERE id = $1").bind(&id).fetch_optional(&mut *w.tx).await?;
+            let Some(row) = row else { break };
+            match row.verified(false) {
+                Ok(cp) => {
+                    checkpoint = Some(cp);
+                    break;
+                }
+                Err(e) => {
+                    tracing::warn!(checkpoint = %id, error = %e, "resume skips a corrupt checkpoint");
+                    skipped.push(SkippedCheckpoint { checkpoint_id: id, reason: e.to_string() });
+                    next = row.parent_id.clone();
+                }
+            }
+        }
+        // Claim the old session (crashed or idle) exactly once.
+        let new_id = new_id.to_string();
+        if session_row(&mut w.tx, &new_id).await?.is_some() {
+            return Err(Error::AlreadyExists(format!("new_session_id: session {new_id} already exists")));
+        }
+        let resumed_from = if matches!(target.status(), SessionStatus::Crashed | SessionStatus::Idle) {
+            sqlx::query("UPDATE sessions SET resumed_by = $2 WHERE id = $1").bind(&target.id).bind(&new_id).execute(&mut *w.tx).await?;
+            let target = must_session(&mut w.tx, &target.id).await?;
+            w.set_status(&target, SessionStatus::Resumed, &ctx.actor, false).await?
+        } else {
+            target
+        };
+        let or = |a: &str, b: &str| if a.is_empty() { b.to_owned() } else { a.to_owned() };
+        let agent = if req.agent == 0 { resumed_from.agent } else { req.agent };
+        let git_base = checkpoint
+            .as_ref()
+            .and_then(|c| c.state.as_ref())
+            .map(|s| s.git_head.clone())
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| resumed_from.git_head.clone());
+        let metadata = HashMap::new();
+        let row = w
+            .insert_session(
+                &NewSession {
+                    id: &new_id,
+                    project: &req.project,
+                    agent,
+                    agent_session_id: &req.agent_session_id,
+                    host: &or(&req.host, &resumed_from.host),
+                    user: &or(&req.user, &resumed_from.user_name),
+                    cwd: &or(&req.cwd, &resumed_from.cwd),
+                    branch: &or(&req.branch, &resumed_from.branch),
+                    goal: &resumed_from.goal,
+                    status: SessionStatus::Active,
+                    lease_ttl_ms: req.lease_ttl_ms,
+                    git_base: &git_base,
+                    resumed_from: Some(&resumed_from.id),
+                    metadata: &metadata,
+                },
+                &ctx,
+            )
+            .await?;
+        let session = row.to_proto();
+        let mut ev = event(EventKind::SessionStarted, "session", &new_id, &ctx.actor);
+        ev.value = Some(baton_proto::v1::event::Value::Session(session.clone()));
+        let revision = w.emit(ev).await?;
+        let reply = ResumeSessionResponse {
+            session: Some(session),
+            resume_command: resume_command(resumed_from.agent, &resumed_from.agent_session_id),
+            resumed_from: Some(resumed_from.to_proto()),
+            checkpoint,
+            skipped,
+            brief: None,
+            result: Some(write_result(revision, Decision::Applied, None, &ctx)),
+        };
+        w.finish(self, &ctx, &reply).await?;
+        Ok(reply)
+    }
+
+    pub(crate) async fn do_expire_sessions(&self, expiry: Expiry) -> Result<usize> {
+        let candidates: Vec<(String, String, i32, i64)> = sqlx::query_as(concat!(
+            "SELECT id, project, status, last_seen_us FROM sessions WHERE status IN ($1, $2, $3) AND (",
+            "(lease_ttl_ms > 0 AND last_seen_us + lease_ttl_ms * 1000 < ",
+            now_us!(),
+            ") OR (lease_ttl_ms = 0 AND status = $2 AND last_seen_us + $4 < ",
+            now_us!(),
+            ")) LIMIT 500"
+        ))
+        .bind(SessionStatus::Initializing as i32)
+        .bind(SessionStatus::Active as i32)
+        .bind(SessionStatus::Idle as i32)
+        .bind(expiry.idle_after_us)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut changed = 0;
+        for (id, project, old_status, seen) in candidates {
+            let ctx = WriteCtx::default();
+            let Begun::Fresh(mut w) = self.begin(&project, &ctx).await? else { continue };
+            let Some(row) = session_row(&mut w.tx, &id).await? else { continue };
+            // Re-checked under the project lock: any activity since the scan wins, and of
+            // several instances racing here exactly one makes the change.
+            if row.status != old_status || row.last_seen_us != seen {
+                w.tx.rollback().await?;
+                continue;
+            }
+            let to = if row.lease_ttl_ms > 0 { SessionStatus::Crashed } else { SessionStatus::Idle };
+            let actor = Actor { session_id: id.clone(), ..Default::default() };
+            w.set_status(&row, to, &actor, false).await?;
+            w.finish(self, &ctx, &HeartbeatResponse::default()).await?;
+            changed += 1;
+        }
+        Ok(changed)
+    }
+}

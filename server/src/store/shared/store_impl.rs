@@ -1,0 +1,69 @@
+// `Store` for this backend: each method is the shared implementation above.
+
+use baton_proto::v1 as pb;
+
+impl crate::store::Store for Backend {
+    async fn start_session(&self, ctx: WriteCtx, req: pb::StartSessionRequest, id: uuid::Uuid) -> Result<pb::StartSessionResponse> {
+        self.do_start_session(ctx, req, id).await
+    }
+    async fn get_session(&self, id: uuid::Uuid) -> Result<pb::GetSessionResponse> {
+        self.do_get_session(id).await
+    }
+    async fn list_sessions(&self, query: SessionQuery) -> Result<pb::ListSessionsResponse> {
+        self.do_list_sessions(query).await
+    }
+    async fn update_session(&self, ctx: WriteCtx, req: pb::UpdateSessionRequest, id: uuid::Uuid) -> Result<pb::UpdateSessionResponse> {
+        self.do_update_session(ctx, req, id).await
+    }
+    async fn heartbeat(&self, id: uuid::Uuid, status: SessionStatus, tool_count: Option<i64>) -> Result<pb::HeartbeatResponse> {
+        self.do_heartbeat(id, status, tool_count).await
+    }
+    async fn end_session(&self, ctx: WriteCtx, req: pb::EndSessionRequest, id: uuid::Uuid, status: SessionStatus) -> Result<pb::EndSessionResponse> {
+        self.do_end_session(ctx, req, id, status).await
+    }
+    async fn resume_session(&self, ctx: WriteCtx, req: pb::ResumeSessionRequest, new_id: uuid::Uuid) -> Result<pb::ResumeSessionResponse> {
+        self.do_resume_session(ctx, req, new_id).await
+    }
+    async fn create_checkpoint(&self, ctx: WriteCtx, checkpoint: NewCheckpoint) -> Result<pb::CreateCheckpointResponse> {
+        self.do_create_checkpoint(ctx, checkpoint).await
+    }
+    async fn get_checkpoint(&self, id: uuid::Uuid, include_payload: bool) -> Result<pb::GetCheckpointResponse> {
+        self.do_get_checkpoint(id, include_payload).await
+    }
+    async fn list_checkpoints(&self, session_id: uuid::Uuid, include_state: bool) -> Result<pb::ListCheckpointsResponse> {
+        self.do_list_checkpoints(session_id, include_state).await
+    }
+    async fn put_memory(&self, ctx: WriteCtx, req: pb::PutMemoryRequest) -> Result<pb::PutMemoryResponse> {
+        self.do_put_memory(ctx, req).await
+    }
+    async fn list_memory(&self, req: pb::ListMemoryRequest) -> Result<pb::ListMemoryResponse> {
+        self.do_list_memory(req).await
+    }
+    async fn delete_memory(&self, ctx: WriteCtx, req: pb::DeleteMemoryRequest) -> Result<pb::DeleteMemoryResponse> {
+        self.do_delete_memory(ctx, req).await
+    }
+    async fn set_memory_caps(&self, ctx: WriteCtx, req: pb::SetMemoryCapsRequest) -> Result<pb::SetMemoryCapsResponse> {
+        self.do_set_memory_caps(ctx, req).await
+    }
+    async fn brief_data(&self, project: String, session_id: Option<uuid::Uuid>, branch: String) -> Result<BriefData> {
+        self.do_brief_data(project, session_id, branch).await
+    }
+    async fn list_events(&self, project: String, after: i64, limit: i64, kinds: Vec<i32>) -> Result<pb::ListEventsResponse> {
+        self.do_list_events(project, after, limit, kinds).await
+    }
+    async fn events_after(&self, project: String, after: i64, limit: i64) -> Result<Vec<Event>> {
+        self.do_events_after(project, after, limit).await
+    }
+    async fn list_conflicts(&self, project: String, after: i64, limit: i64) -> Result<pb::ListConflictsResponse> {
+        self.do_list_conflicts(project, after, limit).await
+    }
+    async fn expire_sessions(&self, expiry: Expiry) -> Result<usize> {
+        self.do_expire_sessions(expiry).await
+    }
+    async fn head_revision(&self, project: String) -> Result<i64> {
+        head_revision(&mut *self.pool.acquire().await?, &project).await
+    }
+    async fn close(&self) {
+        self.pool.close().await;
+    }
+}

@@ -1,0 +1,230 @@
+// The write machinery shared by both backends: lock the project row (allocating the
+// revision), deduplicate by request_id, emit exactly one event per revision, commit, wake
+// the readers. Included into `sqlite.rs` and `postgres.rs`, where `Db`, `Conn`, `Tx`, `Pool`,
+// `Backend`, `begin_write`, `notify`, `now_us!` and `greatest!` are the backend's own.
+
+use std::collections::{HashMap, HashSet};
+
+use baton_proto::v1::{
+    Actor, CheckpointRef, Conflict, Event, EventKind, MemoryChange, RecordValue, SessionStatus,
+    WriteOutcome, WriteResult,
+};
+use prost::Message;
+
+use crate::core::lww::{Decision, RecordVersion};
+use crate::error::{Error, Result};
+use crate::store::rows::{decode_actor, decode_conflict, decode_event, encode_actor, ts};
+use crate::store::WriteCtx;
+
+/// The project-row lock: creates the project on first use, allocates the next revision and
+/// reads the write's time (never earlier than the project's previous write).
+const LOCK_PROJECT: &str = concat!(
+    "INSERT INTO projects (key, head_revision, last_write_us, created_us) VALUES ($1, 1, ",
+    now_us!(),
+    ", ",
+    now_us!(),
+    ") ON CONFLICT (key) DO UPDATE SET head_revision = projects.head_revision + 1, last_write_us = ",
+    greatest!(),
+    "(projects.last_write_us, ",
+    now_us!(),
+    ") RETURNING head_revision, last_write_us"
+);
+
+/// A write transaction in progress.
+struct Write {
+    tx: Tx,
+    project: String,
+    now_us: i64,
+    /// A revision allocated but not yet given its event.
+    pending: Option<i64>,
+    last: i64,
+}
+
+enum Begun {
+    Fresh(Write),
+    /// The stored reply of an earlier request with the same request_id.
+    Replay(Vec<u8>),
+}
+
+impl Backend {
+    /// Begins a write on `project`: the lock first, then the idempotency check.
+    async fn begin(&self, project: &str, ctx: &WriteCtx) -> Result<Begun> {
+        let mut tx = begin_write(&self.pool).await?;
+        let (revision, now_us): (i64, i64) =
+            sqlx::query_as(LOCK_PROJECT).bind(project).fetch_one(&mut *tx).await?;
+        if let Some(request_id) = &ctx.request_id {
+            let found: Option<(Vec<u8>, Vec<u8>)> = sqlx::query_as(
+                "SELECT request_hash, reply FROM requests WHERE project = $1 AND request_id = $2",
+            )
+            .bind(project)
+            .bind(request_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if let Some((hash, reply)) = found {
+                // Nothing of this transaction is kept: the revision is not used.
+                tx.rollback().await?;
+                if hash != ctx.request_hash {
+                    return Err(Error::InvalidArgument(format!(
+                        "write.request_id: {request_id:?} was already used for a different request in \
+                         project {project:?}; a new write needs a new request_id"
+                    )));
+                }
+                return Ok(Begun::Replay(reply));
+            }
+        }
+        Ok(Begun::Fresh(Write {
+            tx,
+            project: project.to_owned(),
+            now_us,
+            pending: Some(revision),
+            last: revision,
+        }))
+    }
+}
+
+impl Write {
+    /// The revision the next event will get (allocated on first ask).
+    async fn revision(&mut self) -> Result<i64> {
+        if let Some(revision) = self.pending {
+            return Ok(revision);
+        }
+        let (revision,): (i64,) = sqlx::query_as(
+            "UPDATE projects SET head_revision = head_revision + 1 WHERE key = $1 RETURNING head_revision",
+        )
+        .bind(&self.project)
+        .fetch_one(&mut *self.tx)
+        .await?;
+        self.pending = Some(revision);
+        self.last = revision;
+        Ok(revision)
+    }
+
+    /// Records the event of the pending revision (and its conflict, if any).
+    async fn emit(&mut self, mut event: Event) -> Result<i64> {
+        let revision = self.revision().await?;
+        self.pending = None;
+        event.project = self.project.clone();
+        event.revision = revision;
+        event.at = Some(ts(self.now_us));
+        if let Some(conflict) = event.conflict.as_mut() {
+            conflict.project = self.project.clone();
+            conflict.revision = revision;
+            conflict.at = Some(ts(self.now_us));
+            sqlx::query("INSERT INTO conflicts (id, project, revision, body) VALUES ($1, $2, $3, $4)")
+                .bind(&conflict.id)
+                .bind(&self.project)
+                .bind(revision)
+                .bind(conflict.encode_to_vec())
+                .execute(&mut *self.tx)
+                .await?;
+        }
+        sqlx::query("INSERT INTO events (project, revision, kind, body) VALUES ($1, $2, $3, $4)")
+            .bind(&self.project)
+            .bind(revision)
+            .bind(event.kind)
+            .bind(event.encode_to_vec())
+            .execute(&mut *self.tx)
+            .await?;
+        Ok(revision)
+    }
+
+    /// Stores the reply for idempotency, commits and wakes the project's readers.
+    async fn finish(mut self, store: &Backend, ctx: &WriteCtx, reply: &impl Message) -> Result<()> {
+        if self.pending.is_some() {
+            // A revision without its event would be a gap in the log: refuse to commit.
+            return Err(Error::internal("write allocated a revision without an event"));
+        }
+        if let Some(request_id) = &ctx.request_id {
+            sqlx::query(
+                "INSERT INTO requests (project, request_id, request_hash, reply, created_us) \
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(&self.project)
+            .bind(request_id)
+            .bind(&ctx.request_hash)
+            .bind(reply.encode_to_vec())
+            .bind(self.now_us)
+            .execute(&mut *self.tx)
+            .await?;
+        }
+        notify(&mut self.tx, &self.project, self.last).await?;
+        self.tx.commit().await?;
+        store.wakers.wake(&self.project);
+        Ok(())
+    }
+}
+
+/// Decodes a stored reply and marks it as replayed.
+fn replayed<T: Message + Default>(bytes: &[u8], result: impl FnOnce(&mut T) -> Option<&mut WriteResult>) -> Result<T> {
+    let mut reply = T::decode(bytes).map_err(|e| Error::internal(format!("stored reply does not decode: {e}")))?;
+    if let Some(r) = result(&mut reply) {
+        r.replayed = true;
+    }
+    Ok(reply)
+}
+
+/// Builds the conflict of a write that was not simply applied.
+#[allow(clippy::too_many_arguments)]
+fn make_conflict(
+    record: String,
+    decision: Decision,
+    ctx: &WriteCtx,
+    current: Option<(RecordVersion, Actor)>,
+    current_value: Option<RecordValue>,
+    written_value: Option<RecordValue>,
+    detail: String,
+) -> Conflict {
+    let outcome = outcome(decision);
+    Conflict {
+        id: uuid::Uuid::now_v7().to_string(),
+        record,
+        outcome: outcome as i32,
+        base_revision: ctx.base_revision,
+        current_revision: current.as_ref().map_or(0, |(v, _)| v.revision),
+        current_author: current.as_ref().map(|(_, a)| a.clone()),
+        current_written_at: current.as_ref().map(|(v, _)| ts(v.written_us)),
+        current_value,
+        written_value,
+        writer: Some(ctx.actor.clone()),
+        detail,
+        ..Default::default()
+    }
+}
+
+fn outcome(decision: Decision) -> WriteOutcome {
+    match decision {
+        Decision::Applied => WriteOutcome::Applied,
+        Decision::Overwritten => WriteOutcome::Overwritten,
+        Decision::Stale => WriteOutcome::Stale,
+        Decision::Rejected => WriteOutcome::Rejected,
+    }
+}
+
+fn write_result(revision: i64, decision: Decision, conflict: Option<Conflict>, ctx: &WriteCtx) -> WriteResult {
+    WriteResult {
+        revision,
+        outcome: outcome(decision) as i32,
+        conflict,
+        redacted: i32::try_from(ctx.redacted).unwrap_or(i32::MAX),
+        replayed: false,
+    }
+}
+
+/// The project's head revision (0 for an unknown project).
+async fn head_revision(conn: &mut Conn, project: &str) -> Result<i64> {
+    let head: Option<(i64,)> = sqlx::query_as("SELECT head_revision FROM projects WHERE key = $1")
+        .bind(project)
+        .fetch_optional(&mut *conn)
+        .await?;
+    Ok(head.map_or(0, |(h,)| h))
+}
+
+fn event(kind: EventKind, entity: &str, entity_id: &str, actor: &Actor) -> Event {
+    Event {
+        kind: kind as i32,
+        entity: entity.to_owned(),
+        entity_id: entity_id.to_owned(),
+        actor: Some(actor.clone()),
+        ..Default::default()
+    }
+}

@@ -1,0 +1,77 @@
+//! The SQLite backend (the default): one file in WAL mode.
+//!
+//! Writes begin with `BEGIN IMMEDIATE`, so a writer takes the database's write lock before
+//! it reads anything: concurrent writers queue on the busy timeout instead of failing with
+//! SQLITE_BUSY half-way through. `synchronous = FULL` makes every acknowledged commit
+//! durable, across power loss as well as a killed process.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Sqlite as Db, SqliteConnection as Conn, SqlitePool as Pool};
+
+use crate::events::Wakers;
+
+type Tx = sqlx::Transaction<'static, Db>;
+
+/// µs since the epoch by the database clock.
+macro_rules! now_us {
+    () => {
+        "CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)"
+    };
+}
+
+/// The two-argument maximum.
+macro_rules! greatest {
+    () => {
+        "MAX"
+    };
+}
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
+
+/// Baton's store on SQLite.
+#[derive(Clone)]
+pub struct SqliteStore {
+    pool: Pool,
+    wakers: Wakers,
+}
+
+type Backend = SqliteStore;
+
+impl SqliteStore {
+    /// Opens (creating if missing) and migrates the database at `url` (`sqlite://path`).
+    pub async fn connect(url: &str, wakers: Wakers) -> anyhow::Result<Self> {
+        let options = SqliteConnectOptions::from_str(url)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(30));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .acquire_timeout(Duration::from_secs(30))
+            .connect_with(options)
+            .await?;
+        MIGRATOR.run(&pool).await?;
+        Ok(Self { pool, wakers })
+    }
+}
+
+async fn begin_write(pool: &Pool) -> Result<Tx> {
+    Ok(pool.begin_with("BEGIN IMMEDIATE").await?)
+}
+
+/// Other processes do not share this database's watchers: nothing to announce.
+#[allow(clippy::unused_async)]
+async fn notify(_conn: &mut Conn, _project: &str, _revision: i64) -> Result<()> {
+    Ok(())
+}
+
+include!("shared/write.rs");
+include!("shared/sessions.rs");
+include!("shared/checkpoints.rs");
+include!("shared/memory.rs");
+include!("shared/reads.rs");
+include!("shared/store_impl.rs");
