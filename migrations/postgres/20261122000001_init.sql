@@ -12,14 +12,14 @@ CREATE TABLE projects (
 CREATE TABLE sessions (
     id                 TEXT PRIMARY KEY NOT NULL,
     project            TEXT NOT NULL REFERENCES projects (key),
-    agent              BIGINT NOT NULL,
+    agent              INTEGER NOT NULL,
     agent_session_id   TEXT NOT NULL,
     host               TEXT NOT NULL,
     user_name          TEXT NOT NULL,
     cwd                TEXT NOT NULL,
     branch             TEXT NOT NULL,
     goal               TEXT NOT NULL,
-    status             BIGINT NOT NULL,
+    status             INTEGER NOT NULL,
     lease_ttl_ms       BIGINT NOT NULL,
     last_seen_us       BIGINT NOT NULL,
     head_checkpoint_id TEXT,
@@ -48,7 +48,7 @@ CREATE TABLE checkpoints (
     session_id           TEXT NOT NULL REFERENCES sessions (id),
     project              TEXT NOT NULL,
     parent_id            TEXT,
-    kind                 BIGINT NOT NULL,
+    kind                 INTEGER NOT NULL,
     reason               TEXT NOT NULL,
     state                BYTEA NOT NULL,
     payload              BYTEA NOT NULL,
@@ -93,7 +93,7 @@ CREATE TABLE records (
 CREATE TABLE events (
     project   TEXT NOT NULL,
     revision  BIGINT NOT NULL,
-    kind      BIGINT NOT NULL,
+    kind      INTEGER NOT NULL,
     body      BYTEA NOT NULL,
     PRIMARY KEY (project, revision)
 );

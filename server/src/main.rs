@@ -1,5 +1,7 @@
 //! `baton-server`: parse flags, set up logging, refuse unsafe listens, run.
 
+use std::io::IsTerminal;
+
 use anyhow::Context;
 use baton_server::config::Config;
 use clap::Parser;
@@ -11,7 +13,11 @@ async fn main() -> anyhow::Result<()> {
     let filter = EnvFilter::try_new(&config.log_level).with_context(|| {
         format!("--log-level {:?} is not a valid log filter (try info or debug)", config.log_level)
     })?;
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
+        .init();
 
     if !config.listen.ip().is_loopback() && !config.allow_open_network {
         anyhow::bail!(

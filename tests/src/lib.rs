@@ -1,1 +1,281 @@
+//! Test harness: the real `baton-server` binary on an ephemeral port, on SQLite in a temp
+//! directory or on a fresh database in a throwaway Postgres, and typed gRPC clients.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failure should panic loudly
+
+pub mod postgres;
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use baton_proto::v1::brief_service_client::BriefServiceClient;
+use baton_proto::v1::checkpoint_service_client::CheckpointServiceClient;
+use baton_proto::v1::event_service_client::EventServiceClient;
+use baton_proto::v1::memory_service_client::MemoryServiceClient;
+use baton_proto::v1::session_service_client::SessionServiceClient;
+use tonic::transport::Channel;
+
+/// Which storage a test server runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Path of a workspace binary, built next to the test executable.
+pub fn binary(name: &str) -> PathBuf {
+    if let Ok(path) = std::env::var(format!("BATON_TEST_{}_BIN", name.to_uppercase().replace('-', "_"))) {
+        return PathBuf::from(path);
+    }
+    // target/<profile>/deps/<test> -> target/<profile>/<name>
+    let exe = std::env::current_exe().unwrap_or_default();
+    let dir = exe.parent().and_then(|d| d.parent()).map(PathBuf::from).unwrap_or_default();
+    dir.join(name)
+}
+
+/// A running server process.
+pub struct Server {
+    child: Option<Child>,
+    pub addr: SocketAddr,
+    pub database_url: String,
+    pub backend: Backend,
+    args: Vec<String>,
+    log: Arc<Mutex<Vec<String>>>,
+    _dir: Arc<tempfile::TempDir>,
+}
+
+impl Server {
+    /// Starts a server on a fresh database.
+    pub async fn start(backend: Backend) -> Result<Self> {
+        Self::start_with(backend, &[]).await
+    }
+
+    /// Starts a server on a fresh database with extra flags.
+    pub async fn start_with(backend: Backend, args: &[&str]) -> Result<Self> {
+        let dir = Arc::new(tempfile::tempdir()?);
+        let database_url = match backend {
+            Backend::Sqlite => format!("sqlite://{}", dir.path().join("baton.db").display()),
+            Backend::Postgres => postgres::fresh_database().await?,
+        };
+        let args: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
+        Self::spawn(backend, database_url, args, dir)
+    }
+
+    fn spawn(
+        backend: Backend,
+        database_url: String,
+        args: Vec<String>,
+        dir: Arc<tempfile::TempDir>,
+    ) -> Result<Self> {
+        let bin = binary("baton-server");
+        let mut child = Command::new(&bin)
+            .args([
+                "--listen",
+                "127.0.0.1:0",
+                "--database-url",
+                &database_url,
+                "--log-level",
+                "info,baton_server=debug",
+            ])
+            .args(&args)
+            .env("HOME", dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .with_context(|| {
+                format!("starting {} (build it with `cargo build --workspace`)", bin.display())
+            })?;
+        let stderr = child.stderr.take().context("no stderr")?;
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            let mut tx = Some(tx);
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(addr) = line.split("addr=").nth(1).filter(|_| line.contains("listening")) {
+                    if let (Some(tx), Ok(addr)) = (tx.take(), addr.trim().parse::<SocketAddr>()) {
+                        let _ = tx.send(addr);
+                    }
+                }
+                if let Ok(mut log) = sink.lock() {
+                    log.push(line);
+                }
+            }
+        });
+        let addr = match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(addr) => addr,
+            Err(_) => {
+                let _ = child.kill();
+                let log = log.lock().map(|l| l.join("\n")).unwrap_or_default();
+                bail!("baton-server did not report its address; its log:\n{log}");
+            }
+        };
+        Ok(Self { child: Some(child), addr, database_url, backend, args, log, _dir: dir })
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub async fn channel(&self) -> Channel {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            match Channel::from_shared(self.url()).expect("valid url").connect().await {
+                Ok(channel) => return channel,
+                Err(e) if Instant::now() > deadline => panic!("cannot connect to {}: {e}", self.url()),
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+    }
+
+    pub async fn clients(&self) -> Clients {
+        Clients::new(self.channel().await)
+    }
+
+    /// The server's log so far.
+    pub fn log(&self) -> String {
+        self.log.lock().map(|l| l.join("\n")).unwrap_or_default()
+    }
+
+    /// SIGKILL: no chance to clean up.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Sends a signal (e.g. "TERM", "INT") and waits for the process to exit.
+    pub fn signal_and_wait(&mut self, signal: &str) -> Result<std::process::ExitStatus> {
+        let mut child = self.child.take().context("server not running")?;
+        Command::new("kill").args([&format!("-{signal}"), &child.id().to_string()]).status()?;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = child.try_wait()? {
+                return Ok(status);
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                bail!("server did not exit within 20 s of SIG{signal}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Starts the server again on the same database (a new port).
+    pub fn restart(&mut self) -> Result<()> {
+        self.kill9();
+        let mut next =
+            Self::spawn(self.backend, self.database_url.clone(), self.args.clone(), self._dir.clone())?;
+        self.child = next.child.take();
+        self.addr = next.addr;
+        self.log = next.log.clone();
+        Ok(())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("---- baton-server log ({:?}) ----\n{}", self.backend, self.log());
+        }
+        self.kill9();
+    }
+}
+
+/// One typed client per service, on one channel.
+#[derive(Clone)]
+pub struct Clients {
+    pub sessions: SessionServiceClient<Channel>,
+    pub checkpoints: CheckpointServiceClient<Channel>,
+    pub memory: MemoryServiceClient<Channel>,
+    pub brief: BriefServiceClient<Channel>,
+    pub events: EventServiceClient<Channel>,
+    pub channel: Channel,
+}
+
+impl Clients {
+    pub fn new(channel: Channel) -> Self {
+        Self {
+            sessions: SessionServiceClient::new(channel.clone()),
+            checkpoints: CheckpointServiceClient::new(channel.clone()),
+            memory: MemoryServiceClient::new(channel.clone()),
+            brief: BriefServiceClient::new(channel.clone()),
+            events: EventServiceClient::new(channel.clone()),
+            channel,
+        }
+    }
+}
+
+/// Runs a test body against each backend: `both!(name, body)` where `body` is an
+/// `async fn(Backend)`.
+#[macro_export]
+macro_rules! both {
+    ($name:ident) => {
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                super::$name($crate::Backend::Sqlite).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                super::$name($crate::Backend::Postgres).await;
+            }
+        }
+    };
+}
+
+impl Server {
+    /// Flips one byte of a stored checkpoint's state, behind the server's back.
+    pub async fn corrupt_checkpoint(&self, id: &str) -> Result<()> {
+        use sqlx::Connection;
+        macro_rules! flip {
+            ($conn:expr) => {{
+                let mut conn = $conn;
+                let (mut state,): (Vec<u8>,) = sqlx::query_as("SELECT state FROM checkpoints WHERE id = $1")
+                    .bind(id)
+                    .fetch_one(&mut conn)
+                    .await?;
+                let mid = state.len() / 2;
+                state[mid] ^= 0x5a;
+                sqlx::query("UPDATE checkpoints SET state = $2 WHERE id = $1")
+                    .bind(id)
+                    .bind(state)
+                    .execute(&mut conn)
+                    .await?;
+            }};
+        }
+        match self.backend {
+            Backend::Sqlite => flip!(sqlx::SqliteConnection::connect(&self.database_url).await?),
+            Backend::Postgres => flip!(sqlx::PgConnection::connect(&self.database_url).await?),
+        }
+        Ok(())
+    }
+
+    /// How a checkpoint is stored ("none" or "zstd").
+    pub async fn checkpoint_compression(&self, id: &str) -> Result<String> {
+        use sqlx::Connection;
+        let sql = "SELECT compression FROM checkpoints WHERE id = $1";
+        let (c,): (String,) = match self.backend {
+            Backend::Sqlite => {
+                sqlx::query_as(sql)
+                    .bind(id)
+                    .fetch_one(&mut sqlx::SqliteConnection::connect(&self.database_url).await?)
+                    .await?
+            }
+            Backend::Postgres => {
+                sqlx::query_as(sql)
+                    .bind(id)
+                    .fetch_one(&mut sqlx::PgConnection::connect(&self.database_url).await?)
+                    .await?
+            }
+        };
+        Ok(c)
+    }
+}

@@ -1,0 +1,193 @@
+//! A throwaway Postgres cluster for the tests, started from the installed binaries.
+//!
+//! One cluster per test process, a fresh database per test. `BATON_TEST_POSTGRES_URL`
+//! (an admin URL, e.g. `postgres://postgres@127.0.0.1:5432/postgres`) uses an existing
+//! server instead. `initdb` refuses to run as root, so as root the cluster runs as the
+//! `postgres` user. The postmaster gets a parent-death signal from a thread that lives as
+//! long as the test process, so no cluster outlives its tests.
+
+#![allow(unsafe_code)] // prctl(PR_SET_PDEATHSIG) in pre_exec: see `spawn_postmaster`.
+
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use sqlx::Connection;
+
+/// The admin URL of the shared cluster, started on first use.
+pub fn admin_url() -> Result<String> {
+    static URL: OnceLock<Result<String, String>> = OnceLock::new();
+    URL.get_or_init(|| {
+        if let Ok(url) = std::env::var("BATON_TEST_POSTGRES_URL") {
+            return Ok(url);
+        }
+        start_cluster().map_err(|e| format!("{e:#}"))
+    })
+    .clone()
+    .map_err(|e| anyhow::anyhow!("cannot start a test Postgres: {e}"))
+}
+
+/// Creates a fresh database and returns its URL.
+pub async fn fresh_database() -> Result<String> {
+    let admin = admin_url()?;
+    let name = format!("baton_test_{}", uuid::Uuid::new_v4().simple());
+    // Accepting TCP is not yet accepting queries: retry while it finishes starting up.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut conn = loop {
+        match sqlx::PgConnection::connect(&admin).await {
+            Ok(conn) => break conn,
+            Err(e) if Instant::now() > deadline => return Err(e).context("connecting to the test Postgres"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    };
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut conn).await?;
+    let base = admin.rsplit_once('/').map_or(admin.as_str(), |(b, _)| b);
+    Ok(format!("{base}/{name}"))
+}
+
+fn find_binary(name: &str) -> Result<PathBuf> {
+    if let Ok(path) = which(name) {
+        return Ok(path);
+    }
+    // Debian's postgresql packages keep their binaries off PATH.
+    let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("bin").join(name))
+        .filter(|p| p.exists())
+        .collect();
+    found.sort();
+    found.pop().with_context(|| {
+        format!("{name} not found on PATH or in /usr/lib/postgresql/*/bin; install PostgreSQL")
+    })
+}
+
+fn which(name: &str) -> Result<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+        .with_context(|| format!("{name} is not on PATH"))
+}
+
+fn is_root() -> bool {
+    Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// uid and gid of the `postgres` user.
+fn postgres_user() -> Result<(u32, u32)> {
+    let id = |flag: &str| -> Result<u32> {
+        let out = Command::new("id").arg(flag).arg("postgres").output()?;
+        if !out.status.success() {
+            bail!("running as root needs a `postgres` user to run the test cluster (useradd postgres)");
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().parse()?)
+    };
+    Ok((id("-u")?, id("-g")?))
+}
+
+fn free_port() -> Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+fn start_cluster() -> Result<String> {
+    let initdb = find_binary("initdb")?;
+    let postgres = find_binary("postgres")?;
+    let dir = std::env::temp_dir().join(format!("baton-test-pg-{}", uuid::Uuid::new_v4().simple()));
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data)?;
+    let user = if is_root() {
+        let (uid, gid) = postgres_user()?;
+        std::os::unix::fs::chown(&dir, Some(uid), Some(gid))?;
+        std::os::unix::fs::chown(&data, Some(uid), Some(gid))?;
+        Some((uid, gid))
+    } else {
+        None
+    };
+    let mut cmd = Command::new(&initdb);
+    cmd.args(["-D"]).arg(&data).args([
+        "-U",
+        "postgres",
+        "--auth=trust",
+        "--no-sync",
+        "-E",
+        "UTF8",
+        "--locale=C",
+    ]);
+    if let Some((uid, gid)) = user {
+        cmd.uid(uid).gid(gid);
+    }
+    let out = cmd.output().context("running initdb")?;
+    if !out.status.success() {
+        bail!("initdb failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let port = free_port()?;
+    spawn_postmaster(postgres, data, dir.clone(), port, user)?;
+    let url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
+    wait_ready(port)?;
+    Ok(url)
+}
+
+/// Starts the postmaster from a thread that lives as long as the process, with a
+/// parent-death signal so it stops when the tests end (PR_SET_PDEATHSIG fires when the
+/// spawning *thread* exits, hence the dedicated thread).
+fn spawn_postmaster(
+    postgres: PathBuf,
+    data: PathBuf,
+    dir: PathBuf,
+    port: u16,
+    user: Option<(u32, u32)>,
+) -> Result<()> {
+    let (tx, rx) = std::sync::mpsc::channel::<Result<()>>();
+    std::thread::spawn(move || {
+        let mut cmd = Command::new(postgres);
+        cmd.arg("-D")
+            .arg(&data)
+            .args(["-p", &port.to_string(), "-h", "127.0.0.1", "-k"])
+            .arg(&dir)
+            .args(["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"])
+            .args(["-c", "max_connections=500", "-c", "shared_buffers=64MB"])
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("postgres.log")).map_or(Stdio::null(), Stdio::from));
+        if let Some((uid, gid)) = user {
+            cmd.uid(uid).gid(gid);
+        }
+        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                Ok(())
+            });
+        }
+        match cmd.spawn() {
+            Ok(mut child) => {
+                let _ = tx.send(Ok(()));
+                let _ = child.wait();
+            }
+            Err(e) => {
+                let _ = tx.send(Err(e.into()));
+            }
+        }
+        // Keep the thread alive after the postmaster exits unexpectedly, too.
+        loop {
+            std::thread::park();
+        }
+    });
+    rx.recv().context("postmaster thread")?
+}
+
+fn wait_ready(port: u16) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    bail!("the test Postgres did not start within 30 s")
+}

@@ -1,0 +1,128 @@
+//! End-to-end tests: each starts the real `baton-server` binary on an ephemeral port, on
+//! SQLite and on Postgres, and talks gRPC to it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failure should panic loudly
+
+mod bad_input;
+mod brief;
+mod checkpoints;
+mod concurrency;
+mod durability;
+mod memory;
+mod protocol;
+mod sessions;
+mod watch;
+mod writes;
+
+use baton_proto::v1::{
+    AgentKind, ConflictPolicy, Event, ListEventsRequest, MemoryItem, MemoryOp, PutMemoryRequest,
+    PutMemoryResponse, Session, StartSessionRequest, WriteOptions,
+};
+use baton_tests::Clients;
+use tonic::{Code, Status};
+
+/// A project key no other test uses.
+pub fn project() -> String {
+    format!("github.com/baton-tests/{}", uuid::Uuid::new_v4().simple())
+}
+
+pub fn req_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// Write options with a fresh request id.
+pub fn write() -> Option<WriteOptions> {
+    Some(WriteOptions {
+        request_id: req_id(),
+        host: "test-host".into(),
+        agent: AgentKind::Custom as i32,
+        ..Default::default()
+    })
+}
+
+/// Write options based on a revision.
+pub fn based(base: i64, policy: ConflictPolicy) -> Option<WriteOptions> {
+    let mut w = write();
+    if let Some(w) = w.as_mut() {
+        w.base_revision = Some(base);
+        w.policy = policy as i32;
+    }
+    w
+}
+
+pub fn code<T: std::fmt::Debug>(r: Result<T, Status>) -> (Code, String) {
+    let status = r.expect_err("expected an error");
+    (status.code(), status.message().to_owned())
+}
+
+pub async fn start_session(c: &mut Clients, project: &str) -> Session {
+    c.sessions
+        .start_session(StartSessionRequest {
+            project: project.into(),
+            agent: AgentKind::ClaudeCode as i32,
+            agent_session_id: "agent-conv-1".into(),
+            host: "laptop".into(),
+            user: "dev".into(),
+            cwd: "/src/app".into(),
+            branch: "main".into(),
+            goal: "ship the hub".into(),
+            write: write(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .session
+        .unwrap()
+}
+
+pub async fn put_note(
+    c: &mut Clients,
+    project: &str,
+    key: &str,
+    content: &str,
+    w: Option<WriteOptions>,
+) -> Result<PutMemoryResponse, Status> {
+    c.memory
+        .put_memory(PutMemoryRequest {
+            project: project.into(),
+            category: "note".into(),
+            key: key.into(),
+            op: MemoryOp::Upsert as i32,
+            items: vec![MemoryItem { content: content.into(), rationale: String::new() }],
+            write: w,
+            ..Default::default()
+        })
+        .await
+        .map(tonic::Response::into_inner)
+}
+
+/// Every event of a project, in order.
+pub async fn all_events(c: &mut Clients, project: &str) -> Vec<Event> {
+    let mut out = Vec::new();
+    loop {
+        let after = out.last().map_or(0, |e: &Event| e.revision);
+        let page = c
+            .events
+            .list_events(ListEventsRequest {
+                project: project.into(),
+                after_revision: after,
+                limit: 1000,
+                kinds: vec![],
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        if page.events.is_empty() {
+            return out;
+        }
+        out.extend(page.events);
+    }
+}
+
+/// Revisions are 1..=n, each with exactly one event.
+pub fn assert_gapless(events: &[Event]) {
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e.revision, i as i64 + 1, "event {i} has revision {}", e.revision);
+    }
+}

@@ -1,0 +1,215 @@
+//! Memory: REPLACE_SET with caps, APPEND with eviction, UPSERT notes, branch scope,
+//! per-project caps, deletes, authors.
+
+use baton_proto::v1::{
+    ConflictPolicy, DeleteMemoryRequest, ListMemoryRequest, MemoryItem, MemoryOp, PutMemoryRequest,
+    RecordRef, SetMemoryCapsRequest, WriteOutcome, delete_memory_request,
+};
+use baton_tests::{Backend, Clients, Server, both};
+use tonic::Code;
+
+use crate::{all_events, assert_gapless, based, code, project, put_note, write};
+
+fn items(texts: &[&str]) -> Vec<MemoryItem> {
+    texts.iter().map(|t| MemoryItem { content: (*t).into(), rationale: format!("because {t}") }).collect()
+}
+
+async fn put(
+    c: &mut Clients,
+    p: &str,
+    category: &str,
+    branch: &str,
+    op: MemoryOp,
+    texts: &[&str],
+) -> Result<baton_proto::v1::PutMemoryResponse, tonic::Status> {
+    c.memory
+        .put_memory(PutMemoryRequest {
+            project: p.into(),
+            category: category.into(),
+            branch: branch.into(),
+            op: op as i32,
+            items: items(texts),
+            write: write(),
+            ..Default::default()
+        })
+        .await
+        .map(tonic::Response::into_inner)
+}
+
+async fn list(c: &mut Clients, p: &str, category: &str, evicted: bool) -> Vec<baton_proto::v1::MemoryEntry> {
+    c.memory
+        .list_memory(ListMemoryRequest {
+            project: p.into(),
+            category: category.into(),
+            include_evicted: evicted,
+            branch: None,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .entries
+}
+
+fn contents(entries: &[baton_proto::v1::MemoryEntry]) -> Vec<String> {
+    entries.iter().map(|e| e.content.clone()).collect()
+}
+
+async fn categories(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+
+    // Current-state: the whole set is replaced; over the cap is refused.
+    put(&mut c, &p, "constraint", "", MemoryOp::ReplaceSet, &["no cloud", "fast"]).await.unwrap();
+    put(&mut c, &p, "constraint", "", MemoryOp::ReplaceSet, &["only this"]).await.unwrap();
+    assert_eq!(contents(&list(&mut c, &p, "constraint", false).await), ["only this"]);
+    let (code1, msg) = code(put(&mut c, &p, "goal", "", MemoryOp::ReplaceSet, &["a", "b"]).await);
+    assert_eq!(code1, Code::InvalidArgument);
+    assert!(msg.contains("at most 1") && msg.contains("goal"), "{msg}");
+    let (code2, msg) = code(put(&mut c, &p, "goal", "", MemoryOp::Append, &["a"]).await);
+    assert_eq!(code2, Code::InvalidArgument);
+    assert!(msg.contains("REPLACE_SET"), "{msg}");
+
+    // History: appends; beyond the cap (decision: 5) the oldest are evicted, named in the
+    // reply, still listable.
+    for i in 0..5 {
+        let r = put(&mut c, &p, "decision", "", MemoryOp::Append, &[&format!("d{i}")]).await.unwrap();
+        assert!(r.evicted.is_empty());
+    }
+    let r = put(&mut c, &p, "decision", "", MemoryOp::Append, &["d5", "d6"]).await.unwrap();
+    assert_eq!(contents(&r.evicted), ["d0", "d1"]);
+    assert_eq!(contents(&list(&mut c, &p, "decision", false).await), ["d2", "d3", "d4", "d5", "d6"]);
+    let all = list(&mut c, &p, "decision", true).await;
+    assert_eq!(all.len(), 7);
+    assert!(all.iter().filter(|e| e.evicted).count() == 2);
+    assert_eq!(all[0].rationale, "because d0");
+    // session_summary keeps 1.
+    put(&mut c, &p, "session_summary", "", MemoryOp::Append, &["s1"]).await.unwrap();
+    let r = put(&mut c, &p, "session_summary", "", MemoryOp::Append, &["s2"]).await.unwrap();
+    assert_eq!(contents(&r.evicted), ["s1"]);
+
+    // Caps are per project.
+    let caps = c
+        .memory
+        .set_memory_caps(SetMemoryCapsRequest {
+            project: p.clone(),
+            caps: [("decision".to_owned(), 2)].into(),
+            write: write(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(caps.caps["decision"], 2);
+    assert_eq!(caps.caps["constraint"], 5);
+    let r = put(&mut c, &p, "decision", "", MemoryOp::Append, &["d7"]).await.unwrap();
+    assert_eq!(contents(&r.evicted), ["d2", "d3", "d4", "d5"]);
+    let other = project();
+    assert_eq!(put(&mut c, &other, "decision", "", MemoryOp::Append, &["x"]).await.unwrap().evicted.len(), 0);
+
+    // Notes: one value per key; branch scope keeps records apart; authors recorded.
+    put_note(&mut c, &p, "arch", "hexagonal", write()).await.unwrap();
+    put_note(&mut c, &p, "arch", "layered", write()).await.unwrap();
+    put(&mut c, &p, "open_loop", "feature/x", MemoryOp::ReplaceSet, &["branch loop"]).await.unwrap();
+    put(&mut c, &p, "open_loop", "", MemoryOp::ReplaceSet, &["main loop"]).await.unwrap();
+    let notes = list(&mut c, &p, "note", false).await;
+    assert_eq!(contents(&notes), ["layered"]);
+    assert_eq!(notes[0].author.as_ref().unwrap().host, "test-host");
+    let scoped = c
+        .memory
+        .list_memory(ListMemoryRequest {
+            project: p.clone(),
+            category: "open_loop".into(),
+            branch: Some("feature/x".into()),
+            include_evicted: false,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(contents(&scoped.entries), ["branch loop"]);
+    assert_eq!(list(&mut c, &p, "open_loop", false).await.len(), 2);
+    assert!(
+        scoped.record_revisions.contains_key("memory/open_loop@feature/x"),
+        "{:?}",
+        scoped.record_revisions
+    );
+
+    assert_gapless(&all_events(&mut c, &p).await);
+}
+both!(categories);
+
+async fn deletes_and_concurrent_adds(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    put(&mut c, &p, "open_loop", "", MemoryOp::ReplaceSet, &["a", "b", "c"]).await.unwrap();
+    let entries = list(&mut c, &p, "open_loop", false).await;
+    let rev = entries[0].record_revision;
+    // "memory add" = read the set, write set + item with the read revision as base: two
+    // concurrent adds from the same read are detected, never silently lost.
+    let add = |extra: &'static str| {
+        let mut c = c.clone();
+        let p = p.clone();
+        let mut texts: Vec<String> = contents(&entries);
+        texts.push(extra.into());
+        async move {
+            c.memory
+                .put_memory(PutMemoryRequest {
+                    project: p,
+                    category: "open_loop".into(),
+                    op: MemoryOp::ReplaceSet as i32,
+                    items: texts
+                        .iter()
+                        .map(|t| MemoryItem { content: t.clone(), ..Default::default() })
+                        .collect(),
+                    write: based(rev, ConflictPolicy::Reject),
+                    ..Default::default()
+                })
+                .await
+        }
+    };
+    let first = add("d").await.unwrap().into_inner();
+    assert_eq!(first.result.unwrap().outcome, WriteOutcome::Applied as i32);
+    let second = add("e").await.unwrap_err();
+    assert_eq!(second.code(), Code::Aborted);
+
+    // Delete one entry of a set; then a whole note; unknown ids are NOT_FOUND.
+    let b = list(&mut c, &p, "open_loop", false).await.into_iter().find(|e| e.content == "b").unwrap();
+    let del = c
+        .memory
+        .delete_memory(DeleteMemoryRequest {
+            project: p.clone(),
+            target: Some(delete_memory_request::Target::EntryId(b.id.clone())),
+            write: write(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(del.deleted_ids, vec![b.id]);
+    assert_eq!(contents(&list(&mut c, &p, "open_loop", false).await), ["a", "c", "d"]);
+    put_note(&mut c, &p, "conv", "snake_case", write()).await.unwrap();
+    c.memory
+        .delete_memory(DeleteMemoryRequest {
+            project: p.clone(),
+            target: Some(delete_memory_request::Target::Record(RecordRef {
+                category: "note".into(),
+                key: "conv".into(),
+                branch: String::new(),
+            })),
+            write: write(),
+        })
+        .await
+        .unwrap();
+    assert!(list(&mut c, &p, "note", false).await.is_empty());
+    let (code1, _) = code(
+        c.memory
+            .delete_memory(DeleteMemoryRequest {
+                project: p.clone(),
+                target: Some(delete_memory_request::Target::EntryId(uuid::Uuid::now_v7().to_string())),
+                write: write(),
+            })
+            .await,
+    );
+    assert_eq!(code1, Code::NotFound);
+    assert_gapless(&all_events(&mut c, &p).await);
+}
+both!(deletes_and_concurrent_adds);
