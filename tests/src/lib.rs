@@ -98,10 +98,10 @@ impl Server {
         std::thread::spawn(move || {
             let mut tx = Some(tx);
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(addr) = line.split("addr=").nth(1).filter(|_| line.contains("listening")) {
-                    if let (Some(tx), Ok(addr)) = (tx.take(), addr.trim().parse::<SocketAddr>()) {
-                        let _ = tx.send(addr);
-                    }
+                if let Some(addr) = line.split("addr=").nth(1).filter(|_| line.contains("listening"))
+                    && let (Some(tx), Ok(addr)) = (tx.take(), addr.trim().parse::<SocketAddr>())
+                {
+                    let _ = tx.send(addr);
                 }
                 if let Ok(mut log) = sink.lock() {
                     log.push(line);

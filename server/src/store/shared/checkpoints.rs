@@ -69,8 +69,8 @@ impl Backend {
                 detail,
             )
         });
-        if decision == Decision::Rejected {
-            return Err(Error::Rejected(Box::new(conflict.unwrap_or_default())));
+        if let (Decision::Rejected, Some(conflict)) = (decision, &conflict) {
+            return Err(w.rejected(conflict.clone()));
         }
         let revision = w.revision().await?;
         let req = &new.request;
@@ -127,8 +127,8 @@ impl Backend {
             kind: req.kind,
             is_head,
         }));
-        ev.conflict.clone_from(&conflict);
-        w.emit(ev).await?;
+        ev.conflict = conflict;
+        let conflict = w.emit(ev).await?.conflict;
         let reply = CreateCheckpointResponse { checkpoint: Some(checkpoint), result: Some(write_result(revision, decision, conflict, &ctx)) };
         w.finish(self, &ctx, &reply).await?;
         Ok(reply)

@@ -144,13 +144,13 @@ impl Write {
         let conflict = decision.is_conflict().then(|| {
             make_conflict(record.clone(), decision, ctx, current.clone(), Some(as_value(before.clone())), Some(as_value(written)), String::new())
         });
-        if decision == Decision::Rejected {
-            return Err(Error::Rejected(Box::new(conflict.unwrap_or_default())));
+        if let (Decision::Rejected, Some(conflict)) = (decision, &conflict) {
+            return Err(self.rejected(conflict.clone()));
         }
         let revision = self.revision().await?;
         let mut created = Vec::new();
         let mut deleted_ids = Vec::new();
-        if decision.applies() {
+        let entries = if decision.applies() {
             match delete_ids {
                 None => {
                     deleted_ids = before.iter().map(|e| e.id.clone()).collect();
@@ -171,10 +171,11 @@ impl Write {
             self.set_record_version(&record, ctx).await?;
             let after = self.record_entries(&record, false).await?;
             created = after.iter().filter(|e| ids.contains(&e.id)).cloned().collect();
-            self.emit_memory(t, op, after, vec![], deleted_ids, conflict.clone(), ctx).await?;
+            after
         } else {
-            self.emit_memory(t, op, before, vec![], deleted_ids, conflict.clone(), ctx).await?;
-        }
+            before
+        };
+        let conflict = self.emit_memory(t, op, entries, vec![], deleted_ids, conflict, ctx).await?.conflict;
         Ok((created, write_result(revision, decision, conflict, ctx)))
     }
 
@@ -188,7 +189,7 @@ impl Write {
         deleted_ids: Vec<String>,
         conflict: Option<Conflict>,
         ctx: &WriteCtx,
-    ) -> Result<i64> {
+    ) -> Result<Event> {
         let mut ev = event(EventKind::MemoryChanged, "memory", &t.record(), &ctx.actor);
         ev.value = Some(baton_proto::v1::event::Value::Memory(MemoryChange {
             category: t.category.to_owned(),

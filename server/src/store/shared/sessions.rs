@@ -205,7 +205,7 @@ impl Backend {
         let session = row.to_proto();
         let mut ev = event(EventKind::SessionStarted, "session", &id, &ctx.actor);
         ev.value = Some(baton_proto::v1::event::Value::Session(session.clone()));
-        let revision = w.emit(ev).await?;
+        let revision = w.emit(ev).await?.revision;
         let reply = StartSessionResponse { session: Some(session), result: Some(write_result(revision, Decision::Applied, None, &ctx)) };
         w.finish(self, &ctx, &reply).await?;
         Ok(reply)
@@ -299,8 +299,8 @@ impl Backend {
                 String::new(),
             )
         });
-        if decision == Decision::Rejected {
-            return Err(Error::Rejected(Box::new(conflict.unwrap_or_default())));
+        if let (Decision::Rejected, Some(conflict)) = (decision, &conflict) {
+            return Err(w.rejected(conflict.clone()));
         }
         let revision = w.revision().await?;
         let session = if decision.applies() {
@@ -326,8 +326,8 @@ impl Backend {
         };
         let mut ev = event(EventKind::SessionUpdated, "session", &id, &ctx.actor);
         ev.value = Some(baton_proto::v1::event::Value::Session(session.clone()));
-        ev.conflict.clone_from(&conflict);
-        w.emit(ev).await?;
+        ev.conflict = conflict;
+        let conflict = w.emit(ev).await?.conflict;
         let reply = UpdateSessionResponse { session: Some(session), result: Some(write_result(revision, decision, conflict, &ctx)) };
         w.finish(self, &ctx, &reply).await?;
         Ok(reply)
@@ -554,7 +554,7 @@ impl Backend {
         let session = row.to_proto();
         let mut ev = event(EventKind::SessionStarted, "session", &new_id, &ctx.actor);
         ev.value = Some(baton_proto::v1::event::Value::Session(session.clone()));
-        let revision = w.emit(ev).await?;
+        let revision = w.emit(ev).await?.revision;
         let reply = ResumeSessionResponse {
             session: Some(session),
             resume_command: resume_command(resumed_from.agent, &resumed_from.agent_session_id),

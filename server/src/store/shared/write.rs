@@ -99,8 +99,9 @@ impl Write {
         Ok(revision)
     }
 
-    /// Records the event of the pending revision (and its conflict, if any).
-    async fn emit(&mut self, mut event: Event) -> Result<i64> {
+    /// Records the event of the pending revision (and its conflict, if any); returns it as
+    /// stored, its conflict stamped with project, revision and time.
+    async fn emit(&mut self, mut event: Event) -> Result<Event> {
         let revision = self.revision().await?;
         self.pending = None;
         event.project = self.project.clone();
@@ -125,7 +126,15 @@ impl Write {
             .bind(event.encode_to_vec())
             .execute(&mut *self.tx)
             .await?;
-        Ok(revision)
+        Ok(event)
+    }
+
+    /// The error for a write refused under CONFLICT_POLICY_REJECT (which uses no revision:
+    /// the transaction is dropped, so rolled back).
+    fn rejected(&self, mut conflict: Conflict) -> Error {
+        conflict.project = self.project.clone();
+        conflict.at = Some(ts(self.now_us));
+        Error::Rejected(Box::new(conflict))
     }
 
     /// Stores the reply for idempotency, commits and wakes the project's readers.
