@@ -1,1 +1,128 @@
-//! TODO
+//! The brief: sections in priority order, newest first, fitted to a budget by whole lines.
+
+use baton_proto::v1::{
+    BriefSectionKind, CheckpointKind, CheckpointState, ConflictPolicy, CreateCheckpointRequest, GetBriefRequest,
+    HeartbeatRequest, MemoryItem, MemoryOp, PutMemoryRequest, SessionStatus, Task,
+};
+use baton_tests::{Backend, Clients, Server, both};
+
+use crate::{based, project, put_note, start_session, write};
+
+async fn put(c: &mut Clients, p: &str, category: &str, texts: &[&str]) {
+    let op = if matches!(category, "decision" | "session_summary") { MemoryOp::Append } else { MemoryOp::ReplaceSet };
+    c.memory
+        .put_memory(PutMemoryRequest {
+            project: p.into(),
+            category: category.into(),
+            op: op as i32,
+            items: texts.iter().map(|t| MemoryItem { content: (*t).into(), rationale: "r".into() }).collect(),
+            write: write(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+}
+
+async fn sections_and_budget(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    // An unfinished (idle) session with open tasks in its last checkpoint.
+    let old = start_session(&mut c, &p).await;
+    c.checkpoints
+        .create_checkpoint(CreateCheckpointRequest {
+            session_id: old.id.clone(),
+            kind: CheckpointKind::PreCompact as i32,
+            state: Some(CheckpointState {
+                active_tasks: vec![
+                    Task { content: "finish the watch".into(), status: "in_progress".into(), ..Default::default() },
+                    Task { content: "done already".into(), status: "completed".into(), ..Default::default() },
+                ],
+                ..Default::default()
+            }),
+            write: write(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    c.sessions.heartbeat(HeartbeatRequest { session_id: old.id.clone(), status: SessionStatus::Idle as i32, ..Default::default() }).await.unwrap();
+    put(&mut c, &p, "goal", &["ship baton v1"]).await;
+    put(&mut c, &p, "open_loop", &["docs", "bench"]).await;
+    put(&mut c, &p, "constraint", &["no cloud"]).await;
+    put(&mut c, &p, "decision", &["use sqlx"]).await;
+    put(&mut c, &p, "decision", &["use tonic"]).await;
+    put(&mut c, &p, "recent_change", &["M server/src/lib.rs"]).await;
+    put_note(&mut c, &p, "arch", "hub and spokes", write()).await.unwrap();
+    // A conflict, and another active session.
+    let r = put_note(&mut c, &p, "arch", "layers", based(1, ConflictPolicy::Overwrite)).await.unwrap();
+    assert!(r.result.unwrap().conflict.is_some());
+    // A teammate's session (another user and host): active, so listed.
+    let other = c
+        .sessions
+        .start_session(baton_proto::v1::StartSessionRequest {
+            project: p.clone(),
+            agent: baton_proto::v1::AgentKind::Codex as i32,
+            host: "desk".into(),
+            user: "teammate".into(),
+            write: write(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .session
+        .unwrap();
+    // My new session: my previous one is `old` (same user and host), so conflicts since
+    // then are shown.
+    let me = start_session(&mut c, &p).await;
+
+    let brief = c
+        .brief
+        .get_brief(GetBriefRequest { project: p.clone(), session_id: me.id.clone(), changes: vec!["A client/src/main.rs".into()], ..Default::default() })
+        .await
+        .unwrap()
+        .into_inner()
+        .brief
+        .unwrap();
+    use BriefSectionKind as K;
+    let kinds: Vec<i32> = brief.sections.iter().map(|s| s.kind).collect();
+    assert_eq!(
+        kinds,
+        [K::UnfinishedSessions, K::Goal, K::OpenLoops, K::Constraints, K::Decisions, K::Changes, K::ActiveSessions, K::Conflicts, K::Notes]
+            .map(|k| k as i32)
+    );
+    let section = |k: K| brief.sections.iter().find(|s| s.kind == k as i32).unwrap().lines.clone();
+    let unfinished = section(K::UnfinishedSessions);
+    assert!(unfinished[0].starts_with("idle claude-code"), "{unfinished:?}");
+    assert!(unfinished.iter().any(|l| l.contains("finish the watch")) && !unfinished.iter().any(|l| l.contains("done already")));
+    // Newest first.
+    assert_eq!(section(K::Decisions), vec!["use tonic (why: r)", "use sqlx (why: r)"]);
+    assert_eq!(section(K::Changes), vec!["A client/src/main.rs", "M server/src/lib.rs"]);
+    let active = section(K::ActiveSessions);
+    assert!(active.iter().any(|l| l.contains(&other.id[other.id.len() - 8..])), "{active:?}");
+    assert!(!active.iter().any(|l| l.contains(&me.id[me.id.len() - 8..])), "own session listed: {active:?}");
+    assert!(section(K::Conflicts)[0].contains("note/arch overwritten"), "{:?}", section(K::Conflicts));
+    assert!(!brief.truncated);
+
+    // A tight budget keeps the top, drops from the bottom, whole lines only.
+    for budget in [200, 350, 600] {
+        let small = c
+            .brief
+            .get_brief(GetBriefRequest { project: p.clone(), session_id: me.id.clone(), budget_chars: budget, ..Default::default() })
+            .await
+            .unwrap()
+            .into_inner()
+            .brief
+            .unwrap();
+        assert!(small.truncated);
+        assert!(small.text.chars().count() <= budget as usize, "{budget}: {}", small.text);
+        assert_eq!(small.sections[0].kind, K::UnfinishedSessions as i32, "{budget}: {}", small.text);
+        for line in small.text.lines().filter(|l| l.starts_with("- ")) {
+            let line = &line[2..];
+            let whole = small.sections.iter().any(|s| s.lines.iter().any(|x| x == line)) || line.ends_with(" more");
+            assert!(whole, "{budget}: cut line {line:?}");
+        }
+        assert!(!small.sections.iter().any(|s| s.kind == K::Notes as i32));
+    }
+}
+both!(sections_and_budget);

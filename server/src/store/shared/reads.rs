@@ -113,7 +113,7 @@ impl Backend {
             Some(me) if me.resumed_from.is_some() => session_row(&mut conn, me.resumed_from.as_deref().unwrap_or_default()).await?,
             Some(me) => {
                 sqlx::query_as(
-                    "SELECT * FROM sessions WHERE project = $1 AND id <> $2 AND host = $3 AND user_name = $4 ORDER BY id DESC LIMIT 1",
+                    "SELECT * FROM sessions WHERE project = $1 AND id < $2 AND host = $3 AND user_name = $4 ORDER BY id DESC LIMIT 1",
                 )
                 .bind(&project)
                 .bind(&me.id)
