@@ -100,3 +100,46 @@ impl<S: Store> Hub<S> {
         tracing::debug!(%project, "event reader stopped");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+    use crate::events::{Watch, watch};
+    use crate::store::SqliteStore;
+
+    async fn until(mut f: impl FnMut() -> bool) {
+        for _ in 0..200 {
+            if f() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("condition not reached");
+    }
+
+    #[tokio::test]
+    async fn one_reader_per_project_freed_when_watchers_leave() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("t.db").display());
+        let wakers = Wakers::default();
+        let store = SqliteStore::connect(&url, wakers.clone()).await.unwrap();
+        let (_stop, stop_rx) = tokio::sync::watch::channel(false);
+        let hub = Hub::new(store.clone(), wakers.clone(), Duration::from_millis(20), stop_rx.clone());
+
+        let request = |p: &str| Watch { cursors: vec![(p.to_owned(), 0)], kinds: HashSet::new() };
+        let a1 = watch(store.clone(), &hub, request("a"), stop_rx.clone(), 8);
+        let a2 = watch(store.clone(), &hub, request("a"), stop_rx.clone(), 8);
+        let b = watch(store.clone(), &hub, request("b"), stop_rx.clone(), 8);
+        // Two watchers of "a" share one reader.
+        assert_eq!(hub.readers(), 2);
+        drop(a1);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(hub.readers(), 2, "a still has a watcher");
+        // A cancelled watch frees its follower, and the last one frees the reader.
+        drop(a2);
+        drop(b);
+        until(|| hub.readers() == 0).await;
+    }
+}

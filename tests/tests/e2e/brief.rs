@@ -1,15 +1,19 @@
 //! The brief: sections in priority order, newest first, fitted to a budget by whole lines.
 
 use baton_proto::v1::{
-    BriefSectionKind, CheckpointKind, CheckpointState, ConflictPolicy, CreateCheckpointRequest, GetBriefRequest,
-    HeartbeatRequest, MemoryItem, MemoryOp, PutMemoryRequest, SessionStatus, Task,
+    BriefSectionKind, CheckpointKind, CheckpointState, ConflictPolicy, CreateCheckpointRequest,
+    GetBriefRequest, HeartbeatRequest, MemoryItem, MemoryOp, PutMemoryRequest, SessionStatus, Task,
 };
 use baton_tests::{Backend, Clients, Server, both};
 
 use crate::{based, project, put_note, start_session, write};
 
 async fn put(c: &mut Clients, p: &str, category: &str, texts: &[&str]) {
-    let op = if matches!(category, "decision" | "session_summary") { MemoryOp::Append } else { MemoryOp::ReplaceSet };
+    let op = if matches!(category, "decision" | "session_summary") {
+        MemoryOp::Append
+    } else {
+        MemoryOp::ReplaceSet
+    };
     c.memory
         .put_memory(PutMemoryRequest {
             project: p.into(),
@@ -35,7 +39,11 @@ async fn sections_and_budget(backend: Backend) {
             kind: CheckpointKind::PreCompact as i32,
             state: Some(CheckpointState {
                 active_tasks: vec![
-                    Task { content: "finish the watch".into(), status: "in_progress".into(), ..Default::default() },
+                    Task {
+                        content: "finish the watch".into(),
+                        status: "in_progress".into(),
+                        ..Default::default()
+                    },
                     Task { content: "done already".into(), status: "completed".into(), ..Default::default() },
                 ],
                 ..Default::default()
@@ -45,7 +53,14 @@ async fn sections_and_budget(backend: Backend) {
         })
         .await
         .unwrap();
-    c.sessions.heartbeat(HeartbeatRequest { session_id: old.id.clone(), status: SessionStatus::Idle as i32, ..Default::default() }).await.unwrap();
+    c.sessions
+        .heartbeat(HeartbeatRequest {
+            session_id: old.id.clone(),
+            status: SessionStatus::Idle as i32,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
     put(&mut c, &p, "goal", &["ship baton v1"]).await;
     put(&mut c, &p, "open_loop", &["docs", "bench"]).await;
     put(&mut c, &p, "constraint", &["no cloud"]).await;
@@ -78,7 +93,12 @@ async fn sections_and_budget(backend: Backend) {
 
     let brief = c
         .brief
-        .get_brief(GetBriefRequest { project: p.clone(), session_id: me.id.clone(), changes: vec!["A client/src/main.rs".into()], ..Default::default() })
+        .get_brief(GetBriefRequest {
+            project: p.clone(),
+            session_id: me.id.clone(),
+            changes: vec!["A client/src/main.rs".into()],
+            ..Default::default()
+        })
         .await
         .unwrap()
         .into_inner()
@@ -88,13 +108,26 @@ async fn sections_and_budget(backend: Backend) {
     let kinds: Vec<i32> = brief.sections.iter().map(|s| s.kind).collect();
     assert_eq!(
         kinds,
-        [K::UnfinishedSessions, K::Goal, K::OpenLoops, K::Constraints, K::Decisions, K::Changes, K::ActiveSessions, K::Conflicts, K::Notes]
-            .map(|k| k as i32)
+        [
+            K::UnfinishedSessions,
+            K::Goal,
+            K::OpenLoops,
+            K::Constraints,
+            K::Decisions,
+            K::Changes,
+            K::ActiveSessions,
+            K::Conflicts,
+            K::Notes
+        ]
+        .map(|k| k as i32)
     );
     let section = |k: K| brief.sections.iter().find(|s| s.kind == k as i32).unwrap().lines.clone();
     let unfinished = section(K::UnfinishedSessions);
     assert!(unfinished[0].starts_with("idle claude-code"), "{unfinished:?}");
-    assert!(unfinished.iter().any(|l| l.contains("finish the watch")) && !unfinished.iter().any(|l| l.contains("done already")));
+    assert!(
+        unfinished.iter().any(|l| l.contains("finish the watch"))
+            && !unfinished.iter().any(|l| l.contains("done already"))
+    );
     // Newest first.
     assert_eq!(section(K::Decisions), vec!["use tonic (why: r)", "use sqlx (why: r)"]);
     assert_eq!(section(K::Changes), vec!["A client/src/main.rs", "M server/src/lib.rs"]);
@@ -108,7 +141,12 @@ async fn sections_and_budget(backend: Backend) {
     for budget in [200, 350, 600] {
         let small = c
             .brief
-            .get_brief(GetBriefRequest { project: p.clone(), session_id: me.id.clone(), budget_chars: budget, ..Default::default() })
+            .get_brief(GetBriefRequest {
+                project: p.clone(),
+                session_id: me.id.clone(),
+                budget_chars: budget,
+                ..Default::default()
+            })
             .await
             .unwrap()
             .into_inner()
@@ -119,7 +157,8 @@ async fn sections_and_budget(backend: Backend) {
         assert_eq!(small.sections[0].kind, K::UnfinishedSessions as i32, "{budget}: {}", small.text);
         for line in small.text.lines().filter(|l| l.starts_with("- ")) {
             let line = &line[2..];
-            let whole = small.sections.iter().any(|s| s.lines.iter().any(|x| x == line)) || line.ends_with(" more");
+            let whole =
+                small.sections.iter().any(|s| s.lines.iter().any(|x| x == line)) || line.ends_with(" more");
             assert!(whole, "{budget}: cut line {line:?}");
         }
         assert!(!small.sections.iter().any(|s| s.kind == K::Notes as i32));

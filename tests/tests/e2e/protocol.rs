@@ -5,13 +5,13 @@ use std::process::Command;
 
 use baton_tests::{Backend, Server, both};
 use futures::StreamExt;
+use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
-use tonic_health::pb::HealthCheckRequest;
+use tonic_reflection::pb::v1::ServerReflectionRequest;
 use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
 use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
 use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
-use tonic_reflection::pb::v1::ServerReflectionRequest;
 
 async fn health_and_reflection(backend: Backend) {
     let server = Server::start(backend).await.unwrap();
@@ -22,12 +22,25 @@ async fn health_and_reflection(backend: Backend) {
         assert_eq!(r.status, ServingStatus::Serving as i32, "{service}");
     }
     let mut reflection = ServerReflectionClient::new(channel);
-    let request = ServerReflectionRequest { host: String::new(), message_request: Some(MessageRequest::ListServices(String::new())) };
-    let mut replies = reflection.server_reflection_info(futures::stream::iter([request])).await.unwrap().into_inner();
+    let request = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut replies =
+        reflection.server_reflection_info(futures::stream::iter([request])).await.unwrap().into_inner();
     let reply = replies.next().await.unwrap().unwrap();
-    let Some(MessageResponse::ListServicesResponse(list)) = reply.message_response else { panic!("{reply:?}") };
+    let Some(MessageResponse::ListServicesResponse(list)) = reply.message_response else {
+        panic!("{reply:?}")
+    };
     let names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
-    for expected in ["baton.v1.SessionService", "baton.v1.CheckpointService", "baton.v1.MemoryService", "baton.v1.BriefService", "baton.v1.EventService", "grpc.health.v1.Health"] {
+    for expected in [
+        "baton.v1.SessionService",
+        "baton.v1.CheckpointService",
+        "baton.v1.MemoryService",
+        "baton.v1.BriefService",
+        "baton.v1.EventService",
+        "grpc.health.v1.Health",
+    ] {
         assert!(names.iter().any(|n| n == expected), "{expected} missing from {names:?}");
     }
 }
@@ -42,7 +55,10 @@ async fn python_client(backend: Backend) {
     let server = Server::start(backend).await.unwrap();
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let out = tempfile::tempdir().unwrap();
-    let check = Command::new(python()).args(["-c", "import grpc, grpc_tools"]).output().expect("python3 is needed for the cross-language test");
+    let check = Command::new(python())
+        .args(["-c", "import grpc, grpc_tools"])
+        .output()
+        .expect("python3 is needed for the cross-language test");
     assert!(
         check.status.success(),
         "the cross-language test needs Python's grpcio and grpcio-tools: pip install grpcio grpcio-tools ({})",
@@ -51,7 +67,11 @@ async fn python_client(backend: Backend) {
     let script = root.join("tests/python/smoke.py");
     let run = Command::new(python())
         .arg(&script)
-        .args([&server.addr.to_string(), &root.join("proto").display().to_string(), &out.path().display().to_string()])
+        .args([
+            &server.addr.to_string(),
+            &root.join("proto").display().to_string(),
+            &out.path().display().to_string(),
+        ])
         .output()
         .unwrap();
     assert!(
@@ -63,3 +83,14 @@ async fn python_client(backend: Backend) {
     assert!(String::from_utf8_lossy(&run.stdout).contains("python client ok"));
 }
 both!(python_client);
+
+async fn client_status(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let out = Command::new(baton_tests::binary("baton"))
+        .args(["status", "--server", &server.url()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("serving"));
+}
+both!(client_status);
