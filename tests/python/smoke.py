@@ -54,11 +54,36 @@ def main() -> None:
     brief = brief_pb2_grpc.BriefServiceStub(channel).GetBrief(brief_pb2.GetBriefRequest(project=project))
     assert "polyglot" in brief.brief.text, brief
 
+    # The rest of every service, once each.
+    sid = started.session.id
+    rid = lambda: model_pb2.WriteOptions(request_id=str(uuid.uuid4()))  # noqa: E731
+    assert sessions.GetSession(session_pb2.GetSessionRequest(session_id=sid)).session.goal == "from python"
+    assert len(sessions.ListSessions(session_pb2.ListSessionsRequest(project=project)).sessions) == 1
+    up = sessions.UpdateSession(session_pb2.UpdateSessionRequest(session_id=sid, summary="halfway", write=rid()))
+    assert up.session.summary == "halfway"
+    hb = sessions.Heartbeat(session_pb2.HeartbeatRequest(session_id=sid, status=model_pb2.SESSION_STATUS_IDLE))
+    assert hb.status == model_pb2.SESSION_STATUS_IDLE
+    resumed = sessions.ResumeSession(session_pb2.ResumeSessionRequest(project=project, session_id=sid, host="py2", write=rid()))
+    assert resumed.checkpoint.id == cp.checkpoint.id and resumed.session.resumed_from == sid
+    ended = sessions.EndSession(session_pb2.EndSessionRequest(session_id=resumed.session.id, summary="done", write=rid()))
+    assert ended.session.status == model_pb2.SESSION_STATUS_COMPLETED
+    tree = checkpoints.ListCheckpoints(checkpoint_pb2.ListCheckpointsRequest(session_id=sid))
+    assert [c.id for c in tree.checkpoints] == [cp.checkpoint.id]
+    caps = memory.SetMemoryCaps(memory_pb2.SetMemoryCapsRequest(project=project, caps={"decision": 3}, write=rid()))
+    assert caps.caps["decision"] == 3
+    listed = memory.ListMemory(memory_pb2.ListMemoryRequest(project=project))
+    assert [e.content for e in listed.entries] == ["polyglot"]
+    deleted = memory.DeleteMemory(memory_pb2.DeleteMemoryRequest(project=project, entry_id=listed.entries[0].id, write=rid()))
+    assert list(deleted.deleted_ids) == [listed.entries[0].id]
+
     events = event_pb2_grpc.EventServiceStub(channel)
+    head = events.ListEvents(event_pb2.ListEventsRequest(project=project)).as_of_revision
+    assert head == len(events.ListEvents(event_pb2.ListEventsRequest(project=project)).events)
+    assert list(events.ListConflicts(event_pb2.ListConflictsRequest(project=project)).conflicts) == []
     stream = events.Watch(event_pb2.WatchRequest(cursors=[event_pb2.WatchCursor(project=project, after_revision=0)]))
-    revisions = [next(stream).revision for _ in range(3)]
+    revisions = [next(stream).revision for _ in range(head)]
     stream.cancel()
-    assert revisions == [1, 2, 3], revisions
+    assert revisions == list(range(1, head + 1)), revisions
     print("python client ok")
 
 

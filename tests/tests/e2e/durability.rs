@@ -119,5 +119,9 @@ async fn sigterm_drains_gracefully(backend: Backend) {
     server.restart().unwrap();
     let mut c = server.clients().await;
     assert_eq!(all_events(&mut c, &p).await.len(), 1);
+    // SIGINT (Ctrl-C) drains the same way.
+    let status = server.signal_and_wait("INT").unwrap();
+    assert!(status.success(), "exit status {status:?}\n{}", server.log());
+    assert!(server.log().contains("database closed cleanly"), "{}", server.log());
 }
 both!(sigterm_drains_gracefully);

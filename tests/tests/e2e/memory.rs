@@ -210,6 +210,48 @@ async fn deletes_and_concurrent_adds(backend: Backend) {
             .await,
     );
     assert_eq!(code1, Code::NotFound);
-    assert_gapless(&all_events(&mut c, &p).await);
+    // History: one entry, then the whole record; never a conflict.
+    put(&mut c, &p, "decision", "", MemoryOp::Append, &["x", "y", "z"]).await.unwrap();
+    let x = list(&mut c, &p, "decision", false).await.into_iter().find(|e| e.content == "x").unwrap();
+    c.memory
+        .delete_memory(DeleteMemoryRequest {
+            project: p.clone(),
+            target: Some(delete_memory_request::Target::EntryId(x.id)),
+            write: write(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(contents(&list(&mut c, &p, "decision", false).await), ["y", "z"]);
+    let all = c
+        .memory
+        .delete_memory(DeleteMemoryRequest {
+            project: p.clone(),
+            target: Some(delete_memory_request::Target::Record(RecordRef {
+                category: "decision".into(),
+                ..Default::default()
+            })),
+            write: write(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(all.deleted_ids.len(), 2);
+    assert!(list(&mut c, &p, "decision", true).await.is_empty());
+    // And the log still replays to what is stored.
+    let events = all_events(&mut c, &p).await;
+    assert_gapless(&events);
+    let stored = c
+        .memory
+        .list_memory(ListMemoryRequest { project: p.clone(), ..Default::default() })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut expected: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for e in &stored.entries {
+        let record =
+            if e.category == "note" { format!("note/{}", e.key) } else { format!("memory/{}", e.category) };
+        expected.entry(record).or_default().push(e.content.clone());
+    }
+    assert_eq!(crate::concurrency::replay_memory(&events), expected);
 }
 both!(deletes_and_concurrent_adds);

@@ -141,6 +141,19 @@ async fn lifecycle(backend: Backend) {
     assert_gapless(&events);
     let kinds: Vec<i32> = events.iter().map(|e| e.kind).collect();
     use EventKind::*;
+    // The kind filter of ListEvents.
+    let status_only = c
+        .events
+        .list_events(baton_proto::v1::ListEventsRequest {
+            project: p.clone(),
+            kinds: vec![SessionStatusChanged as i32, SessionUpdated as i32],
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(status_only.events.iter().map(|e| e.revision).collect::<Vec<_>>(), vec![2, 3, 4, 5, 6]);
+    assert_eq!(status_only.as_of_revision, 6);
     assert_eq!(
         kinds,
         [

@@ -163,8 +163,8 @@ fn resume_command(agent: i32, agent_session_id: &str) -> String {
         AgentKind::ClaudeCode => format!("claude --resume {agent_session_id}"),
         AgentKind::Codex => format!("codex resume {agent_session_id}"),
         AgentKind::Gemini => format!("gemini --resume {agent_session_id}"),
-        AgentKind::Cursor => format!("cursor-agent --resume {agent_session_id}"),
-        _ => String::new(),
+        // Cursor has no verified resume command (AGENT_HOOKS.md); custom agents have their own.
+        AgentKind::Cursor | AgentKind::Custom | AgentKind::Unspecified => String::new(),
     }
 }
 
