@@ -1,20 +1,32 @@
-//! `baton`: the client. For now it answers `baton status`: is the hub reachable and
-//! serving? (Agent hooks, warmup and resume come with the client issue.)
+//! `baton`: the client that people and agent hooks call.
 
-use std::time::Duration;
+use std::io::Read as _;
+use std::path::PathBuf;
 
-use anyhow::Context;
+use baton::config::Settings;
+use baton::hook::Agent;
+use baton::{Ctx, cmd, hook};
 use clap::{Parser, Subcommand};
-use tonic_health::pb::HealthCheckRequest;
-use tonic_health::pb::health_client::HealthClient;
 
-/// Baton client: talks to a baton-server hub.
+/// Baton client: warm starts and saved sessions for AI coding agents, on any machine.
 #[derive(Debug, Parser)]
-#[command(name = "baton", version, about)]
+#[command(name = "baton", version, about, infer_subcommands = true)]
 struct Cli {
-    /// Hub URL.
-    #[arg(long, global = true, env = "BATON_SERVER", default_value = "http://127.0.0.1:7437")]
-    server: String,
+    /// Hub URL (overrides BATON_SERVER and the config file).
+    #[arg(long, global = true)]
+    server: Option<String>,
+
+    /// Access token (overrides BATON_TOKEN and the config file).
+    #[arg(long, global = true, hide_env_values = true)]
+    token: Option<String>,
+
+    /// Print JSON instead of text (read commands).
+    #[arg(long, global = true)]
+    json: bool,
+
+    /// Work as if started in this directory.
+    #[arg(short = 'C', long, global = true, value_name = "DIR")]
+    dir: Option<PathBuf>,
 
     #[command(subcommand)]
     command: Command,
@@ -22,37 +34,84 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Check that the hub is reachable and serving.
+    /// What the agents' hooks call: reads the hook's JSON payload on stdin.
+    Hook {
+        agent: Agent,
+        /// The agent's event name (SessionStart, PreToolUse, PostToolUse, PreCompact,
+        /// PreCompress, Stop, AfterAgent, SessionEnd, or Cursor's camelCase names).
+        event: String,
+        /// Read the payload from this file instead of stdin (and delete it).
+        #[arg(long, hide = true)]
+        payload_file: Option<PathBuf>,
+    },
+    /// Print the warmup brief for the current project.
+    Warmup {
+        /// Budget in characters.
+        #[arg(long)]
+        budget: Option<u32>,
+    },
+    /// Show the hub, the project and the offline queue (with refused writes).
     Status,
+    /// Send the offline queue now.
+    Sync,
 }
 
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    match cli.command {
-        Command::Status => status(&cli.server).await,
-    }
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("baton: cannot start: {e}");
+            return exit_for(&cli.command, false);
+        }
+    };
+    let ok = runtime.block_on(run(cli.command, cli.server, cli.token, cli.json, cli.dir));
+    std::process::ExitCode::from(u8::from(!ok))
 }
 
-async fn status(server: &str) -> anyhow::Result<()> {
-    let endpoint = tonic::transport::Endpoint::from_shared(server.to_owned())
-        .with_context(|| format!("{server:?} is not a valid server URL (e.g. http://127.0.0.1:7437)"))?
-        .connect_timeout(Duration::from_secs(3))
-        .timeout(Duration::from_secs(5));
-    let channel = endpoint.connect().await.with_context(|| {
-        format!(
-            "cannot reach the Baton hub at {server}: is baton-server running? (set BATON_SERVER or --server)"
-        )
-    })?;
-    let reply = HealthClient::new(channel)
-        .check(HealthCheckRequest { service: "baton.v1.SessionService".into() })
-        .await
-        .with_context(|| format!("the hub at {server} did not answer its health check"))?
-        .into_inner();
-    let serving = reply.status == tonic_health::pb::health_check_response::ServingStatus::Serving as i32;
-    println!("hub {server}: {}", if serving { "serving" } else { "not serving" });
-    if !serving {
-        anyhow::bail!("the hub at {server} is up but not serving");
+/// Hooks always exit 0: a failing hook must never break the agent.
+fn exit_for(command: &Command, ok: bool) -> std::process::ExitCode {
+    std::process::ExitCode::from(u8::from(!ok && !matches!(command, Command::Hook { .. })))
+}
+
+async fn run(
+    command: Command,
+    server: Option<String>,
+    token: Option<String>,
+    json: bool,
+    dir: Option<PathBuf>,
+) -> bool {
+    let is_hook = matches!(command, Command::Hook { .. });
+    let settings = match Settings::load(server.as_deref(), token.as_deref()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("baton: {e:#}");
+            return is_hook;
+        }
+    };
+    let ctx = Ctx::new(settings);
+    let dir = dir.or_else(|| std::env::current_dir().ok()).unwrap_or_else(|| PathBuf::from("."));
+    let result = match command {
+        Command::Hook { agent, event, payload_file } => {
+            let mut stdin = String::new();
+            if payload_file.is_none() {
+                let _ = std::io::stdin().take(16 * 1024 * 1024).read_to_string(&mut stdin);
+            }
+            let out = hook::run(&ctx, agent, &event, &stdin, payload_file.as_deref()).await;
+            if !out.is_empty() {
+                println!("{out}");
+            }
+            return true;
+        }
+        Command::Warmup { budget } => cmd::warmup::run(&ctx, &dir, budget, json).await,
+        Command::Status => cmd::status::run(&ctx, &dir, json).await,
+        Command::Sync => cmd::sync::run(&ctx).await,
+    };
+    match result {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("baton: {e:#}");
+            false
+        }
     }
-    Ok(())
 }

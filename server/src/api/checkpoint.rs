@@ -53,41 +53,6 @@ fn check_state(state: &CheckpointState) -> Result<(), Error> {
     Ok(())
 }
 
-/// Every free-text field of a state, for redaction.
-fn state_texts(state: &mut CheckpointState) -> impl Iterator<Item = &mut String> {
-    let CheckpointState {
-        active_tasks,
-        open_questions,
-        blockers,
-        recent_changes,
-        decisions,
-        files_created,
-        files_modified,
-        files_deleted,
-        tool_history,
-        errors,
-        phase,
-        goal,
-        summary,
-        last_prompt,
-        last_answer,
-        ..
-    } = state;
-    active_tasks
-        .iter_mut()
-        .map(|t| &mut t.content)
-        .chain(open_questions.iter_mut())
-        .chain(blockers.iter_mut())
-        .chain(recent_changes.iter_mut())
-        .chain(decisions.iter_mut().flat_map(|d| [&mut d.decision, &mut d.rationale, &mut d.impact]))
-        .chain(files_created.iter_mut())
-        .chain(files_modified.iter_mut())
-        .chain(files_deleted.iter_mut())
-        .chain(tool_history.iter_mut().flat_map(|t| [&mut t.name, &mut t.summary]))
-        .chain(errors.iter_mut())
-        .chain([phase, goal, summary, last_prompt, last_answer])
-}
-
 #[tonic::async_trait]
 impl<S: Store> CheckpointService for Api<S> {
     async fn create_checkpoint(
@@ -122,7 +87,7 @@ impl<S: Store> CheckpointService for Api<S> {
         let mut state = state;
         let mut redactor = Redactor::default();
         redactor.field(&mut req.reason);
-        redactor.fields(state_texts(&mut state));
+        redactor.fields(crate::core::redact::state_texts(&mut state));
         let ctx = write_ctx("CreateCheckpoint", &hash_view, req.write.as_ref(), redactor.count)?;
         let session = session_id.to_string();
         let header = Header {

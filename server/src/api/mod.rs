@@ -50,7 +50,7 @@ fn us(ts: &prost_types::Timestamp) -> i64 {
 }
 
 /// Validates a write's options and makes its context. `hash_view` is the request with its
-/// clock fields cleared (a retried queue flush sends a new `client_now`), hashed to tell a
+/// clock fields cleared (a retried queue flush sends a new `client_now`, and a write first tried live has no `written_at`), hashed to tell a
 /// retry from a reused request_id.
 pub(crate) fn write_ctx(
     rpc: &str,
@@ -110,9 +110,11 @@ pub(crate) fn write_ctx(
     })
 }
 
-/// Clears the clock fields that legitimately differ between retries of one write.
+/// Clears the clock fields that legitimately differ between retries of one write: a write
+/// first tried live and then replayed from a client's queue is the same write.
 pub(crate) fn without_clock(write: &mut Option<WriteOptions>) {
     if let Some(w) = write.as_mut() {
         w.client_now = None;
+        w.written_at = None;
     }
 }

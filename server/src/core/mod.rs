@@ -5,6 +5,9 @@ pub mod brief;
 pub mod checkpoint;
 pub mod lww;
 pub mod memory;
-pub mod redact;
 pub mod status;
 pub mod validate;
+
+/// Secret redaction, shared with the client (it lives in `baton-proto` so both apply the
+/// same patterns).
+pub use baton_proto::redact;

@@ -104,6 +104,41 @@ impl Redactor {
     }
 }
 
+/// Every free-text field of a checkpoint's state, for redaction.
+pub fn state_texts(state: &mut crate::v1::CheckpointState) -> impl Iterator<Item = &mut String> {
+    let crate::v1::CheckpointState {
+        active_tasks,
+        open_questions,
+        blockers,
+        recent_changes,
+        decisions,
+        files_created,
+        files_modified,
+        files_deleted,
+        tool_history,
+        errors,
+        phase,
+        goal,
+        summary,
+        last_prompt,
+        last_answer,
+        ..
+    } = state;
+    active_tasks
+        .iter_mut()
+        .map(|t| &mut t.content)
+        .chain(open_questions.iter_mut())
+        .chain(blockers.iter_mut())
+        .chain(recent_changes.iter_mut())
+        .chain(decisions.iter_mut().flat_map(|d| [&mut d.decision, &mut d.rationale, &mut d.impact]))
+        .chain(files_created.iter_mut())
+        .chain(files_modified.iter_mut())
+        .chain(files_deleted.iter_mut())
+        .chain(tool_history.iter_mut().flat_map(|t| [&mut t.name, &mut t.summary]))
+        .chain(errors.iter_mut())
+        .chain([phase, goal, summary, last_prompt, last_answer])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

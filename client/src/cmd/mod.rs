@@ -1,0 +1,5 @@
+//! The human commands, one file each.
+
+pub mod status;
+pub mod sync;
+pub mod warmup;

@@ -1,0 +1,30 @@
+//! `baton warmup`: the brief for the current project.
+
+use std::path::Path;
+
+use crate::remote::{self, Timeouts};
+use crate::{Ctx, cache, hook, project};
+
+pub async fn run(ctx: &Ctx, dir: &Path, budget: Option<u32>, json: bool) -> anyhow::Result<()> {
+    let project = project::identify(dir);
+    let budget = budget.unwrap_or(ctx.settings.brief_budget) as usize;
+    let text = match remote::connect(&ctx.settings, Timeouts::CLI).await {
+        Ok(mut hub) => {
+            let text = hook::brief_text(&mut hub, &project, None, dir, budget)
+                .await
+                .map_err(|s| anyhow::anyhow!(remote::explain(&s)))?;
+            let _ = cache::store(&ctx.settings.data_dir, &project.key, &text);
+            text
+        }
+        Err(e) => {
+            eprintln!("baton: {e}");
+            hook::offline_brief(ctx, &project)
+        }
+    };
+    if json {
+        println!("{}", serde_json::json!({ "project": project.key, "brief": text }));
+    } else {
+        print!("{text}");
+    }
+    Ok(())
+}

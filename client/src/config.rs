@@ -1,0 +1,79 @@
+//! Client configuration: `~/.config/baton/config.toml`, then the environment
+//! (`BATON_SERVER`, `BATON_TOKEN`), then flags — later wins.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use serde::Deserialize;
+
+pub const DEFAULT_SERVER: &str = "http://127.0.0.1:7437";
+
+/// What the config file may hold.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    pub server: Option<String>,
+    pub token: Option<String>,
+    /// Auto-checkpoint every N tool calls (default 20; 0 = never).
+    pub checkpoint_every: Option<u32>,
+    /// Brief budget in characters for `baton warmup` and hooks (default 9000).
+    pub brief_budget: Option<u32>,
+}
+
+/// The effective settings.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub server: String,
+    pub token: Option<String>,
+    pub checkpoint_every: u32,
+    pub brief_budget: u32,
+    /// Where the queue, caches and local session state live.
+    pub data_dir: PathBuf,
+    pub config_file: PathBuf,
+}
+
+/// Baton's directories: `BATON_HOME` puts everything under one folder (tests, portable
+/// setups); otherwise the platform's config and data directories.
+pub fn dirs() -> anyhow::Result<(PathBuf, PathBuf)> {
+    if let Some(home) = std::env::var_os("BATON_HOME") {
+        let home = PathBuf::from(home);
+        return Ok((home.join("config"), home.join("data")));
+    }
+    let dirs = directories::ProjectDirs::from("", "", "baton")
+        .context("no home directory found (set HOME or BATON_HOME)")?;
+    // Linux and macOS alike: ~/.config/baton for the config file, as documented.
+    let config = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| directories::BaseDirs::new().map(|b| b.home_dir().join(".config")))
+        .map_or_else(|| dirs.config_dir().to_path_buf(), |c| c.join("baton"));
+    Ok((config, dirs.data_dir().to_path_buf()))
+}
+
+impl Settings {
+    /// Loads the file (if any), then the environment, then the flags.
+    pub fn load(server_flag: Option<&str>, token_flag: Option<&str>) -> anyhow::Result<Self> {
+        let (config_dir, data_dir) = dirs()?;
+        let config_file = config_dir.join("config.toml");
+        let file = match std::fs::read_to_string(&config_file) {
+            Ok(text) => toml::from_str::<FileConfig>(&text)
+                .with_context(|| format!("{} is not a valid Baton config", config_file.display()))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => FileConfig::default(),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", config_file.display())),
+        };
+        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let server = server_flag
+            .map(str::to_owned)
+            .or_else(|| env("BATON_SERVER"))
+            .or(file.server)
+            .unwrap_or_else(|| DEFAULT_SERVER.to_owned());
+        let token = token_flag.map(str::to_owned).or_else(|| env("BATON_TOKEN")).or(file.token);
+        Ok(Self {
+            server,
+            token,
+            checkpoint_every: file.checkpoint_every.unwrap_or(20),
+            brief_budget: file.brief_budget.unwrap_or(9000).clamp(500, 100_000),
+            data_dir,
+            config_file,
+        })
+    }
+}

@@ -1,0 +1,59 @@
+//! The few git facts Baton needs, from the `git` binary (fast, and always the user's own
+//! configuration).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn git(dir: &Path, args: &[&str]) -> Option<String> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let s = String::from_utf8_lossy(&out.stdout).trim_end().to_owned();
+    Some(s)
+}
+
+pub fn toplevel(dir: &Path) -> Option<PathBuf> {
+    git(dir, &["rev-parse", "--show-toplevel"]).filter(|s| !s.is_empty()).map(PathBuf::from)
+}
+
+/// `origin`'s URL, else the first remote's.
+pub fn remote_url(root: &Path) -> Option<String> {
+    if let Some(url) = git(root, &["remote", "get-url", "origin"]) {
+        return Some(url);
+    }
+    let first = git(root, &["remote"])?.lines().next()?.to_owned();
+    git(root, &["remote", "get-url", &first])
+}
+
+pub fn branch(dir: &Path) -> Option<String> {
+    git(dir, &["rev-parse", "--abbrev-ref", "HEAD"]).filter(|b| !b.is_empty() && b != "HEAD")
+}
+
+pub fn head(dir: &Path) -> Option<String> {
+    git(dir, &["rev-parse", "HEAD"]).filter(|h| !h.is_empty())
+}
+
+/// Changes from `base` to HEAD (`git diff --name-status`), newest meaning: as git lists
+/// them. `Err` says why they are unknown (e.g. the commit is not in this clone).
+pub fn changes_since(dir: &Path, base: &str) -> Result<Vec<String>, String> {
+    if git(dir, &["cat-file", "-e", &format!("{base}^{{commit}}")]).is_none() {
+        return Err(format!(
+            "commit {} of the last session is not in this clone (fetch to see changes)",
+            short(base)
+        ));
+    }
+    let diff = git(dir, &["diff", "--name-status", &format!("{base}..HEAD")]).ok_or("git diff failed")?;
+    Ok(diff.lines().map(|l| l.replace('\t', " ")).filter(|l| !l.is_empty()).collect())
+}
+
+pub fn short(commit: &str) -> &str {
+    commit.get(..12).unwrap_or(commit)
+}

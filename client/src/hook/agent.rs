@@ -1,0 +1,86 @@
+//! The agents Baton hooks into, their event names, and how each wants the brief.
+
+use baton_proto::v1::AgentKind;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Agent {
+    Claude,
+    Codex,
+    Gemini,
+    Cursor,
+}
+
+impl Agent {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Claude => "claude",
+            Self::Codex => "codex",
+            Self::Gemini => "gemini",
+            Self::Cursor => "cursor",
+        }
+    }
+
+    pub fn kind(self) -> AgentKind {
+        match self {
+            Self::Claude => AgentKind::ClaudeCode,
+            Self::Codex => AgentKind::Codex,
+            Self::Gemini => AgentKind::Gemini,
+            Self::Cursor => AgentKind::Cursor,
+        }
+    }
+
+    /// The brief as this agent injects it into the model's context (Claude Code, Codex and
+    /// Gemini take `hookSpecificOutput.additionalContext`; Cursor `additional_context`).
+    pub fn brief_output(self, text: &str) -> String {
+        let value = match self {
+            Self::Cursor => serde_json::json!({ "additional_context": text }),
+            _ => serde_json::json!({
+                "hookSpecificOutput": { "hookEventName": "SessionStart", "additionalContext": text }
+            }),
+        };
+        value.to_string()
+    }
+
+    /// What to print for events whose output is ignored or must not steer the agent:
+    /// nothing for Claude Code and Codex (Codex' Stop rejects plain text), an empty JSON
+    /// object where stdout must be JSON (Gemini, Cursor).
+    pub fn quiet_output(self) -> &'static str {
+        match self {
+            Self::Claude | Self::Codex => "",
+            Self::Gemini | Self::Cursor => "{}",
+        }
+    }
+
+    /// Claude Code's cap on injected context is 10,000 characters; the others take at
+    /// least that. Leave room for the JSON around it.
+    pub const MAX_BRIEF_CHARS: usize = 9_500;
+}
+
+/// Baton's own names for the hook events it handles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    SessionStart,
+    PreToolUse,
+    PostToolUse,
+    PreCompact,
+    Stop,
+    SessionEnd,
+}
+
+impl Event {
+    /// Accepts each agent's spelling (Claude/Codex `PreCompact`, Gemini `PreCompress`,
+    /// Gemini `AfterAgent` for a turn's end, Cursor's camelCase, kebab-case).
+    pub fn parse(name: &str) -> Option<Self> {
+        let n: String =
+            name.chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>().to_ascii_lowercase();
+        Some(match n.as_str() {
+            "sessionstart" => Self::SessionStart,
+            "pretooluse" | "beforetool" | "beforeshellexecution" => Self::PreToolUse,
+            "posttooluse" | "aftertool" | "aftershellexecution" | "afterfileedit" => Self::PostToolUse,
+            "precompact" | "precompress" => Self::PreCompact,
+            "stop" | "afteragent" => Self::Stop,
+            "sessionend" => Self::SessionEnd,
+            _ => return None,
+        })
+    }
+}

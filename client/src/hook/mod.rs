@@ -1,0 +1,415 @@
+//! `baton hook <agent> <event>`: what the agents' hooks call. It reads the agent's JSON
+//! payload on stdin, does the right thing for the event, prints what the agent expects,
+//! and never breaks the agent: bounded time, always exit 0, errors go to `hook.log`.
+
+pub mod agent;
+pub mod payload;
+pub mod risk;
+pub mod transcript;
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use baton_proto::v1::{
+    CheckpointKind, CreateCheckpointRequest, EndSessionRequest, GetBriefRequest, HeartbeatRequest,
+    StartSessionRequest,
+};
+
+pub use self::agent::{Agent, Event};
+use self::payload::Payload;
+use crate::project::{self, Project};
+use crate::remote::{self, Hub, Timeouts};
+use crate::write::{self, Delivered, Write};
+use crate::{Ctx, cache, git};
+
+/// How long a hook may take in all (the agents allow more; Baton should not need it).
+const HOOK_BUDGET: Duration = Duration::from_millis(2500);
+/// How long a hook waits for the queue lock before queueing behind another flush.
+const LOCK_WAIT: Duration = Duration::from_millis(300);
+
+/// Runs a hook and returns what to print. Never fails: problems are logged.
+pub async fn run(ctx: &Ctx, agent: Agent, event: &str, stdin: &str, payload_file: Option<&Path>) -> String {
+    let Some(event) = Event::parse(event) else {
+        log(ctx, &format!("{}: unknown hook event {event:?} (ignored)", agent.name()));
+        return agent.quiet_output().to_owned();
+    };
+    let payload = match payload_file {
+        Some(file) => {
+            let text = std::fs::read_to_string(file).unwrap_or_default();
+            let _ = std::fs::remove_file(file);
+            Payload::parse(&text)
+        }
+        None => Payload::parse(stdin),
+    };
+    if agent == Agent::Claude && runs_under_cursor_with_its_own_hooks(&payload.cwd()) {
+        // Cursor also loads Claude Code's hooks: Baton's Cursor hooks do the work.
+        return agent.quiet_output().to_owned();
+    }
+    let work = handle(ctx, agent, event, &payload, payload_file.is_some());
+    match tokio::time::timeout(HOOK_BUDGET, work).await {
+        Ok(Ok(out)) => out,
+        Ok(Err(e)) => {
+            log(ctx, &format!("{} {event:?}: {e:#}", agent.name()));
+            fallback(ctx, agent, event, &payload)
+        }
+        Err(_) => {
+            log(ctx, &format!("{} {event:?}: gave up after {HOOK_BUDGET:?}", agent.name()));
+            fallback(ctx, agent, event, &payload)
+        }
+    }
+}
+
+/// What to print when the work failed: for SessionStart, still a brief from the cache.
+fn fallback(ctx: &Ctx, agent: Agent, event: Event, payload: &Payload) -> String {
+    if event == Event::SessionStart {
+        let project = project::identify(&payload.cwd());
+        return agent.brief_output(&offline_brief(ctx, &project));
+    }
+    agent.quiet_output().to_owned()
+}
+
+async fn handle(
+    ctx: &Ctx,
+    agent: Agent,
+    event: Event,
+    p: &Payload,
+    detached: bool,
+) -> anyhow::Result<String> {
+    match event {
+        Event::SessionStart => session_start(ctx, agent, p).await,
+        Event::PostToolUse => {
+            post_tool_use(ctx, agent, p).await?;
+            Ok(agent.quiet_output().to_owned())
+        }
+        Event::PreToolUse => {
+            if let Some(command) = p.shell_command()
+                && let Some(why) = risk::risky(&command)
+            {
+                let mut hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
+                let reason = format!("before {why}: {}", crate::clip(&command, 300));
+                checkpoint(ctx, agent, p, hub.as_mut(), CheckpointKind::Risk, &reason).await?;
+            }
+            Ok(agent.quiet_output().to_owned())
+        }
+        Event::Stop => {
+            let mut hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
+            checkpoint(ctx, agent, p, hub.as_mut(), CheckpointKind::Auto, "end of a turn").await?;
+            Ok(agent.quiet_output().to_owned())
+        }
+        Event::PreCompact => {
+            let mut hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
+            let trigger = p.trigger.as_deref().unwrap_or("auto");
+            checkpoint(
+                ctx,
+                agent,
+                p,
+                hub.as_mut(),
+                CheckpointKind::PreCompact,
+                &format!("before compaction ({trigger})"),
+            )
+            .await?;
+            Ok(agent.quiet_output().to_owned())
+        }
+        Event::SessionEnd if !detached => {
+            // The agents give SessionEnd 1–1.5 s or do not wait at all: hand the work to a
+            // detached process and return at once.
+            if let Err(e) = spawn_detached(ctx, agent, p) {
+                log(ctx, &format!("cannot detach SessionEnd work ({e:#}); doing it inline"));
+                session_end(ctx, agent, p).await?;
+            }
+            Ok(agent.quiet_output().to_owned())
+        }
+        Event::SessionEnd => {
+            session_end(ctx, agent, p).await?;
+            Ok(agent.quiet_output().to_owned())
+        }
+    }
+}
+
+/// The Baton session of this agent conversation: the one this machine started for it, or
+/// a new one (hooks installed mid-conversation, or a new conversation).
+async fn session_for(
+    ctx: &Ctx,
+    agent: Agent,
+    p: &Payload,
+    project: &Project,
+    hub: Option<&mut Hub>,
+    continuing: bool,
+) -> anyhow::Result<String> {
+    let agent_sid = p.agent_session_id().unwrap_or("unknown").to_owned();
+    if continuing
+        && let Some(s) =
+            ctx.state.get(agent.name(), &agent_sid).filter(|s| !s.ended && s.project == project.key)
+    {
+        return Ok(s.baton_session_id);
+    }
+    let cwd = p.cwd();
+    let id = uuid::Uuid::now_v7().to_string();
+    let request = StartSessionRequest {
+        project: project.key.clone(),
+        session_id: id.clone(),
+        agent: agent.kind() as i32,
+        agent_session_id: p.agent_session_id().unwrap_or_default().to_owned(),
+        host: write::hostname(),
+        user: std::env::var("USER").unwrap_or_default(),
+        cwd: cwd.display().to_string(),
+        branch: git::branch(&cwd).unwrap_or_default(),
+        git_base: git::head(&cwd).unwrap_or_default(),
+        write: write::options(agent.kind() as i32, &id),
+        ..Default::default()
+    };
+    write::submit(&ctx.queue, hub, Write::StartSession(request), Some(LOCK_WAIT)).await?;
+    ctx.state.update(agent.name(), &agent_sid, |s| {
+        *s = crate::state::AgentSession {
+            baton_session_id: id.clone(),
+            project: project.key.clone(),
+            transcript_path: p.transcript_path.clone().unwrap_or_default(),
+            cwd: cwd.display().to_string(),
+            ..Default::default()
+        };
+    })?;
+    Ok(id)
+}
+
+async fn session_start(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<String> {
+    let cwd = p.cwd();
+    let project = project::identify(&cwd);
+    let mut hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
+    // resume / compact / clear-less restarts continue this conversation's Baton session.
+    let continuing = matches!(p.source.as_deref(), Some("resume" | "compact")) || agent == Agent::Cursor;
+    let session_id = session_for(ctx, agent, p, &project, hub.as_mut(), continuing).await?;
+    let Some(hub) = hub.as_mut() else {
+        return Ok(agent.brief_output(&offline_brief(ctx, &project)));
+    };
+    let _ = hub
+        .sessions
+        .heartbeat(HeartbeatRequest { session_id: session_id.clone(), ..Default::default() })
+        .await;
+    let budget = usize::try_from(ctx.settings.brief_budget)
+        .unwrap_or(Agent::MAX_BRIEF_CHARS)
+        .min(Agent::MAX_BRIEF_CHARS);
+    match brief_text(hub, &project, Some(&session_id), &cwd, budget).await {
+        Ok(text) => {
+            let _ = cache::store(&ctx.settings.data_dir, &project.key, &text);
+            Ok(agent.brief_output(&text))
+        }
+        Err(status) => {
+            log(ctx, &format!("GetBrief failed: {}", remote::explain(&status)));
+            Ok(agent.brief_output(&offline_brief(ctx, &project)))
+        }
+    }
+}
+
+/// The brief, with the git changes since the previous session's last commit.
+pub async fn brief_text(
+    hub: &mut Hub,
+    project: &Project,
+    session_id: Option<&str>,
+    cwd: &Path,
+    budget: usize,
+) -> Result<String, tonic::Status> {
+    let branch = git::branch(cwd).unwrap_or_default();
+    let request = GetBriefRequest {
+        project: project.key.clone(),
+        session_id: session_id.unwrap_or_default().to_owned(),
+        branch,
+        budget_chars: i32::try_from(budget).unwrap_or(i32::MAX),
+        changes: vec![],
+    };
+    let brief = hub.brief.get_brief(request.clone()).await?.into_inner().brief.unwrap_or_default();
+    let head = git::head(cwd).unwrap_or_default();
+    if brief.last_git_head.is_empty() || brief.last_git_head == head {
+        return Ok(brief.text);
+    }
+    let changes = match git::changes_since(cwd, &brief.last_git_head) {
+        Ok(lines) if lines.is_empty() => return Ok(brief.text),
+        Ok(lines) => lines,
+        Err(why) => vec![why],
+    };
+    let brief = hub
+        .brief
+        .get_brief(GetBriefRequest { changes, ..request })
+        .await?
+        .into_inner()
+        .brief
+        .unwrap_or_default();
+    Ok(brief.text)
+}
+
+/// The last brief cached for the project, marked with its age, and what waits in the queue.
+pub fn offline_brief(ctx: &Ctx, project: &Project) -> String {
+    let (queued, dead) = ctx.queue.counts();
+    let mut note =
+        format!("Baton hub unreachable ({}); {queued} write(s) queued locally", ctx.settings.server);
+    if dead > 0 {
+        note.push_str(&format!(", {dead} refused (see `baton status`)"));
+    }
+    match cache::load(&ctx.settings.data_dir, &project.key) {
+        Some(cached) => {
+            let age = crate::ago(write::now_us() - cached.cached_at_us);
+            let header = format!("> {note}. This brief was cached {age} ago.\n\n");
+            let room = Agent::MAX_BRIEF_CHARS.saturating_sub(header.chars().count());
+            format!("{header}{}", crate::fit_lines(&cached.text, room))
+        }
+        None => format!("> {note}. No brief is cached for project {} yet.\n", project.key),
+    }
+}
+
+async fn post_tool_use(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<()> {
+    let project = project::identify(&p.cwd());
+    let agent_sid = p.agent_session_id().unwrap_or("unknown").to_owned();
+    let mut hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
+    let session_id = session_for(ctx, agent, p, &project, hub.as_mut(), true).await?;
+    let every = u64::from(ctx.settings.checkpoint_every);
+    let (count, due) = ctx.state.update(agent.name(), &agent_sid, |s| {
+        s.tool_count += 1;
+        let due = every > 0 && s.tool_count - s.checkpointed_at >= every;
+        if due {
+            s.checkpointed_at = s.tool_count;
+        }
+        (s.tool_count, due)
+    })?;
+    if let Some(h) = hub.as_mut() {
+        let beat = h
+            .sessions
+            .heartbeat(HeartbeatRequest {
+                session_id,
+                tool_count: Some(i64::try_from(count).unwrap_or(i64::MAX)),
+                ..Default::default()
+            })
+            .await;
+        if let Err(status) = beat
+            && !remote::is_transient(&status)
+        {
+            log(ctx, &format!("heartbeat refused: {}", remote::explain(&status)));
+        }
+    }
+    if due {
+        checkpoint(ctx, agent, p, hub.as_mut(), CheckpointKind::Auto, &format!("every {every} tool calls"))
+            .await?;
+    }
+    Ok(())
+}
+
+/// A checkpoint from what the agent left: its transcript, its last answer, the git head.
+/// Returns how it was delivered and the agent's last answer (a session's summary at its end).
+async fn checkpoint(
+    ctx: &Ctx,
+    agent: Agent,
+    p: &Payload,
+    mut hub: Option<&mut Hub>,
+    kind: CheckpointKind,
+    reason: &str,
+) -> anyhow::Result<(Delivered, String)> {
+    let cwd = p.cwd();
+    let project = project::identify(&cwd);
+    let session_id = session_for(ctx, agent, p, &project, hub.as_deref_mut(), true).await?;
+    let local = ctx.state.get(agent.name(), p.agent_session_id().unwrap_or("unknown")).unwrap_or_default();
+    let transcript = p
+        .transcript()
+        .or_else(|| Some(PathBuf::from(&local.transcript_path)).filter(|t| !t.as_os_str().is_empty()));
+    let mut state = transcript.map(|t| transcript::read(&t)).unwrap_or_default();
+    if let Some(answer) = p.last_answer() {
+        state.last_answer = crate::clip(answer, 4000);
+    }
+    state.git_head = git::head(&cwd).unwrap_or_default();
+    state.tool_count = state.tool_count.max(i64::try_from(local.tool_count).unwrap_or(0));
+    let mut redactor = baton_proto::redact::Redactor::default();
+    redactor.fields(baton_proto::redact::state_texts(&mut state));
+    if redactor.count > 0 {
+        log(ctx, &format!("redacted {} secret(s) from a checkpoint before sending", redactor.count));
+    }
+    let last_answer = state.last_answer.clone();
+    let request = CreateCheckpointRequest {
+        session_id: session_id.clone(),
+        checkpoint_id: uuid::Uuid::now_v7().to_string(),
+        parent_id: None,
+        kind: kind as i32,
+        reason: reason.to_owned(),
+        state: Some(state),
+        write: write::options(agent.kind() as i32, &session_id),
+        ..Default::default()
+    };
+    let delivered =
+        write::submit(&ctx.queue, hub, Write::CreateCheckpoint(Box::new(request), project.key), Some(LOCK_WAIT))
+            .await?;
+    Ok((delivered, last_answer))
+}
+
+async fn session_end(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<()> {
+    let cwd = p.cwd();
+    let project = project::identify(&cwd);
+    let mut hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
+    let reason = format!("session end ({})", p.reason.as_deref().unwrap_or("other"));
+    let (_, last_answer) =
+        checkpoint(ctx, agent, p, hub.as_mut(), CheckpointKind::SessionEnd, &reason).await?;
+    let agent_sid = p.agent_session_id().unwrap_or("unknown").to_owned();
+    let Some(local) = ctx.state.get(agent.name(), &agent_sid) else { return Ok(()) };
+    // Already redacted with the checkpoint's state.
+    let request = EndSessionRequest {
+        session_id: local.baton_session_id.clone(),
+        summary: crate::clip(&last_answer, 2000),
+        git_head: git::head(&cwd).unwrap_or_default(),
+        write: write::options(agent.kind() as i32, &local.baton_session_id),
+        ..Default::default()
+    };
+    write::submit(&ctx.queue, hub.as_mut(), Write::EndSession(request, project.key), Some(LOCK_WAIT)).await?;
+    ctx.state.update(agent.name(), &agent_sid, |s| s.ended = true)?;
+    Ok(())
+}
+
+/// Starts `baton hook <agent> SessionEnd --payload-file F` in its own process group, so it
+/// outlives the agent's wait and any signal to the hook's group.
+fn spawn_detached(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<()> {
+    use std::os::unix::process::CommandExt;
+    let dir = ctx.settings.data_dir.join("tmp");
+    std::fs::create_dir_all(&dir)?;
+    let file = dir.join(format!("session-end-{}.json", uuid::Uuid::now_v7()));
+    let payload = serde_json::json!({
+        "session_id": p.agent_session_id(),
+        "transcript_path": p.transcript_path,
+        "cwd": p.cwd(),
+        "reason": p.reason,
+        "last_assistant_message": p.last_answer(),
+    });
+    std::fs::write(&file, payload.to_string())?;
+    std::process::Command::new(std::env::current_exe()?)
+        .args(["hook", agent.name(), "SessionEnd", "--payload-file"])
+        .arg(&file)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()?;
+    Ok(())
+}
+
+/// Cursor runs Claude Code's hooks too; when Baton's own Cursor hooks are installed, the
+/// Claude ones stand down so nothing runs twice.
+fn runs_under_cursor_with_its_own_hooks(cwd: &Path) -> bool {
+    if std::env::var_os("CURSOR_VERSION").is_none() {
+        return false;
+    }
+    let mut files = vec![cwd.join(".cursor/hooks.json")];
+    if let Some(root) = git::toplevel(cwd) {
+        files.push(root.join(".cursor/hooks.json"));
+    }
+    if let Some(home) = directories::BaseDirs::new() {
+        files.push(home.home_dir().join(".cursor/hooks.json"));
+    }
+    files.iter().any(|f| std::fs::read_to_string(f).is_ok_and(|t| t.contains("baton hook cursor")))
+}
+
+/// Appends to `hook.log` (hooks print nothing to the agent on failure).
+pub fn log(ctx: &Ctx, line: &str) {
+    let path = ctx.settings.data_dir.join("hook.log");
+    let _ = std::fs::create_dir_all(&ctx.settings.data_dir);
+    // Keep the log small: start over past 1 MiB.
+    if std::fs::metadata(&path).is_ok_and(|m| m.len() > 1024 * 1024) {
+        let _ = std::fs::rename(&path, path.with_extension("log.old"));
+    }
+    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(&path) {
+        let _ = writeln!(f, "{} {line}", chrono::Utc::now().to_rfc3339());
+    }
+}

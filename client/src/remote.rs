@@ -1,0 +1,121 @@
+//! The connection to the hub: short timeouts (a hook must never hang the agent), the
+//! bearer token on every call, and telling "unreachable" (queue it) from "refused" (say so).
+
+use std::time::Duration;
+
+use baton_proto::v1::brief_service_client::BriefServiceClient;
+use baton_proto::v1::checkpoint_service_client::CheckpointServiceClient;
+use baton_proto::v1::event_service_client::EventServiceClient;
+use baton_proto::v1::memory_service_client::MemoryServiceClient;
+use baton_proto::v1::session_service_client::SessionServiceClient;
+use tonic::metadata::MetadataValue;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Code, Request, Status};
+
+use crate::config::Settings;
+
+/// Adds `authorization: Bearer <token>` when a token is configured.
+#[derive(Clone)]
+pub struct Auth(Option<MetadataValue<tonic::metadata::Ascii>>);
+
+impl tonic::service::Interceptor for Auth {
+    fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
+        if let Some(token) = &self.0 {
+            request.metadata_mut().insert("authorization", token.clone());
+        }
+        Ok(request)
+    }
+}
+
+pub type Ch = InterceptedService<Channel, Auth>;
+
+/// One client per service on one connection.
+#[derive(Clone)]
+pub struct Hub {
+    pub sessions: SessionServiceClient<Ch>,
+    pub checkpoints: CheckpointServiceClient<Ch>,
+    pub memory: MemoryServiceClient<Ch>,
+    pub brief: BriefServiceClient<Ch>,
+    pub events: EventServiceClient<Ch>,
+    pub channel: Channel,
+}
+
+/// How long to wait, by use: hooks must return quickly; people can wait a little.
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    pub connect: Duration,
+    pub request: Option<Duration>,
+}
+
+impl Timeouts {
+    pub const HOOK: Self =
+        Self { connect: Duration::from_millis(400), request: Some(Duration::from_millis(2500)) };
+    pub const CLI: Self = Self { connect: Duration::from_secs(3), request: Some(Duration::from_secs(30)) };
+    /// Streams (watch) have no overall deadline.
+    pub const STREAM: Self = Self { connect: Duration::from_secs(3), request: None };
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("{0:?} is not a valid server URL (expected e.g. http://127.0.0.1:7437)")]
+    BadUrl(String),
+    #[error("the token is not valid in an HTTP header (check BATON_TOKEN or the config file)")]
+    BadToken,
+    #[error(
+        "cannot reach the Baton hub at {server}: {reason} (is baton-server running? set BATON_SERVER or --server)"
+    )]
+    Unreachable { server: String, reason: String },
+}
+
+pub async fn connect(settings: &Settings, timeouts: Timeouts) -> Result<Hub, ConnectError> {
+    let mut endpoint = Endpoint::from_shared(settings.server.clone())
+        .map_err(|_| ConnectError::BadUrl(settings.server.clone()))?
+        .connect_timeout(timeouts.connect)
+        .tcp_nodelay(true);
+    if let Some(t) = timeouts.request {
+        endpoint = endpoint.timeout(t);
+    }
+    let channel = endpoint.connect().await.map_err(|e| ConnectError::Unreachable {
+        server: settings.server.clone(),
+        reason: std::error::Error::source(&e).map_or_else(|| e.to_string(), ToString::to_string),
+    })?;
+    let token = match &settings.token {
+        Some(t) => Some(format!("Bearer {t}").parse().map_err(|_| ConnectError::BadToken)?),
+        None => None,
+    };
+    let auth = Auth(token);
+    let ch = || InterceptedService::new(channel.clone(), auth.clone());
+    Ok(Hub {
+        sessions: SessionServiceClient::new(ch()),
+        checkpoints: CheckpointServiceClient::new(ch()),
+        memory: MemoryServiceClient::new(ch()),
+        brief: BriefServiceClient::new(ch()),
+        events: EventServiceClient::new(ch()),
+        channel,
+    })
+}
+
+/// Whether a failed call is worth retrying later (the hub or the network is down) rather
+/// than a refusal of the request itself.
+pub fn is_transient(status: &Status) -> bool {
+    matches!(
+        status.code(),
+        Code::Unavailable
+            | Code::DeadlineExceeded
+            | Code::Cancelled
+            | Code::Unknown
+            | Code::ResourceExhausted
+    )
+}
+
+/// A human sentence for a refused call.
+pub fn explain(status: &Status) -> String {
+    match status.code() {
+        Code::Unauthenticated => {
+            format!("the hub refused the token: {} (check BATON_TOKEN or the config file)", status.message())
+        }
+        Code::PermissionDenied => format!("the token may not do this: {}", status.message()),
+        _ => format!("{:?}: {}", status.code(), status.message()),
+    }
+}

@@ -1,0 +1,75 @@
+//! Local state of the agent sessions this machine's hooks have seen: which Baton session
+//! an agent conversation maps to, and its tool-call count (for "checkpoint every N").
+
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct AgentSession {
+    pub baton_session_id: String,
+    pub project: String,
+    pub tool_count: u64,
+    /// tool_count at the last automatic checkpoint.
+    pub checkpointed_at: u64,
+    /// The head checkpoint this machine last wrote (parent of the next one).
+    #[serde(default)]
+    pub last_checkpoint_id: String,
+    #[serde(default)]
+    pub ended: bool,
+    #[serde(default)]
+    pub transcript_path: String,
+    #[serde(default)]
+    pub cwd: String,
+}
+
+pub struct Store {
+    dir: PathBuf,
+}
+
+/// A file name safe for any agent's session id.
+fn file_name(agent: &str, agent_session_id: &str) -> String {
+    let safe: String = agent_session_id
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+        .take(100)
+        .collect();
+    format!("{agent}-{safe}.json")
+}
+
+impl Store {
+    pub fn new(data_dir: &Path) -> Self {
+        Self { dir: data_dir.join("sessions") }
+    }
+
+    fn path(&self, agent: &str, agent_session_id: &str) -> PathBuf {
+        self.dir.join(file_name(agent, agent_session_id))
+    }
+
+    pub fn get(&self, agent: &str, agent_session_id: &str) -> Option<AgentSession> {
+        let bytes = fs::read(self.path(agent, agent_session_id)).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    /// Read-modify-write under a lock (hooks of one session can overlap).
+    pub fn update<T>(
+        &self,
+        agent: &str,
+        agent_session_id: &str,
+        f: impl FnOnce(&mut AgentSession) -> T,
+    ) -> anyhow::Result<T> {
+        fs::create_dir_all(&self.dir)?;
+        let path = self.path(agent, agent_session_id);
+        let lock =
+            File::options().create(true).truncate(false).write(true).open(path.with_extension("lock"))?;
+        lock.lock()?;
+        let mut state: AgentSession =
+            fs::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
+        let out = f(&mut state);
+        let tmp = path.with_extension("tmp");
+        fs::write(&tmp, serde_json::to_vec(&state)?)?;
+        fs::rename(&tmp, &path)?;
+        Ok(out)
+    }
+}

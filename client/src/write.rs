@@ -1,0 +1,271 @@
+//! Writes from the client: sent at once when the hub answers, queued when it does not, and
+//! the queue flushed first so writes reach the hub in the order they were made.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use baton_proto::v1::{
+    CreateCheckpointRequest, DeleteMemoryRequest, EndSessionRequest, PutMemoryRequest, StartSessionRequest,
+    UpdateSessionRequest, WriteOptions, WriteResult,
+};
+use prost::Message;
+use tonic::Status;
+
+use crate::queue::{Entry, Queue};
+use crate::remote::{self, Hub};
+
+/// A write the client can make (and queue).
+#[derive(Debug, Clone)]
+pub enum Write {
+    StartSession(StartSessionRequest),
+    UpdateSession(UpdateSessionRequest, String),
+    EndSession(EndSessionRequest, String),
+    CreateCheckpoint(Box<CreateCheckpointRequest>, String),
+    PutMemory(PutMemoryRequest),
+    DeleteMemory(DeleteMemoryRequest),
+}
+
+/// What came back.
+#[derive(Debug, Clone)]
+pub enum Delivered {
+    Sent(Box<WriteResult>),
+    Queued,
+}
+
+pub fn now_us() -> i64 {
+    chrono::Utc::now().timestamp_micros()
+}
+
+fn ts(us: i64) -> prost_types::Timestamp {
+    prost_types::Timestamp {
+        seconds: us.div_euclid(1_000_000),
+        nanos: (us.rem_euclid(1_000_000) * 1000) as i32,
+    }
+}
+
+/// Fresh write options: a request id (for idempotent retries) and this client's labels.
+pub fn options(agent: i32, session_id: &str) -> Option<WriteOptions> {
+    Some(WriteOptions {
+        request_id: uuid::Uuid::now_v7().to_string(),
+        agent,
+        host: hostname(),
+        user: std::env::var("USER").unwrap_or_default(),
+        session_id: session_id.to_owned(),
+        ..Default::default()
+    })
+}
+
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .or_else(|| {
+            std::process::Command::new("hostname")
+                .output()
+                .ok()
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        })
+        .unwrap_or_default()
+}
+
+impl Write {
+    pub fn rpc(&self) -> &'static str {
+        match self {
+            Self::StartSession(_) => "StartSession",
+            Self::UpdateSession(..) => "UpdateSession",
+            Self::EndSession(..) => "EndSession",
+            Self::CreateCheckpoint(..) => "CreateCheckpoint",
+            Self::PutMemory(_) => "PutMemory",
+            Self::DeleteMemory(_) => "DeleteMemory",
+        }
+    }
+
+    /// The project, for the queue listing (session-scoped writes carry it alongside).
+    pub fn project(&self) -> &str {
+        match self {
+            Self::StartSession(r) => &r.project,
+            Self::PutMemory(r) => &r.project,
+            Self::DeleteMemory(r) => &r.project,
+            Self::UpdateSession(_, p) | Self::EndSession(_, p) | Self::CreateCheckpoint(_, p) => p,
+        }
+    }
+
+    fn options(&mut self) -> &mut Option<WriteOptions> {
+        match self {
+            Self::StartSession(r) => &mut r.write,
+            Self::UpdateSession(r, _) => &mut r.write,
+            Self::EndSession(r, _) => &mut r.write,
+            Self::CreateCheckpoint(r, _) => &mut r.write,
+            Self::PutMemory(r) => &mut r.write,
+            Self::DeleteMemory(r) => &mut r.write,
+        }
+    }
+
+    pub fn request_id(&self) -> &str {
+        let w = match self {
+            Self::StartSession(r) => &r.write,
+            Self::UpdateSession(r, _) => &r.write,
+            Self::EndSession(r, _) => &r.write,
+            Self::CreateCheckpoint(r, _) => &r.write,
+            Self::PutMemory(r) => &r.write,
+            Self::DeleteMemory(r) => &r.write,
+        };
+        w.as_ref().map_or("", |w| w.request_id.as_str())
+    }
+
+    /// Encoded for the queue: the request, plus the project for session-scoped writes.
+    pub fn encode(&self) -> Vec<u8> {
+        let (body, project) = match self {
+            Self::StartSession(r) => (r.encode_to_vec(), None),
+            Self::UpdateSession(r, p) => (r.encode_to_vec(), Some(p)),
+            Self::EndSession(r, p) => (r.encode_to_vec(), Some(p)),
+            Self::CreateCheckpoint(r, p) => (r.encode_to_vec(), Some(p)),
+            Self::PutMemory(r) => (r.encode_to_vec(), None),
+            Self::DeleteMemory(r) => (r.encode_to_vec(), None),
+        };
+        let project = project.map(String::as_str).unwrap_or_default();
+        let mut out = (project.len() as u32).to_le_bytes().to_vec();
+        out.extend_from_slice(project.as_bytes());
+        out.extend(body);
+        out
+    }
+
+    pub fn decode(rpc: &str, bytes: &[u8]) -> anyhow::Result<Self> {
+        let len = bytes.get(..4).context("queue entry too short")?;
+        let len = u32::from_le_bytes(len.try_into()?) as usize;
+        let project = String::from_utf8(bytes.get(4..4 + len).context("queue entry too short")?.to_vec())?;
+        let body = bytes.get(4 + len..).context("queue entry too short")?;
+        Ok(match rpc {
+            "StartSession" => Self::StartSession(Message::decode(body)?),
+            "UpdateSession" => Self::UpdateSession(Message::decode(body)?, project),
+            "EndSession" => Self::EndSession(Message::decode(body)?, project),
+            "CreateCheckpoint" => Self::CreateCheckpoint(Box::new(Message::decode(body)?), project),
+            "PutMemory" => Self::PutMemory(Message::decode(body)?),
+            "DeleteMemory" => Self::DeleteMemory(Message::decode(body)?),
+            other => anyhow::bail!("unknown queued call {other:?}"),
+        })
+    }
+
+    /// Sends it; a queued write carries when it was made and this clock's time now, so the
+    /// hub can remove the clock offset.
+    pub async fn send(mut self, hub: &mut Hub, written_at_us: Option<i64>) -> Result<WriteResult, Status> {
+        if let Some(at) = written_at_us
+            && let Some(w) = self.options().as_mut()
+        {
+            w.written_at = Some(ts(at));
+            w.client_now = Some(ts(now_us()));
+        }
+        let result = match self {
+            Self::StartSession(r) => hub.sessions.start_session(r).await?.into_inner().result,
+            Self::UpdateSession(r, _) => hub.sessions.update_session(r).await?.into_inner().result,
+            Self::EndSession(r, _) => hub.sessions.end_session(r).await?.into_inner().result,
+            Self::CreateCheckpoint(r, _) => hub.checkpoints.create_checkpoint(*r).await?.into_inner().result,
+            Self::PutMemory(r) => hub.memory.put_memory(r).await?.into_inner().result,
+            Self::DeleteMemory(r) => hub.memory.delete_memory(r).await?.into_inner().result,
+        };
+        Ok(result.unwrap_or_default())
+    }
+}
+
+/// What a flush did.
+#[derive(Debug, Default)]
+pub struct Flushed {
+    pub sent: usize,
+    pub buried: usize,
+    pub left: usize,
+    /// Conflicts the hub reported for queued writes (STALE ones among them).
+    pub conflicts: Vec<String>,
+}
+
+/// Sends queued writes in order. Stops at the first transient failure (order matters: a
+/// queued checkpoint may refer to a queued session); a refusal moves that entry to the
+/// dead-letter list and goes on.
+pub async fn flush(
+    queue: &Queue,
+    hub: &mut Hub,
+    wait: Option<Duration>,
+    deadline: Option<std::time::Instant>,
+) -> anyhow::Result<Flushed> {
+    let Some(locked) = queue.lock(wait)? else {
+        // Another process is flushing right now: it will send them.
+        return Ok(Flushed { left: queue.counts().0, ..Default::default() });
+    };
+    let mut out = Flushed::default();
+    let pending = locked.pending()?;
+    let total = pending.len();
+    for (i, (path, entry)) in pending.into_iter().enumerate() {
+        if deadline.is_some_and(|d| std::time::Instant::now() > d) {
+            out.left = total - i;
+            break;
+        }
+        if now_us() - entry.written_at_us > crate::queue::MAX_AGE.as_micros() as i64 {
+            locked.bury(&path, &entry, "older than the queue's 30-day cap".into())?;
+            out.buried += 1;
+            continue;
+        }
+        let write = match entry.write() {
+            Ok(w) => w,
+            Err(e) => {
+                locked.bury(&path, &entry, format!("cannot be read: {e}"))?;
+                out.buried += 1;
+                continue;
+            }
+        };
+        match write.send(hub, Some(entry.written_at_us)).await {
+            Ok(result) => {
+                if let Some(c) = result.conflict {
+                    out.conflicts.push(format!(
+                        "{} {} ({:?})",
+                        entry.rpc,
+                        c.record,
+                        baton_proto::v1::WriteOutcome::try_from(c.outcome).unwrap_or_default()
+                    ));
+                }
+                locked.remove(&path)?;
+                out.sent += 1;
+            }
+            Err(status) if remote::is_transient(&status) => {
+                out.left = total - i;
+                break;
+            }
+            Err(status) => {
+                locked.bury(&path, &entry, remote::explain(&status))?;
+                out.buried += 1;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Sends a write now, or queues it when the hub is unreachable (or older writes are still
+/// queued, which must reach the hub first).
+pub async fn submit(
+    queue: &Queue,
+    hub: Option<&mut Hub>,
+    write: Write,
+    wait: Option<Duration>,
+) -> anyhow::Result<Delivered> {
+    let Some(hub) = hub else {
+        return enqueue(queue, &write, wait);
+    };
+    if queue.counts().0 > 0 {
+        let flushed = flush(queue, hub, wait, None).await?;
+        if flushed.left > 0 {
+            return enqueue(queue, &write, wait);
+        }
+    }
+    match write.clone().send(hub, None).await {
+        Ok(result) => Ok(Delivered::Sent(Box::new(result))),
+        Err(status) if remote::is_transient(&status) => enqueue(queue, &write, wait),
+        Err(status) => Err(anyhow::anyhow!(remote::explain(&status))),
+    }
+}
+
+fn enqueue(queue: &Queue, write: &Write, wait: Option<Duration>) -> anyhow::Result<Delivered> {
+    let entry = Entry::new(write, now_us());
+    let locked = queue
+        .lock(wait.map(|w| w.max(Duration::from_secs(2))))?
+        .context("the offline queue is locked by another process")?;
+    locked.push(&entry)?;
+    Ok(Delivered::Queued)
+}
