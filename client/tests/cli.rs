@@ -4,7 +4,9 @@ use std::process::Command;
 
 #[test]
 fn status_without_a_server_says_what_to_do() {
+    let home = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_baton"))
+        .env("BATON_HOME", home.path())
         .args(["status", "--server", "http://127.0.0.1:1"])
         .output()
         .unwrap();

@@ -64,7 +64,7 @@ pub async fn run(ctx: &Ctx, dir: &Path, json: bool) -> anyhow::Result<()> {
         }
     }
     if hub != "serving" && !json {
-        anyhow::bail!("the hub is not serving");
+        anyhow::bail!("the hub is {hub}");
     }
     Ok(())
 }
