@@ -5,10 +5,12 @@ pub mod cmd;
 pub mod config;
 pub mod git;
 pub mod hook;
+pub mod install;
 pub mod project;
 pub mod queue;
 pub mod remote;
 pub mod state;
+pub mod view;
 pub mod write;
 
 use crate::config::Settings;

@@ -44,6 +44,16 @@ enum Command {
         #[arg(long, hide = true)]
         payload_file: Option<PathBuf>,
     },
+    /// Install Baton's hooks into an agent's settings (merging; run again to update).
+    Init {
+        agent: Agent,
+        /// user: every project (~/.claude, ~/.codex, ~/.gemini, ~/.cursor); project: this one.
+        #[arg(long, value_enum, default_value = "user")]
+        scope: baton::install::Scope,
+        /// Remove exactly the hooks Baton added.
+        #[arg(long)]
+        uninstall: bool,
+    },
     /// Print the warmup brief for the current project.
     Warmup {
         /// Budget in characters.
@@ -52,8 +62,115 @@ enum Command {
     },
     /// Show the hub, the project and the offline queue (with refused writes).
     Status,
+    /// Check the hub, the installed hooks and whether they will run, the project, the queue.
+    Doctor,
+    /// Resume the project's latest unfinished session (or a given one) on this machine.
+    Resume {
+        /// The session to resume (full or short id).
+        #[arg(long, conflicts_with = "checkpoint")]
+        session: Option<String>,
+        /// Resume from this checkpoint.
+        #[arg(long)]
+        checkpoint: Option<String>,
+        /// The agent you will continue with.
+        #[arg(long, value_enum, default_value = "claude")]
+        agent: Agent,
+    },
+    /// List the project's sessions.
+    Sessions {
+        /// Only these statuses (active, idle, completed, crashed, resumed, initializing).
+        #[arg(long, value_delimiter = ',')]
+        status: Vec<String>,
+        /// Only this agent (claude, codex, gemini, cursor, custom).
+        #[arg(long)]
+        agent: Option<String>,
+        /// Only this host.
+        #[arg(long)]
+        host: Option<String>,
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
+    /// Show one session.
+    Session { id: String },
+    /// List a session's checkpoints (default: the newest session here).
+    Checkpoints {
+        #[arg(long)]
+        session: Option<String>,
+        /// Show the tree of checkpoints (forks included).
+        #[arg(long)]
+        tree: bool,
+    },
+    /// Save a manual checkpoint of the active session here.
+    Checkpoint {
+        #[arg(long, default_value = "manual checkpoint")]
+        reason: String,
+        #[arg(long)]
+        session: Option<String>,
+    },
+    /// Project memory: goal, constraints, open loops, recent changes, decisions, notes.
+    Memory {
+        #[command(subcommand)]
+        command: MemoryCommand,
+    },
+    /// List the project's events (the change log).
+    Events {
+        /// Events after this revision.
+        #[arg(long, default_value_t = 0)]
+        after: i64,
+        #[arg(long, default_value_t = 100)]
+        limit: i32,
+    },
+    /// Follow the project's events live.
+    Watch {
+        /// Replay from this revision first (default: only new events).
+        #[arg(long)]
+        after: Option<i64>,
+    },
+    /// List conflicts: writes that overwrote newer values, and stale queued writes.
+    Conflicts {
+        #[arg(long, default_value_t = 0)]
+        after: i64,
+    },
     /// Send the offline queue now.
     Sync,
+}
+
+#[derive(Debug, Subcommand)]
+enum MemoryCommand {
+    /// Add an item: current-state categories (goal, constraint, open_loop, recent_change)
+    /// are read and rewritten with the item, so concurrent adds are never lost; decision and
+    /// session_summary are appended; notes need --key.
+    Add {
+        category: String,
+        text: String,
+        /// Why (for decisions).
+        #[arg(long)]
+        rationale: Option<String>,
+        /// The note's key (category note).
+        #[arg(long)]
+        key: Option<String>,
+        /// Scope to a branch.
+        #[arg(long)]
+        branch: Option<String>,
+        /// Compare-and-set: fail unless the record is still at this revision.
+        #[arg(long)]
+        if_revision: Option<i64>,
+    },
+    /// List memory (evicted history too with --all).
+    #[command(alias = "ls")]
+    List {
+        category: Option<String>,
+        #[arg(long)]
+        all: bool,
+    },
+    /// Remove an entry by id, or a whole set/note with --category (and --key).
+    Rm {
+        id: Option<String>,
+        #[arg(long)]
+        category: Option<String>,
+        #[arg(long)]
+        key: Option<String>,
+    },
 }
 
 fn main() -> std::process::ExitCode {
@@ -103,9 +220,42 @@ async fn run(
             }
             return true;
         }
+        Command::Init { agent, scope, uninstall } => cmd::init::run(&dir, agent, scope, uninstall, json),
         Command::Warmup { budget } => cmd::warmup::run(&ctx, &dir, budget, json).await,
         Command::Status => cmd::status::run(&ctx, &dir, json).await,
         Command::Sync => cmd::sync::run(&ctx).await,
+        Command::Doctor => cmd::doctor::run(&ctx, &dir, json).await,
+        Command::Resume { session, checkpoint, agent } => {
+            cmd::resume::run(&ctx, &dir, agent, session, checkpoint, json).await
+        }
+        Command::Sessions { status, agent, host, limit } => {
+            cmd::sessions::list(&ctx, &dir, cmd::sessions::Filters { status, agent, host, limit }, json).await
+        }
+        Command::Session { id } => cmd::sessions::show(&ctx, &dir, &id, json).await,
+        Command::Checkpoints { session, tree } => {
+            cmd::checkpoints::list(&ctx, &dir, session.as_deref(), tree, json).await
+        }
+        Command::Checkpoint { reason, session } => {
+            cmd::checkpoints::create(&ctx, &dir, session.as_deref(), &reason, json).await
+        }
+        Command::Memory { command } => match command {
+            MemoryCommand::Add { category, text, rationale, key, branch, if_revision } => {
+                cmd::memory::add(
+                    &ctx,
+                    &dir,
+                    cmd::memory::Add { category, text, rationale, key, branch, if_revision },
+                    json,
+                )
+                .await
+            }
+            MemoryCommand::List { category, all } => cmd::memory::list(&ctx, &dir, category, all, json).await,
+            MemoryCommand::Rm { id, category, key } => {
+                cmd::memory::rm(&ctx, &dir, id, category, key, json).await
+            }
+        },
+        Command::Events { after, limit } => cmd::events::list(&ctx, &dir, after, limit, json).await,
+        Command::Watch { after } => cmd::events::watch(&ctx, &dir, after, json).await,
+        Command::Conflicts { after } => cmd::events::conflicts(&ctx, &dir, after, json).await,
     };
     match result {
         Ok(()) => true,

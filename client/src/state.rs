@@ -52,6 +52,15 @@ impl Store {
         serde_json::from_slice(&bytes).ok()
     }
 
+    /// Removes and returns an entry (e.g. a resume waiting for the next new conversation).
+    pub fn take(&self, agent: &str, key: &str) -> Option<AgentSession> {
+        let path = self.path(agent, key);
+        let found = self.get(agent, key);
+        let _ = fs::remove_file(&path);
+        let _ = fs::remove_file(path.with_extension("lock"));
+        found
+    }
+
     /// Read-modify-write under a lock (hooks of one session can overlap).
     pub fn update<T>(
         &self,

@@ -1,5 +1,12 @@
 //! The human commands, one file each.
 
+pub mod checkpoints;
+pub mod doctor;
+pub mod events;
+pub mod init;
+pub mod memory;
+pub mod resume;
+pub mod sessions;
 pub mod status;
 pub mod sync;
 pub mod warmup;

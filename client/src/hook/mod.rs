@@ -145,6 +145,21 @@ async fn session_for(
         return Ok(s.baton_session_id);
     }
     let cwd = p.cwd();
+    // `baton resume` here, for a conversation this machine does not have: the next new
+    // conversation in the project continues the successor session it made.
+    if let Some(pending) = ctx.state.take(agent.name(), &format!("pending:{}", project.key)) {
+        let id = pending.baton_session_id.clone();
+        ctx.state.update(agent.name(), &agent_sid, |s| {
+            *s = crate::state::AgentSession {
+                baton_session_id: id.clone(),
+                project: project.key.clone(),
+                transcript_path: p.transcript_path.clone().unwrap_or_default(),
+                cwd: cwd.display().to_string(),
+                ..Default::default()
+            };
+        })?;
+        return Ok(id);
+    }
     let id = uuid::Uuid::now_v7().to_string();
     let request = StartSessionRequest {
         project: project.key.clone(),
@@ -331,9 +346,13 @@ async fn checkpoint(
         write: write::options(agent.kind() as i32, &session_id),
         ..Default::default()
     };
-    let delivered =
-        write::submit(&ctx.queue, hub, Write::CreateCheckpoint(Box::new(request), project.key), Some(LOCK_WAIT))
-            .await?;
+    let delivered = write::submit(
+        &ctx.queue,
+        hub,
+        Write::CreateCheckpoint(Box::new(request), project.key),
+        Some(LOCK_WAIT),
+    )
+    .await?;
     Ok((delivered, last_answer))
 }
 

@@ -1,0 +1,140 @@
+//! `baton resume`: continue the latest (or a given) session here: the brief of that point
+//! and the agent's own resume command when the conversation exists on this machine.
+
+use std::path::{Path, PathBuf};
+
+use baton_proto::v1::{ResumeSessionRequest, resume_session_request};
+
+use crate::hook::Agent;
+use crate::remote::{self, Timeouts};
+use crate::{Ctx, git, project, view, write};
+
+/// Whether the agent's conversation is stored on this machine (so its own resume works).
+pub fn conversation_here(agent: i32, agent_session_id: &str) -> bool {
+    if agent_session_id.is_empty() {
+        return false;
+    }
+    let Some(home) = directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()) else { return false };
+    match baton_proto::v1::AgentKind::try_from(agent).unwrap_or_default() {
+        baton_proto::v1::AgentKind::ClaudeCode => {
+            let root = std::env::var_os("CLAUDE_CONFIG_DIR")
+                .map_or_else(|| home.join(".claude"), PathBuf::from)
+                .join("projects");
+            std::fs::read_dir(root)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|d| d.path().join(format!("{agent_session_id}.jsonl")).exists())
+        }
+        baton_proto::v1::AgentKind::Codex => {
+            let root = std::env::var_os("CODEX_HOME")
+                .map_or_else(|| home.join(".codex"), PathBuf::from)
+                .join("sessions");
+            find_file(&root, &|name| name.starts_with("rollout-") && name.contains(agent_session_id), 4)
+        }
+        baton_proto::v1::AgentKind::Gemini => {
+            find_file(&home.join(".gemini/tmp"), &|name| name.contains(agent_session_id), 4)
+        }
+        _ => false,
+    }
+}
+
+fn find_file(dir: &Path, matches: &dyn Fn(&str) -> bool, depth: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else { return false };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if depth > 0 && find_file(&path, matches, depth - 1) {
+                return true;
+            }
+        } else if path.file_name().and_then(|n| n.to_str()).is_some_and(matches) {
+            return true;
+        }
+    }
+    false
+}
+
+pub async fn run(
+    ctx: &Ctx,
+    dir: &Path,
+    agent: Agent,
+    session: Option<String>,
+    checkpoint: Option<String>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let project = project::identify(dir);
+    let mut hub = remote::connect(&ctx.settings, Timeouts::CLI).await?;
+    let target = match (session, checkpoint) {
+        (Some(s), _) => Some(resume_session_request::Target::SessionId(
+            crate::cmd::sessions::resolve(&mut hub, &project.key, &s).await?,
+        )),
+        (None, Some(c)) => Some(resume_session_request::Target::CheckpointId(c)),
+        (None, None) => None,
+    };
+    let reply = hub
+        .sessions
+        .resume_session(ResumeSessionRequest {
+            project: project.key.clone(),
+            target,
+            agent: agent.kind() as i32,
+            host: write::hostname(),
+            user: std::env::var("USER").unwrap_or_default(),
+            cwd: dir.display().to_string(),
+            branch: git::branch(dir).unwrap_or_default(),
+            brief_budget_chars: i32::try_from(ctx.settings.brief_budget).unwrap_or(9000),
+            write: write::options(agent.kind() as i32, ""),
+            ..Default::default()
+        })
+        .await
+        .map_err(|s| anyhow::anyhow!(remote::explain(&s)))?
+        .into_inner();
+    let old = reply.resumed_from.clone().unwrap_or_default();
+    let new = reply.session.clone().unwrap_or_default();
+    let here = conversation_here(old.agent, &old.agent_session_id);
+    let command = if here { reply.resume_command.clone() } else { String::new() };
+    // The agent's next SessionStart for that conversation (or a fresh one here) continues
+    // the successor session rather than starting another.
+    let key = if here { old.agent_session_id.clone() } else { format!("pending:{}", project.key) };
+    ctx.state.update(agent.name(), &key, |s| {
+        *s = crate::state::AgentSession {
+            baton_session_id: new.id.clone(),
+            project: project.key.clone(),
+            ..Default::default()
+        };
+    })?;
+    let brief = reply.brief.map(|b| b.text).unwrap_or_default();
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "session": view::session_json(&new), "resumed_from": view::session_json(&old),
+                "checkpoint": reply.checkpoint.as_ref().map(view::checkpoint_json),
+                "skipped": reply.skipped.iter().map(|s| serde_json::json!({"checkpoint_id": s.checkpoint_id, "reason": s.reason})).collect::<Vec<_>>(),
+                "resume_command": command, "brief": brief,
+            })
+        );
+        return Ok(());
+    }
+    print!("{brief}");
+    for s in &reply.skipped {
+        println!("skipped corrupt checkpoint {}: {}", s.checkpoint_id, s.reason);
+    }
+    if let Some(cp) = &reply.checkpoint {
+        println!(
+            "resuming from checkpoint {} ({}, {})",
+            cp.id,
+            view::kind(cp.kind),
+            view::age(cp.created_at.as_ref())
+        );
+    }
+    if command.is_empty() {
+        println!(
+            "Start a new {} session here: the brief above carries the context (session {}).",
+            agent.name(),
+            new.id
+        );
+    } else {
+        println!("Continue the conversation with:\n  {command}");
+    }
+    Ok(())
+}

@@ -1,0 +1,141 @@
+//! `baton sessions` and `baton session ID`.
+
+use std::path::Path;
+
+use baton_proto::v1::{AgentKind, GetSessionRequest, ListSessionsRequest, SessionStatus};
+
+use crate::remote::{self, Timeouts};
+use crate::{Ctx, project, view};
+
+pub struct Filters {
+    pub status: Vec<String>,
+    pub agent: Option<String>,
+    pub host: Option<String>,
+    pub limit: u32,
+}
+
+fn parse_status(s: &str) -> anyhow::Result<SessionStatus> {
+    SessionStatus::from_str_name(&format!("SESSION_STATUS_{}", s.to_ascii_uppercase()))
+        .filter(|s| *s != SessionStatus::Unspecified)
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "unknown status {s:?}: use initializing, active, idle, completed, crashed or resumed"
+            )
+        })
+}
+
+pub fn parse_agent(s: &str) -> anyhow::Result<AgentKind> {
+    Ok(match s {
+        "claude" | "claude-code" => AgentKind::ClaudeCode,
+        "codex" => AgentKind::Codex,
+        "gemini" => AgentKind::Gemini,
+        "cursor" => AgentKind::Cursor,
+        "custom" => AgentKind::Custom,
+        other => anyhow::bail!("unknown agent {other:?}: use claude, codex, gemini, cursor or custom"),
+    })
+}
+
+pub async fn list(ctx: &Ctx, dir: &Path, f: Filters, json: bool) -> anyhow::Result<()> {
+    let project = project::identify(dir);
+    let mut hub = remote::connect(&ctx.settings, Timeouts::CLI).await?;
+    let statuses =
+        f.status.iter().map(|s| parse_status(s).map(|s| s as i32)).collect::<anyhow::Result<Vec<_>>>()?;
+    let agent = f.agent.as_deref().map(parse_agent).transpose()?.map_or(0, |a| a as i32);
+    let reply = hub
+        .sessions
+        .list_sessions(ListSessionsRequest {
+            project: project.key.clone(),
+            statuses,
+            agent,
+            host: f.host.unwrap_or_default(),
+            page_size: i32::try_from(f.limit.clamp(1, 1000)).unwrap_or(100),
+            ..Default::default()
+        })
+        .await
+        .map_err(|s| anyhow::anyhow!(remote::explain(&s)))?
+        .into_inner();
+    if json {
+        let sessions: Vec<_> = reply.sessions.iter().map(view::session_json).collect();
+        println!(
+            "{}",
+            serde_json::json!({"project": project.key, "as_of_revision": reply.as_of_revision, "sessions": sessions})
+        );
+        return Ok(());
+    }
+    let mut t = view::table(&["id", "status", "agent", "host", "branch", "last seen", "tools", "goal"]);
+    for s in &reply.sessions {
+        t.add_row(vec![
+            view::short(&s.id).to_owned(),
+            view::status(s.status),
+            view::agent(s.agent).to_owned(),
+            s.host.clone(),
+            s.branch.clone(),
+            view::age(s.last_seen_at.as_ref()),
+            s.tool_count.to_string(),
+            crate::clip(&s.goal, 50),
+        ]);
+    }
+    println!("{}  ({} sessions, revision {})\n{t}", project.key, reply.sessions.len(), reply.as_of_revision);
+    Ok(())
+}
+
+/// Finds a session by full id or by the short id shown in tables.
+pub async fn resolve(hub: &mut remote::Hub, project: &str, id: &str) -> anyhow::Result<String> {
+    if uuid::Uuid::parse_str(id).is_ok() {
+        return Ok(id.to_owned());
+    }
+    let reply = hub
+        .sessions
+        .list_sessions(ListSessionsRequest {
+            project: project.to_owned(),
+            page_size: 1000,
+            ..Default::default()
+        })
+        .await
+        .map_err(|s| anyhow::anyhow!(remote::explain(&s)))?
+        .into_inner();
+    let matches: Vec<_> =
+        reply.sessions.iter().filter(|s| s.id.ends_with(id) || s.id.starts_with(id)).collect();
+    match matches.as_slice() {
+        [one] => Ok(one.id.clone()),
+        [] => anyhow::bail!("no session matching {id:?} in project {project}"),
+        _ => anyhow::bail!("{id:?} matches {} sessions; give more of the id", matches.len()),
+    }
+}
+
+pub async fn show(ctx: &Ctx, dir: &Path, id: &str, json: bool) -> anyhow::Result<()> {
+    let project = project::identify(dir);
+    let mut hub = remote::connect(&ctx.settings, Timeouts::CLI).await?;
+    let id = resolve(&mut hub, &project.key, id).await?;
+    let reply = hub
+        .sessions
+        .get_session(GetSessionRequest { session_id: id })
+        .await
+        .map_err(|s| anyhow::anyhow!(remote::explain(&s)))?
+        .into_inner();
+    let s = reply.session.unwrap_or_default();
+    if json {
+        println!("{}", view::session_json(&s));
+        return Ok(());
+    }
+    let rows = [
+        ("id", s.id.clone()),
+        ("project", s.project.clone()),
+        ("status", view::status(s.status)),
+        ("agent", format!("{} {}", view::agent(s.agent), s.agent_session_id)),
+        ("where", format!("{}@{} {}", s.user, s.host, s.cwd)),
+        ("branch", s.branch.clone()),
+        ("goal", s.goal.clone()),
+        ("summary", s.summary.clone()),
+        ("last seen", view::age(s.last_seen_at.as_ref())),
+        ("tools", s.tool_count.to_string()),
+        ("git", format!("{} → {}", s.git_base, s.git_head)),
+        ("head checkpoint", s.head_checkpoint_id.clone()),
+        ("resumed from / by", format!("{} / {}", s.resumed_from, s.resumed_by)),
+        ("revision", s.revision.to_string()),
+    ];
+    for (k, v) in rows {
+        println!("{k:>18}  {v}");
+    }
+    Ok(())
+}

@@ -1,0 +1,363 @@
+//! Installing Baton's hooks into each agent's own settings file: merged with what is
+//! there, idempotent, and reversible (`--uninstall` removes exactly Baton's entries).
+//!
+//! Baton's entries are recognised by their command (`… baton … hook <agent> <Event>`), so
+//! nothing else in the file is touched and a reinstall replaces rather than duplicates.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde_json::{Map, Value, json};
+
+use crate::hook::Agent;
+
+/// Where hooks go: the user's settings (every project) or this project's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scope {
+    User,
+    Project,
+}
+
+/// One hook Baton installs.
+struct Spec {
+    /// The agent's event name.
+    event: &'static str,
+    matcher: Option<&'static str>,
+    /// In the agent's unit (seconds, or milliseconds for Gemini).
+    timeout: u64,
+}
+
+fn specs(agent: Agent) -> Vec<Spec> {
+    let s = |event, matcher, timeout| Spec { event, matcher, timeout };
+    match agent {
+        Agent::Claude => vec![
+            s("SessionStart", Some("startup|resume|clear|compact"), 10),
+            s("PreToolUse", Some("Bash"), 10),
+            s("PostToolUse", None, 10),
+            s("PreCompact", Some("manual|auto"), 10),
+            s("Stop", None, 10),
+            s("SessionEnd", None, 5),
+        ],
+        Agent::Codex => vec![
+            s("SessionStart", Some("startup|resume|clear|compact"), 10),
+            s("PreToolUse", None, 10),
+            s("PostToolUse", None, 10),
+            s("PreCompact", Some("manual|auto"), 10),
+            s("Stop", None, 10),
+            // Codex caps SessionEnd at 3 s; the work is detached anyway.
+            s("SessionEnd", None, 3),
+        ],
+        Agent::Gemini => vec![
+            s("SessionStart", Some("startup|resume|clear"), 10_000),
+            s("BeforeTool", Some("run_shell_command"), 10_000),
+            s("AfterTool", None, 10_000),
+            s("PreCompress", Some("manual|auto"), 10_000),
+            s("AfterAgent", None, 10_000),
+            s("SessionEnd", None, 5_000),
+        ],
+        Agent::Cursor => vec![
+            s("sessionStart", None, 10),
+            s("beforeShellExecution", None, 10),
+            s("postToolUse", None, 10),
+            s("preCompact", None, 10),
+            s("stop", None, 10),
+            s("sessionEnd", None, 5),
+        ],
+    }
+}
+
+/// The settings file for an agent and scope.
+pub fn settings_file(agent: Agent, scope: Scope, project_root: &Path) -> anyhow::Result<PathBuf> {
+    let home = || -> anyhow::Result<PathBuf> {
+        Ok(directories::BaseDirs::new().context("no home directory")?.home_dir().to_path_buf())
+    };
+    Ok(match (agent, scope) {
+        (Agent::Claude, Scope::User) => home()?.join(".claude/settings.json"),
+        // Personal and not committed: the agent's "local" project settings.
+        (Agent::Claude, Scope::Project) => project_root.join(".claude/settings.local.json"),
+        (Agent::Codex, Scope::User) => std::env::var_os("CODEX_HOME")
+            .map_or_else(|| home().map(|h| h.join(".codex")), |h| Ok(PathBuf::from(h)))?
+            .join("hooks.json"),
+        (Agent::Codex, Scope::Project) => project_root.join(".codex/hooks.json"),
+        (Agent::Gemini, Scope::User) => home()?.join(".gemini/settings.json"),
+        (Agent::Gemini, Scope::Project) => project_root.join(".gemini/settings.json"),
+        (Agent::Cursor, Scope::User) => home()?.join(".cursor/hooks.json"),
+        (Agent::Cursor, Scope::Project) => project_root.join(".cursor/hooks.json"),
+    })
+}
+
+/// The command a hook runs: this very binary, so hooks work whatever PATH the agent has.
+pub fn hook_command(exe: &str, agent: Agent, event: &str) -> String {
+    let exe = if exe.contains(' ') { format!("'{exe}'") } else { exe.to_owned() };
+    format!("{exe} hook {} {event}", agent.name())
+}
+
+/// Whether a handler command is one of Baton's for `agent`.
+pub fn is_ours(command: &str, agent: Agent) -> bool {
+    command.contains("baton") && command.contains(&format!(" hook {} ", agent.name()))
+}
+
+fn handler(agent: Agent, spec: &Spec, exe: &str) -> Value {
+    let command = hook_command(exe, agent, spec.event);
+    match agent {
+        Agent::Cursor => json!({ "command": command, "timeout": spec.timeout }),
+        Agent::Gemini => json!({
+            "name": format!("baton-{}", spec.event.to_ascii_lowercase()),
+            "type": "command",
+            "command": command,
+            "timeout": spec.timeout,
+            "description": "Baton session continuity",
+        }),
+        Agent::Claude | Agent::Codex => {
+            json!({ "type": "command", "command": command, "timeout": spec.timeout })
+        }
+    }
+}
+
+/// Removes Baton's handlers of `agent` from one event's list; drops emptied groups.
+fn strip(list: &mut Vec<Value>, agent: Agent) -> usize {
+    let mut removed = 0;
+    if agent == Agent::Cursor {
+        let before = list.len();
+        list.retain(|h| !h.get("command").and_then(Value::as_str).is_some_and(|c| is_ours(c, agent)));
+        return before - list.len();
+    }
+    for group in list.iter_mut() {
+        if let Some(handlers) = group.get_mut("hooks").and_then(Value::as_array_mut) {
+            let before = handlers.len();
+            handlers.retain(|h| !h.get("command").and_then(Value::as_str).is_some_and(|c| is_ours(c, agent)));
+            removed += before - handlers.len();
+        }
+    }
+    list.retain(|g| g.get("hooks").and_then(Value::as_array).is_none_or(|h| !h.is_empty()));
+    removed
+}
+
+/// What an install or uninstall did.
+#[derive(Debug, Default)]
+pub struct Change {
+    pub file: PathBuf,
+    pub added: usize,
+    pub removed: usize,
+    pub notes: Vec<String>,
+}
+
+/// Applies the install (or uninstall) to a settings document.
+pub fn apply(
+    doc: &mut Value,
+    agent: Agent,
+    exe: &str,
+    uninstall: bool,
+    gemini_enable_key: Option<&str>,
+) -> anyhow::Result<(usize, usize)> {
+    if !doc.is_object() {
+        anyhow::bail!("the settings file does not hold a JSON object");
+    }
+    let root = doc.as_object_mut().context("object")?;
+    if agent == Agent::Cursor && !root.contains_key("version") {
+        root.insert("version".into(), json!(1));
+    }
+    let hooks = root.entry("hooks").or_insert_with(|| Value::Object(Map::new()));
+    let hooks = hooks.as_object_mut().context("\"hooks\" is not an object")?;
+    let mut removed = 0;
+    let mut added = 0;
+    for spec in specs(agent) {
+        let list = hooks.entry(spec.event).or_insert_with(|| Value::Array(vec![]));
+        let list = list.as_array_mut().with_context(|| format!("\"hooks.{}\" is not a list", spec.event))?;
+        removed += strip(list, agent);
+        if !uninstall {
+            let h = handler(agent, &spec, exe);
+            if agent == Agent::Cursor {
+                list.push(h);
+            } else {
+                let mut group = Map::new();
+                if let Some(m) = spec.matcher {
+                    group.insert("matcher".into(), json!(m));
+                }
+                group.insert("hooks".into(), json!([h]));
+                list.push(Value::Object(group));
+            }
+            added += 1;
+        }
+        if list.is_empty() {
+            hooks.remove(spec.event);
+        }
+    }
+    if hooks.is_empty() {
+        root.remove("hooks");
+    }
+    if agent == Agent::Gemini
+        && !uninstall
+        && let Some(key) = gemini_enable_key
+    {
+        set_path(root, key, json!(true));
+    }
+    Ok((added, removed))
+}
+
+/// Sets `a.b` = value, creating objects on the way.
+fn set_path(root: &mut Map<String, Value>, dotted: &str, value: Value) {
+    let mut parts = dotted.split('.').peekable();
+    let mut cur = root;
+    while let Some(part) = parts.next() {
+        if parts.peek().is_none() {
+            cur.insert(part.to_owned(), value);
+            return;
+        }
+        let next = cur.entry(part).or_insert_with(|| Value::Object(Map::new()));
+        if !next.is_object() {
+            *next = Value::Object(Map::new());
+        }
+        match next.as_object_mut() {
+            Some(obj) => cur = obj,
+            None => return,
+        }
+    }
+}
+
+/// Which setting enables hooks in the installed Gemini CLI: `hooksConfig.enabled` since
+/// v0.26.0, `tools.enableHooks` before (AGENT_HOOKS.md §3.1). Unknown version: the current
+/// key, and a note.
+pub fn gemini_enable_key() -> (&'static str, Option<String>) {
+    let version = std::process::Command::new("gemini")
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().trim_start_matches('v').to_owned());
+    match version.as_deref().and_then(parse_version) {
+        Some(v) if v < (0, 26, 0) => ("tools.enableHooks", Some(format!("Gemini CLI {} found: enabled hooks with tools.enableHooks", version.unwrap_or_default()))),
+        Some(_) => ("hooksConfig.enabled", Some(format!("Gemini CLI {} found: enabled hooks with hooksConfig.enabled", version.unwrap_or_default()))),
+        None => (
+            "hooksConfig.enabled",
+            Some("Gemini CLI not found on PATH: set hooksConfig.enabled (v0.26+); on older versions enable hooks under /settings → Advanced".into()),
+        ),
+    }
+}
+
+fn parse_version(v: &str) -> Option<(u32, u32, u32)> {
+    let mut it =
+        v.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty()).map(|s| s.parse::<u32>().ok());
+    Some((it.next()??, it.next()??, it.next().flatten().unwrap_or(0)))
+}
+
+/// Installs (or removes) Baton's hooks for `agent` in `file`.
+pub fn install(agent: Agent, file: &Path, exe: &str, uninstall: bool) -> anyhow::Result<Change> {
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if uninstall {
+                return Ok(Change { file: file.to_path_buf(), ..Default::default() });
+            }
+            "{}".to_owned()
+        }
+        Err(e) => return Err(e).with_context(|| format!("reading {}", file.display())),
+    };
+    let mut doc: Value = if text.trim().is_empty() {
+        json!({})
+    } else {
+        serde_json::from_str(&text)
+            .with_context(|| format!("{} is not valid JSON; fix it or move it away first", file.display()))?
+    };
+    let mut notes = Vec::new();
+    let gemini_key = if agent == Agent::Gemini && !uninstall {
+        let (key, note) = gemini_enable_key();
+        notes.extend(note);
+        Some(key)
+    } else {
+        None
+    };
+    let (added, removed) = apply(&mut doc, agent, exe, uninstall, gemini_key)?;
+    let new = format!("{}\n", serde_json::to_string_pretty(&doc)?);
+    if new != text {
+        if let Some(dir) = file.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        // Keep the user's original once, before Baton first changes it.
+        let backup = file.with_extension("json.baton-backup");
+        if !text.is_empty() && !backup.exists() {
+            std::fs::write(&backup, &text)?;
+        }
+        let tmp = file.with_extension("json.baton-tmp");
+        std::fs::write(&tmp, new)?;
+        std::fs::rename(&tmp, file)?;
+    }
+    if !uninstall {
+        match agent {
+            Agent::Codex => notes.push(
+                "Codex runs a new or changed hook only after you trust it: open /hooks in Codex and trust the Baton entries".into(),
+            ),
+            Agent::Cursor => notes.push(
+                "Cursor also loads Claude Code's hooks; Baton's Claude hooks stand down inside Cursor while these are installed, so nothing runs twice".into(),
+            ),
+            _ => {}
+        }
+    }
+    Ok(Change { file: file.to_path_buf(), added, removed, notes })
+}
+
+/// Baton's hooks found in a settings file (event names).
+pub fn installed(agent: Agent, file: &Path) -> Vec<String> {
+    let Ok(text) = std::fs::read_to_string(file) else { return vec![] };
+    let Ok(doc) = serde_json::from_str::<Value>(&text) else { return vec![] };
+    let Some(hooks) = doc.get("hooks").and_then(Value::as_object) else { return vec![] };
+    let mut events = Vec::new();
+    for (event, list) in hooks {
+        let text = list.to_string();
+        if text.contains("baton") && text.contains(&format!(" hook {} ", agent.name())) {
+            events.push(event.clone());
+        }
+    }
+    events
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merges_idempotently_and_uninstalls_exactly() {
+        let original = json!({
+            "model": "opus",
+            "hooks": {
+                "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "other-tool start"}]}],
+                "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]
+            }
+        });
+        let mut doc = original.clone();
+        let (added, removed) = apply(&mut doc, Agent::Claude, "/usr/bin/baton", false, None).unwrap();
+        assert_eq!((added, removed), (6, 0));
+        let once = doc.clone();
+        let (added, removed) = apply(&mut doc, Agent::Claude, "/usr/bin/baton", false, None).unwrap();
+        assert_eq!((added, removed), (6, 6));
+        assert_eq!(doc, once, "a second install changes nothing");
+        assert_eq!(doc["hooks"]["SessionStart"][0]["hooks"][0]["command"], "other-tool start");
+        assert_eq!(
+            doc["hooks"]["SessionStart"][1]["hooks"][0]["command"],
+            "/usr/bin/baton hook claude SessionStart"
+        );
+        apply(&mut doc, Agent::Claude, "/usr/bin/baton", true, None).unwrap();
+        assert_eq!(doc, original, "uninstall restores the original");
+    }
+
+    #[test]
+    fn cursor_and_gemini_shapes() {
+        let mut doc = json!({});
+        apply(&mut doc, Agent::Cursor, "baton", false, None).unwrap();
+        assert_eq!(doc["version"], 1);
+        assert_eq!(doc["hooks"]["sessionStart"][0]["command"], "baton hook cursor sessionStart");
+        let mut doc = json!({"tools": {"sandbox": true}});
+        apply(&mut doc, Agent::Gemini, "baton", false, Some("hooksConfig.enabled")).unwrap();
+        assert_eq!(doc["hooksConfig"]["enabled"], true);
+        assert_eq!(doc["tools"]["sandbox"], true);
+        assert_eq!(doc["hooks"]["AfterAgent"][0]["hooks"][0]["name"], "baton-afteragent");
+        assert_eq!(doc["hooks"]["SessionStart"][0]["hooks"][0]["timeout"], 10_000);
+    }
+
+    #[test]
+    fn versions() {
+        assert_eq!(parse_version("0.25.1"), Some((0, 25, 1)));
+        assert_eq!(parse_version("0.26"), Some((0, 26, 0)));
+        assert_eq!(parse_version("nope"), None);
+    }
+}
