@@ -249,7 +249,7 @@ pub fn install(agent: Agent, file: &Path, exe: &str, uninstall: bool) -> anyhow:
             if uninstall {
                 return Ok(Change { file: file.to_path_buf(), ..Default::default() });
             }
-            "{}".to_owned()
+            String::new()
         }
         Err(e) => return Err(e).with_context(|| format!("reading {}", file.display())),
     };
@@ -268,13 +268,18 @@ pub fn install(agent: Agent, file: &Path, exe: &str, uninstall: bool) -> anyhow:
         None
     };
     let (added, removed) = apply(&mut doc, agent, exe, uninstall, gemini_key)?;
+    let backup = file.with_extension("json.baton-backup");
+    // A file Baton created and has now emptied again goes away entirely.
+    if uninstall && doc.as_object().is_some_and(Map::is_empty) && !backup.exists() {
+        std::fs::remove_file(file).with_context(|| format!("removing {}", file.display()))?;
+        return Ok(Change { file: file.to_path_buf(), added, removed, notes });
+    }
     let new = format!("{}\n", serde_json::to_string_pretty(&doc)?);
     if new != text {
         if let Some(dir) = file.parent() {
             std::fs::create_dir_all(dir)?;
         }
         // Keep the user's original once, before Baton first changes it.
-        let backup = file.with_extension("json.baton-backup");
         if !text.is_empty() && !backup.exists() {
             std::fs::write(&backup, &text)?;
         }

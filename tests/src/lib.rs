@@ -279,3 +279,98 @@ impl Server {
         Ok(c)
     }
 }
+
+/// The `baton` client run as a user would: its own HOME, its own Baton directory, in a
+/// given working directory.
+pub struct ClientEnv {
+    pub home: tempfile::TempDir,
+    pub server: String,
+}
+
+/// What a `baton` run printed.
+#[derive(Debug)]
+pub struct Output {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+impl ClientEnv {
+    pub fn new(server: &str) -> Self {
+        Self { home: tempfile::tempdir().expect("temp home"), server: server.to_owned() }
+    }
+
+    pub fn baton_home(&self) -> PathBuf {
+        self.home.path().join(".baton")
+    }
+
+    /// Runs `baton args…` in `dir` with `stdin`.
+    pub fn run(&self, dir: &std::path::Path, args: &[&str], stdin: &str) -> Output {
+        use std::io::Write as _;
+        let started = Instant::now();
+        let mut child = Command::new(binary("baton"))
+            .args(args)
+            .current_dir(dir)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.home.path())
+            .env("BATON_HOME", self.baton_home())
+            .env("BATON_SERVER", &self.server)
+            .env("USER", "dev")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run baton");
+        if let Some(mut s) = child.stdin.take() {
+            let _ = s.write_all(stdin.as_bytes());
+        }
+        let out = child.wait_with_output().expect("wait for baton");
+        Output {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            elapsed: started.elapsed(),
+        }
+    }
+}
+
+/// A git repository in a temp dir with an `origin` remote and one commit.
+pub fn git_repo(remote: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp repo");
+    let git = |args: &[&str]| {
+        let ok = Command::new("git")
+            .args(args)
+            .current_dir(dir.path())
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@t")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@t")
+            .output()
+            .expect("git")
+            .status
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["remote", "add", "origin", remote]);
+    std::fs::write(dir.path().join("README"), "hi").expect("write");
+    git(&["add", "."]);
+    git(&["commit", "-q", "-m", "init"]);
+    dir
+}
+
+/// Runs git in `dir` (commits as a fixed author).
+pub fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .output()
+        .expect("git");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}

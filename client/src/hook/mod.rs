@@ -158,6 +158,16 @@ async fn session_for(
                 ..Default::default()
             };
         })?;
+        // Record which conversation now carries it (for `baton resume` elsewhere later).
+        let update = baton_proto::v1::UpdateSessionRequest {
+            session_id: id.clone(),
+            agent_session_id: p.agent_session_id().map(str::to_owned),
+            branch: git::branch(&cwd),
+            write: write::options(agent.kind() as i32, &id),
+            ..Default::default()
+        };
+        write::submit(&ctx.queue, hub, Write::UpdateSession(update, project.key.clone()), Some(LOCK_WAIT))
+            .await?;
         return Ok(id);
     }
     let id = uuid::Uuid::now_v7().to_string();

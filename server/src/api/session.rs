@@ -134,6 +134,9 @@ impl<S: Store> SessionService for Api<S> {
         if let Some(summary) = &req.summary {
             validate::optional("summary", summary, limits::TEXT)?;
         }
+        if let Some(agent_session_id) = &req.agent_session_id {
+            validate::single_line("agent_session_id", agent_session_id, limits::SHORT)?;
+        }
         check_metadata(&req.metadata)?;
         let mut hash_view = req.clone();
         without_clock(&mut hash_view.write);

@@ -6,6 +6,7 @@
 mod bad_input;
 mod brief;
 mod checkpoints;
+mod client;
 mod concurrency;
 mod durability;
 mod memory;

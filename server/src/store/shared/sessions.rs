@@ -281,6 +281,9 @@ impl Backend {
         if let Some(summary) = &req.summary {
             after.summary.clone_from(summary);
         }
+        if let Some(agent_session_id) = &req.agent_session_id {
+            after.agent_session_id.clone_from(agent_session_id);
+        }
         if req.replace_metadata {
             after.metadata.clone_from(&req.metadata);
         } else {
@@ -307,7 +310,7 @@ impl Backend {
             let metadata = serde_json::to_string(&after.metadata).map_err(Error::internal)?;
             sqlx::query(
                 "UPDATE sessions SET goal = $2, branch = $3, summary = $4, metadata = $5, revision = $6, \
-                 written_us = $7, author = $8, updated_us = $9 WHERE id = $1",
+                 written_us = $7, author = $8, updated_us = $9, agent_session_id = $10 WHERE id = $1",
             )
             .bind(&id)
             .bind(&after.goal)
@@ -318,6 +321,7 @@ impl Backend {
             .bind(ctx.written_us(w.now_us))
             .bind(encode_actor(&ctx.actor))
             .bind(w.now_us)
+            .bind(&after.agent_session_id)
             .execute(&mut *w.tx)
             .await?;
             must_session(&mut w.tx, &id).await?.to_proto()

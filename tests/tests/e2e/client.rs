@@ -1,0 +1,518 @@
+//! The `baton` client end to end: the real binary in temporary git repositories with a
+//! fake HOME, against a real server. Payloads are shaped like the agents' own (fixtures
+//! from their documentation, AGENT_HOOKS.md).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use baton_proto::v1::{
+    CheckpointKind, GetCheckpointRequest, ListCheckpointsRequest, ListSessionsRequest, SessionStatus,
+};
+use baton_tests::{Backend, ClientEnv, Server, both, git, git_repo};
+use serde_json::{Value, json};
+
+fn fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(name).display().to_string()
+}
+
+fn payload(event: &str, session: &str, cwd: &Path, extra: Value) -> String {
+    let mut v = json!({
+        "session_id": session,
+        "transcript_path": fixture("claude-transcript.jsonl"),
+        "cwd": cwd,
+        "hook_event_name": event,
+    });
+    if let (Some(obj), Some(more)) = (v.as_object_mut(), extra.as_object()) {
+        obj.extend(more.clone());
+    }
+    v.to_string()
+}
+
+fn context(out: &str) -> String {
+    let v: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"));
+    v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("no additionalContext: {out}"))
+}
+
+async fn wait_for<F: std::future::Future<Output = bool>>(mut f: impl FnMut() -> F) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !f().await {
+        assert!(Instant::now() < deadline, "condition not reached in 20 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn claude_hooks_end_to_end(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let env = ClientEnv::new(&server.url());
+    std::fs::create_dir_all(env.baton_home().join("config")).unwrap();
+    std::fs::write(env.baton_home().join("config/config.toml"), "checkpoint_every = 3\n").unwrap();
+    let repo = git_repo("git@github.com:acme/widget.git");
+    let dir = repo.path();
+    let sid = "c0ffee00-1111-2222-3333-444455556666";
+
+    // SessionStart: a session, and the brief in Claude Code's JSON form.
+    let out = env.run(
+        dir,
+        &["hook", "claude", "SessionStart"],
+        &payload("SessionStart", sid, dir, json!({"source": "startup", "model": "claude-sonnet-4-6"})),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(context(&out.stdout).starts_with("# Baton brief: github.com/acme/widget"), "{}", out.stdout);
+    let sessions = c
+        .sessions
+        .list_sessions(ListSessionsRequest { project: "github.com/acme/widget".into(), ..Default::default() })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(sessions.sessions.len(), 1);
+    let session = sessions.sessions[0].clone();
+    assert_eq!(
+        (session.agent_session_id.as_str(), session.branch.as_str(), session.user.as_str()),
+        (sid, "main", "dev")
+    );
+    assert_eq!(session.git_base, git(dir, &["rev-parse", "HEAD"]));
+
+    // PostToolUse: counted; every 3rd call an automatic checkpoint.
+    for _ in 0..3 {
+        let out = env.run(
+            dir,
+            &["hook", "claude", "PostToolUse"],
+            &payload(
+                "PostToolUse",
+                sid,
+                dir,
+                json!({"tool_name": "Read", "tool_input": {"file_path": "README"}}),
+            ),
+        );
+        assert_eq!((out.code, out.stdout.as_str()), (0, ""), "{out:?}");
+    }
+    // PreToolUse on a risky command: a risk checkpoint; on a harmless one: nothing.
+    env.run(
+        dir,
+        &["hook", "claude", "PreToolUse"],
+        &payload("PreToolUse", sid, dir, json!({"tool_name": "Bash", "tool_input": {"command": "ls"}})),
+    );
+    env.run(
+        dir,
+        &["hook", "claude", "PreToolUse"],
+        &payload(
+            "PreToolUse",
+            sid,
+            dir,
+            json!({"tool_name": "Bash", "tool_input": {"command": "git push --force origin main"}}),
+        ),
+    );
+    // Stop: a checkpoint from the transcript.
+    let out = env.run(dir, &["hook", "claude", "Stop"], &payload("Stop", sid, dir, json!({"stop_hook_active": false, "last_assistant_message": "JWT middleware is in; auth tests are next."})));
+    assert_eq!((out.code, out.stdout.as_str()), (0, ""), "Stop must print nothing: {out:?}");
+    env.run(
+        dir,
+        &["hook", "claude", "PreCompact"],
+        &payload("PreCompact", sid, dir, json!({"trigger": "auto", "custom_instructions": null})),
+    );
+
+    let list = c
+        .checkpoints
+        .list_checkpoints(ListCheckpointsRequest { session_id: session.id.clone(), include_state: true })
+        .await
+        .unwrap()
+        .into_inner();
+    let kinds: Vec<i32> = list.checkpoints.iter().map(|c| c.kind).collect();
+    use CheckpointKind as K;
+    assert_eq!(kinds, [K::Auto, K::Risk, K::Auto, K::PreCompact].map(|k| k as i32).to_vec(), "{list:?}");
+    assert!(list.checkpoints[1].reason.contains("force push"), "{}", list.checkpoints[1].reason);
+    let stop = list.checkpoints[2].state.clone().unwrap();
+    let tasks: Vec<(String, String)> =
+        stop.active_tasks.iter().map(|t| (t.content.clone(), t.status.clone())).collect();
+    assert_eq!(tasks[1], ("Write auth tests".to_owned(), "in_progress".to_owned()));
+    assert_eq!(stop.files_created, vec!["src/auth.rs"]);
+    assert_eq!(stop.files_modified, vec!["src/main.rs"]);
+    assert_eq!(stop.files_deleted, vec!["src/legacy_auth.rs"]);
+    assert_eq!(stop.errors, vec!["String to replace not found in file."]);
+    assert_eq!(stop.tool_count, 4);
+    assert_eq!(stop.progress, 33);
+    assert_eq!(stop.last_answer, "JWT middleware is in; auth tests are next.");
+    // The secret in the last prompt never left the machine.
+    assert!(
+        stop.last_prompt.contains("[REDACTED:aws_access_key]") && !stop.last_prompt.contains("AKIA"),
+        "{}",
+        stop.last_prompt
+    );
+    assert_eq!(stop.git_head, session.git_base);
+
+    // SessionEnd returns at once (the work is detached) and completes the session.
+    let out = env.run(
+        dir,
+        &["hook", "claude", "SessionEnd"],
+        &payload("SessionEnd", sid, dir, json!({"reason": "prompt_input_exit"})),
+    );
+    assert_eq!(out.code, 0);
+    assert!(out.elapsed < Duration::from_millis(1000), "SessionEnd took {:?}", out.elapsed);
+    let id = session.id.clone();
+    wait_for(|| {
+        let mut c = c.clone();
+        let id = id.clone();
+        async move {
+            let s = c
+                .sessions
+                .get_session(baton_proto::v1::GetSessionRequest { session_id: id })
+                .await
+                .unwrap()
+                .into_inner()
+                .session
+                .unwrap();
+            s.status == SessionStatus::Completed as i32
+        }
+    })
+    .await;
+    let s = c
+        .sessions
+        .get_session(baton_proto::v1::GetSessionRequest { session_id: id.clone() })
+        .await
+        .unwrap()
+        .into_inner()
+        .session
+        .unwrap();
+    assert_eq!(s.summary, "JWT middleware is in; auth tests are next.");
+    let head = c
+        .checkpoints
+        .get_checkpoint(GetCheckpointRequest {
+            checkpoint_id: s.head_checkpoint_id.clone(),
+            include_payload: false,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(head.checkpoint.unwrap().kind, K::SessionEnd as i32);
+}
+both!(claude_hooks_end_to_end);
+
+async fn offline_queue_flushes_once_in_order(backend: Backend) {
+    let mut server = Server::start(backend).await.unwrap();
+    let env = ClientEnv::new(&server.url());
+    let repo = git_repo("https://github.com/acme/queue.git");
+    let dir = repo.path();
+    let sid = "0ff11ne0-0000-0000-0000-000000000001";
+    // A brief is cached while the hub is up.
+    env.run(dir, &["memory", "add", "goal", "survive outages"], "");
+    let warm = env.run(dir, &["warmup"], "");
+    assert!(warm.stdout.contains("survive outages"), "{warm:?}");
+
+    server.kill9();
+    let out = env.run(
+        dir,
+        &["hook", "claude", "SessionStart"],
+        &payload("SessionStart", sid, dir, json!({"source": "startup"})),
+    );
+    assert_eq!(out.code, 0);
+    assert!(
+        out.elapsed < Duration::from_millis(1500),
+        "SessionStart with the hub down took {:?}",
+        out.elapsed
+    );
+    let brief = context(&out.stdout);
+    assert!(
+        brief.contains("hub unreachable") && brief.contains("cached") && brief.contains("survive outages"),
+        "{brief}"
+    );
+    env.run(dir, &["hook", "claude", "Stop"], &payload("Stop", sid, dir, json!({})));
+    env.run(dir, &["memory", "add", "decision", "queue everything"], "");
+    let status = env.run(dir, &["status", "--json"], "");
+    let status: Value = serde_json::from_str(&status.stdout).unwrap();
+    assert_eq!(status["queue"]["pending"], 3, "{status}");
+
+    server.restart().unwrap();
+    let env = ClientEnv { server: server.url(), ..env };
+    let out = env.run(dir, &["sync"], "");
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("sent 3"), "{out:?}");
+    // A second sync has nothing to send; nothing was duplicated.
+    assert!(env.run(dir, &["sync"], "").stdout.contains("nothing queued"));
+    let mut c = server.clients().await;
+    let events = crate::all_events(&mut c, "github.com/acme/queue").await;
+    crate::assert_gapless(&events);
+    use baton_proto::v1::EventKind as E;
+    let kinds: Vec<i32> = events.iter().map(|e| e.kind).collect();
+    assert_eq!(
+        kinds,
+        [E::MemoryChanged, E::SessionStarted, E::CheckpointCreated, E::MemoryChanged]
+            .map(|k| k as i32)
+            .to_vec()
+    );
+}
+both!(offline_queue_flushes_once_in_order);
+
+async fn stale_queued_write_is_reported(backend: Backend) {
+    let mut server = Server::start(backend).await.unwrap();
+    let env = ClientEnv::new(&server.url());
+    let repo = git_repo("https://github.com/acme/stale.git");
+    let dir = repo.path();
+    let url = server.url();
+    server.kill9();
+    env.run(dir, &["memory", "add", "note", "from the laptop (offline)", "--key", "deploy"], "");
+    server.restart().unwrap();
+    // Meanwhile someone else wrote the same note, later.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let mut c = server.clients().await;
+    crate::put_note(&mut c, "github.com/acme/stale", "deploy", "from the desktop", crate::write())
+        .await
+        .unwrap();
+    let env = ClientEnv { server: server.url(), ..env };
+    assert_ne!(url, server.url());
+    let out = env.run(dir, &["sync"], "");
+    assert!(out.stdout.contains("conflict: PutMemory note/deploy (Stale)"), "{out:?}");
+    let notes = env.run(dir, &["memory", "list", "note", "--json"], "");
+    let notes: Value = serde_json::from_str(&notes.stdout).unwrap();
+    assert_eq!(notes["entries"][0]["content"], "from the desktop");
+    let conflicts = env.run(dir, &["conflicts", "--json"], "");
+    assert!(conflicts.stdout.contains("\"outcome\":\"stale\""), "{conflicts:?}");
+}
+both!(stale_queued_write_is_reported);
+
+async fn warmup_sections_and_git_changes(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let env = ClientEnv::new(&server.url());
+    let repo = git_repo("git@github.com:acme/brief.git");
+    let dir = repo.path();
+    for args in [
+        ["memory", "add", "goal", "ship v1"].as_slice(),
+        &["memory", "add", "open_loop", "flaky test"],
+        &["memory", "add", "constraint", "no new deps"],
+        &["memory", "add", "decision", "use sqlx", "--rationale", "both backends"],
+        &["memory", "add", "note", "hexagonal", "--key", "arch"],
+    ] {
+        let out = env.run(dir, args, "");
+        assert_eq!(out.code, 0, "{args:?}: {out:?}");
+    }
+    // A session that ends on the current commit…
+    let sid = "5e55104a-0000-0000-0000-000000000001";
+    env.run(
+        dir,
+        &["hook", "claude", "SessionStart"],
+        &payload("SessionStart", sid, dir, json!({"source": "startup"})),
+    );
+    env.run(
+        dir,
+        &["hook", "claude", "SessionEnd"],
+        &payload("SessionEnd", sid, dir, json!({"reason": "other"})),
+    );
+    let mut c = server.clients().await;
+    wait_for(|| {
+        let mut c = c.clone();
+        async move {
+            let l = c
+                .sessions
+                .list_sessions(ListSessionsRequest {
+                    project: "github.com/acme/brief".into(),
+                    statuses: vec![SessionStatus::Completed as i32],
+                    ..Default::default()
+                })
+                .await
+                .unwrap()
+                .into_inner();
+            !l.sessions.is_empty()
+        }
+    })
+    .await;
+    // …then work happens in git.
+    std::fs::write(dir.join("new.rs"), "fn main() {}").unwrap();
+    std::fs::write(dir.join("README"), "changed").unwrap();
+    git(dir, &["add", "."]);
+    git(dir, &["commit", "-q", "-m", "work"]);
+    let out = env.run(
+        dir,
+        &["hook", "claude", "SessionStart"],
+        &payload("SessionStart", "5e55104a-0000-0000-0000-000000000002", dir, json!({"source": "startup"})),
+    );
+    let brief = context(&out.stdout);
+    let order = [
+        "## Goal",
+        "## Open loops",
+        "## Constraints",
+        "## Recent decisions",
+        "## Changes since the last session",
+        "## Notes",
+    ];
+    let positions: Vec<usize> =
+        order.iter().map(|h| brief.find(h).unwrap_or_else(|| panic!("{h} missing:\n{brief}"))).collect();
+    assert!(positions.windows(2).all(|w| w[0] < w[1]), "{brief}");
+    assert!(brief.contains("- A new.rs") && brief.contains("- M README"), "{brief}");
+    assert!(brief.contains("use sqlx (why: both backends)"), "{brief}");
+    // A budget is kept, whole lines only.
+    let small = env.run(dir, &["warmup", "--budget", "120"], "");
+    assert!(small.stdout.chars().count() <= 120, "{}", small.stdout);
+    assert!(small.stdout.contains("## Goal"), "{}", small.stdout);
+    // The last session's commit missing from this clone degrades to a note.
+    let clone = tempfile::tempdir().unwrap();
+    git(clone.path(), &["init", "-q", "-b", "main"]);
+    git(clone.path(), &["remote", "add", "origin", "https://github.com/acme/brief"]);
+    std::fs::write(clone.path().join("x"), "x").unwrap();
+    git(clone.path(), &["add", "."]);
+    git(clone.path(), &["commit", "-q", "-m", "other history"]);
+    let out = env.run(clone.path(), &["warmup"], "");
+    assert!(out.stdout.contains("is not in this clone"), "{out:?}");
+    let _ = c.sessions.list_sessions(ListSessionsRequest::default()).await;
+}
+both!(warmup_sections_and_git_changes);
+
+async fn one_project_across_clones_and_agents(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let env = ClientEnv::new(&server.url());
+    let a = git_repo("git@github.com:Acme/Shared.git");
+    let b = git_repo("https://github.com/Acme/Shared");
+    let key = |dir: &Path| -> String {
+        let out = env.run(dir, &["status", "--json"], "");
+        serde_json::from_str::<Value>(&out.stdout).unwrap()["project"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(key(a.path()), "github.com/Acme/Shared");
+    assert_eq!(key(a.path()), key(b.path()));
+    // A .baton.toml names the project, wherever the directory is.
+    let plain = tempfile::tempdir().unwrap();
+    std::fs::write(plain.path().join(".baton.toml"), "project = \"team/widget\"\n").unwrap();
+    std::fs::create_dir_all(plain.path().join("sub")).unwrap();
+    assert_eq!(key(&plain.path().join("sub")), "team/widget");
+    // Neither: the path.
+    let bare = tempfile::tempdir().unwrap();
+    assert!(key(bare.path()).starts_with("path:/"));
+
+    // Cursor: no cwd in its payload (workspace roots), and its own output form.
+    let out = env.run(
+        bare.path(),
+        &["hook", "cursor", "sessionStart"],
+        &json!({"session_id": "cur-1", "conversation_id": "cur-1", "workspace_roots": [a.path()], "hook_event_name": "sessionStart", "is_background_agent": false}).to_string(),
+    );
+    let v: Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert!(v["additional_context"].as_str().unwrap().contains("github.com/Acme/Shared"), "{out:?}");
+    // Gemini and Codex: the hookSpecificOutput form; Gemini's AfterAgent prints "{}".
+    let out = env.run(a.path(), &["hook", "gemini", "SessionStart"], &json!({"session_id": "g-1", "cwd": a.path(), "hook_event_name": "SessionStart", "timestamp": "2026-11-01T10:00:00Z", "source": "startup"}).to_string());
+    assert!(context(&out.stdout).contains("# Baton brief"), "{out:?}");
+    let out = env.run(a.path(), &["hook", "gemini", "AfterAgent"], &json!({"session_id": "g-1", "cwd": a.path(), "prompt": "hi", "prompt_response": "done", "stop_hook_active": false}).to_string());
+    assert_eq!(out.stdout.trim(), "{}");
+    // Garbage on stdin never breaks the agent.
+    let out = env.run(a.path(), &["hook", "codex", "Stop"], "not json at all");
+    assert_eq!((out.code, out.stdout.as_str()), (0, ""));
+}
+both!(one_project_across_clones_and_agents);
+
+async fn init_merges_and_uninstalls(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let env = ClientEnv::new(&server.url());
+    let repo = git_repo("git@github.com:acme/init.git");
+    let home = env.home.path();
+    std::fs::create_dir_all(home.join(".claude")).unwrap();
+    let original = json!({"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}});
+    std::fs::write(home.join(".claude/settings.json"), serde_json::to_string_pretty(&original).unwrap())
+        .unwrap();
+    for agent in ["claude", "codex", "gemini", "cursor"] {
+        let out = env.run(repo.path(), &["init", agent], "");
+        assert_eq!(out.code, 0, "{out:?}");
+        let again = env.run(repo.path(), &["init", agent], "");
+        assert!(again.stdout.contains("updated 6"), "{again:?}");
+        if agent == "codex" {
+            assert!(out.stdout.contains("/hooks"), "{out:?}");
+        }
+    }
+    let claude: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.join(".claude/settings.json")).unwrap()).unwrap();
+    assert_eq!(claude["model"], "opus");
+    assert_eq!(claude["hooks"]["Stop"].as_array().unwrap().len(), 2);
+    let gemini: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.join(".gemini/settings.json")).unwrap()).unwrap();
+    assert_eq!(gemini["hooksConfig"]["enabled"], true);
+    assert!(home.join(".codex/hooks.json").exists() && home.join(".cursor/hooks.json").exists());
+    let doctor = env.run(repo.path(), &["doctor"], "");
+    assert!(
+        doctor.stdout.contains("claude hooks in") && doctor.stdout.contains("trusted in /hooks"),
+        "{doctor:?}"
+    );
+    // Project scope goes to the repository.
+    env.run(repo.path(), &["init", "claude", "--scope", "project"], "");
+    assert!(repo.path().join(".claude/settings.local.json").exists());
+    for agent in ["claude", "codex", "gemini", "cursor"] {
+        let out = env.run(repo.path(), &["init", agent, "--uninstall"], "");
+        assert!(out.stdout.contains("removed 6"), "{agent}: {out:?}");
+    }
+    let back: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.join(".claude/settings.json")).unwrap()).unwrap();
+    assert_eq!(back, original);
+    assert!(!home.join(".codex/hooks.json").exists(), "a file Baton created is removed again");
+}
+both!(init_merges_and_uninstalls);
+
+async fn resume_with_and_without_the_conversation(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let env = ClientEnv::new(&server.url());
+    let repo = git_repo("git@github.com:acme/resume.git");
+    let dir = repo.path();
+    let sid = "0e5e0000-aaaa-bbbb-cccc-000000000001";
+    env.run(
+        dir,
+        &["hook", "claude", "SessionStart"],
+        &payload("SessionStart", sid, dir, json!({"source": "startup"})),
+    );
+    env.run(dir, &["hook", "claude", "Stop"], &payload("Stop", sid, dir, json!({})));
+    let mut c = server.clients().await;
+    let list = c
+        .sessions
+        .list_sessions(ListSessionsRequest { project: "github.com/acme/resume".into(), ..Default::default() })
+        .await
+        .unwrap()
+        .into_inner();
+    let old = list.sessions[0].id.clone();
+    c.sessions
+        .heartbeat(baton_proto::v1::HeartbeatRequest {
+            session_id: old.clone(),
+            status: SessionStatus::Idle as i32,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    // The conversation is not on this machine: a fresh session plus the brief.
+    let out = env.run(dir, &["resume"], "");
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.contains("# Baton brief") && out.stdout.contains("Start a new claude session"),
+        "{out:?}"
+    );
+    assert!(!out.stdout.contains("claude --resume"), "{out:?}");
+    // The next new conversation continues the successor rather than starting another.
+    env.run(
+        dir,
+        &["hook", "claude", "SessionStart"],
+        &payload("SessionStart", "0e5e0000-aaaa-bbbb-cccc-000000000002", dir, json!({"source": "startup"})),
+    );
+    let list = c
+        .sessions
+        .list_sessions(ListSessionsRequest { project: "github.com/acme/resume".into(), ..Default::default() })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(list.sessions.len(), 2, "{list:?}");
+    assert_eq!(list.sessions[0].resumed_from, old);
+
+    // With the transcript where Claude Code keeps it, the agent's own resume command.
+    let second = list.sessions[0].id.clone();
+    c.sessions
+        .heartbeat(baton_proto::v1::HeartbeatRequest {
+            session_id: second.clone(),
+            status: SessionStatus::Idle as i32,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let projects = env.home.path().join(".claude/projects/-tmp-repo");
+    std::fs::create_dir_all(&projects).unwrap();
+    std::fs::write(projects.join("0e5e0000-aaaa-bbbb-cccc-000000000002.jsonl"), "{}\n").unwrap();
+    let out = env.run(dir, &["resume", "--session", &old], "");
+    assert_ne!(out.code, 0, "the old session was already resumed: {out:?}");
+    assert!(out.stderr.contains("already resumed"), "{out:?}");
+    let out = env.run(dir, &["resume", "--json"], "");
+    let v: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    assert_eq!(v["resumed_from"]["id"], second);
+    assert_eq!(v["resume_command"], "claude --resume 0e5e0000-aaaa-bbbb-cccc-000000000002");
+}
+both!(resume_with_and_without_the_conversation);
