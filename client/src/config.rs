@@ -18,6 +18,8 @@ pub struct FileConfig {
     pub checkpoint_every: Option<u32>,
     /// Brief budget in characters for `baton warmup` and hooks (default 9000).
     pub brief_budget: Option<u32>,
+    /// Upload agent transcripts with checkpoints (`baton init claude --sync-transcripts`).
+    pub sync_transcripts: Option<bool>,
 }
 
 /// The effective settings.
@@ -27,6 +29,7 @@ pub struct Settings {
     pub token: Option<String>,
     pub checkpoint_every: u32,
     pub brief_budget: u32,
+    pub sync_transcripts: bool,
     /// Where the queue, caches and local session state live.
     pub data_dir: PathBuf,
     pub config_file: PathBuf,
@@ -72,8 +75,24 @@ impl Settings {
             token,
             checkpoint_every: file.checkpoint_every.unwrap_or(20),
             brief_budget: file.brief_budget.unwrap_or(9000).clamp(500, 100_000),
+            sync_transcripts: file.sync_transcripts.unwrap_or(false),
             data_dir,
             config_file,
         })
     }
+}
+
+/// Sets one key of the config file, keeping the rest as it is.
+pub fn set_key(file: &std::path::Path, key: &str, value: toml::Value) -> anyhow::Result<()> {
+    let mut table: toml::Table = match std::fs::read_to_string(file) {
+        Ok(text) => text.parse().with_context(|| format!("{} is not valid TOML", file.display()))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => toml::Table::new(),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", file.display())),
+    };
+    table.insert(key.to_owned(), value);
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(file, toml::to_string(&table)?)?;
+    Ok(())
 }

@@ -53,6 +53,10 @@ enum Command {
         /// Remove exactly the hooks Baton added.
         #[arg(long)]
         uninstall: bool,
+        /// Also upload the agent's transcript with checkpoints (Claude Code), so that
+        /// `baton resume --restore` can continue the conversation on another machine.
+        #[arg(long)]
+        sync_transcripts: bool,
     },
     /// Print the warmup brief for the current project.
     Warmup {
@@ -75,6 +79,10 @@ enum Command {
         /// The agent you will continue with.
         #[arg(long, value_enum, default_value = "claude")]
         agent: Agent,
+        /// Write the session's uploaded transcript where the agent looks for it here (with
+        /// this directory as its project path), so its own resume works on this machine.
+        #[arg(long)]
+        restore: bool,
     },
     /// List the project's sessions.
     Sessions {
@@ -220,13 +228,15 @@ async fn run(
             }
             return true;
         }
-        Command::Init { agent, scope, uninstall } => cmd::init::run(&dir, agent, scope, uninstall, json),
+        Command::Init { agent, scope, uninstall, sync_transcripts } => {
+            cmd::init::run(&ctx, &dir, agent, scope, uninstall, sync_transcripts, json)
+        }
         Command::Warmup { budget } => cmd::warmup::run(&ctx, &dir, budget, json).await,
         Command::Status => cmd::status::run(&ctx, &dir, json).await,
         Command::Sync => cmd::sync::run(&ctx).await,
         Command::Doctor => cmd::doctor::run(&ctx, &dir, json).await,
-        Command::Resume { session, checkpoint, agent } => {
-            cmd::resume::run(&ctx, &dir, agent, session, checkpoint, json).await
+        Command::Resume { session, checkpoint, agent, restore } => {
+            cmd::resume::run(&ctx, &dir, agent, session, checkpoint, restore, json).await
         }
         Command::Sessions { status, agent, host, limit } => {
             cmd::sessions::list(&ctx, &dir, cmd::sessions::Filters { status, agent, host, limit }, json).await

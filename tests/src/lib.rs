@@ -374,3 +374,24 @@ pub fn git(dir: &std::path::Path, args: &[&str]) -> String {
         .expect("git");
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
+
+impl Server {
+    /// Number of stored blob chunks (content-addressed, so shared ones count once).
+    pub async fn count_chunks(&self) -> Result<i64> {
+        use sqlx::Connection;
+        let sql = "SELECT COUNT(*) FROM chunks";
+        let (n,): (i64,) = match self.backend {
+            Backend::Sqlite => {
+                sqlx::query_as(sql)
+                    .fetch_one(&mut sqlx::SqliteConnection::connect(&self.database_url).await?)
+                    .await?
+            }
+            Backend::Postgres => {
+                sqlx::query_as(sql)
+                    .fetch_one(&mut sqlx::PgConnection::connect(&self.database_url).await?)
+                    .await?
+            }
+        };
+        Ok(n)
+    }
+}

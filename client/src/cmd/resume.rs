@@ -60,6 +60,7 @@ pub async fn run(
     agent: Agent,
     session: Option<String>,
     checkpoint: Option<String>,
+    restore: bool,
     json: bool,
 ) -> anyhow::Result<()> {
     let project = project::identify(dir);
@@ -90,6 +91,22 @@ pub async fn run(
         .into_inner();
     let old = reply.resumed_from.clone().unwrap_or_default();
     let new = reply.session.clone().unwrap_or_default();
+    let mut restored = None;
+    if restore {
+        let blob =
+            reply.checkpoint.as_ref().and_then(|c| c.blobs.iter().find(|b| b.role == "transcript")).cloned();
+        let Some(blob) = blob else {
+            anyhow::bail!(
+                "session {} has no uploaded transcript at its last checkpoint (turn uploads on with `baton init claude --sync-transcripts` on the machine it ran on); `baton resume` without --restore starts a fresh session with the brief",
+                old.id
+            );
+        };
+        let home = directories::BaseDirs::new()
+            .map(|b| b.home_dir().to_path_buf())
+            .ok_or_else(|| anyhow::anyhow!("no home directory"))?;
+        let data = crate::blob::download(&mut hub, &project.key, &blob).await?;
+        restored = Some(crate::blob::restore_claude(&data, &blob, dir, &home)?);
+    }
     let here = conversation_here(old.agent, &old.agent_session_id);
     let command = if here { reply.resume_command.clone() } else { String::new() };
     // The agent's next SessionStart for that conversation (or a fresh one here) continues
@@ -110,12 +127,15 @@ pub async fn run(
                 "session": view::session_json(&new), "resumed_from": view::session_json(&old),
                 "checkpoint": reply.checkpoint.as_ref().map(view::checkpoint_json),
                 "skipped": reply.skipped.iter().map(|s| serde_json::json!({"checkpoint_id": s.checkpoint_id, "reason": s.reason})).collect::<Vec<_>>(),
-                "resume_command": command, "brief": brief,
+                "resume_command": command, "brief": brief, "restored": restored,
             })
         );
         return Ok(());
     }
     print!("{brief}");
+    if let Some(file) = &restored {
+        println!("restored the transcript to {}", file.display());
+    }
     for s in &reply.skipped {
         println!("skipped corrupt checkpoint {}: {}", s.checkpoint_id, s.reason);
     }

@@ -88,33 +88,33 @@ async fn handle(
             {
                 let mut hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
                 let reason = format!("before {why}: {}", crate::clip(&command, 300));
-                checkpoint(ctx, agent, p, hub.as_mut(), CheckpointKind::Risk, &reason).await?;
+                checkpoint(ctx, agent, p, hub.as_mut(), CheckpointKind::Risk, &reason, false).await?;
+            }
+            Ok(agent.quiet_output().to_owned())
+        }
+        Event::Stop | Event::PreCompact if syncs(ctx, agent, p) && !detached => {
+            // Uploading a transcript is slow work: a detached process does it.
+            let name = if event == Event::Stop { "Stop" } else { "PreCompact" };
+            if let Err(e) = spawn_detached(ctx, agent, name, p) {
+                log(ctx, &format!("cannot detach {name} work ({e:#})"));
             }
             Ok(agent.quiet_output().to_owned())
         }
         Event::Stop => {
             let mut hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
-            checkpoint(ctx, agent, p, hub.as_mut(), CheckpointKind::Auto, "end of a turn").await?;
+            checkpoint(ctx, agent, p, hub.as_mut(), CheckpointKind::Auto, "end of a turn", detached).await?;
             Ok(agent.quiet_output().to_owned())
         }
         Event::PreCompact => {
             let mut hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
-            let trigger = p.trigger.as_deref().unwrap_or("auto");
-            checkpoint(
-                ctx,
-                agent,
-                p,
-                hub.as_mut(),
-                CheckpointKind::PreCompact,
-                &format!("before compaction ({trigger})"),
-            )
-            .await?;
+            let reason = format!("before compaction ({})", p.trigger.as_deref().unwrap_or("auto"));
+            checkpoint(ctx, agent, p, hub.as_mut(), CheckpointKind::PreCompact, &reason, detached).await?;
             Ok(agent.quiet_output().to_owned())
         }
         Event::SessionEnd if !detached => {
             // The agents give SessionEnd 1–1.5 s or do not wait at all: hand the work to a
             // detached process and return at once.
-            if let Err(e) = spawn_detached(ctx, agent, p) {
+            if let Err(e) = spawn_detached(ctx, agent, "SessionEnd", p) {
                 log(ctx, &format!("cannot detach SessionEnd work ({e:#}); doing it inline"));
                 session_end(ctx, agent, p).await?;
             }
@@ -311,14 +311,28 @@ async fn post_tool_use(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<(
         }
     }
     if due {
-        checkpoint(ctx, agent, p, hub.as_mut(), CheckpointKind::Auto, &format!("every {every} tool calls"))
-            .await?;
+        checkpoint(
+            ctx,
+            agent,
+            p,
+            hub.as_mut(),
+            CheckpointKind::Auto,
+            &format!("every {every} tool calls"),
+            false,
+        )
+        .await?;
     }
     Ok(())
 }
 
+/// Whether transcripts are carried over for this agent (opt-in; Claude Code first).
+fn syncs(ctx: &Ctx, agent: Agent, p: &Payload) -> bool {
+    ctx.settings.sync_transcripts && agent == Agent::Claude && p.transcript().is_some_and(|t| t.exists())
+}
+
 /// A checkpoint from what the agent left: its transcript, its last answer, the git head.
 /// Returns how it was delivered and the agent's last answer (a session's summary at its end).
+/// `may_upload`: this process may take the time to upload the transcript (when synced).
 async fn checkpoint(
     ctx: &Ctx,
     agent: Agent,
@@ -326,6 +340,7 @@ async fn checkpoint(
     mut hub: Option<&mut Hub>,
     kind: CheckpointKind,
     reason: &str,
+    may_upload: bool,
 ) -> anyhow::Result<(Delivered, String)> {
     let cwd = p.cwd();
     let project = project::identify(&cwd);
@@ -346,6 +361,17 @@ async fn checkpoint(
         log(ctx, &format!("redacted {} secret(s) from a checkpoint before sending", redactor.count));
     }
     let last_answer = state.last_answer.clone();
+    let mut blobs = Vec::new();
+    if may_upload
+        && syncs(ctx, agent, p)
+        && let (Some(h), Some(path)) = (hub.as_deref_mut(), p.transcript())
+    {
+        match upload_transcript(h, &project.key, &path, p.agent_session_id().unwrap_or_default(), &cwd).await
+        {
+            Ok(blob) => blobs.push(blob),
+            Err(e) => log(ctx, &format!("transcript upload failed ({e:#}); checkpoint saved without it")),
+        }
+    }
     let request = CreateCheckpointRequest {
         session_id: session_id.clone(),
         checkpoint_id: uuid::Uuid::now_v7().to_string(),
@@ -354,6 +380,7 @@ async fn checkpoint(
         reason: reason.to_owned(),
         state: Some(state),
         write: write::options(agent.kind() as i32, &session_id),
+        blobs,
         ..Default::default()
     };
     let delivered = write::submit(
@@ -366,13 +393,24 @@ async fn checkpoint(
     Ok((delivered, last_answer))
 }
 
+async fn upload_transcript(
+    hub: &mut Hub,
+    project: &str,
+    path: &Path,
+    agent_session_id: &str,
+    cwd: &Path,
+) -> anyhow::Result<baton_proto::v1::BlobRef> {
+    let (data, _) = crate::blob::prepare(path)?;
+    crate::blob::upload(hub, project, &data, agent_session_id, cwd).await
+}
+
 async fn session_end(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<()> {
     let cwd = p.cwd();
     let project = project::identify(&cwd);
     let mut hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
     let reason = format!("session end ({})", p.reason.as_deref().unwrap_or("other"));
     let (_, last_answer) =
-        checkpoint(ctx, agent, p, hub.as_mut(), CheckpointKind::SessionEnd, &reason).await?;
+        checkpoint(ctx, agent, p, hub.as_mut(), CheckpointKind::SessionEnd, &reason, true).await?;
     let agent_sid = p.agent_session_id().unwrap_or("unknown").to_owned();
     let Some(local) = ctx.state.get(agent.name(), &agent_sid) else { return Ok(()) };
     // Already redacted with the checkpoint's state.
@@ -388,23 +426,24 @@ async fn session_end(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<()>
     Ok(())
 }
 
-/// Starts `baton hook <agent> SessionEnd --payload-file F` in its own process group, so it
+/// Starts `baton hook <agent> <event> --payload-file F` in its own process group, so it
 /// outlives the agent's wait and any signal to the hook's group.
-fn spawn_detached(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<()> {
+fn spawn_detached(ctx: &Ctx, agent: Agent, event: &str, p: &Payload) -> anyhow::Result<()> {
     use std::os::unix::process::CommandExt;
     let dir = ctx.settings.data_dir.join("tmp");
     std::fs::create_dir_all(&dir)?;
-    let file = dir.join(format!("session-end-{}.json", uuid::Uuid::now_v7()));
+    let file = dir.join(format!("{event}-{}.json", uuid::Uuid::now_v7()));
     let payload = serde_json::json!({
         "session_id": p.agent_session_id(),
         "transcript_path": p.transcript_path,
         "cwd": p.cwd(),
         "reason": p.reason,
+        "trigger": p.trigger,
         "last_assistant_message": p.last_answer(),
     });
     std::fs::write(&file, payload.to_string())?;
     std::process::Command::new(std::env::current_exe()?)
-        .args(["hook", agent.name(), "SessionEnd", "--payload-file"])
+        .args(["hook", agent.name(), event, "--payload-file"])
         .arg(&file)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())

@@ -2,10 +2,13 @@
 
 use baton_proto::v1::checkpoint_service_server::CheckpointService;
 use baton_proto::v1::{
-    CheckpointKind, CheckpointState, CreateCheckpointRequest, CreateCheckpointResponse, GetCheckpointRequest,
-    GetCheckpointResponse, ListCheckpointsRequest, ListCheckpointsResponse,
+    BlobRef, BlobRefs, CheckpointKind, CheckpointState, Chunk, CreateCheckpointRequest,
+    CreateCheckpointResponse, GetCheckpointRequest, GetCheckpointResponse, GetChunksRequest,
+    GetChunksResponse, ListCheckpointsRequest, ListCheckpointsResponse, MissingChunksRequest,
+    MissingChunksResponse, PutChunksRequest, PutChunksResponse,
 };
 use prost::Message;
+use sha2::{Digest, Sha256};
 use tonic::{Request, Response, Status};
 
 use super::{Api, without_clock, write_ctx};
@@ -53,6 +56,42 @@ fn check_state(state: &CheckpointState) -> Result<(), Error> {
     Ok(())
 }
 
+/// Chunk limits: per chunk, per request.
+const MAX_CHUNK: usize = 1024 * 1024;
+const MAX_CHUNKS_BYTES: usize = 8 * 1024 * 1024;
+const MAX_CHUNKS_PER_CALL: usize = 64;
+const MAX_DIGESTS: usize = 10_000;
+
+fn check_digest(field: &str, digest: &str) -> Result<(), Error> {
+    if digest.len() != 64 || !digest.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+        return Err(validate::invalid(field, format!("{digest:?} is not a sha256 in lower-case hex")).into());
+    }
+    Ok(())
+}
+
+fn check_blobs(blobs: &[BlobRef]) -> Result<Vec<String>, Error> {
+    validate::count("blobs", blobs.len(), 16)?;
+    let mut chunks = Vec::new();
+    for (i, b) in blobs.iter().enumerate() {
+        check_digest(&format!("blobs[{i}].digest"), &b.digest)?;
+        validate::count(&format!("blobs[{i}].chunks"), b.chunks.len(), 100_000)?;
+        for (j, c) in b.chunks.iter().enumerate() {
+            check_digest(&format!("blobs[{i}].chunks[{j}]"), c)?;
+        }
+        if b.size_bytes < 0 {
+            return Err(validate::invalid(format!("blobs[{i}].size_bytes"), "must not be negative").into());
+        }
+        validate::single_line(&format!("blobs[{i}].role"), &b.role, 64)?;
+        validate::single_line(&format!("blobs[{i}].content_type"), &b.content_type, 256)?;
+        validate::single_line(&format!("blobs[{i}].agent_session_id"), &b.agent_session_id, limits::SHORT)?;
+        validate::single_line(&format!("blobs[{i}].cwd"), &b.cwd, limits::PATH)?;
+        chunks.extend(b.chunks.iter().cloned());
+    }
+    chunks.sort();
+    chunks.dedup();
+    Ok(chunks)
+}
+
 #[tonic::async_trait]
 impl<S: Store> CheckpointService for Api<S> {
     async fn create_checkpoint(
@@ -89,18 +128,26 @@ impl<S: Store> CheckpointService for Api<S> {
         redactor.field(&mut req.reason);
         redactor.fields(crate::core::redact::state_texts(&mut state));
         let ctx = write_ctx("CreateCheckpoint", &hash_view, req.write.as_ref(), redactor.count)?;
+        let chunk_digests = check_blobs(&req.blobs)?;
+        let blobs = if req.blobs.is_empty() {
+            Vec::new()
+        } else {
+            BlobRefs { blobs: req.blobs.clone() }.encode_to_vec()
+        };
         let session = session_id.to_string();
         let header = Header {
             session_id: &session,
             kind: req.kind,
             reason: &req.reason,
             payload_content_type: &req.payload_content_type,
+            blobs: &blobs,
         };
         let content = checkpoint::encode(&header, &state, &req.payload)
             .map_err(|e| Error::internal(format!("compressing a checkpoint: {e}")))?;
         let state_tool_count = state.tool_count;
         req.payload = Vec::new();
-        let new = NewCheckpoint { request: req, session_id, id, content, state_tool_count };
+        let new =
+            NewCheckpoint { request: req, session_id, id, content, state_tool_count, blobs, chunk_digests };
         Ok(Response::new(self.store.create_checkpoint(ctx, new).await?))
     }
 
@@ -120,5 +167,99 @@ impl<S: Store> CheckpointService for Api<S> {
         let req = request.into_inner();
         let id = validate::uuid("session_id", &req.session_id)?;
         Ok(Response::new(self.store.list_checkpoints(id, req.include_state).await?))
+    }
+
+    async fn missing_chunks(
+        &self,
+        request: Request<MissingChunksRequest>,
+    ) -> Result<Response<MissingChunksResponse>, Status> {
+        let req = request.into_inner();
+        validate::project("project", &req.project)?;
+        validate::count("digests", req.digests.len(), MAX_DIGESTS)?;
+        for (i, d) in req.digests.iter().enumerate() {
+            check_digest(&format!("digests[{i}]"), d)?;
+        }
+        let missing = self.store.missing_chunks(req.project, req.digests).await?;
+        Ok(Response::new(MissingChunksResponse { missing }))
+    }
+
+    async fn put_chunks(
+        &self,
+        request: Request<PutChunksRequest>,
+    ) -> Result<Response<PutChunksResponse>, Status> {
+        let req = request.into_inner();
+        validate::project("project", &req.project)?;
+        if req.chunks.len() > MAX_CHUNKS_PER_CALL {
+            return Err(Error::ResourceExhausted(format!(
+                "chunks: {} in one call; the limit is {MAX_CHUNKS_PER_CALL}",
+                req.chunks.len()
+            ))
+            .into());
+        }
+        let total: usize = req.chunks.iter().map(|c| c.data.len()).sum();
+        if total > MAX_CHUNKS_BYTES {
+            return Err(Error::ResourceExhausted(format!(
+                "chunks: {total} bytes in one call; the limit is {MAX_CHUNKS_BYTES}"
+            ))
+            .into());
+        }
+        let mut stored = Vec::with_capacity(req.chunks.len());
+        for (i, c) in req.chunks.iter().enumerate() {
+            check_digest(&format!("chunks[{i}].digest"), &c.digest)?;
+            if c.data.len() > MAX_CHUNK {
+                return Err(Error::ResourceExhausted(format!(
+                    "chunks[{i}]: {} bytes; the limit is {MAX_CHUNK} per chunk",
+                    c.data.len()
+                ))
+                .into());
+            }
+            if hex::encode(Sha256::digest(&c.data)) != c.digest {
+                return Err(validate::invalid(
+                    format!("chunks[{i}].digest"),
+                    "does not match the sha256 of its data",
+                )
+                .into());
+            }
+            let packed = zstd::bulk::compress(&c.data, 3)
+                .map_err(|e| Error::internal(format!("compressing a chunk: {e}")))?;
+            stored.push((c.digest.clone(), packed, i64::try_from(c.data.len()).unwrap_or(i64::MAX)));
+        }
+        let stored = self.store.put_chunks(req.project, stored).await?;
+        Ok(Response::new(PutChunksResponse { stored }))
+    }
+
+    async fn get_chunks(
+        &self,
+        request: Request<GetChunksRequest>,
+    ) -> Result<Response<GetChunksResponse>, Status> {
+        let req = request.into_inner();
+        validate::project("project", &req.project)?;
+        validate::count("digests", req.digests.len(), MAX_CHUNKS_PER_CALL)?;
+        for (i, d) in req.digests.iter().enumerate() {
+            check_digest(&format!("digests[{i}]"), d)?;
+        }
+        let found = self.store.get_chunks(req.project.clone(), req.digests.clone()).await?;
+        let mut chunks = Vec::with_capacity(found.len());
+        for (digest, packed) in found {
+            let corrupt = |why: String| Error::DataLoss {
+                id: format!("chunk {digest}"),
+                source: crate::core::checkpoint::IntegrityError::Digest {
+                    expected: digest.clone(),
+                    computed: why,
+                },
+            };
+            let data = zstd::stream::decode_all(packed.as_slice()).map_err(|e| corrupt(e.to_string()))?;
+            let computed = hex::encode(Sha256::digest(&data));
+            if computed != digest {
+                return Err(corrupt(computed).into());
+            }
+            chunks.push(Chunk { digest, data });
+        }
+        if let Some(missing) = req.digests.iter().find(|d| !chunks.iter().any(|c| &c.digest == *d)) {
+            return Err(
+                Error::NotFound(format!("digests: no chunk {missing} in project {:?}", req.project)).into()
+            );
+        }
+        Ok(Response::new(GetChunksResponse { chunks }))
     }
 }

@@ -54,6 +54,9 @@ pub struct Header<'a> {
     pub kind: i32,
     pub reason: &'a str,
     pub payload_content_type: &'a str,
+    /// The encoded blob references (empty when none; then the digest is as before blobs
+    /// existed).
+    pub blobs: &'a [u8],
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -83,6 +86,11 @@ pub fn digest(header: &Header<'_>, state: &[u8], payload: &[u8]) -> String {
     h.update(state);
     h.update((payload.len() as u64).to_le_bytes());
     h.update(payload);
+    if !header.blobs.is_empty() {
+        h.update(b"blobs\0");
+        h.update((header.blobs.len() as u64).to_le_bytes());
+        h.update(header.blobs);
+    }
     hex::encode(h.finalize())
 }
 
@@ -148,7 +156,7 @@ mod tests {
     use super::*;
 
     fn header() -> Header<'static> {
-        Header { session_id: "s", kind: 1, reason: "r", payload_content_type: "application/json" }
+        Header { session_id: "s", kind: 1, reason: "r", payload_content_type: "application/json", blobs: b"" }
     }
 
     #[test]
@@ -185,5 +193,6 @@ mod tests {
         let other = Header { reason: "other", ..header() };
         assert_ne!(a, digest(&other, b"s", b"p"));
         assert_ne!(a, digest(&header(), b"s", b"q"));
+        assert_ne!(a, digest(&Header { blobs: b"x", ..header() }, b"s", b"p"));
     }
 }

@@ -86,6 +86,9 @@ pub struct NewCheckpoint {
     pub id: Uuid,
     pub content: StoredContent,
     pub state_tool_count: i64,
+    /// Encoded `BlobRefs` (empty when none), and the chunks they need.
+    pub blobs: Vec<u8>,
+    pub chunk_digests: Vec<String>,
 }
 
 /// Sessions whose liveness ran out, as found by the reaper.
@@ -191,6 +194,24 @@ pub trait Store: Clone + Send + Sync + 'static {
     ) -> impl Future<Output = Result<ListConflictsResponse>> + Send;
     /// Marks sessions idle or crashed whose liveness ran out; returns how many changed.
     fn expire_sessions(&self, expiry: Expiry) -> impl Future<Output = Result<usize>> + Send;
+    /// Which of these chunk digests the project lacks.
+    fn missing_chunks(
+        &self,
+        project: String,
+        digests: Vec<String>,
+    ) -> impl Future<Output = Result<Vec<String>>> + Send;
+    /// Stores verified, compressed chunks `(digest, stored bytes, size)`; returns how many were new.
+    fn put_chunks(
+        &self,
+        project: String,
+        chunks: Vec<(String, Vec<u8>, i64)>,
+    ) -> impl Future<Output = Result<i32>> + Send;
+    /// Stored chunk bytes by digest (absent ones left out).
+    fn get_chunks(
+        &self,
+        project: String,
+        digests: Vec<String>,
+    ) -> impl Future<Output = Result<Vec<(String, Vec<u8>)>>> + Send;
     /// The project's current revision (0 for an unknown project).
     fn head_revision(&self, project: String) -> impl Future<Output = Result<i64>> + Send;
     /// Closes the pool (shutdown).

@@ -128,6 +128,7 @@ pub struct CheckpointRow {
     pub created_us: i64,
     pub revision: i64,
     pub author: Vec<u8>,
+    pub blobs: Vec<u8>,
 }
 
 impl CheckpointRow {
@@ -146,6 +147,9 @@ impl CheckpointRow {
             created_at: Some(ts(self.created_us)),
             revision: self.revision,
             author: Some(decode_actor(&self.author)),
+            blobs: baton_proto::v1::BlobRefs::decode(self.blobs.as_slice())
+                .map(|b| b.blobs)
+                .unwrap_or_default(),
             ..Default::default()
         }
     }
@@ -157,6 +161,7 @@ impl CheckpointRow {
             kind: self.kind,
             reason: &self.reason,
             payload_content_type: &self.payload_content_type,
+            blobs: &self.blobs,
         };
         let (state, payload) =
             checkpoint::decode(&header, &self.state, &self.payload, &self.compression, &self.digest)

@@ -516,3 +516,109 @@ async fn resume_with_and_without_the_conversation(backend: Backend) {
     assert_eq!(v["resume_command"], "claude --resume 0e5e0000-aaaa-bbbb-cccc-000000000002");
 }
 both!(resume_with_and_without_the_conversation);
+
+async fn transcripts_carry_over_to_another_machine(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let c = server.clients().await;
+    let laptop = ClientEnv::new(&server.url());
+    let desktop = ClientEnv::new(&server.url());
+    let repo_a = git_repo("git@github.com:acme/carry.git");
+    let repo_b = git_repo("https://github.com/acme/carry");
+    let (a, b) = (repo_a.path(), repo_b.path());
+    let out = laptop.run(a, &["init", "claude", "--sync-transcripts"], "");
+    assert!(out.stdout.contains("transcripts are uploaded"), "{out:?}");
+
+    // A transcript over two chunks, mentioning the laptop's path and a secret.
+    let sid = "ca551e00-0000-4000-8000-000000000001";
+    let transcript = laptop.home.path().join("t.jsonl");
+    let line = |i: usize| {
+        json!({"type": "user", "cwd": a, "message": {"role": "user", "content": format!("step {i} in {} {}", a.display(), "x".repeat(200))}}).to_string()
+    };
+    let mut text: String = (0..5000).map(|i| line(i) + "\n").collect();
+    text.push_str(&json!({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": "token ghp_abcdefghijklmnopqrstuvwxyz0123456789 used"}]}}).to_string());
+    text.push('\n');
+    std::fs::write(&transcript, &text).unwrap();
+    assert!(text.len() > 2 * 512 * 1024);
+    let p = |event: &str, extra: Value| {
+        let mut v =
+            json!({"session_id": sid, "transcript_path": transcript, "cwd": a, "hook_event_name": event});
+        v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        v.to_string()
+    };
+    laptop.run(a, &["hook", "claude", "SessionStart"], &p("SessionStart", json!({"source": "startup"})));
+    let out = laptop.run(a, &["hook", "claude", "Stop"], &p("Stop", json!({})));
+    assert!(out.elapsed < Duration::from_millis(1000), "Stop with an upload took {:?}", out.elapsed);
+    let project = "github.com/acme/carry";
+    let session = || {
+        let mut c = c.clone();
+        async move {
+            c.sessions
+                .list_sessions(ListSessionsRequest { project: project.into(), ..Default::default() })
+                .await
+                .unwrap()
+                .into_inner()
+                .sessions[0]
+                .clone()
+        }
+    };
+    let first = session().await;
+    let checkpoint_with_blob = |id: String| {
+        let mut c = c.clone();
+        async move {
+            let l = c
+                .checkpoints
+                .list_checkpoints(ListCheckpointsRequest { session_id: id, include_state: false })
+                .await
+                .unwrap()
+                .into_inner();
+            l.checkpoints.iter().filter(|c| !c.blobs.is_empty()).count()
+        }
+    };
+    wait_for(|| {
+        let f = checkpoint_with_blob(first.id.clone());
+        async move { f.await == 1 }
+    })
+    .await;
+    let chunks_once = server.count_chunks().await.unwrap();
+    // The transcript grows; the next upload sends only its new tail.
+    std::fs::write(&transcript, format!("{text}{}\n", line(9999))).unwrap();
+    laptop.run(
+        a,
+        &["hook", "claude", "SessionEnd"],
+        &p("SessionEnd", json!({"reason": "prompt_input_exit"})),
+    );
+    wait_for(|| {
+        let f = checkpoint_with_blob(first.id.clone());
+        async move { f.await == 2 }
+    })
+    .await;
+    let chunks_twice = server.count_chunks().await.unwrap();
+    assert_eq!(chunks_once, 3);
+    assert_eq!(chunks_twice, 4, "earlier chunks are stored once");
+    wait_for(|| {
+        let s = session();
+        async move { s.await.status == SessionStatus::Completed as i32 }
+    })
+    .await;
+
+    // On the desktop, at another path: restore and resume the same conversation.
+    let out = desktop.run(b, &["resume", "--restore", "--json"], "");
+    assert_eq!(out.code, 0, "{out:?}");
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    let restored = std::path::PathBuf::from(v["restored"].as_str().unwrap());
+    let expected_dir = desktop
+        .home
+        .path()
+        .join(".claude/projects")
+        .join(b.display().to_string().replace(|c: char| !c.is_ascii_alphanumeric(), "-"));
+    assert_eq!(restored, expected_dir.join(format!("{sid}.jsonl")));
+    let back = std::fs::read_to_string(&restored).unwrap();
+    assert!(
+        back.contains(&b.display().to_string()) && !back.contains(&a.display().to_string()),
+        "project path rewritten"
+    );
+    assert!(back.contains("[REDACTED:github_token]") && !back.contains("ghp_"), "secrets never uploaded");
+    assert_eq!(back.lines().count(), 5002);
+    assert_eq!(v["resume_command"], format!("claude --resume {sid}"));
+}
+both!(transcripts_carry_over_to_another_machine);

@@ -38,6 +38,13 @@ impl Backend {
                 }
             }
         };
+        let missing = missing_chunks(&mut w.tx, &project, &new.chunk_digests).await?;
+        if let Some(first) = missing.first() {
+            return Err(Error::FailedPrecondition(format!(
+                "blobs: {} chunk(s) are not uploaded (first: {first}); upload them with PutChunks, then create the checkpoint",
+                missing.len()
+            )));
+        }
         let row = w.touch(row, &ctx.actor).await?;
         // The head is a record: a parent other than the head is a fork, reported as a
         // conflict on it (both branches are kept either way).
@@ -77,8 +84,8 @@ impl Backend {
         let author = encode_actor(&ctx.actor);
         sqlx::query(
             "INSERT INTO checkpoints (id, session_id, project, parent_id, kind, reason, state, payload, \
-             payload_content_type, compression, size_bytes, digest, created_us, revision, author) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+             payload_content_type, compression, size_bytes, digest, created_us, revision, author, blobs) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
         )
         .bind(&id)
         .bind(&session_id)
@@ -95,6 +102,7 @@ impl Backend {
         .bind(w.now_us)
         .bind(revision)
         .bind(&author)
+        .bind(&new.blobs)
         .execute(&mut *w.tx)
         .await?;
         let is_head = decision.applies();
@@ -165,6 +173,63 @@ impl Backend {
             .fetch_all(&mut *conn)
             .await?;
         Ok(ListCheckpointsResponse { checkpoints: tree_order(&rows, include_state), head_checkpoint_id: head.0.unwrap_or_default(), as_of_revision })
+    }
+}
+
+/// The digests among `digests` that the project has no chunk for.
+async fn missing_chunks(conn: &mut Conn, project: &str, digests: &[String]) -> Result<Vec<String>> {
+    let mut missing = Vec::new();
+    // In slices, to stay far below any bound-parameter limit.
+    for slice in digests.chunks(500) {
+        let mut sql = sqlx::QueryBuilder::<Db>::new("SELECT digest FROM chunks WHERE project = ");
+        sql.push_bind(project.to_owned()).push(" AND digest IN (");
+        let mut list = sql.separated(", ");
+        for d in slice {
+            list.push_bind(d.clone());
+        }
+        sql.push(")");
+        let present: Vec<(String,)> = sql.build_query_as().fetch_all(&mut *conn).await?;
+        let present: HashSet<String> = present.into_iter().map(|(d,)| d).collect();
+        missing.extend(slice.iter().filter(|d| !present.contains(*d)).cloned());
+    }
+    Ok(missing)
+}
+
+impl Backend {
+    pub(crate) async fn do_put_chunks(&self, project: String, chunks: Vec<(String, Vec<u8>, i64)>) -> Result<i32> {
+        let mut stored = 0;
+        let now = crate::store::rows::us(&prost_types::Timestamp::from(std::time::SystemTime::now()));
+        for (digest, data, size) in chunks {
+            let done = sqlx::query(
+                "INSERT INTO chunks (project, digest, data, size_bytes, created_us) VALUES ($1, $2, $3, $4, $5) \
+                 ON CONFLICT (project, digest) DO NOTHING",
+            )
+            .bind(&project)
+            .bind(&digest)
+            .bind(data)
+            .bind(size)
+            .bind(now)
+            .execute(&self.pool)
+            .await?;
+            stored += i32::try_from(done.rows_affected()).unwrap_or(0);
+        }
+        Ok(stored)
+    }
+
+    pub(crate) async fn do_get_chunks(&self, project: String, digests: Vec<String>) -> Result<Vec<(String, Vec<u8>)>> {
+        let mut out = Vec::with_capacity(digests.len());
+        let mut conn = self.pool.acquire().await?;
+        for digest in digests {
+            let row: Option<(Vec<u8>,)> = sqlx::query_as("SELECT data FROM chunks WHERE project = $1 AND digest = $2")
+                .bind(&project)
+                .bind(&digest)
+                .fetch_optional(&mut *conn)
+                .await?;
+            if let Some((data,)) = row {
+                out.push((digest, data));
+            }
+        }
+        Ok(out)
     }
 }
 

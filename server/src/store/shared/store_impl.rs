@@ -60,6 +60,16 @@ impl crate::store::Store for Backend {
     async fn expire_sessions(&self, expiry: Expiry) -> Result<usize> {
         self.do_expire_sessions(expiry).await
     }
+    async fn missing_chunks(&self, project: String, digests: Vec<String>) -> Result<Vec<String>> {
+        let mut conn = self.pool.acquire().await?;
+        missing_chunks(&mut conn, &project, &digests).await
+    }
+    async fn put_chunks(&self, project: String, chunks: Vec<(String, Vec<u8>, i64)>) -> Result<i32> {
+        self.do_put_chunks(project, chunks).await
+    }
+    async fn get_chunks(&self, project: String, digests: Vec<String>) -> Result<Vec<(String, Vec<u8>)>> {
+        self.do_get_chunks(project, digests).await
+    }
     async fn head_revision(&self, project: String) -> Result<i64> {
         head_revision(&mut *self.pool.acquire().await?, &project).await
     }

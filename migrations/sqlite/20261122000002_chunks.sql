@@ -1,0 +1,12 @@
+-- Content-addressed chunks of large blobs (agent transcripts), shared by checkpoints.
+CREATE TABLE chunks (
+    project     TEXT NOT NULL,
+    digest      TEXT NOT NULL,
+    data        BLOB NOT NULL,
+    size_bytes  INTEGER NOT NULL,
+    created_us  INTEGER NOT NULL,
+    PRIMARY KEY (project, digest)
+);
+
+-- The blobs a checkpoint refers to (encoded baton.v1.BlobRef list; empty = none).
+ALTER TABLE checkpoints ADD COLUMN blobs BLOB NOT NULL DEFAULT x'';

@@ -1,0 +1,154 @@
+//! Hook latency, end to end: the real `baton` process as an agent runs it, against a real
+//! `baton-server` on SQLite holding a project with 1,000 sessions and 10,000 memory
+//! entries. Prints p50/p99 next to the floor (spawning `baton --version`, which does no
+//! work), so the cost of Baton's own work is visible.
+//!
+//! cargo build --release --workspace && cargo run --release -p baton-tests --bin hook-bench
+//! (`--quick` for a short run; BATON_BENCH_POSTGRES=1 to run the server on Postgres.)
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a bench: fail loudly
+
+use std::time::{Duration, Instant};
+
+use baton_proto::v1::{
+    AgentKind, EndSessionRequest, MemoryItem, MemoryOp, PutMemoryRequest, SessionStatus, StartSessionRequest,
+    WriteOptions,
+};
+use baton_tests::{Backend, ClientEnv, Server, git_repo};
+use serde_json::json;
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn measure(n: usize, mut f: impl FnMut(usize) -> Duration) -> (Duration, Duration) {
+    let mut samples: Vec<Duration> = (0..n).map(&mut f).collect();
+    samples.sort();
+    (percentile(&samples, 0.5), percentile(&samples, 0.99))
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1000.0)
+}
+
+#[tokio::main]
+async fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let (sessions, notes, runs) = if quick { (100, 1000, 30) } else { (1000, 10_000, 300) };
+    let backend =
+        if std::env::var_os("BATON_BENCH_POSTGRES").is_some() { Backend::Postgres } else { Backend::Sqlite };
+    let server = Server::start(backend).await.expect("start server");
+    let mut c = server.clients().await;
+    let project = "github.com/bench/widget";
+
+    // Seed: sessions (most completed), memory entries (notes, decisions, loops).
+    let seed = Instant::now();
+    let tasks: Vec<_> = (0..8)
+        .map(|w| {
+            let mut c = c.clone();
+            tokio::spawn(async move {
+                for i in (w..sessions).step_by(8) {
+                    let s = c
+                        .sessions
+                        .start_session(StartSessionRequest {
+                            project: project.into(),
+                            agent: AgentKind::ClaudeCode as i32,
+                            host: format!("host-{}", i % 7),
+                            goal: format!("task {i}"),
+                            ..Default::default()
+                        })
+                        .await
+                        .unwrap()
+                        .into_inner()
+                        .session
+                        .unwrap();
+                    if i % 10 != 0 {
+                        let _ = c
+                            .sessions
+                            .end_session(EndSessionRequest {
+                                session_id: s.id,
+                                summary: format!("did {i}"),
+                                ..Default::default()
+                            })
+                            .await;
+                    }
+                }
+                for i in (w..notes).step_by(8) {
+                    let (category, key, op) = match i % 4 {
+                        0 => ("decision", String::new(), MemoryOp::Append),
+                        _ => ("note", format!("key-{i}"), MemoryOp::Upsert),
+                    };
+                    c.memory
+                        .put_memory(PutMemoryRequest {
+                            project: project.into(),
+                            category: category.into(),
+                            key,
+                            op: op as i32,
+                            items: vec![MemoryItem {
+                                content: format!("entry {i}: some context a later agent needs"),
+                                rationale: "bench".into(),
+                            }],
+                            write: Some(WriteOptions::default()),
+                            ..Default::default()
+                        })
+                        .await
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let seeded = seed.elapsed();
+    let _ = SessionStatus::Active;
+
+    let env = ClientEnv::new(&server.url());
+    let repo = git_repo("git@github.com:bench/widget.git");
+    let dir = repo.path();
+    let payload = |event: &str, i: usize| {
+        json!({"session_id": format!("bench-{i}"), "cwd": dir, "hook_event_name": event, "source": "startup", "tool_name": "Read", "tool_input": {"file_path": "README"}})
+            .to_string()
+    };
+    let floor = measure(runs, |_| env.run(dir, &["--version"], "").elapsed);
+    let start = measure(runs, |i| {
+        let out = env.run(dir, &["hook", "claude", "SessionStart"], &payload("SessionStart", i));
+        assert!(out.stdout.contains("additionalContext"), "{out:?}");
+        out.elapsed
+    });
+    let brief_len =
+        env.run(dir, &["hook", "claude", "SessionStart"], &payload("SessionStart", 0)).stdout.len();
+    // One agent session, many tool calls (checkpoint every 20 included).
+    let post = measure(runs, |_| {
+        env.run(dir, &["hook", "claude", "PostToolUse"], &payload("PostToolUse", 1)).elapsed
+    });
+    let mut server = server;
+    server.kill9();
+    let down = measure(runs.min(100), |i| {
+        env.run(dir, &["hook", "claude", "SessionStart"], &payload("SessionStart", 10_000 + i)).elapsed
+    });
+    let queued = env.run(dir, &["status", "--json"], "").stdout;
+
+    println!(
+        "hook-bench: {backend:?} server, project with {sessions} sessions and {notes} memory entries (seeded in {seeded:.1?}), {runs} runs each"
+    );
+    println!(
+        "machine: {} cores, {}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        std::env::consts::ARCH
+    );
+    println!();
+    println!("| scenario | p50 | p99 | target | p50 − floor |");
+    println!("| --- | --- | --- | --- | --- |");
+    println!("| floor: `baton --version` (process start, no work) | {} | {} | | |", ms(floor.0), ms(floor.1));
+    let row = |name: &str, (p50, p99): (Duration, Duration), target: &str| {
+        println!("| {name} | {} | {} | {target} | {} |", ms(p50), ms(p99), ms(p50.saturating_sub(floor.0)));
+    };
+    row("`baton hook claude SessionStart` (session + brief)", start, "p50 ≤ 15 ms, p99 ≤ 40 ms");
+    row("`baton hook claude PostToolUse`", post, "p50 ≤ 15 ms, p99 ≤ 40 ms");
+    row("SessionStart, hub down (cached brief + queue write)", down, "≤ 150 ms");
+    println!();
+    println!("brief output: {brief_len} bytes; queue after the hub-down runs: {}", queued.trim());
+    let _ = &mut c;
+}
