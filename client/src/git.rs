@@ -20,6 +20,26 @@ fn git(dir: &Path, args: &[&str]) -> Option<String> {
     Some(s)
 }
 
+/// Where a directory stands in git, read with one `git` call (hooks are latency-bound).
+#[derive(Debug, Clone, Default)]
+pub struct Info {
+    pub toplevel: Option<PathBuf>,
+    pub head: Option<String>,
+    pub branch: Option<String>,
+}
+
+pub fn info(dir: &Path) -> Info {
+    if let Some(out) = git(dir, &["rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD"]) {
+        let mut lines = out.lines();
+        let toplevel = lines.next().filter(|s| !s.is_empty()).map(PathBuf::from);
+        let head = lines.next().filter(|s| !s.is_empty()).map(str::to_owned);
+        let branch = lines.next().filter(|b| !b.is_empty() && *b != "HEAD").map(str::to_owned);
+        return Info { toplevel, head, branch };
+    }
+    // No commit yet (HEAD unresolved), or not a repository.
+    Info { toplevel: toplevel(dir), head: None, branch: None }
+}
+
 pub fn toplevel(dir: &Path) -> Option<PathBuf> {
     git(dir, &["rev-parse", "--show-toplevel"]).filter(|s| !s.is_empty()).map(PathBuf::from)
 }

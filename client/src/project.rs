@@ -57,6 +57,11 @@ pub fn normalize_remote(url: &str) -> Option<String> {
 
 /// Finds the project of `dir`.
 pub fn identify(dir: &Path) -> Project {
+    identify_in(dir, git::toplevel(dir))
+}
+
+/// Finds the project of `dir`, its git toplevel already known.
+pub fn identify_in(dir: &Path, toplevel: Option<PathBuf>) -> Project {
     // A .baton.toml names the project explicitly, wherever it is above `dir`.
     for ancestor in dir.ancestors() {
         let file = ancestor.join(".baton.toml");
@@ -71,7 +76,7 @@ pub fn identify(dir: &Path) -> Project {
             };
         }
     }
-    if let Some(root) = git::toplevel(dir) {
+    if let Some(root) = toplevel {
         if let Some(remote) = git::remote_url(&root).and_then(|u| normalize_remote(&u)) {
             return Project { key: remote.clone(), source: Source::GitRemote(remote), root };
         }

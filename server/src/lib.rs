@@ -118,7 +118,9 @@ async fn serve<S: Store>(
         .add_service(MemoryServiceServer::new(api.clone()).max_decoding_message_size(max_message))
         .add_service(BriefServiceServer::new(api.clone()).max_decoding_message_size(max_message))
         .add_service(EventServiceServer::new(api).max_decoding_message_size(max_message))
-        .serve_with_incoming_shutdown(TcpIncoming::from(listener), shutdown)
+        // Without TCP_NODELAY a multi-segment reply (a brief) waits on the client's delayed
+        // ACK: ~40 ms per call.
+        .serve_with_incoming_shutdown(TcpIncoming::from(listener).with_nodelay(Some(true)), shutdown)
         .await
         .context("serving gRPC")?;
     let _ = reaper.await;

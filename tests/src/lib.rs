@@ -32,10 +32,15 @@ pub fn binary(name: &str) -> PathBuf {
     if let Ok(path) = std::env::var(format!("BATON_TEST_{}_BIN", name.to_uppercase().replace('-', "_"))) {
         return PathBuf::from(path);
     }
-    // target/<profile>/deps/<test> -> target/<profile>/<name>
+    // Tests run from target/<profile>/deps/, bench binaries from target/<profile>/: the
+    // workspace binaries are in target/<profile>/.
     let exe = std::env::current_exe().unwrap_or_default();
-    let dir = exe.parent().and_then(|d| d.parent()).map(PathBuf::from).unwrap_or_default();
-    dir.join(name)
+    let dir = exe.parent().map(PathBuf::from).unwrap_or_default();
+    if dir.ends_with("deps") {
+        dir.parent().map(PathBuf::from).unwrap_or_default().join(name)
+    } else {
+        dir.join(name)
+    }
 }
 
 /// A running server process.

@@ -6,11 +6,12 @@ use crate::remote::{self, Timeouts};
 use crate::{Ctx, cache, hook, project};
 
 pub async fn run(ctx: &Ctx, dir: &Path, budget: Option<u32>, json: bool) -> anyhow::Result<()> {
-    let project = project::identify(dir);
+    let info = crate::git::info(dir);
+    let project = project::identify_in(dir, info.toplevel.clone());
     let budget = budget.unwrap_or(ctx.settings.brief_budget) as usize;
     let text = match remote::connect(&ctx.settings, Timeouts::CLI).await {
         Ok(mut hub) => {
-            let text = hook::brief_text(&mut hub, &project, None, dir, budget)
+            let text = hook::brief_text(&mut hub, &project, None, dir, &info, budget)
                 .await
                 .map_err(|s| anyhow::anyhow!(remote::explain(&s)))?;
             let _ = cache::store(&ctx.settings.data_dir, &project.key, &text);

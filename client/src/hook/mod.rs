@@ -171,6 +171,7 @@ async fn session_for(
         return Ok(id);
     }
     let id = uuid::Uuid::now_v7().to_string();
+    let info = git::info(&cwd);
     let request = StartSessionRequest {
         project: project.key.clone(),
         session_id: id.clone(),
@@ -179,8 +180,8 @@ async fn session_for(
         host: write::hostname(),
         user: std::env::var("USER").unwrap_or_default(),
         cwd: cwd.display().to_string(),
-        branch: git::branch(&cwd).unwrap_or_default(),
-        git_base: git::head(&cwd).unwrap_or_default(),
+        branch: info.branch.unwrap_or_default(),
+        git_base: info.head.unwrap_or_default(),
         write: write::options(agent.kind() as i32, &id),
         ..Default::default()
     };
@@ -199,22 +200,28 @@ async fn session_for(
 
 async fn session_start(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<String> {
     let cwd = p.cwd();
-    let project = project::identify(&cwd);
+    let info = git::info(&cwd);
+    let project = project::identify_in(&cwd, info.toplevel.clone());
     let mut hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
     // resume / compact / clear-less restarts continue this conversation's Baton session.
     let continuing = matches!(p.source.as_deref(), Some("resume" | "compact")) || agent == Agent::Cursor;
+    let known =
+        p.agent_session_id().and_then(|sid| ctx.state.get(agent.name(), sid)).map(|s| s.baton_session_id);
     let session_id = session_for(ctx, agent, p, &project, hub.as_mut(), continuing).await?;
     let Some(hub) = hub.as_mut() else {
         return Ok(agent.brief_output(&offline_brief(ctx, &project)));
     };
-    let _ = hub
-        .sessions
-        .heartbeat(HeartbeatRequest { session_id: session_id.clone(), ..Default::default() })
-        .await;
+    // A continued session is alive again; a session just started needs no heartbeat.
+    if known.as_deref() == Some(session_id.as_str()) {
+        let _ = hub
+            .sessions
+            .heartbeat(HeartbeatRequest { session_id: session_id.clone(), ..Default::default() })
+            .await;
+    }
     let budget = usize::try_from(ctx.settings.brief_budget)
         .unwrap_or(Agent::MAX_BRIEF_CHARS)
         .min(Agent::MAX_BRIEF_CHARS);
-    match brief_text(hub, &project, Some(&session_id), &cwd, budget).await {
+    match brief_text(hub, &project, Some(&session_id), &cwd, &info, budget).await {
         Ok(text) => {
             let _ = cache::store(&ctx.settings.data_dir, &project.key, &text);
             Ok(agent.brief_output(&text))
@@ -232,9 +239,10 @@ pub async fn brief_text(
     project: &Project,
     session_id: Option<&str>,
     cwd: &Path,
+    info: &git::Info,
     budget: usize,
 ) -> Result<String, tonic::Status> {
-    let branch = git::branch(cwd).unwrap_or_default();
+    let branch = info.branch.clone().unwrap_or_default();
     let request = GetBriefRequest {
         project: project.key.clone(),
         session_id: session_id.unwrap_or_default().to_owned(),
@@ -243,7 +251,7 @@ pub async fn brief_text(
         changes: vec![],
     };
     let brief = hub.brief.get_brief(request.clone()).await?.into_inner().brief.unwrap_or_default();
-    let head = git::head(cwd).unwrap_or_default();
+    let head = info.head.clone().unwrap_or_default();
     if brief.last_git_head.is_empty() || brief.last_git_head == head {
         return Ok(brief.text);
     }

@@ -222,18 +222,23 @@ pub fn fit(project: &str, sections: Vec<Section>, budget: usize) -> Brief {
     let mut total =
         chars(&header(project)) + kept.iter().map(|(s, o)| section_cost(s.kind, &s.lines, *o)).sum::<usize>();
     let mut truncated = false;
+    // Costs are kept per section and updated per removed line, so fitting is linear in the
+    // number of lines.
+    let mut costs: Vec<usize> = kept.iter().map(|(s, o)| section_cost(s.kind, &s.lines, *o)).collect();
     while total > budget {
-        let Some((section, omitted)) = kept.last_mut() else { break };
+        let (Some((section, omitted)), Some(cost)) = (kept.last_mut(), costs.last_mut()) else { break };
         truncated = true;
-        let before = section_cost(section.kind, &section.lines, *omitted);
         if section.lines.len() > 1 {
-            section.lines.pop();
+            let line = section.lines.pop().unwrap_or_default();
+            let old_marker = if *omitted > 0 { line_cost(&omitted_line(*omitted)) } else { 0 };
             *omitted += 1;
-            let after = section_cost(section.kind, &section.lines, *omitted);
-            total = total - before + after;
+            let after = *cost - line_cost(&line) - old_marker + line_cost(&omitted_line(*omitted));
+            total = total - *cost + after;
+            *cost = after;
         } else {
+            total -= *cost;
             kept.pop();
-            total -= before;
+            costs.pop();
         }
     }
     // Only the header left: nothing useful fits.
