@@ -622,3 +622,87 @@ async fn transcripts_carry_over_to_another_machine(backend: Backend) {
     assert_eq!(v["resume_command"], format!("claude --resume {sid}"));
 }
 both!(transcripts_carry_over_to_another_machine);
+
+async fn human_commands_and_dead_letters(backend: Backend) {
+    let mut server = Server::start(backend).await.unwrap();
+    let env = ClientEnv::new(&server.url());
+    let repo = git_repo("git@github.com:acme/human.git");
+    let dir = repo.path();
+    let sid = "4a11a000-0000-4000-8000-000000000001";
+    env.run(
+        dir,
+        &["hook", "claude", "SessionStart"],
+        &payload("SessionStart", sid, dir, json!({"source": "startup"})),
+    );
+
+    // Config precedence: file < BATON_SERVER < --server.
+    std::fs::create_dir_all(env.baton_home().join("config")).unwrap();
+    std::fs::write(env.baton_home().join("config/config.toml"), "server = \"http://127.0.0.1:1\"\n").unwrap();
+    assert_eq!(env.run(dir, &["status"], "").code, 0, "BATON_SERVER beats the file");
+    let out = env.run(dir, &["status", "--server", "http://127.0.0.1:1"], "");
+    assert_ne!(out.code, 0);
+    assert!(out.stderr.contains("cannot reach the Baton hub at http://127.0.0.1:1"), "{out:?}");
+
+    let sessions: Value =
+        serde_json::from_str(&env.run(dir, &["sessions", "--json", "--status", "active"], "").stdout)
+            .unwrap();
+    let id = sessions["sessions"][0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(sessions["sessions"][0]["agent"], "claude-code");
+    let short = &id[id.len() - 8..];
+    let one = env.run(dir, &["session", short], "");
+    assert!(one.stdout.contains(&id) && one.stdout.contains("active"), "{one:?}");
+    let cp = env.run(dir, &["checkpoint", "--reason", "before the refactor"], "");
+    assert!(cp.stdout.contains(&format!("of session {id}")), "{cp:?}");
+    let tree = env.run(dir, &["checkpoints", "--tree"], "");
+    assert!(
+        tree.stdout.contains("manual")
+            && tree.stdout.contains("before the refactor")
+            && tree.stdout.contains("← head"),
+        "{tree:?}"
+    );
+    let table = env.run(dir, &["sessions"], "");
+    assert!(table.stdout.contains(short) && table.stdout.contains("claude-code"), "{table:?}");
+    let events = env.run(dir, &["events", "--json"], "");
+    let kinds: Vec<String> = events
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["kind"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(kinds, vec!["session_started", "checkpoint_created"]);
+    // watch replays from a revision and follows; stop it after what we expect.
+    let mut watch = std::process::Command::new(baton_tests::binary("baton"))
+        .args(["watch", "--after", "0"])
+        .current_dir(dir)
+        .env("HOME", env.home.path())
+        .env("BATON_HOME", env.baton_home())
+        .env("BATON_SERVER", &server.url())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    env.run(dir, &["memory", "add", "open_loop", "watch me"], "");
+    let stdout = watch.stdout.take().unwrap();
+    let lines: Vec<String> = tokio::task::spawn_blocking(move || {
+        use std::io::BufRead;
+        std::io::BufReader::new(stdout).lines().map_while(Result::ok).take(3).collect()
+    })
+    .await
+    .unwrap();
+    let _ = watch.kill();
+    assert!(lines[0].starts_with("r1 ") && lines[2].contains("memory_changed"), "{lines:?}");
+
+    // A queued write the hub refuses for good goes to the dead letters and does not block
+    // the writes queued after it.
+    server.kill9();
+    env.run(dir, &["memory", "add", "gossip", "not a category"], "");
+    env.run(dir, &["memory", "add", "decision", "still delivered"], "");
+    server.restart().unwrap();
+    let env = ClientEnv { server: server.url(), ..env };
+    let out = env.run(dir, &["sync"], "");
+    assert!(out.stdout.contains("sent 1, refused 1"), "{out:?}");
+    let status = env.run(dir, &["status"], "");
+    assert!(status.stdout.contains("dead     1") && status.stdout.contains("gossip"), "{status:?}");
+    let list = env.run(dir, &["memory", "list", "decision"], "");
+    assert!(list.stdout.contains("still delivered"), "{list:?}");
+}
+both!(human_commands_and_dead_letters);
