@@ -675,7 +675,7 @@ async fn human_commands_and_dead_letters(backend: Backend) {
         .current_dir(dir)
         .env("HOME", env.home.path())
         .env("BATON_HOME", env.baton_home())
-        .env("BATON_SERVER", &server.url())
+        .env("BATON_SERVER", server.url())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -689,6 +689,7 @@ async fn human_commands_and_dead_letters(backend: Backend) {
     .await
     .unwrap();
     let _ = watch.kill();
+    let _ = watch.wait();
     assert!(lines[0].starts_with("r1 ") && lines[2].contains("memory_changed"), "{lines:?}");
 
     // A queued write the hub refuses for good goes to the dead letters and does not block
