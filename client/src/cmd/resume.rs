@@ -9,6 +9,41 @@ use crate::hook::Agent;
 use crate::remote::{self, Timeouts};
 use crate::{Ctx, git, project, view, write};
 
+/// The resumed checkpoint's own state: what the brief of that point adds to the project's.
+fn where_it_stopped(state: &baton_proto::v1::CheckpointState) -> String {
+    let mut lines = Vec::new();
+    for t in state.active_tasks.iter().filter(|t| t.status != "completed") {
+        lines.push(format!("- [{}] {}", if t.status.is_empty() { "pending" } else { &t.status }, t.content));
+    }
+    for q in &state.open_questions {
+        lines.push(format!("- open question: {q}"));
+    }
+    for b in &state.blockers {
+        lines.push(format!("- blocker: {b}"));
+    }
+    let files: Vec<&String> =
+        state.files_created.iter().chain(&state.files_modified).chain(&state.files_deleted).collect();
+    if !files.is_empty() {
+        lines.push(format!(
+            "- files touched: {}",
+            files.iter().take(20).map(|f| f.as_str()).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    if let Some(e) = state.errors.last() {
+        lines.push(format!("- last error: {}", crate::clip(e, 200)));
+    }
+    if !state.last_prompt.is_empty() {
+        lines.push(format!("- last prompt: {}", crate::clip(&state.last_prompt.replace('\n', " "), 300)));
+    }
+    if !state.last_answer.is_empty() {
+        lines.push(format!("- last answer: {}", crate::clip(&state.last_answer.replace('\n', " "), 300)));
+    }
+    if lines.is_empty() {
+        return String::new();
+    }
+    format!("# Where it stopped\n\n{}\n\n", lines.join("\n"))
+}
+
 /// Whether the agent's conversation is stored on this machine (so its own resume works).
 pub fn conversation_here(agent: i32, agent_session_id: &str) -> bool {
     if agent_session_id.is_empty() {
@@ -119,7 +154,9 @@ pub async fn run(
             ..Default::default()
         };
     })?;
-    let brief = reply.brief.map(|b| b.text).unwrap_or_default();
+    let stopped =
+        reply.checkpoint.as_ref().and_then(|c| c.state.as_ref()).map(where_it_stopped).unwrap_or_default();
+    let brief = format!("{stopped}{}", reply.brief.map(|b| b.text).unwrap_or_default());
     if json {
         println!(
             "{}",
