@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 
 /// The default listen address: loopback, so a laptop's hub is not reachable from the
 /// network until told otherwise.
@@ -48,6 +48,44 @@ pub struct Config {
     /// Largest checkpoint accepted (state plus payload, uncompressed), in bytes.
     #[arg(long, env = "BATON_MAX_CHECKPOINT_BYTES", default_value_t = 8 * 1024 * 1024)]
     pub max_checkpoint_bytes: usize,
+
+    /// On a database with no token yet, create the first admin token with this secret
+    /// (for containers; otherwise use `baton-server token create`).
+    #[arg(long, env = "BATON_BOOTSTRAP_ADMIN_TOKEN", hide_env_values = true)]
+    pub bootstrap_admin_token: Option<String>,
+
+    #[command(subcommand)]
+    pub command: Option<ServerCommand>,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum ServerCommand {
+    /// Manage access tokens (runs against the database; the server may be running).
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum TokenCommand {
+    /// Create a token and print its secret (shown once; only its hash is stored). The first
+    /// token ends open access: from then on every request needs a token.
+    Create {
+        /// Who or what uses it, e.g. "alice" or "ci-orchestrator".
+        #[arg(long)]
+        name: String,
+        /// admin (everything), writer (read and write), reader (read only).
+        #[arg(long, value_parser = ["admin", "writer", "reader"])]
+        role: String,
+        /// Limit the token to one project key.
+        #[arg(long)]
+        project: Option<String>,
+    },
+    /// List tokens (never their secrets).
+    List,
+    /// Revoke a token by name.
+    Revoke { name: String },
 }
 
 impl Config {

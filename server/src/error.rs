@@ -34,6 +34,12 @@ pub enum Error {
     Rejected(Box<Conflict>),
     #[error("{0}")]
     ResourceExhausted(String),
+    /// No token, or an unknown or revoked one.
+    #[error("{0}")]
+    Unauthenticated(String),
+    /// A token used beyond its role or project scope.
+    #[error("{0}")]
+    PermissionDenied(String),
     /// A stored checkpoint failed its integrity check.
     #[error("checkpoint {id} is corrupt ({source}); resume falls back to an earlier checkpoint")]
     DataLoss {
@@ -64,6 +70,8 @@ impl Error {
             Self::FailedPrecondition(_) => Code::FailedPrecondition,
             Self::Rejected(_) => Code::Aborted,
             Self::ResourceExhausted(_) => Code::ResourceExhausted,
+            Self::Unauthenticated(_) => Code::Unauthenticated,
+            Self::PermissionDenied(_) => Code::PermissionDenied,
             Self::DataLoss { .. } => Code::DataLoss,
             Self::Unavailable(_) => Code::Unavailable,
             Self::Internal(_) => Code::Internal,

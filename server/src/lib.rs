@@ -6,6 +6,7 @@
 //! liveness reaper.
 
 pub mod api;
+pub mod auth;
 pub mod config;
 pub mod core;
 pub mod error;
@@ -63,6 +64,38 @@ pub async fn run(
     }
 }
 
+/// Creates the bootstrap admin token if asked and none exists; refuses an open hub on a
+/// non-loopback address unless told it is fine.
+async fn prepare_access<S: Store>(
+    config: &Config,
+    store: &S,
+    addr: std::net::SocketAddr,
+) -> anyhow::Result<()> {
+    if let Some(secret) = &config.bootstrap_admin_token
+        && !store.any_tokens().await?
+    {
+        if secret.len() < 16 {
+            anyhow::bail!("BATON_BOOTSTRAP_ADMIN_TOKEN is too short: use at least 16 random characters");
+        }
+        let hash = core::access::hash_secret(secret);
+        store.create_token("bootstrap-admin".into(), "admin".into(), None, hash).await?;
+        tracing::info!("created the first admin token (bootstrap-admin) from BATON_BOOTSTRAP_ADMIN_TOKEN");
+    }
+    let open = !store.any_tokens().await?;
+    if open && !addr.ip().is_loopback() && !config.allow_open_network {
+        anyhow::bail!(
+            "refusing to listen on {addr}: this server has no access tokens, so anyone who can reach it could read \
+             and write everything. Create a token first (`baton-server token create --name NAME --role admin`), \
+             listen on loopback (the default {}), or pass --allow-open-network if the network is trusted.",
+            config::DEFAULT_LISTEN
+        );
+    }
+    if open {
+        tracing::warn!("no access tokens exist: the hub is open to anyone who can reach {addr}");
+    }
+    Ok(())
+}
+
 async fn serve<S: Store>(
     config: Config,
     store: S,
@@ -70,10 +103,16 @@ async fn serve<S: Store>(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    if let Err(e) = prepare_access(&config, &store, listener.local_addr()?).await {
+        // Close the pool first: its connection threads would keep the process alive.
+        store.close().await;
+        return Err(e);
+    }
     let (stop_tx, stop_rx) = watch::channel(false);
     let hub = Hub::new(store.clone(), wakers, config.watch_poll, stop_rx.clone());
     let limits = Limits { max_checkpoint_bytes: config.max_checkpoint_bytes, ..Limits::default() };
-    let api = Api { store: store.clone(), hub, limits: Arc::new(limits), shutdown: stop_rx.clone() };
+    let auth = auth::Auth::new(store.clone());
+    let api = Api { store: store.clone(), hub, limits: Arc::new(limits), shutdown: stop_rx.clone(), auth };
 
     let idle_after_us = i64::try_from(config.idle_after.as_micros()).unwrap_or(i64::MAX);
     let reaper = tokio::spawn(jobs::reaper::run(
@@ -126,6 +165,65 @@ async fn serve<S: Store>(
     let _ = reaper.await;
     store.close().await;
     tracing::info!("stopped; database closed cleanly");
+    Ok(())
+}
+
+/// Runs a `baton-server token …` command against the database.
+pub async fn token_command(config: &Config, command: &config::TokenCommand) -> anyhow::Result<()> {
+    let url = config.resolved_database_url()?;
+    let wakers = Wakers::default();
+    match Backend::of(&url) {
+        Some(Backend::Sqlite) => tokens(&SqliteStore::connect(&url, wakers).await?, command).await,
+        Some(Backend::Postgres) => tokens(&PgStore::connect(&url, wakers).await?, command).await,
+        None => anyhow::bail!(
+            "--database-url is not understood: use sqlite://PATH or postgres://USER:PASS@HOST/DB"
+        ),
+    }
+}
+
+async fn tokens<S: Store>(store: &S, command: &config::TokenCommand) -> anyhow::Result<()> {
+    use config::TokenCommand;
+    match command {
+        TokenCommand::Create { name, role, project } => {
+            let secret = core::access::new_secret();
+            let first = !store.any_tokens().await?;
+            store
+                .create_token(name.clone(), role.clone(), project.clone(), core::access::hash_secret(&secret))
+                .await?;
+            println!("{secret}");
+            eprintln!(
+                "created {role} token {name:?}{}. The secret above is shown only once: give it to its user (BATON_TOKEN).",
+                project.as_ref().map(|p| format!(" for project {p}")).unwrap_or_default()
+            );
+            if first {
+                eprintln!(
+                    "This is the first token: from now on every request needs a token, loopback included."
+                );
+            }
+        }
+        TokenCommand::List => {
+            for t in store.list_tokens().await? {
+                let state = if t.revoked_us.is_some() { "revoked" } else { "active" };
+                let used = t.last_used_us.map_or("never used".to_owned(), |u| {
+                    chrono::DateTime::from_timestamp_micros(u)
+                        .map(|d| format!("last used {}", d.to_rfc3339()))
+                        .unwrap_or_default()
+                });
+                println!("{}\t{}\t{}\t{state}\t{used}", t.name, t.role, t.project.as_deref().unwrap_or("*"));
+            }
+        }
+        TokenCommand::Revoke { name } => {
+            if store.revoke_token(name.clone()).await? {
+                eprintln!(
+                    "revoked token {name:?} (servers stop accepting it within {} s)",
+                    auth::TTL.as_secs()
+                );
+            } else {
+                anyhow::bail!("no active token named {name:?} (see `baton-server token list`)");
+            }
+        }
+    }
+    store.close().await;
     Ok(())
 }
 

@@ -19,14 +19,8 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
 
-    if !config.listen.ip().is_loopback() && !config.allow_open_network {
-        anyhow::bail!(
-            "refusing to listen on {}: this server has no access tokens, so anyone who can reach it could read \
-             and write everything. Listen on loopback (the default {}), or pass --allow-open-network if the \
-             network is trusted.",
-            config.listen,
-            baton_server::config::DEFAULT_LISTEN
-        );
+    if let Some(baton_server::config::ServerCommand::Token { command }) = &config.command {
+        return baton_server::token_command(&config, command).await;
     }
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await

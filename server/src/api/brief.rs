@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use super::Api;
 use super::session::brief_budget;
+use crate::core::access::Need;
 use crate::core::brief;
 use crate::core::validate::{self, limits};
 use crate::error::Result;
@@ -34,6 +35,7 @@ impl<S: Store> BriefService for Api<S> {
         &self,
         request: Request<GetBriefRequest>,
     ) -> Result<Response<GetBriefResponse>, Status> {
+        self.auth.check(request.metadata(), Need::Read, &request.get_ref().project).await?;
         let req = request.into_inner();
         validate::project("project", &req.project)?;
         let session = if req.session_id.is_empty() {

@@ -12,11 +12,12 @@ use sha2::{Digest, Sha256};
 use tonic::{Request, Response, Status};
 
 use super::{Api, without_clock, write_ctx};
+use crate::core::access::Need;
 use crate::core::checkpoint::{self, Header};
 use crate::core::redact::Redactor;
 use crate::core::validate::{self, limits};
 use crate::error::Error;
-use crate::store::{NewCheckpoint, Store};
+use crate::store::{Entity, NewCheckpoint, Store};
 
 /// Size rules for the structured state: bounded lists of bounded strings.
 fn check_state(state: &CheckpointState) -> Result<(), Error> {
@@ -98,6 +99,10 @@ impl<S: Store> CheckpointService for Api<S> {
         &self,
         request: Request<CreateCheckpointRequest>,
     ) -> Result<Response<CreateCheckpointResponse>, Status> {
+        let who = self
+            .auth
+            .check_entity(request.metadata(), Need::Write, Entity::Session, &request.get_ref().session_id)
+            .await?;
         let mut req = request.into_inner();
         let session_id = validate::uuid("session_id", &req.session_id)?;
         let id = validate::new_id("checkpoint_id", &req.checkpoint_id)?;
@@ -127,7 +132,7 @@ impl<S: Store> CheckpointService for Api<S> {
         let mut redactor = Redactor::default();
         redactor.field(&mut req.reason);
         redactor.fields(crate::core::redact::state_texts(&mut state));
-        let ctx = write_ctx("CreateCheckpoint", &hash_view, req.write.as_ref(), redactor.count)?;
+        let ctx = write_ctx("CreateCheckpoint", &hash_view, req.write.as_ref(), redactor.count, &who)?;
         let chunk_digests = check_blobs(&req.blobs)?;
         let blobs = if req.blobs.is_empty() {
             Vec::new()
@@ -155,6 +160,14 @@ impl<S: Store> CheckpointService for Api<S> {
         &self,
         request: Request<GetCheckpointRequest>,
     ) -> Result<Response<GetCheckpointResponse>, Status> {
+        self.auth
+            .check_entity(
+                request.metadata(),
+                Need::Read,
+                Entity::Checkpoint,
+                &request.get_ref().checkpoint_id,
+            )
+            .await?;
         let req = request.into_inner();
         let id = validate::uuid("checkpoint_id", &req.checkpoint_id)?;
         Ok(Response::new(self.store.get_checkpoint(id, req.include_payload).await?))
@@ -164,6 +177,9 @@ impl<S: Store> CheckpointService for Api<S> {
         &self,
         request: Request<ListCheckpointsRequest>,
     ) -> Result<Response<ListCheckpointsResponse>, Status> {
+        self.auth
+            .check_entity(request.metadata(), Need::Read, Entity::Session, &request.get_ref().session_id)
+            .await?;
         let req = request.into_inner();
         let id = validate::uuid("session_id", &req.session_id)?;
         Ok(Response::new(self.store.list_checkpoints(id, req.include_state).await?))
@@ -173,6 +189,7 @@ impl<S: Store> CheckpointService for Api<S> {
         &self,
         request: Request<MissingChunksRequest>,
     ) -> Result<Response<MissingChunksResponse>, Status> {
+        self.auth.check(request.metadata(), Need::Write, &request.get_ref().project).await?;
         let req = request.into_inner();
         validate::project("project", &req.project)?;
         validate::count("digests", req.digests.len(), MAX_DIGESTS)?;
@@ -187,6 +204,7 @@ impl<S: Store> CheckpointService for Api<S> {
         &self,
         request: Request<PutChunksRequest>,
     ) -> Result<Response<PutChunksResponse>, Status> {
+        self.auth.check(request.metadata(), Need::Write, &request.get_ref().project).await?;
         let req = request.into_inner();
         validate::project("project", &req.project)?;
         if req.chunks.len() > MAX_CHUNKS_PER_CALL {
@@ -232,6 +250,7 @@ impl<S: Store> CheckpointService for Api<S> {
         &self,
         request: Request<GetChunksRequest>,
     ) -> Result<Response<GetChunksResponse>, Status> {
+        self.auth.check(request.metadata(), Need::Read, &request.get_ref().project).await?;
         let req = request.into_inner();
         validate::project("project", &req.project)?;
         validate::count("digests", req.digests.len(), MAX_CHUNKS_PER_CALL)?;

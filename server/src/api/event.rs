@@ -12,6 +12,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 use super::Api;
+use crate::core::access::Need;
 use crate::core::validate;
 use crate::error::Error;
 use crate::events::{Watch, watch};
@@ -39,6 +40,7 @@ impl<S: Store> EventService for Api<S> {
         &self,
         request: Request<ListEventsRequest>,
     ) -> Result<Response<ListEventsResponse>, Status> {
+        self.auth.check(request.metadata(), Need::Read, &request.get_ref().project).await?;
         let req = request.into_inner();
         validate::project("project", &req.project)?;
         check_cursor("after_revision", req.after_revision)?;
@@ -50,6 +52,7 @@ impl<S: Store> EventService for Api<S> {
     type WatchStream = Pin<Box<dyn Stream<Item = Result<Event, Status>> + Send + 'static>>;
 
     async fn watch(&self, request: Request<WatchRequest>) -> Result<Response<Self::WatchStream>, Status> {
+        let who = self.auth.principal(request.metadata()).await?;
         let req = request.into_inner();
         if req.cursors.is_empty() {
             return Err(
@@ -58,8 +61,10 @@ impl<S: Store> EventService for Api<S> {
         }
         validate::count("cursors", req.cursors.len(), self.limits.max_watch_projects)?;
         let mut cursors = Vec::with_capacity(req.cursors.len());
+        who.allow(Need::Read)?;
         for c in &req.cursors {
             validate::project("cursors.project", &c.project)?;
+            who.scope(&c.project)?;
             check_cursor("cursors.after_revision", c.after_revision)?;
             if cursors.iter().any(|(p, _): &(String, i64)| p == &c.project) {
                 return Err(Error::from(validate::invalid(
@@ -80,6 +85,7 @@ impl<S: Store> EventService for Api<S> {
         &self,
         request: Request<ListConflictsRequest>,
     ) -> Result<Response<ListConflictsResponse>, Status> {
+        self.auth.check(request.metadata(), Need::Read, &request.get_ref().project).await?;
         let req = request.into_inner();
         validate::project("project", &req.project)?;
         check_cursor("after_revision", req.after_revision)?;

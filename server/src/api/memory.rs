@@ -8,6 +8,7 @@ use baton_proto::v1::{
 use tonic::{Request, Response, Status};
 
 use super::{Api, without_clock, write_ctx};
+use crate::core::access::Need;
 use crate::core::memory as rules;
 use crate::core::redact::Redactor;
 use crate::core::validate::{self, limits};
@@ -28,6 +29,7 @@ impl<S: Store> MemoryService for Api<S> {
         &self,
         request: Request<PutMemoryRequest>,
     ) -> Result<Response<PutMemoryResponse>, Status> {
+        let who = self.auth.check(request.metadata(), Need::Write, &request.get_ref().project).await?;
         let mut req = request.into_inner();
         validate::project("project", &req.project)?;
         rules::semantics(&req.category).map_err(Error::from)?;
@@ -42,7 +44,7 @@ impl<S: Store> MemoryService for Api<S> {
         without_clock(&mut hash_view.write);
         let mut redactor = Redactor::default();
         redactor.fields(req.items.iter_mut().flat_map(|i| [&mut i.content, &mut i.rationale]));
-        let ctx = write_ctx("PutMemory", &hash_view, req.write.as_ref(), redactor.count)?;
+        let ctx = write_ctx("PutMemory", &hash_view, req.write.as_ref(), redactor.count, &who)?;
         Ok(Response::new(self.store.put_memory(ctx, req).await?))
     }
 
@@ -50,6 +52,7 @@ impl<S: Store> MemoryService for Api<S> {
         &self,
         request: Request<ListMemoryRequest>,
     ) -> Result<Response<ListMemoryResponse>, Status> {
+        self.auth.check(request.metadata(), Need::Read, &request.get_ref().project).await?;
         let req = request.into_inner();
         validate::project("project", &req.project)?;
         if !req.category.is_empty() {
@@ -65,6 +68,7 @@ impl<S: Store> MemoryService for Api<S> {
         &self,
         request: Request<DeleteMemoryRequest>,
     ) -> Result<Response<DeleteMemoryResponse>, Status> {
+        let who = self.auth.check(request.metadata(), Need::Write, &request.get_ref().project).await?;
         let req = request.into_inner();
         validate::project("project", &req.project)?;
         match &req.target {
@@ -88,7 +92,7 @@ impl<S: Store> MemoryService for Api<S> {
         }
         let mut hash_view = req.clone();
         without_clock(&mut hash_view.write);
-        let ctx = write_ctx("DeleteMemory", &hash_view, req.write.as_ref(), 0)?;
+        let ctx = write_ctx("DeleteMemory", &hash_view, req.write.as_ref(), 0, &who)?;
         Ok(Response::new(self.store.delete_memory(ctx, req).await?))
     }
 
@@ -96,6 +100,7 @@ impl<S: Store> MemoryService for Api<S> {
         &self,
         request: Request<SetMemoryCapsRequest>,
     ) -> Result<Response<SetMemoryCapsResponse>, Status> {
+        let who = self.auth.check(request.metadata(), Need::Write, &request.get_ref().project).await?;
         let req = request.into_inner();
         validate::project("project", &req.project)?;
         if req.caps.is_empty() {
@@ -106,7 +111,7 @@ impl<S: Store> MemoryService for Api<S> {
         rules::check_caps(&req.caps).map_err(Error::from)?;
         let mut hash_view = req.clone();
         without_clock(&mut hash_view.write);
-        let ctx = write_ctx("SetMemoryCaps", &hash_view, req.write.as_ref(), 0)?;
+        let ctx = write_ctx("SetMemoryCaps", &hash_view, req.write.as_ref(), 0, &who)?;
         Ok(Response::new(self.store.set_memory_caps(ctx, req).await?))
     }
 }

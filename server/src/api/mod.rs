@@ -8,6 +8,7 @@ use prost::Message;
 use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
+use crate::auth::{Auth, Principal};
 use crate::core::lww::Policy;
 use crate::core::validate::{self, Invalid, invalid, limits};
 use crate::events::Hub;
@@ -43,6 +44,7 @@ pub struct Api<S: Store> {
     pub hub: Hub<S>,
     pub limits: Arc<Limits>,
     pub shutdown: watch::Receiver<bool>,
+    pub auth: Auth<S>,
 }
 
 fn us(ts: &prost_types::Timestamp) -> i64 {
@@ -57,6 +59,7 @@ pub(crate) fn write_ctx(
     hash_view: &impl Message,
     write: Option<&WriteOptions>,
     redacted: u32,
+    who: &Principal,
 ) -> Result<WriteCtx, Invalid> {
     let default = WriteOptions::default();
     let w = write.unwrap_or(&default);
@@ -100,7 +103,7 @@ pub(crate) fn write_ctx(
         policy,
         queued,
         actor: Actor {
-            token: String::new(),
+            token: who.name().to_owned(),
             agent: w.agent,
             host: w.host.clone(),
             user: w.user.clone(),

@@ -10,10 +10,11 @@ use baton_proto::v1::{
 use tonic::{Request, Response, Status};
 
 use super::{Api, build_brief, without_clock, write_ctx};
+use crate::core::access::Need;
 use crate::core::redact::Redactor;
 use crate::core::validate::{self, invalid, limits};
 use crate::error::Error;
-use crate::store::{SessionQuery, Store};
+use crate::store::{Entity, SessionQuery, Store};
 
 fn check_labels(
     host: &str,
@@ -55,6 +56,7 @@ impl<S: Store> SessionService for Api<S> {
         &self,
         request: Request<StartSessionRequest>,
     ) -> Result<Response<StartSessionResponse>, Status> {
+        let who = self.auth.check(request.metadata(), Need::Write, &request.get_ref().project).await?;
         let mut req = request.into_inner();
         validate::project("project", &req.project)?;
         let id = validate::new_id("session_id", &req.session_id)?;
@@ -74,7 +76,7 @@ impl<S: Store> SessionService for Api<S> {
         let mut redactor = Redactor::default();
         redactor.field(&mut req.goal);
         redactor.fields(req.metadata.values_mut());
-        let ctx = write_ctx("StartSession", &hash_view, req.write.as_ref(), redactor.count)?;
+        let ctx = write_ctx("StartSession", &hash_view, req.write.as_ref(), redactor.count, &who)?;
         Ok(Response::new(self.store.start_session(ctx, req, id).await?))
     }
 
@@ -82,6 +84,9 @@ impl<S: Store> SessionService for Api<S> {
         &self,
         request: Request<GetSessionRequest>,
     ) -> Result<Response<GetSessionResponse>, Status> {
+        self.auth
+            .check_entity(request.metadata(), Need::Read, Entity::Session, &request.get_ref().session_id)
+            .await?;
         let id = validate::uuid("session_id", &request.get_ref().session_id)?;
         Ok(Response::new(self.store.get_session(id).await?))
     }
@@ -90,6 +95,7 @@ impl<S: Store> SessionService for Api<S> {
         &self,
         request: Request<ListSessionsRequest>,
     ) -> Result<Response<ListSessionsResponse>, Status> {
+        self.auth.check(request.metadata(), Need::Read, &request.get_ref().project).await?;
         let req = request.into_inner();
         validate::project("project", &req.project)?;
         let mut statuses = Vec::new();
@@ -123,6 +129,10 @@ impl<S: Store> SessionService for Api<S> {
         &self,
         request: Request<UpdateSessionRequest>,
     ) -> Result<Response<UpdateSessionResponse>, Status> {
+        let who = self
+            .auth
+            .check_entity(request.metadata(), Need::Write, Entity::Session, &request.get_ref().session_id)
+            .await?;
         let mut req = request.into_inner();
         let id = validate::uuid("session_id", &req.session_id)?;
         if let Some(goal) = &req.goal {
@@ -142,7 +152,7 @@ impl<S: Store> SessionService for Api<S> {
         without_clock(&mut hash_view.write);
         let mut redactor = Redactor::default();
         redactor.fields(req.goal.iter_mut().chain(req.summary.iter_mut()).chain(req.metadata.values_mut()));
-        let ctx = write_ctx("UpdateSession", &hash_view, req.write.as_ref(), redactor.count)?;
+        let ctx = write_ctx("UpdateSession", &hash_view, req.write.as_ref(), redactor.count, &who)?;
         Ok(Response::new(self.store.update_session(ctx, req, id).await?))
     }
 
@@ -150,6 +160,9 @@ impl<S: Store> SessionService for Api<S> {
         &self,
         request: Request<HeartbeatRequest>,
     ) -> Result<Response<HeartbeatResponse>, Status> {
+        self.auth
+            .check_entity(request.metadata(), Need::Write, Entity::Session, &request.get_ref().session_id)
+            .await?;
         let req = request.into_inner();
         let id = validate::uuid("session_id", &req.session_id)?;
         let status = match validate::enum_value::<SessionStatus>("status", req.status, true)? {
@@ -177,6 +190,10 @@ impl<S: Store> SessionService for Api<S> {
         &self,
         request: Request<EndSessionRequest>,
     ) -> Result<Response<EndSessionResponse>, Status> {
+        let who = self
+            .auth
+            .check_entity(request.metadata(), Need::Write, Entity::Session, &request.get_ref().session_id)
+            .await?;
         let mut req = request.into_inner();
         let id = validate::uuid("session_id", &req.session_id)?;
         let status = match validate::enum_value::<SessionStatus>("status", req.status, true)? {
@@ -196,7 +213,7 @@ impl<S: Store> SessionService for Api<S> {
         without_clock(&mut hash_view.write);
         let mut redactor = Redactor::default();
         redactor.field(&mut req.summary);
-        let ctx = write_ctx("EndSession", &hash_view, req.write.as_ref(), redactor.count)?;
+        let ctx = write_ctx("EndSession", &hash_view, req.write.as_ref(), redactor.count, &who)?;
         Ok(Response::new(self.store.end_session(ctx, req, id, status).await?))
     }
 
@@ -204,6 +221,7 @@ impl<S: Store> SessionService for Api<S> {
         &self,
         request: Request<ResumeSessionRequest>,
     ) -> Result<Response<ResumeSessionResponse>, Status> {
+        let who = self.auth.check(request.metadata(), Need::Write, &request.get_ref().project).await?;
         let req = request.into_inner();
         validate::project("project", &req.project)?;
         match &req.target {
@@ -222,7 +240,7 @@ impl<S: Store> SessionService for Api<S> {
         let budget = brief_budget("brief_budget_chars", req.brief_budget_chars)?;
         let mut hash_view = req.clone();
         without_clock(&mut hash_view.write);
-        let ctx = write_ctx("ResumeSession", &hash_view, req.write.as_ref(), 0)?;
+        let ctx = write_ctx("ResumeSession", &hash_view, req.write.as_ref(), 0, &who)?;
         let project = req.project.clone();
         let mut reply = self.store.resume_session(ctx, req, new_id).await?;
         let session = reply.session.as_ref().map(|s| (s.id.clone(), s.branch.clone()));

@@ -212,10 +212,45 @@ pub trait Store: Clone + Send + Sync + 'static {
         project: String,
         digests: Vec<String>,
     ) -> impl Future<Output = Result<Vec<(String, Vec<u8>)>>> + Send;
+    fn create_token(
+        &self,
+        name: String,
+        role: String,
+        project: Option<String>,
+        secret_hash: String,
+    ) -> impl Future<Output = Result<TokenRow>> + Send;
+    fn list_tokens(&self) -> impl Future<Output = Result<Vec<TokenRow>>> + Send;
+    /// Whether a live token of that name was revoked.
+    fn revoke_token(&self, name: String) -> impl Future<Output = Result<bool>> + Send;
+    fn token_by_hash(&self, secret_hash: String) -> impl Future<Output = Result<Option<TokenRow>>> + Send;
+    /// Whether any token was ever created (then every request needs one).
+    fn any_tokens(&self) -> impl Future<Output = Result<bool>> + Send;
+    fn touch_token(&self, id: String, now_us: i64) -> impl Future<Output = Result<()>> + Send;
+    /// The project of a session or checkpoint.
+    fn project_of(&self, kind: Entity, id: String) -> impl Future<Output = Result<Option<String>>> + Send;
     /// The project's current revision (0 for an unknown project).
     fn head_revision(&self, project: String) -> impl Future<Output = Result<i64>> + Send;
     /// Closes the pool (shutdown).
     fn close(&self) -> impl Future<Output = ()> + Send;
+}
+
+/// A stored access token (never its secret).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct TokenRow {
+    pub id: String,
+    pub name: String,
+    pub role: String,
+    pub project: Option<String>,
+    pub created_us: i64,
+    pub last_used_us: Option<i64>,
+    pub revoked_us: Option<i64>,
+}
+
+/// Records addressed by id, whose project a scoped token must be checked against.
+#[derive(Debug, Clone, Copy)]
+pub enum Entity {
+    Session,
+    Checkpoint,
 }
 
 /// Which backend a database URL names.

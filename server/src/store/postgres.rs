@@ -115,4 +115,5 @@ include!("shared/sessions.rs");
 include!("shared/checkpoints.rs");
 include!("shared/memory.rs");
 include!("shared/reads.rs");
+include!("shared/tokens.rs");
 include!("shared/store_impl.rs");

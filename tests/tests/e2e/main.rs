@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failure should panic loudly
 
+mod access;
 mod bad_input;
 mod brief;
 mod checkpoints;

@@ -70,6 +70,27 @@ impl crate::store::Store for Backend {
     async fn get_chunks(&self, project: String, digests: Vec<String>) -> Result<Vec<(String, Vec<u8>)>> {
         self.do_get_chunks(project, digests).await
     }
+    async fn create_token(&self, name: String, role: String, project: Option<String>, secret_hash: String) -> Result<crate::store::TokenRow> {
+        self.do_create_token(name, role, project, secret_hash).await
+    }
+    async fn list_tokens(&self) -> Result<Vec<crate::store::TokenRow>> {
+        self.do_list_tokens().await
+    }
+    async fn revoke_token(&self, name: String) -> Result<bool> {
+        self.do_revoke_token(name).await
+    }
+    async fn token_by_hash(&self, secret_hash: String) -> Result<Option<crate::store::TokenRow>> {
+        self.do_token_by_hash(secret_hash).await
+    }
+    async fn any_tokens(&self) -> Result<bool> {
+        self.do_any_tokens().await
+    }
+    async fn touch_token(&self, id: String, now_us: i64) -> Result<()> {
+        self.do_touch_token(id, now_us).await
+    }
+    async fn project_of(&self, kind: crate::store::Entity, id: String) -> Result<Option<String>> {
+        self.do_project_of(kind, id).await
+    }
     async fn head_revision(&self, project: String) -> Result<i64> {
         head_revision(&mut *self.pool.acquire().await?, &project).await
     }

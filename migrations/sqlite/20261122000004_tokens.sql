@@ -1,0 +1,11 @@
+-- Access tokens: only the sha256 of the secret is stored.
+CREATE TABLE tokens (
+    id            TEXT PRIMARY KEY NOT NULL,
+    name          TEXT NOT NULL UNIQUE,
+    role          TEXT NOT NULL,
+    project       TEXT,
+    secret_hash   TEXT NOT NULL UNIQUE,
+    created_us    INTEGER NOT NULL,
+    last_used_us  INTEGER,
+    revoked_us    INTEGER
+);

@@ -1,0 +1,70 @@
+// Access tokens (secrets stored only as sha256) and the project of an id, for scope checks.
+
+use crate::store::TokenRow;
+
+impl Backend {
+    pub(crate) async fn do_create_token(&self, name: String, role: String, project: Option<String>, hash: String) -> Result<TokenRow> {
+        let id = uuid::Uuid::now_v7().to_string();
+        let now = crate::store::rows::us(&prost_types::Timestamp::from(std::time::SystemTime::now()));
+        let exists: Option<(String,)> = sqlx::query_as("SELECT id FROM tokens WHERE name = $1").bind(&name).fetch_optional(&self.pool).await?;
+        if exists.is_some() {
+            return Err(Error::AlreadyExists(format!("a token named {name:?} already exists; revoke it first or pick another name")));
+        }
+        sqlx::query("INSERT INTO tokens (id, name, role, project, secret_hash, created_us) VALUES ($1, $2, $3, $4, $5, $6)")
+            .bind(&id)
+            .bind(&name)
+            .bind(&role)
+            .bind(&project)
+            .bind(&hash)
+            .bind(now)
+            .execute(&self.pool)
+            .await?;
+        Ok(TokenRow { id, name, role, project, created_us: now, last_used_us: None, revoked_us: None })
+    }
+
+    pub(crate) async fn do_list_tokens(&self) -> Result<Vec<TokenRow>> {
+        Ok(sqlx::query_as(
+            "SELECT id, name, role, project, created_us, last_used_us, revoked_us FROM tokens ORDER BY created_us",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    pub(crate) async fn do_revoke_token(&self, name: String) -> Result<bool> {
+        let now = crate::store::rows::us(&prost_types::Timestamp::from(std::time::SystemTime::now()));
+        let done = sqlx::query("UPDATE tokens SET revoked_us = $2 WHERE name = $1 AND revoked_us IS NULL")
+            .bind(&name)
+            .bind(now)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    pub(crate) async fn do_token_by_hash(&self, hash: String) -> Result<Option<TokenRow>> {
+        Ok(sqlx::query_as(
+            "SELECT id, name, role, project, created_us, last_used_us, revoked_us FROM tokens WHERE secret_hash = $1",
+        )
+        .bind(&hash)
+        .fetch_optional(&self.pool)
+        .await?)
+    }
+
+    pub(crate) async fn do_any_tokens(&self) -> Result<bool> {
+        let row: Option<(String,)> = sqlx::query_as("SELECT id FROM tokens LIMIT 1").fetch_optional(&self.pool).await?;
+        Ok(row.is_some())
+    }
+
+    pub(crate) async fn do_touch_token(&self, id: String, now_us: i64) -> Result<()> {
+        sqlx::query("UPDATE tokens SET last_used_us = $2 WHERE id = $1").bind(&id).bind(now_us).execute(&self.pool).await?;
+        Ok(())
+    }
+
+    pub(crate) async fn do_project_of(&self, kind: crate::store::Entity, id: String) -> Result<Option<String>> {
+        let sql = match kind {
+            crate::store::Entity::Session => "SELECT project FROM sessions WHERE id = $1",
+            crate::store::Entity::Checkpoint => "SELECT project FROM checkpoints WHERE id = $1",
+        };
+        let row: Option<(String,)> = sqlx::query_as(sql).bind(&id).fetch_optional(&self.pool).await?;
+        Ok(row.map(|(p,)| p))
+    }
+}
