@@ -149,15 +149,7 @@ async fn session_for(
     // conversation in the project continues the successor session it made.
     if let Some(pending) = ctx.state.take(agent.name(), &format!("pending:{}", project.key)) {
         let id = pending.baton_session_id.clone();
-        ctx.state.update(agent.name(), &agent_sid, |s| {
-            *s = crate::state::AgentSession {
-                baton_session_id: id.clone(),
-                project: project.key.clone(),
-                transcript_path: p.transcript_path.clone().unwrap_or_default(),
-                cwd: cwd.display().to_string(),
-                ..Default::default()
-            };
-        })?;
+        remember(ctx, agent, p, &agent_sid, &id, project, &cwd)?;
         // Record which conversation now carries it (for `baton resume` elsewhere later).
         let update = baton_proto::v1::UpdateSessionRequest {
             session_id: id.clone(),
@@ -186,16 +178,29 @@ async fn session_for(
         ..Default::default()
     };
     write::submit(&ctx.queue, hub, Write::StartSession(request), Some(LOCK_WAIT)).await?;
-    ctx.state.update(agent.name(), &agent_sid, |s| {
+    remember(ctx, agent, p, &agent_sid, &id, project, &cwd)?;
+    Ok(id)
+}
+
+/// Records which Baton session this agent conversation is, starting its counters afresh.
+fn remember(
+    ctx: &Ctx,
+    agent: Agent,
+    p: &Payload,
+    agent_sid: &str,
+    id: &str,
+    project: &Project,
+    cwd: &Path,
+) -> anyhow::Result<()> {
+    ctx.state.update(agent.name(), agent_sid, |s| {
         *s = crate::state::AgentSession {
-            baton_session_id: id.clone(),
+            baton_session_id: id.to_owned(),
             project: project.key.clone(),
             transcript_path: p.transcript_path.clone().unwrap_or_default(),
             cwd: cwd.display().to_string(),
             ..Default::default()
         };
-    })?;
-    Ok(id)
+    })
 }
 
 async fn session_start(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<String> {
