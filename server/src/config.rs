@@ -60,6 +60,9 @@ pub struct Config {
 
 #[derive(Debug, Clone, Subcommand)]
 pub enum ServerCommand {
+    /// Check that the server at --listen answers its health check (exit 0 when serving);
+    /// for container health checks.
+    Healthcheck,
     /// Manage access tokens (runs against the database; the server may be running).
     Token {
         #[command(subcommand)]

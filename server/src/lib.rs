@@ -227,6 +227,31 @@ async fn tokens<S: Store>(store: &S, command: &config::TokenCommand) -> anyhow::
     Ok(())
 }
 
+/// Asks the server listening on `listen` (loopback when it listens on all addresses)
+/// whether it is serving.
+pub async fn healthcheck(listen: std::net::SocketAddr) -> anyhow::Result<()> {
+    let mut addr = listen;
+    if addr.ip().is_unspecified() {
+        addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    }
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))?
+        .connect_timeout(std::time::Duration::from_secs(3))
+        .timeout(std::time::Duration::from_secs(5))
+        .connect()
+        .await
+        .with_context(|| format!("no baton-server answers on {addr}"))?;
+    let reply = tonic_health::pb::health_client::HealthClient::new(channel)
+        .check(tonic_health::pb::HealthCheckRequest { service: String::new() })
+        .await
+        .with_context(|| format!("the health check of {addr} failed"))?
+        .into_inner();
+    if reply.status != tonic_health::pb::health_check_response::ServingStatus::Serving as i32 {
+        anyhow::bail!("baton-server on {addr} is not serving");
+    }
+    println!("serving");
+    Ok(())
+}
+
 /// Completes on SIGINT or SIGTERM.
 pub async fn shutdown_signal() {
     let ctrl_c = async {

@@ -19,8 +19,14 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
 
-    if let Some(baton_server::config::ServerCommand::Token { command }) = &config.command {
-        return baton_server::token_command(&config, command).await;
+    match &config.command {
+        Some(baton_server::config::ServerCommand::Token { command }) => {
+            return baton_server::token_command(&config, command).await;
+        }
+        Some(baton_server::config::ServerCommand::Healthcheck) => {
+            return baton_server::healthcheck(config.listen).await;
+        }
+        None => {}
     }
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await

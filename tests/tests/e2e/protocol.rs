@@ -21,6 +21,17 @@ async fn health_and_reflection(backend: Backend) {
         let r = health.check(HealthCheckRequest { service: service.into() }).await.unwrap().into_inner();
         assert_eq!(r.status, ServingStatus::Serving as i32, "{service}");
     }
+    // The container health check: `baton-server healthcheck` against the listen address.
+    let check = |addr: String| {
+        Command::new(baton_tests::binary("baton-server"))
+            .args(["--listen", &addr, "healthcheck"])
+            .output()
+            .unwrap()
+    };
+    let up = check(server.addr.to_string());
+    assert!(up.status.success() && String::from_utf8_lossy(&up.stdout).contains("serving"), "{up:?}");
+    let down = check("127.0.0.1:1".into());
+    assert!(!down.status.success());
     let mut reflection = ServerReflectionClient::new(channel);
     let request = ServerReflectionRequest {
         host: String::new(),
