@@ -20,10 +20,6 @@ fn sha(data: &[u8]) -> String {
     hex::encode(Sha256::digest(data))
 }
 
-fn err(status: &tonic::Status) -> anyhow::Error {
-    anyhow::anyhow!(remote::explain(status))
-}
-
 /// Reads and redacts a transcript (secrets never leave the machine); returns the bytes and
 /// how many secrets were redacted.
 pub fn prepare(path: &Path) -> anyhow::Result<(Vec<u8>, u32)> {
@@ -48,7 +44,7 @@ pub async fn upload(
             .checkpoints
             .missing_chunks(MissingChunksRequest { project: project.to_owned(), digests: batch.to_vec() })
             .await
-            .map_err(|s| err(&s))?;
+            .map_err(remote::fail)?;
         missing.extend(reply.into_inner().missing);
     }
     let to_send: Vec<Chunk> = pieces
@@ -61,7 +57,7 @@ pub async fn upload(
         hub.checkpoints
             .put_chunks(PutChunksRequest { project: project.to_owned(), chunks: batch.to_vec() })
             .await
-            .map_err(|s| err(&s))?;
+            .map_err(remote::fail)?;
     }
     Ok(BlobRef {
         role: "transcript".into(),
@@ -82,7 +78,7 @@ pub async fn download(hub: &mut Hub, project: &str, blob: &BlobRef) -> anyhow::R
             .checkpoints
             .get_chunks(GetChunksRequest { project: project.to_owned(), digests: batch.to_vec() })
             .await
-            .map_err(|s| err(&s))?
+            .map_err(remote::fail)?
             .into_inner();
         for digest in batch {
             let chunk = reply

@@ -109,6 +109,11 @@ pub fn is_transient(status: &Status) -> bool {
     )
 }
 
+/// A refused call as an error for a command (its message is `explain`'s sentence).
+pub fn fail(status: Status) -> anyhow::Error {
+    anyhow::anyhow!(explain(&status))
+}
+
 /// A human sentence for a refused call.
 pub fn explain(status: &Status) -> String {
     match status.code() {

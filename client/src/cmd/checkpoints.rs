@@ -27,12 +27,7 @@ async fn current_session(hub: &mut Hub, project: &str, active_only: bool) -> any
         if active_only && request.statuses.is_empty() {
             break;
         }
-        let reply = hub
-            .sessions
-            .list_sessions(request)
-            .await
-            .map_err(|s| anyhow::anyhow!(remote::explain(&s)))?
-            .into_inner();
+        let reply = hub.sessions.list_sessions(request).await.map_err(remote::fail)?.into_inner();
         if let Some(s) = reply.sessions.first() {
             return Ok(s.id.clone());
         }
@@ -60,7 +55,7 @@ pub async fn list(
         .checkpoints
         .list_checkpoints(ListCheckpointsRequest { session_id: id.clone(), include_state: json })
         .await
-        .map_err(|s| anyhow::anyhow!(remote::explain(&s)))?
+        .map_err(remote::fail)?
         .into_inner();
     if json {
         let cps: Vec<_> = reply.checkpoints.iter().map(view::checkpoint_json).collect();

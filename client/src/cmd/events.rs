@@ -20,7 +20,7 @@ pub async fn list(ctx: &Ctx, dir: &Path, after: i64, limit: i32, json: bool) -> 
             kinds: vec![],
         })
         .await
-        .map_err(|s| anyhow::anyhow!(remote::explain(&s)))?
+        .map_err(remote::fail)?
         .into_inner();
     for e in &reply.events {
         if json {
@@ -47,7 +47,7 @@ pub async fn watch(ctx: &Ctx, dir: &Path, after: Option<i64>, json: bool) -> any
                     kinds: vec![],
                 })
                 .await
-                .map_err(|s| anyhow::anyhow!(remote::explain(&s)))?
+                .map_err(remote::fail)?
                 .into_inner()
                 .as_of_revision
         }
@@ -62,10 +62,10 @@ pub async fn watch(ctx: &Ctx, dir: &Path, after: Option<i64>, json: bool) -> any
             kinds: vec![],
         })
         .await
-        .map_err(|s| anyhow::anyhow!(remote::explain(&s)))?
+        .map_err(remote::fail)?
         .into_inner();
     while let Some(event) = stream.next().await {
-        let event = event.map_err(|s| anyhow::anyhow!(remote::explain(&s)))?;
+        let event = event.map_err(remote::fail)?;
         if json {
             println!("{}", view::event_json(&event));
         } else {
@@ -86,7 +86,7 @@ pub async fn conflicts(ctx: &Ctx, dir: &Path, after: i64, json: bool) -> anyhow:
             limit: 1000,
         })
         .await
-        .map_err(|s| anyhow::anyhow!(remote::explain(&s)))?
+        .map_err(remote::fail)?
         .into_inner();
     if json {
         let list: Vec<_> = reply.conflicts.iter().map(view::conflict_json).collect();

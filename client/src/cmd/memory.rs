@@ -72,7 +72,7 @@ pub async fn add(ctx: &Ctx, dir: &Path, a: Add, json: bool) -> anyhow::Result<()
                     include_evicted: false,
                 })
                 .await
-                .map_err(|s| anyhow::anyhow!(remote::explain(&s)))?
+                .map_err(remote::fail)?
                 .into_inner();
             let read = list.record_revisions.get(&record_key(&a.category, &branch, "")).copied().unwrap_or(0);
             if let Some(expected) = a.if_revision
@@ -169,7 +169,7 @@ pub async fn list(
             include_evicted: all,
         })
         .await
-        .map_err(|s| anyhow::anyhow!(remote::explain(&s)))?
+        .map_err(remote::fail)?
         .into_inner();
     if json {
         let entries: Vec<_> = reply.entries.iter().map(view::entry_json).collect();
@@ -230,7 +230,7 @@ pub async fn rm(
                         ..Default::default()
                     })
                     .await
-                    .map_err(|s| anyhow::anyhow!(remote::explain(&s)))?
+                    .map_err(remote::fail)?
                     .into_inner();
                 let found: Vec<_> = list.entries.iter().filter(|e| e.id.ends_with(&id)).collect();
                 match found.as_slice() {
@@ -256,7 +256,7 @@ pub async fn rm(
             write: write::options(baton_proto::v1::AgentKind::Custom as i32, ""),
         })
         .await
-        .map_err(|s| anyhow::anyhow!(remote::explain(&s)))?
+        .map_err(remote::fail)?
         .into_inner();
     if json {
         println!(

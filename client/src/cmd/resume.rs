@@ -122,7 +122,7 @@ pub async fn run(
             ..Default::default()
         })
         .await
-        .map_err(|s| anyhow::anyhow!(remote::explain(&s)))?
+        .map_err(remote::fail)?
         .into_inner();
     let old = reply.resumed_from.clone().unwrap_or_default();
     let new = reply.session.clone().unwrap_or_default();

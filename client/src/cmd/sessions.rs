@@ -52,7 +52,7 @@ pub async fn list(ctx: &Ctx, dir: &Path, f: Filters, json: bool) -> anyhow::Resu
             ..Default::default()
         })
         .await
-        .map_err(|s| anyhow::anyhow!(remote::explain(&s)))?
+        .map_err(remote::fail)?
         .into_inner();
     if json {
         let sessions: Vec<_> = reply.sessions.iter().map(view::session_json).collect();
@@ -92,7 +92,7 @@ pub async fn resolve(hub: &mut remote::Hub, project: &str, id: &str) -> anyhow::
             ..Default::default()
         })
         .await
-        .map_err(|s| anyhow::anyhow!(remote::explain(&s)))?
+        .map_err(remote::fail)?
         .into_inner();
     let matches: Vec<_> =
         reply.sessions.iter().filter(|s| s.id.ends_with(id) || s.id.starts_with(id)).collect();
@@ -111,7 +111,7 @@ pub async fn show(ctx: &Ctx, dir: &Path, id: &str, json: bool) -> anyhow::Result
         .sessions
         .get_session(GetSessionRequest { session_id: id })
         .await
-        .map_err(|s| anyhow::anyhow!(remote::explain(&s)))?
+        .map_err(remote::fail)?
         .into_inner();
     let s = reply.session.unwrap_or_default();
     if json {

@@ -11,9 +11,8 @@ pub async fn run(ctx: &Ctx, dir: &Path, budget: Option<u32>, json: bool) -> anyh
     let budget = budget.unwrap_or(ctx.settings.brief_budget) as usize;
     let text = match remote::connect(&ctx.settings, Timeouts::CLI).await {
         Ok(mut hub) => {
-            let text = hook::brief_text(&mut hub, &project, None, dir, &info, budget)
-                .await
-                .map_err(|s| anyhow::anyhow!(remote::explain(&s)))?;
+            let text =
+                hook::brief_text(&mut hub, &project, None, dir, &info, budget).await.map_err(remote::fail)?;
             let _ = cache::store(&ctx.settings.data_dir, &project.key, &text);
             text
         }

@@ -213,20 +213,17 @@ async fn resume_claims_once_and_fences(backend: Backend) {
     let server = Server::start(backend).await.unwrap();
     let mut c = server.clients().await;
     let p = project();
-    let worker = c
-        .sessions
-        .start_session(StartSessionRequest {
+    let worker = crate::start(
+        &mut c,
+        StartSessionRequest {
             project: p.clone(),
             agent: AgentKind::Custom as i32,
             lease_ttl_ms: 60_000,
             write: write(),
             ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .session
-        .unwrap();
+        },
+    )
+    .await;
     checkpoint(&mut c, &worker.id, None, "w1").await;
     // Active sessions cannot be resumed.
     let resume = |c: &mut Clients| {

@@ -57,9 +57,15 @@ pub fn code<T: std::fmt::Debug>(r: Result<T, Status>) -> (Code, String) {
     (status.code(), status.message().to_owned())
 }
 
+/// Starts a session as described.
+pub async fn start(c: &mut Clients, request: StartSessionRequest) -> Session {
+    c.sessions.start_session(request).await.unwrap().into_inner().session.unwrap()
+}
+
 pub async fn start_session(c: &mut Clients, project: &str) -> Session {
-    c.sessions
-        .start_session(StartSessionRequest {
+    start(
+        c,
+        StartSessionRequest {
             project: project.into(),
             agent: AgentKind::ClaudeCode as i32,
             agent_session_id: "agent-conv-1".into(),
@@ -70,12 +76,9 @@ pub async fn start_session(c: &mut Clients, project: &str) -> Session {
             goal: "ship the hub".into(),
             write: write(),
             ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .session
-        .unwrap()
+        },
+    )
+    .await
 }
 
 pub async fn put_note(

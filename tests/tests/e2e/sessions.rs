@@ -173,20 +173,17 @@ async fn invalid_transitions(backend: Backend) {
     let server = Server::start(backend).await.unwrap();
     let mut c = server.clients().await;
     let p = project();
-    let s = c
-        .sessions
-        .start_session(StartSessionRequest {
+    let s = crate::start(
+        &mut c,
+        StartSessionRequest {
             project: p.clone(),
             agent: AgentKind::Custom as i32,
             status: SessionStatus::Initializing as i32,
             write: write(),
             ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .session
-        .unwrap();
+        },
+    )
+    .await;
     // initializing -> completed is not in the table.
     let (c1, msg) = code(
         c.sessions
@@ -217,20 +214,17 @@ async fn list_filters_and_pages(backend: Backend) {
     let p = project();
     let mut ids = Vec::new();
     for i in 0..7 {
-        let s = c
-            .sessions
-            .start_session(StartSessionRequest {
+        let s = crate::start(
+            &mut c,
+            StartSessionRequest {
                 project: p.clone(),
                 agent: if i % 2 == 0 { AgentKind::ClaudeCode as i32 } else { AgentKind::Gemini as i32 },
                 host: format!("host-{}", i % 3),
                 write: write(),
                 ..Default::default()
-            })
-            .await
-            .unwrap()
-            .into_inner()
-            .session
-            .unwrap();
+            },
+        )
+        .await;
         ids.push(s.id);
     }
     c.sessions
@@ -298,20 +292,17 @@ async fn idle_and_lease_expiry(backend: Backend) {
     let mut c = server.clients().await;
     let p = project();
     let hooked = start_session(&mut c, &p).await; // no lease: goes idle
-    let worker = c
-        .sessions
-        .start_session(StartSessionRequest {
+    let worker = crate::start(
+        &mut c,
+        StartSessionRequest {
             project: p.clone(),
             agent: AgentKind::Custom as i32,
             lease_ttl_ms: 600,
             write: write(),
             ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .session
-        .unwrap();
+        },
+    )
+    .await;
     let status = |id: String| {
         let mut c = c.clone();
         async move {

@@ -158,13 +158,14 @@ impl Backend {
     pub(crate) async fn do_list_checkpoints(&self, session_id: uuid::Uuid, include_state: bool) -> Result<ListCheckpointsResponse> {
         let session_id = session_id.to_string();
         let mut conn = self.pool.acquire().await?;
-        let project: Option<(String, Option<String>)> = sqlx::query_as("SELECT project, head_checkpoint_id FROM sessions WHERE id = $1")
+        let project: Option<(String,)> = sqlx::query_as("SELECT project FROM sessions WHERE id = $1")
             .bind(&session_id)
             .fetch_optional(&mut *conn)
             .await?;
-        let Some((project, _)) = project else {
+        let Some((project,)) = project else {
             return Err(Error::NotFound(format!("session_id: no session {session_id}")));
         };
+        // Head revision first, then the data: what is read is at least as new as as_of.
         let as_of_revision = head_revision(&mut conn, &project).await?;
         let head: (Option<String>,) =
             sqlx::query_as("SELECT head_checkpoint_id FROM sessions WHERE id = $1").bind(&session_id).fetch_one(&mut *conn).await?;
