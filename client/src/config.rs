@@ -1,5 +1,5 @@
 //! Client configuration: `~/.config/baton/config.toml`, then the environment
-//! (`BATON_SERVER`, `BATON_TOKEN`), then flags — later wins.
+//! (`BATON_SERVER`, `BATON_TOKEN`, `BATON_CA_CERT`), then flags — later wins.
 
 use std::path::PathBuf;
 
@@ -14,6 +14,8 @@ pub const DEFAULT_SERVER: &str = "http://127.0.0.1:7437";
 pub struct FileConfig {
     pub server: Option<String>,
     pub token: Option<String>,
+    /// A CA certificate (PEM) to trust for an `https://` server, besides the system's roots.
+    pub ca_cert: Option<PathBuf>,
     /// Auto-checkpoint every N tool calls (default 20; 0 = never).
     pub checkpoint_every: Option<u32>,
     /// Brief budget in characters for `baton warmup` and hooks (default 9000).
@@ -27,6 +29,7 @@ pub struct FileConfig {
 pub struct Settings {
     pub server: String,
     pub token: Option<String>,
+    pub ca_cert: Option<PathBuf>,
     pub checkpoint_every: u32,
     pub brief_budget: u32,
     pub sync_transcripts: bool,
@@ -54,7 +57,11 @@ pub fn dirs() -> anyhow::Result<(PathBuf, PathBuf)> {
 
 impl Settings {
     /// Loads the file (if any), then the environment, then the flags.
-    pub fn load(server_flag: Option<&str>, token_flag: Option<&str>) -> anyhow::Result<Self> {
+    pub fn load(
+        server_flag: Option<&str>,
+        token_flag: Option<&str>,
+        ca_flag: Option<&std::path::Path>,
+    ) -> anyhow::Result<Self> {
         let (config_dir, data_dir) = dirs()?;
         let config_file = config_dir.join("config.toml");
         let file = match std::fs::read_to_string(&config_file) {
@@ -70,9 +77,12 @@ impl Settings {
             .or(file.server)
             .unwrap_or_else(|| DEFAULT_SERVER.to_owned());
         let token = token_flag.map(str::to_owned).or_else(|| env("BATON_TOKEN")).or(file.token);
+        let ca_cert =
+            ca_flag.map(PathBuf::from).or_else(|| env("BATON_CA_CERT").map(PathBuf::from)).or(file.ca_cert);
         Ok(Self {
             server,
             token,
+            ca_cert,
             checkpoint_every: file.checkpoint_every.unwrap_or(20),
             brief_budget: file.brief_budget.unwrap_or(9000).clamp(500, 100_000),
             sync_transcripts: file.sync_transcripts.unwrap_or(false),

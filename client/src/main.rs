@@ -20,6 +20,11 @@ struct Cli {
     #[arg(long, global = true, hide_env_values = true)]
     token: Option<String>,
 
+    /// CA certificate (PEM) to trust for an https:// hub (overrides BATON_CA_CERT and the
+    /// config file's ca_cert).
+    #[arg(long, global = true, value_name = "PEM")]
+    ca_cert: Option<PathBuf>,
+
     /// Print JSON instead of text (read commands).
     #[arg(long, global = true)]
     json: bool,
@@ -190,7 +195,7 @@ fn main() -> std::process::ExitCode {
             return exit_for(&cli.command, false);
         }
     };
-    let ok = runtime.block_on(run(cli.command, cli.server, cli.token, cli.json, cli.dir));
+    let ok = runtime.block_on(run(cli.command, cli.server, cli.token, cli.ca_cert, cli.json, cli.dir));
     std::process::ExitCode::from(u8::from(!ok))
 }
 
@@ -203,11 +208,12 @@ async fn run(
     command: Command,
     server: Option<String>,
     token: Option<String>,
+    ca_cert: Option<PathBuf>,
     json: bool,
     dir: Option<PathBuf>,
 ) -> bool {
     let is_hook = matches!(command, Command::Hook { .. });
-    let settings = match Settings::load(server.as_deref(), token.as_deref()) {
+    let settings = match Settings::load(server.as_deref(), token.as_deref(), ca_cert.as_deref()) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("baton: {e:#}");

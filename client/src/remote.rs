@@ -10,7 +10,7 @@ use baton_proto::v1::memory_service_client::MemoryServiceClient;
 use baton_proto::v1::session_service_client::SessionServiceClient;
 use tonic::metadata::MetadataValue;
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 use tonic::{Code, Request, Status};
 
 use crate::config::Settings;
@@ -60,6 +60,8 @@ impl Timeouts {
 pub enum ConnectError {
     #[error("{0:?} is not a valid server URL (expected e.g. http://127.0.0.1:7437)")]
     BadUrl(String),
+    #[error("cannot read the CA certificate {path}: {reason} (check --ca-cert, BATON_CA_CERT or ca_cert in the config file)", path = .0.display(), reason = .1)]
+    BadCa(std::path::PathBuf, String),
     #[error("the token is not valid in an HTTP header (check BATON_TOKEN or the config file)")]
     BadToken,
     #[error(
@@ -76,10 +78,21 @@ pub async fn connect(settings: &Settings, timeouts: Timeouts) -> Result<Hub, Con
     if let Some(t) = timeouts.request {
         endpoint = endpoint.timeout(t);
     }
-    let channel = endpoint.connect().await.map_err(|e| ConnectError::Unreachable {
-        server: settings.server.clone(),
-        reason: std::error::Error::source(&e).map_or_else(|| e.to_string(), ToString::to_string),
-    })?;
+    if settings.server.starts_with("https://") {
+        let mut tls = ClientTlsConfig::new().with_native_roots();
+        if let Some(ca) = &settings.ca_cert {
+            let pem = std::fs::read(ca).map_err(|e| ConnectError::BadCa(ca.clone(), e.to_string()))?;
+            tls = tls.ca_certificate(Certificate::from_pem(pem));
+        }
+        endpoint = endpoint.tls_config(tls).map_err(|e| ConnectError::Unreachable {
+            server: settings.server.clone(),
+            reason: format!("TLS setup failed: {e}"),
+        })?;
+    }
+    let channel = endpoint
+        .connect()
+        .await
+        .map_err(|e| ConnectError::Unreachable { server: settings.server.clone(), reason: root_cause(&e) })?;
     let token = match &settings.token {
         Some(t) => Some(format!("Bearer {t}").parse().map_err(|_| ConnectError::BadToken)?),
         None => None,
@@ -94,6 +107,15 @@ pub async fn connect(settings: &Settings, timeouts: Timeouts) -> Result<Hub, Con
         events: EventServiceClient::new(ch()),
         channel,
     })
+}
+
+/// The innermost error's message: "connection refused", "invalid peer certificate: UnknownIssuer".
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = e;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    cause.to_string()
 }
 
 /// Whether a failed call is worth retrying later (the hub or the network is down) rather

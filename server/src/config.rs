@@ -54,6 +54,14 @@ pub struct Config {
     #[arg(long, env = "BATON_BOOTSTRAP_ADMIN_TOKEN", hide_env_values = true)]
     pub bootstrap_admin_token: Option<String>,
 
+    /// Serve TLS with this certificate chain (PEM; leaf first). Needs --tls-key.
+    #[arg(long, env = "BATON_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, env = "BATON_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
     #[command(subcommand)]
     pub command: Option<ServerCommand>,
 }
@@ -62,7 +70,15 @@ pub struct Config {
 pub enum ServerCommand {
     /// Check that the server at --listen answers its health check (exit 0 when serving);
     /// for container health checks.
-    Healthcheck,
+    Healthcheck {
+        /// Check this URL instead of --listen, e.g. https://baton.example.com:7437 for a
+        /// server with TLS.
+        #[arg(long)]
+        url: Option<String>,
+        /// Trust this CA certificate (PEM) for an https URL, besides the system's roots.
+        #[arg(long)]
+        ca_cert: Option<PathBuf>,
+    },
     /// Manage access tokens (runs against the database; the server may be running).
     Token {
         #[command(subcommand)]

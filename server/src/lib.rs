@@ -149,7 +149,12 @@ async fn serve<S: Store>(
         tracing::info!("shutting down: finishing in-flight requests");
         let _ = stop_tx.send(true);
     };
-    Server::builder()
+    let mut server = Server::builder();
+    if let Some(tls) = tls_config(&config)? {
+        server = server.tls_config(tls).context("configuring TLS")?;
+        tracing::info!("serving TLS");
+    }
+    server
         .add_service(health_service)
         .add_service(reflection)
         .add_service(SessionServiceServer::new(api.clone()).max_decoding_message_size(max_message))
@@ -166,6 +171,25 @@ async fn serve<S: Store>(
     store.close().await;
     tracing::info!("stopped; database closed cleanly");
     Ok(())
+}
+
+/// The TLS identity from --tls-cert/--tls-key, read now so a bad path fails at start-up.
+fn tls_config(config: &Config) -> anyhow::Result<Option<tonic::transport::ServerTlsConfig>> {
+    let (Some(cert), Some(key)) = (&config.tls_cert, &config.tls_key) else {
+        return Ok(None);
+    };
+    let read = |path: &std::path::Path, what: &str| {
+        std::fs::read(path).with_context(|| format!("cannot read the TLS {what} {}", path.display()))
+    };
+    let (cert_pem, key_pem) = (read(cert, "certificate")?, read(key, "key")?);
+    if !String::from_utf8_lossy(&cert_pem).contains("-----BEGIN CERTIFICATE-----") {
+        anyhow::bail!("--tls-cert {} holds no PEM certificate (-----BEGIN CERTIFICATE-----)", cert.display());
+    }
+    if !String::from_utf8_lossy(&key_pem).contains("PRIVATE KEY-----") {
+        anyhow::bail!("--tls-key {} holds no PEM private key", key.display());
+    }
+    let identity = tonic::transport::Identity::from_pem(cert_pem, key_pem);
+    Ok(Some(tonic::transport::ServerTlsConfig::new().identity(identity)))
 }
 
 /// Runs a `baton-server token …` command against the database.
@@ -227,26 +251,43 @@ async fn tokens<S: Store>(store: &S, command: &config::TokenCommand) -> anyhow::
     Ok(())
 }
 
-/// Asks the server listening on `listen` (loopback when it listens on all addresses)
-/// whether it is serving.
-pub async fn healthcheck(listen: std::net::SocketAddr) -> anyhow::Result<()> {
-    let mut addr = listen;
-    if addr.ip().is_unspecified() {
-        addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
-    }
-    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))?
+/// Asks the server at `url` (default: the one listening on `listen`, via loopback when it
+/// listens on all addresses) whether it is serving.
+pub async fn healthcheck(
+    listen: std::net::SocketAddr,
+    url: Option<&str>,
+    ca_cert: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    let url = match url {
+        Some(url) => url.to_owned(),
+        None => {
+            let mut addr = listen;
+            if addr.ip().is_unspecified() {
+                addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+            }
+            format!("http://{addr}")
+        }
+    };
+    let mut endpoint = tonic::transport::Endpoint::from_shared(url.clone())
+        .with_context(|| format!("{url:?} is not a valid URL"))?
         .connect_timeout(std::time::Duration::from_secs(3))
-        .timeout(std::time::Duration::from_secs(5))
-        .connect()
-        .await
-        .with_context(|| format!("no baton-server answers on {addr}"))?;
+        .timeout(std::time::Duration::from_secs(5));
+    if url.starts_with("https://") {
+        let mut tls = tonic::transport::ClientTlsConfig::new().with_native_roots();
+        if let Some(ca) = ca_cert {
+            let pem = std::fs::read(ca).with_context(|| format!("cannot read {}", ca.display()))?;
+            tls = tls.ca_certificate(tonic::transport::Certificate::from_pem(pem));
+        }
+        endpoint = endpoint.tls_config(tls)?;
+    }
+    let channel = endpoint.connect().await.with_context(|| format!("no baton-server answers on {url}"))?;
     let reply = tonic_health::pb::health_client::HealthClient::new(channel)
         .check(tonic_health::pb::HealthCheckRequest { service: String::new() })
         .await
-        .with_context(|| format!("the health check of {addr} failed"))?
+        .with_context(|| format!("the health check of {url} failed"))?
         .into_inner();
     if reply.status != tonic_health::pb::health_check_response::ServingStatus::Serving as i32 {
-        anyhow::bail!("baton-server on {addr} is not serving");
+        anyhow::bail!("baton-server on {url} is not serving");
     }
     println!("serving");
     Ok(())

@@ -23,8 +23,8 @@ async fn main() -> anyhow::Result<()> {
         Some(baton_server::config::ServerCommand::Token { command }) => {
             return baton_server::token_command(&config, command).await;
         }
-        Some(baton_server::config::ServerCommand::Healthcheck) => {
-            return baton_server::healthcheck(config.listen).await;
+        Some(baton_server::config::ServerCommand::Healthcheck { url, ca_cert }) => {
+            return baton_server::healthcheck(config.listen, url.as_deref(), ca_cert.as_deref()).await;
         }
         None => {}
     }

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failure should panic loudly
 
 pub mod postgres;
+pub mod tls;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -312,6 +313,17 @@ impl ClientEnv {
 
     /// Runs `baton args…` in `dir` with `stdin`.
     pub fn run(&self, dir: &std::path::Path, args: &[&str], stdin: &str) -> Output {
+        self.run_with_env(dir, args, stdin, &[])
+    }
+
+    /// Like `run`, with extra environment variables.
+    pub fn run_with_env(
+        &self,
+        dir: &std::path::Path,
+        args: &[&str],
+        stdin: &str,
+        env: &[(&str, &str)],
+    ) -> Output {
         use std::io::Write as _;
         let started = Instant::now();
         let mut child = Command::new(binary("baton"))
@@ -323,6 +335,7 @@ impl ClientEnv {
             .env("BATON_HOME", self.baton_home())
             .env("BATON_SERVER", &self.server)
             .env("USER", "dev")
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -458,6 +458,11 @@ fn spawn_detached(ctx: &Ctx, agent: Agent, event: &str, p: &Payload) -> anyhow::
     std::process::Command::new(std::env::current_exe()?)
         .args(["hook", agent.name(), event, "--payload-file"])
         .arg(&file)
+        // The same hub as this process, whether it came from a flag, the environment or
+        // the config file.
+        .env("BATON_SERVER", &ctx.settings.server)
+        .envs(ctx.settings.token.as_ref().map(|t| ("BATON_TOKEN", t)))
+        .envs(ctx.settings.ca_cert.as_ref().map(|c| ("BATON_CA_CERT", c)))
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

@@ -13,6 +13,7 @@ mod durability;
 mod memory;
 mod protocol;
 mod sessions;
+mod tls;
 mod watch;
 mod writes;
 
