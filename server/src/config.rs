@@ -49,6 +49,27 @@ pub struct Config {
     #[arg(long, env = "BATON_MAX_CHECKPOINT_BYTES", default_value_t = 8 * 1024 * 1024)]
     pub max_checkpoint_bytes: usize,
 
+    /// Largest PutMemory request, in bytes.
+    #[arg(long, env = "BATON_MAX_MEMORY_REQUEST_BYTES", default_value_t = 4 * 1024 * 1024)]
+    pub max_memory_request_bytes: usize,
+
+    /// Largest request of any other kind (sessions, reads, watch), in bytes.
+    #[arg(long, env = "BATON_MAX_REQUEST_BYTES", default_value_t = 1024 * 1024)]
+    pub max_request_bytes: usize,
+
+    /// Requests per second each access token may send, sustained (0 = no limit). Requests
+    /// without a token (an open hub) are not rate-limited.
+    #[arg(long, env = "BATON_RATE_LIMIT", default_value_t = 100)]
+    pub rate_limit: u32,
+
+    /// Requests a token may send in a burst above --rate-limit.
+    #[arg(long, env = "BATON_RATE_BURST", default_value_t = 200)]
+    pub rate_burst: u32,
+
+    /// Watch streams each token (or, on an open hub, each client address) may hold open.
+    #[arg(long, env = "BATON_MAX_WATCHES_PER_TOKEN", default_value_t = 32)]
+    pub max_watches_per_token: usize,
+
     /// On a database with no token yet, create the first admin token with this secret
     /// (for containers; otherwise use `baton-server token create`).
     #[arg(long, env = "BATON_BOOTSTRAP_ADMIN_TOKEN", hide_env_values = true)]

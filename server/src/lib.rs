@@ -12,6 +12,7 @@ pub mod core;
 pub mod error;
 pub mod events;
 pub mod jobs;
+pub mod limits;
 pub mod store;
 
 use std::future::Future;
@@ -112,7 +113,15 @@ async fn serve<S: Store>(
     let hub = Hub::new(store.clone(), wakers, config.watch_poll, stop_rx.clone());
     let limits = Limits { max_checkpoint_bytes: config.max_checkpoint_bytes, ..Limits::default() };
     let auth = auth::Auth::new(store.clone());
-    let api = Api { store: store.clone(), hub, limits: Arc::new(limits), shutdown: stop_rx.clone(), auth };
+    let watch_slots = limits::WatchSlots::new(config.max_watches_per_token.max(1));
+    let api = Api {
+        store: store.clone(),
+        hub,
+        limits: Arc::new(limits),
+        shutdown: stop_rx.clone(),
+        auth,
+        watch_slots: watch_slots.clone(),
+    };
 
     let idle_after_us = i64::try_from(config.idle_after.as_micros()).unwrap_or(i64::MAX);
     let reaper = tokio::spawn(jobs::reaper::run(
@@ -138,10 +147,23 @@ async fn serve<S: Store>(
         .build_v1()
         .context("building the reflection service")?;
 
-    // Above the checkpoint limit, so an oversized checkpoint gets Baton's own message.
-    let max_message = config.max_checkpoint_bytes.saturating_add(1024 * 1024);
+    // Checked on each request's frame header, before it is read: RESOURCE_EXHAUSTED naming
+    // the limit. Tonic's own decoding cap is the largest of them, as a backstop.
+    let sizes = limits::SizeLimits::new(
+        // The checkpoint limit counts state and payload; allow for the envelope (blob refs…).
+        config.max_checkpoint_bytes.saturating_add(2 * 1024 * 1024),
+        api::MAX_CHUNKS_BYTES + 64 * 1024,
+        config.max_memory_request_bytes,
+        config.max_request_bytes,
+    );
+    let max_message = sizes.largest();
+    let rate_limit = match config.rate_limit {
+        0 => None,
+        n => Some(limits::RateLimitLayer::new(n, config.rate_burst).context("--rate-limit/--rate-burst")?),
+    };
     let addr = listener.local_addr()?;
-    tracing::info!(%addr, "baton-server listening");
+    // `addr` last: the test harness reads the port from the end of this line.
+    tracing::info!(tls = config.tls_cert.is_some(), %addr, "baton-server listening");
 
     // Stop watchers first so that the graceful drain is not held open by live streams.
     let shutdown = async move {
@@ -149,10 +171,11 @@ async fn serve<S: Store>(
         tracing::info!("shutting down: finishing in-flight requests");
         let _ = stop_tx.send(true);
     };
-    let mut server = Server::builder();
+    let layers =
+        tower::ServiceBuilder::new().option_layer(rate_limit).layer(limits::SizeLimitLayer(Arc::new(sizes)));
+    let mut server = Server::builder().layer(layers);
     if let Some(tls) = tls_config(&config)? {
         server = server.tls_config(tls).context("configuring TLS")?;
-        tracing::info!("serving TLS");
     }
     server
         .add_service(health_service)

@@ -59,7 +59,7 @@ fn check_state(state: &CheckpointState) -> Result<(), Error> {
 
 /// Chunk limits: per chunk, per request.
 const MAX_CHUNK: usize = 1024 * 1024;
-const MAX_CHUNKS_BYTES: usize = 8 * 1024 * 1024;
+pub const MAX_CHUNKS_BYTES: usize = 8 * 1024 * 1024;
 const MAX_CHUNKS_PER_CALL: usize = 64;
 const MAX_DIGESTS: usize = 10_000;
 

@@ -7,11 +7,12 @@ use baton_proto::v1::{
     Event, EventKind, ListConflictsRequest, ListConflictsResponse, ListEventsRequest, ListEventsResponse,
     WatchRequest,
 };
-use futures::Stream;
+use futures::{Stream, StreamExt as _};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 use super::Api;
+use crate::auth::Principal;
 use crate::core::access::Need;
 use crate::core::validate;
 use crate::error::Error;
@@ -53,6 +54,14 @@ impl<S: Store> EventService for Api<S> {
 
     async fn watch(&self, request: Request<WatchRequest>) -> Result<Response<Self::WatchStream>, Status> {
         let who = self.auth.principal(request.metadata()).await?;
+        let (key, label) = match &who {
+            Principal::Token { name, .. } => (format!("token:{name}"), format!("token {name:?}")),
+            // Open hub: no tokens to tell callers apart, so each client address gets the cap.
+            Principal::Open => {
+                let ip = request.remote_addr().map(|a| a.ip().to_string()).unwrap_or_default();
+                (format!("open:{ip}"), format!("client {ip}"))
+            }
+        };
         let req = request.into_inner();
         if req.cursors.is_empty() {
             return Err(
@@ -77,8 +86,13 @@ impl<S: Store> EventService for Api<S> {
         }
         check_kinds(&req.kinds)?;
         let request = Watch { cursors, kinds: req.kinds.into_iter().collect() };
+        let slot = self.watch_slots.acquire(&key, &label)?;
         let rx = watch(self.store.clone(), &self.hub, request, self.shutdown.clone(), 256);
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+        // The slot lives as long as the stream: dropped when the client goes away.
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx).map(move |event| {
+            let _held = &slot;
+            event
+        }))))
     }
 
     async fn list_conflicts(

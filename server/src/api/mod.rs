@@ -21,6 +21,7 @@ mod memory;
 mod session;
 
 pub use brief::build_brief;
+pub use checkpoint::MAX_CHUNKS_BYTES;
 
 /// Request limits of this instance.
 #[derive(Debug, Clone)]
@@ -45,6 +46,7 @@ pub struct Api<S: Store> {
     pub limits: Arc<Limits>,
     pub shutdown: watch::Receiver<bool>,
     pub auth: Auth<S>,
+    pub watch_slots: Arc<crate::limits::WatchSlots>,
 }
 
 fn us(ts: &prost_types::Timestamp) -> i64 {

@@ -14,7 +14,7 @@ use tonic::metadata::MetadataValue;
 use crate::{project, put_note, start_session, write};
 
 /// Runs `baton-server token …` against the server's database.
-fn token(server: &Server, args: &[&str]) -> String {
+pub fn token(server: &Server, args: &[&str]) -> String {
     let out = std::process::Command::new(baton_tests::binary("baton-server"))
         .args(["--database-url", &server.database_url, "token"])
         .args(args)
@@ -24,7 +24,7 @@ fn token(server: &Server, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
-fn with<T>(msg: T, secret: &str) -> tonic::Request<T> {
+pub fn with<T>(msg: T, secret: &str) -> tonic::Request<T> {
     let mut r = tonic::Request::new(msg);
     r.metadata_mut().insert("authorization", MetadataValue::try_from(format!("Bearer {secret}")).unwrap());
     r

@@ -23,7 +23,7 @@ async fn grpc_over_tls_with_a_custom_ca() {
     let server = Server::start_with(Backend::Sqlite, &args.iter().map(String::as_str).collect::<Vec<_>>())
         .await
         .unwrap();
-    assert!(server.log().contains("serving TLS"), "{}", server.log());
+    assert!(server.log().contains("listening tls=true"), "{}", server.log());
     let https = format!("https://localhost:{}", server.addr.port());
 
     let mut c = Clients::new(tls_channel(&https, Some(&ca.ca_pem)).await.unwrap());
