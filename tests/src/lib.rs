@@ -72,6 +72,13 @@ impl Server {
         Self::spawn(backend, database_url, args, dir)
     }
 
+    /// Starts a server on an existing database: another instance sharing one Postgres, or
+    /// a database in a cluster the test controls.
+    pub fn start_on(backend: Backend, database_url: &str, args: &[&str]) -> Result<Self> {
+        let args: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
+        Self::spawn(backend, database_url.to_owned(), args, Arc::new(tempfile::tempdir()?))
+    }
+
     fn spawn(
         backend: Backend,
         database_url: String,

@@ -33,7 +33,11 @@ pub fn admin_url() -> Result<String> {
 
 /// Creates a fresh database and returns its URL.
 pub async fn fresh_database() -> Result<String> {
-    let admin = admin_url()?;
+    create_database(&admin_url()?).await
+}
+
+async fn create_database(admin: &str) -> Result<String> {
+    let admin = admin.to_owned();
     let name = format!("baton_test_{}", uuid::Uuid::new_v4().simple());
     // Accepting TCP is not yet accepting queries: retry while it finishes starting up.
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -96,41 +100,115 @@ fn free_port() -> Result<u16> {
 }
 
 fn start_cluster() -> Result<String> {
-    let initdb = find_binary("initdb")?;
-    let postgres = find_binary("postgres")?;
-    let dir = std::env::temp_dir().join(format!("baton-test-pg-{}", uuid::Uuid::new_v4().simple()));
-    let data = dir.join("data");
-    std::fs::create_dir_all(&data)?;
-    let user = if is_root() {
-        let (uid, gid) = postgres_user()?;
-        std::os::unix::fs::chown(&dir, Some(uid), Some(gid))?;
-        std::os::unix::fs::chown(&data, Some(uid), Some(gid))?;
-        Some((uid, gid))
-    } else {
-        None
-    };
-    let mut cmd = Command::new(&initdb);
-    cmd.args(["-D"]).arg(&data).args([
-        "-U",
-        "postgres",
-        "--auth=trust",
-        "--no-sync",
-        "-E",
-        "UTF8",
-        "--locale=C",
-    ]);
-    if let Some((uid, gid)) = user {
-        cmd.uid(uid).gid(gid);
-    }
-    let out = cmd.output().context("running initdb")?;
-    if !out.status.success() {
-        bail!("initdb failed: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    let port = free_port()?;
-    spawn_postmaster(postgres, data, dir.clone(), port, user)?;
-    let url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
-    wait_ready(port)?;
+    let cluster = Cluster::create()?;
+    let url = cluster.admin_url();
+    // The shared cluster lives as long as the test process (its parent-death signal
+    // stops it), so it is never dropped.
+    std::mem::forget(cluster);
     Ok(url)
+}
+
+/// A Postgres cluster of its own, which a test may stop and start again (a database
+/// restart under load). Stopped and deleted when dropped.
+pub struct Cluster {
+    postgres: PathBuf,
+    data: PathBuf,
+    dir: PathBuf,
+    port: u16,
+    user: Option<(u32, u32)>,
+    pid: Option<u32>,
+}
+
+impl Cluster {
+    /// initdb and start a new cluster on a free port.
+    pub fn create() -> Result<Self> {
+        let initdb = find_binary("initdb")?;
+        let postgres = find_binary("postgres")?;
+        let dir = std::env::temp_dir().join(format!("baton-test-pg-{}", uuid::Uuid::new_v4().simple()));
+        let data = dir.join("data");
+        std::fs::create_dir_all(&data)?;
+        let user = if is_root() {
+            let (uid, gid) = postgres_user()?;
+            std::os::unix::fs::chown(&dir, Some(uid), Some(gid))?;
+            std::os::unix::fs::chown(&data, Some(uid), Some(gid))?;
+            Some((uid, gid))
+        } else {
+            None
+        };
+        let mut cmd = Command::new(&initdb);
+        cmd.args(["-D"]).arg(&data).args([
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "--no-sync",
+            "-E",
+            "UTF8",
+            "--locale=C",
+        ]);
+        if let Some((uid, gid)) = user {
+            cmd.uid(uid).gid(gid);
+        }
+        let out = cmd.output().context("running initdb")?;
+        if !out.status.success() {
+            bail!("initdb failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let mut cluster = Self { postgres, data, dir, port: free_port()?, user, pid: None };
+        cluster.start()?;
+        Ok(cluster)
+    }
+
+    pub fn admin_url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// Starts the postmaster (again) on the same port and data.
+    pub fn start(&mut self) -> Result<()> {
+        let pid = spawn_postmaster(
+            self.postgres.clone(),
+            self.data.clone(),
+            self.dir.clone(),
+            self.port,
+            self.user,
+        )?;
+        self.pid = Some(pid);
+        wait_ready(self.port)
+    }
+
+    /// Stops the postmaster: `fast` (SIGINT: clients disconnected, clean shutdown) or a
+    /// crash (SIGKILL of the postmaster; its backends follow). Waits until it is gone.
+    pub fn stop(&mut self, fast: bool) {
+        let Some(pid) = self.pid.take() else { return };
+        let pid = libc::pid_t::try_from(pid).unwrap_or_default();
+        // SAFETY: kill(2) on a child process id we started.
+        unsafe {
+            libc::kill(pid, if fast { libc::SIGINT } else { libc::SIGKILL });
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        // The spawning thread reaps it; once reaped, kill(pid, 0) fails.
+        while Instant::now() < deadline && unsafe { libc::kill(pid, 0) } == 0 {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // After a SIGKILL the backends may linger for a moment holding the shared memory.
+        let pidfile = self.data.join("postmaster.pid");
+        while Instant::now() < deadline && std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if !fast {
+            let _ = std::fs::remove_file(pidfile);
+        }
+    }
+
+    /// Creates a fresh database in this cluster and returns its URL.
+    pub async fn fresh_database(&self) -> Result<String> {
+        create_database(&self.admin_url()).await
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.stop(true);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 /// Starts the postmaster from a thread that lives as long as the process, with a
@@ -142,8 +220,8 @@ fn spawn_postmaster(
     dir: PathBuf,
     port: u16,
     user: Option<(u32, u32)>,
-) -> Result<()> {
-    let (tx, rx) = std::sync::mpsc::channel::<Result<()>>();
+) -> Result<u32> {
+    let (tx, rx) = std::sync::mpsc::channel::<Result<u32>>();
     std::thread::spawn(move || {
         let mut cmd = Command::new(postgres);
         cmd.arg("-D")
@@ -166,7 +244,7 @@ fn spawn_postmaster(
         }
         match cmd.spawn() {
             Ok(mut child) => {
-                let _ = tx.send(Ok(()));
+                let _ = tx.send(Ok(child.id()));
                 let _ = child.wait();
             }
             Err(e) => {

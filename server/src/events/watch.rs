@@ -5,6 +5,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 use baton_proto::v1::Event;
 use tokio::sync::broadcast::error::RecvError;
@@ -12,6 +13,7 @@ use tokio::sync::{mpsc, watch as signal};
 use tonic::Status;
 
 use super::Hub;
+use crate::error::Error;
 use crate::store::Store;
 
 const REPLAY_PAGE: i64 = 1000;
@@ -67,7 +69,7 @@ enum Step {
 impl<S: Store> Follower<S> {
     async fn run(mut self, mut shutdown: signal::Receiver<bool>) {
         loop {
-            if let Step::Stop = self.catch_up().await {
+            if let Step::Stop = self.catch_up(&mut shutdown).await {
                 return;
             }
             if let Step::Stop = self.follow(&mut shutdown).await {
@@ -85,16 +87,29 @@ impl<S: Store> Follower<S> {
         self.out.send(Ok(event)).await.is_ok()
     }
 
-    /// Replays the table after the cursor until it is exhausted.
-    async fn catch_up(&mut self) -> Step {
+    /// Replays the table after the cursor until it is exhausted. While the database is
+    /// unreachable it waits and retries, so the stream carries on once it is back.
+    async fn catch_up(&mut self, shutdown: &mut signal::Receiver<bool>) -> Step {
+        let mut backoff = Duration::from_millis(50);
         loop {
             let events = match self.store.events_after(self.project.clone(), self.cursor, REPLAY_PAGE).await {
                 Ok(events) => events,
+                Err(e @ Error::Unavailable(_)) => {
+                    tracing::warn!(project = %self.project, error = %e, "watch cannot read events; retrying");
+                    tokio::select! {
+                        () = self.out.closed() => return Step::Stop,
+                        _ = shutdown.changed() => return Step::Stop,
+                        () = tokio::time::sleep(backoff) => {}
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                    continue;
+                }
                 Err(e) => {
                     let _ = self.out.send(Err(Status::from(e))).await;
                     return Step::Stop;
                 }
             };
+            backoff = Duration::from_millis(50);
             let full = events.len() as i64 == REPLAY_PAGE;
             for event in events {
                 if !self.deliver(event).await {

@@ -49,7 +49,8 @@ impl PgStore {
         let options: PgConnectOptions = url.parse()?;
         let pool = PgPoolOptions::new()
             .max_connections(16)
-            .acquire_timeout(Duration::from_secs(10))
+            // While the database is unreachable, requests answer UNAVAILABLE after this long.
+            .acquire_timeout(Duration::from_secs(5))
             .connect_with(options)
             .await?;
         MIGRATOR.run(&pool).await?;

@@ -10,6 +10,7 @@ mod checkpoints;
 mod client;
 mod concurrency;
 mod durability;
+mod instances;
 mod limits;
 mod memory;
 mod protocol;
