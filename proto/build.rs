@@ -11,6 +11,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "baton/v1/memory.proto",
         "baton/v1/brief.proto",
         "baton/v1/event.proto",
+        "baton/v1/admin.proto",
     ];
     for file in files {
         println!("cargo:rerun-if-changed={file}");

@@ -41,10 +41,18 @@ impl Principal {
 
     pub fn allow(&self, need: Need) -> Result<(), Error> {
         match self {
-            Self::Token { name, role, .. } if *role < need.role() => Err(Error::PermissionDenied(format!(
-                "token {name:?} is a {} token and cannot write; ask an admin for a writer token",
-                role.as_str()
-            ))),
+            Self::Token { name, role, .. } if *role < need.role() => {
+                Err(Error::PermissionDenied(match need {
+                    Need::Admin => format!(
+                        "token {name:?} is a {} token; this needs an admin token (baton-server token create --role admin)",
+                        role.as_str()
+                    ),
+                    _ => format!(
+                        "token {name:?} is a {} token and cannot write; ask an admin for a writer token",
+                        role.as_str()
+                    ),
+                }))
+            }
             _ => Ok(()),
         }
     }
@@ -56,6 +64,16 @@ impl Principal {
                     "token {name:?} is limited to project {scope:?}, not {project:?}"
                 )))
             }
+            _ => Ok(()),
+        }
+    }
+
+    /// For requests over every project: only unscoped tokens.
+    pub fn all_projects(&self) -> Result<(), Error> {
+        match self {
+            Self::Token { name, project: Some(scope), .. } => Err(Error::PermissionDenied(format!(
+                "token {name:?} is limited to project {scope:?}: name that project"
+            ))),
             _ => Ok(()),
         }
     }

@@ -70,6 +70,19 @@ pub struct Config {
     #[arg(long, env = "BATON_MAX_WATCHES_PER_TOKEN", default_value_t = 32)]
     pub max_watches_per_token: usize,
 
+    /// Retention: keep every checkpoint younger than this many days.
+    #[arg(long, env = "BATON_KEEP_DAYS", default_value_t = 90)]
+    pub keep_days: u32,
+
+    /// Retention: beyond --keep-days, keep each session's head and this many of its nearest
+    /// valid ancestors.
+    #[arg(long, env = "BATON_KEEP_ANCESTORS", default_value_t = 5)]
+    pub keep_ancestors: usize,
+
+    /// How often retention runs (0s = never; `baton-server prune` runs it by hand).
+    #[arg(long, env = "BATON_RETENTION_INTERVAL", default_value = "1h", value_parser = humantime::parse_duration)]
+    pub retention_interval: Duration,
+
     /// On a database with no token yet, create the first admin token with this secret
     /// (for containers; otherwise use `baton-server token create`).
     #[arg(long, env = "BATON_BOOTSTRAP_ADMIN_TOKEN", hide_env_values = true)]
@@ -99,6 +112,25 @@ pub enum ServerCommand {
         /// Trust this CA certificate (PEM) for an https URL, besides the system's roots.
         #[arg(long)]
         ca_cert: Option<PathBuf>,
+    },
+    /// Remove old checkpoints by the retention rules now (--keep-days, --keep-ancestors):
+    /// runs against the database; the server may be running.
+    Prune {
+        /// Say what would be removed; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Only this project.
+        #[arg(long)]
+        project: Option<String>,
+    },
+    /// Delete a project's events below a revision; clients listing or watching from below
+    /// it get OUT_OF_RANGE and re-read the state.
+    Compact {
+        #[arg(long)]
+        project: String,
+        /// Events with a lower revision are deleted.
+        #[arg(long)]
+        below_revision: i64,
     },
     /// Manage access tokens (runs against the database; the server may be running).
     Token {

@@ -34,6 +34,9 @@ pub enum Error {
     Rejected(Box<Conflict>),
     #[error("{0}")]
     ResourceExhausted(String),
+    /// A cursor below the compacted part of the event log.
+    #[error("{0}")]
+    OutOfRange(String),
     /// No token, or an unknown or revoked one.
     #[error("{0}")]
     Unauthenticated(String),
@@ -70,6 +73,7 @@ impl Error {
             Self::FailedPrecondition(_) => Code::FailedPrecondition,
             Self::Rejected(_) => Code::Aborted,
             Self::ResourceExhausted(_) => Code::ResourceExhausted,
+            Self::OutOfRange(_) => Code::OutOfRange,
             Self::Unauthenticated(_) => Code::Unauthenticated,
             Self::PermissionDenied(_) => Code::PermissionDenied,
             Self::DataLoss { .. } => Code::DataLoss,

@@ -7,6 +7,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod cli;
 pub mod config;
 pub mod core;
 pub mod error;
@@ -19,6 +20,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use anyhow::Context;
+use baton_proto::v1::admin_service_server::AdminServiceServer;
 use baton_proto::v1::brief_service_server::BriefServiceServer;
 use baton_proto::v1::checkpoint_service_server::CheckpointServiceServer;
 use baton_proto::v1::event_service_server::EventServiceServer;
@@ -111,7 +113,13 @@ async fn serve<S: Store>(
     }
     let (stop_tx, stop_rx) = watch::channel(false);
     let hub = Hub::new(store.clone(), wakers, config.watch_poll, stop_rx.clone());
-    let limits = Limits { max_checkpoint_bytes: config.max_checkpoint_bytes, ..Limits::default() };
+    let retention_policy =
+        jobs::retention::Policy { keep_days: config.keep_days, keep_ancestors: config.keep_ancestors };
+    let limits = Limits {
+        max_checkpoint_bytes: config.max_checkpoint_bytes,
+        retention: retention_policy,
+        ..Limits::default()
+    };
     let auth = auth::Auth::new(store.clone());
     let watch_slots = limits::WatchSlots::new(config.max_watches_per_token.max(1));
     let api = Api {
@@ -131,6 +139,15 @@ async fn serve<S: Store>(
         stop_rx.clone(),
     ));
 
+    let retention = (!config.retention_interval.is_zero()).then(|| {
+        tokio::spawn(jobs::retention::run(
+            store.clone(),
+            retention_policy,
+            config.retention_interval,
+            stop_rx.clone(),
+        ))
+    });
+
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     for name in [
         "baton.v1.SessionService",
@@ -138,6 +155,7 @@ async fn serve<S: Store>(
         "baton.v1.MemoryService",
         "baton.v1.BriefService",
         "baton.v1.EventService",
+        "baton.v1.AdminService",
     ] {
         health_reporter.set_service_status(name, tonic_health::ServingStatus::Serving).await;
     }
@@ -184,13 +202,17 @@ async fn serve<S: Store>(
         .add_service(CheckpointServiceServer::new(api.clone()).max_decoding_message_size(max_message))
         .add_service(MemoryServiceServer::new(api.clone()).max_decoding_message_size(max_message))
         .add_service(BriefServiceServer::new(api.clone()).max_decoding_message_size(max_message))
-        .add_service(EventServiceServer::new(api).max_decoding_message_size(max_message))
+        .add_service(EventServiceServer::new(api.clone()).max_decoding_message_size(max_message))
+        .add_service(AdminServiceServer::new(api).max_decoding_message_size(max_message))
         // Without TCP_NODELAY a multi-segment reply (a brief) waits on the client's delayed
         // ACK: ~40 ms per call.
         .serve_with_incoming_shutdown(TcpIncoming::from(listener).with_nodelay(Some(true)), shutdown)
         .await
         .context("serving gRPC")?;
     let _ = reaper.await;
+    if let Some(retention) = retention {
+        let _ = retention.await;
+    }
     store.close().await;
     tracing::info!("stopped; database closed cleanly");
     Ok(())
@@ -213,107 +235,6 @@ fn tls_config(config: &Config) -> anyhow::Result<Option<tonic::transport::Server
     }
     let identity = tonic::transport::Identity::from_pem(cert_pem, key_pem);
     Ok(Some(tonic::transport::ServerTlsConfig::new().identity(identity)))
-}
-
-/// Runs a `baton-server token …` command against the database.
-pub async fn token_command(config: &Config, command: &config::TokenCommand) -> anyhow::Result<()> {
-    let url = config.resolved_database_url()?;
-    let wakers = Wakers::default();
-    match Backend::of(&url) {
-        Some(Backend::Sqlite) => tokens(&SqliteStore::connect(&url, wakers).await?, command).await,
-        Some(Backend::Postgres) => tokens(&PgStore::connect(&url, wakers).await?, command).await,
-        None => anyhow::bail!(
-            "--database-url is not understood: use sqlite://PATH or postgres://USER:PASS@HOST/DB"
-        ),
-    }
-}
-
-async fn tokens<S: Store>(store: &S, command: &config::TokenCommand) -> anyhow::Result<()> {
-    use config::TokenCommand;
-    match command {
-        TokenCommand::Create { name, role, project } => {
-            let secret = core::access::new_secret();
-            let first = !store.any_tokens().await?;
-            store
-                .create_token(name.clone(), role.clone(), project.clone(), core::access::hash_secret(&secret))
-                .await?;
-            println!("{secret}");
-            eprintln!(
-                "created {role} token {name:?}{}. The secret above is shown only once: give it to its user (BATON_TOKEN).",
-                project.as_ref().map(|p| format!(" for project {p}")).unwrap_or_default()
-            );
-            if first {
-                eprintln!(
-                    "This is the first token: from now on every request needs a token, loopback included."
-                );
-            }
-        }
-        TokenCommand::List => {
-            for t in store.list_tokens().await? {
-                let state = if t.revoked_us.is_some() { "revoked" } else { "active" };
-                let used = t.last_used_us.map_or("never used".to_owned(), |u| {
-                    chrono::DateTime::from_timestamp_micros(u)
-                        .map(|d| format!("last used {}", d.to_rfc3339()))
-                        .unwrap_or_default()
-                });
-                println!("{}\t{}\t{}\t{state}\t{used}", t.name, t.role, t.project.as_deref().unwrap_or("*"));
-            }
-        }
-        TokenCommand::Revoke { name } => {
-            if store.revoke_token(name.clone()).await? {
-                eprintln!(
-                    "revoked token {name:?} (servers stop accepting it within {} s)",
-                    auth::TTL.as_secs()
-                );
-            } else {
-                anyhow::bail!("no active token named {name:?} (see `baton-server token list`)");
-            }
-        }
-    }
-    store.close().await;
-    Ok(())
-}
-
-/// Asks the server at `url` (default: the one listening on `listen`, via loopback when it
-/// listens on all addresses) whether it is serving.
-pub async fn healthcheck(
-    listen: std::net::SocketAddr,
-    url: Option<&str>,
-    ca_cert: Option<&std::path::Path>,
-) -> anyhow::Result<()> {
-    let url = match url {
-        Some(url) => url.to_owned(),
-        None => {
-            let mut addr = listen;
-            if addr.ip().is_unspecified() {
-                addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
-            }
-            format!("http://{addr}")
-        }
-    };
-    let mut endpoint = tonic::transport::Endpoint::from_shared(url.clone())
-        .with_context(|| format!("{url:?} is not a valid URL"))?
-        .connect_timeout(std::time::Duration::from_secs(3))
-        .timeout(std::time::Duration::from_secs(5));
-    if url.starts_with("https://") {
-        let mut tls = tonic::transport::ClientTlsConfig::new().with_native_roots();
-        if let Some(ca) = ca_cert {
-            let pem = std::fs::read(ca).with_context(|| format!("cannot read {}", ca.display()))?;
-            tls = tls.ca_certificate(tonic::transport::Certificate::from_pem(pem));
-        }
-        endpoint = endpoint.tls_config(tls)?;
-    }
-    let channel = endpoint.connect().await.with_context(|| format!("no baton-server answers on {url}"))?;
-    let reply = tonic_health::pb::health_client::HealthClient::new(channel)
-        .check(tonic_health::pb::HealthCheckRequest { service: String::new() })
-        .await
-        .with_context(|| format!("the health check of {url} failed"))?
-        .into_inner();
-    if reply.status != tonic_health::pb::health_check_response::ServingStatus::Serving as i32 {
-        anyhow::bail!("baton-server on {url} is not serving");
-    }
-    println!("serving");
-    Ok(())
 }
 
 /// Completes on SIGINT or SIGTERM.

@@ -20,12 +20,10 @@ async fn main() -> anyhow::Result<()> {
         .init();
 
     match &config.command {
-        Some(baton_server::config::ServerCommand::Token { command }) => {
-            return baton_server::token_command(&config, command).await;
-        }
         Some(baton_server::config::ServerCommand::Healthcheck { url, ca_cert }) => {
-            return baton_server::healthcheck(config.listen, url.as_deref(), ca_cert.as_deref()).await;
+            return baton_server::cli::healthcheck(config.listen, url.as_deref(), ca_cert.as_deref()).await;
         }
+        Some(command) => return baton_server::cli::database_command(&config, command).await,
         None => {}
     }
     let listener = tokio::net::TcpListener::bind(config.listen)

@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use baton_proto::v1::admin_service_client::AdminServiceClient;
 use baton_proto::v1::brief_service_client::BriefServiceClient;
 use baton_proto::v1::checkpoint_service_client::CheckpointServiceClient;
 use baton_proto::v1::event_service_client::EventServiceClient;
@@ -111,13 +112,19 @@ impl Server {
         std::thread::spawn(move || {
             let mut tx = Some(tx);
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(addr) = line.split("addr=").nth(1).filter(|_| line.contains("listening"))
-                    && let (Some(tx), Ok(addr)) = (tx.take(), addr.trim().parse::<SocketAddr>())
-                {
-                    let _ = tx.send(addr);
-                }
+                let addr = line
+                    .split("addr=")
+                    .nth(1)
+                    .filter(|_| line.contains("listening"))
+                    .and_then(|a| a.trim().parse::<SocketAddr>().ok());
+                // Logged before the address is handed over, so the test sees the line.
                 if let Ok(mut log) = sink.lock() {
                     log.push(line);
+                }
+                if let Some(addr) = addr
+                    && let Some(tx) = tx.take()
+                {
+                    let _ = tx.send(addr);
                 }
             }
         });
@@ -210,6 +217,7 @@ pub struct Clients {
     pub memory: MemoryServiceClient<Channel>,
     pub brief: BriefServiceClient<Channel>,
     pub events: EventServiceClient<Channel>,
+    pub admin: AdminServiceClient<Channel>,
     pub channel: Channel,
 }
 
@@ -221,6 +229,7 @@ impl Clients {
             memory: MemoryServiceClient::new(channel.clone()),
             brief: BriefServiceClient::new(channel.clone()),
             events: EventServiceClient::new(channel.clone()),
+            admin: AdminServiceClient::new(channel.clone()),
             channel,
         }
     }
@@ -418,5 +427,39 @@ impl Server {
             }
         };
         Ok(n)
+    }
+}
+
+impl Server {
+    /// Runs one SQL statement against the server's database behind its back (to set up
+    /// what a test cannot make through the API, e.g. checkpoints from months ago).
+    pub async fn execute(&self, sql: &str) -> Result<u64> {
+        use sqlx::Connection;
+        let sql = sqlx::AssertSqlSafe(sql.to_owned());
+        Ok(match self.backend {
+            Backend::Sqlite => sqlx::query(sql)
+                .execute(&mut sqlx::SqliteConnection::connect(&self.database_url).await?)
+                .await?
+                .rows_affected(),
+            Backend::Postgres => sqlx::query(sql)
+                .execute(&mut sqlx::PgConnection::connect(&self.database_url).await?)
+                .await?
+                .rows_affected(),
+        })
+    }
+
+    /// Runs `baton-server ARGS…` against this server's database; (success, stdout, stderr).
+    pub fn admin_command(&self, args: &[&str]) -> (bool, String, String) {
+        let out = Command::new(binary("baton-server"))
+            .args(["--database-url", &self.database_url])
+            .args(&self.args)
+            .args(args)
+            .output()
+            .expect("run baton-server");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     }
 }

@@ -14,6 +14,7 @@ use crate::core::validate::{self, Invalid, invalid, limits};
 use crate::events::Hub;
 use crate::store::{Store, WriteCtx};
 
+mod admin;
 mod brief;
 mod checkpoint;
 mod event;
@@ -30,11 +31,17 @@ pub struct Limits {
     pub max_checkpoint_bytes: usize,
     /// Projects in one Watch.
     pub max_watch_projects: usize,
+    /// Retention defaults for AdminService.Prune.
+    pub retention: crate::jobs::retention::Policy,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { max_checkpoint_bytes: 8 * 1024 * 1024, max_watch_projects: 100 }
+        Self {
+            max_checkpoint_bytes: 8 * 1024 * 1024,
+            max_watch_projects: 100,
+            retention: crate::jobs::retention::Policy { keep_days: 90, keep_ancestors: 5 },
+        }
     }
 }
 

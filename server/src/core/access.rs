@@ -38,6 +38,8 @@ impl Role {
 pub enum Need {
     Read,
     Write,
+    /// Maintenance: retention, compaction, purge.
+    Admin,
 }
 
 impl Need {
@@ -45,6 +47,7 @@ impl Need {
         match self {
             Self::Read => Role::Reader,
             Self::Write => Role::Writer,
+            Self::Admin => Role::Admin,
         }
     }
 }

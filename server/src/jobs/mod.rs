@@ -1,3 +1,4 @@
 //! Background jobs of a server instance.
 
 pub mod reaper;
+pub mod retention;

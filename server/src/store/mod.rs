@@ -10,12 +10,13 @@ use std::collections::HashMap;
 use std::future::Future;
 
 use baton_proto::v1::{
-    Actor, CreateCheckpointRequest, CreateCheckpointResponse, DeleteMemoryRequest, DeleteMemoryResponse,
-    EndSessionRequest, EndSessionResponse, Event, GetCheckpointResponse, GetSessionResponse,
-    HeartbeatResponse, ListCheckpointsResponse, ListConflictsResponse, ListEventsResponse, ListMemoryRequest,
-    ListMemoryResponse, ListSessionsResponse, PutMemoryRequest, PutMemoryResponse, ResumeSessionRequest,
-    ResumeSessionResponse, SessionStatus, SetMemoryCapsRequest, SetMemoryCapsResponse, StartSessionRequest,
-    StartSessionResponse, UpdateSessionRequest, UpdateSessionResponse,
+    Actor, CompactEventsResponse, CreateCheckpointRequest, CreateCheckpointResponse, DeleteMemoryRequest,
+    DeleteMemoryResponse, EndSessionRequest, EndSessionResponse, Event, GetCheckpointResponse,
+    GetSessionResponse, HeartbeatResponse, ListCheckpointsResponse, ListConflictsResponse,
+    ListEventsResponse, ListMemoryRequest, ListMemoryResponse, ListSessionsResponse, ProjectPruned,
+    PutMemoryRequest, PutMemoryResponse, ResumeSessionRequest, ResumeSessionResponse, SessionStatus,
+    SetMemoryCapsRequest, SetMemoryCapsResponse, StartSessionRequest, StartSessionResponse,
+    UpdateSessionRequest, UpdateSessionResponse,
 };
 use uuid::Uuid;
 
@@ -230,6 +231,30 @@ pub trait Store: Clone + Send + Sync + 'static {
     fn project_of(&self, kind: Entity, id: String) -> impl Future<Output = Result<Option<String>>> + Send;
     /// The project's current revision (0 for an unknown project).
     fn head_revision(&self, project: String) -> impl Future<Output = Result<i64>> + Send;
+    /// Projects that have checkpoints older than the cut-off.
+    fn projects_with_old_checkpoints(
+        &self,
+        cutoff_us: i64,
+    ) -> impl Future<Output = Result<Vec<String>>> + Send;
+    /// Applies (or plans, on a dry run) the retention rules to one project; `None` when
+    /// nothing would go.
+    fn prune(
+        &self,
+        project: String,
+        cutoff_us: i64,
+        keep_ancestors: usize,
+        dry_run: bool,
+        actor: Actor,
+    ) -> impl Future<Output = Result<Option<ProjectPruned>>> + Send;
+    /// Forgets idempotency replies older than `before_us`; returns how many.
+    fn prune_requests(&self, before_us: i64) -> impl Future<Output = Result<u64>> + Send;
+    /// Deletes a project's events below a revision.
+    fn compact_events(
+        &self,
+        project: String,
+        below: i64,
+        actor: Actor,
+    ) -> impl Future<Output = Result<CompactEventsResponse>> + Send;
     /// Closes the pool (shutdown).
     fn close(&self) -> impl Future<Output = ()> + Send;
 }

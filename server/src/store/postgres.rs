@@ -117,4 +117,5 @@ include!("shared/checkpoints.rs");
 include!("shared/memory.rs");
 include!("shared/reads.rs");
 include!("shared/tokens.rs");
+include!("shared/retention.rs");
 include!("shared/store_impl.rs");

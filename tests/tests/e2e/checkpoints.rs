@@ -37,7 +37,7 @@ fn state(phase: &str) -> CheckpointState {
     }
 }
 
-async fn checkpoint(
+pub async fn checkpoint(
     c: &mut Clients,
     session: &str,
     parent: Option<String>,

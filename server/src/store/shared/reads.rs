@@ -8,17 +8,25 @@ impl Backend {
     pub(crate) async fn do_events_after(&self, project: String, after: i64, limit: i64) -> Result<Vec<Event>> {
         let rows: Vec<(Vec<u8>,)> =
             sqlx::query_as("SELECT body FROM events WHERE project = $1 AND revision > $2 ORDER BY revision LIMIT $3")
-                .bind(project)
+                .bind(&project)
                 .bind(after)
                 .bind(limit)
                 .fetch_all(&self.pool)
                 .await?;
-        rows.iter().map(|(body,)| decode_event(body)).collect()
+        let events: Vec<Event> = rows.iter().map(|(body,)| decode_event(body)).collect::<Result<_>>()?;
+        // Revisions are gapless, so a first event past after + 1 means compaction removed
+        // some (the latest compaction's own event is always there to show it).
+        if events.first().is_some_and(|e| e.revision > after + 1) {
+            let mut conn = self.pool.acquire().await?;
+            check_not_compacted(&mut conn, &project, after).await?;
+        }
+        Ok(events)
     }
 
     pub(crate) async fn do_list_events(&self, project: String, after: i64, limit: i64, kinds: Vec<i32>) -> Result<ListEventsResponse> {
         let mut conn = self.pool.acquire().await?;
         let as_of_revision = head_revision(&mut conn, &project).await?;
+        check_not_compacted(&mut conn, &project, after).await?;
         let mut sql = sqlx::QueryBuilder::<Db>::new("SELECT body FROM events WHERE project = ");
         sql.push_bind(project).push(" AND revision > ").push_bind(after);
         if !kinds.is_empty() {
@@ -152,5 +160,17 @@ impl Backend {
             conflicts: conflict_rows.iter().map(|(b,)| decode_conflict(b)).collect::<Result<_>>()?,
             previous: previous.map(|p| p.to_proto()),
         })
+    }
+}
+
+/// OUT_OF_RANGE when events after `after` were compacted away.
+async fn check_not_compacted(conn: &mut Conn, project: &str, after: i64) -> Result<()> {
+    let from: Option<(i64,)> = sqlx::query_as("SELECT events_from FROM projects WHERE key = $1").bind(project).fetch_optional(&mut *conn).await?;
+    match from {
+        Some((from,)) if from > 0 && after + 1 < from => Err(Error::OutOfRange(format!(
+            "events of project {project:?} before revision {from} were compacted; the oldest kept is {from}: re-read the \
+             state (replies carry as_of_revision) and list or watch from there"
+        ))),
+        _ => Ok(()),
     }
 }

@@ -1,0 +1,167 @@
+//! The command-line subcommands that work on the database directly (tokens, retention,
+//! compaction) and the health check.
+
+use anyhow::Context;
+use baton_proto::v1::Actor;
+
+use crate::auth;
+use crate::config::{self, Config, ServerCommand};
+use crate::core;
+use crate::events::Wakers;
+use crate::jobs::retention::{self, Policy};
+use crate::store::{Backend, PgStore, SqliteStore, Store};
+
+/// Runs a `baton-server token|prune|compact …` command against the database.
+pub async fn database_command(config: &Config, command: &ServerCommand) -> anyhow::Result<()> {
+    let url = config.resolved_database_url()?;
+    let wakers = Wakers::default();
+    match Backend::of(&url) {
+        Some(Backend::Sqlite) => on(config, &SqliteStore::connect(&url, wakers).await?, command).await,
+        Some(Backend::Postgres) => on(config, &PgStore::connect(&url, wakers).await?, command).await,
+        None => anyhow::bail!(
+            "--database-url is not understood: use sqlite://PATH or postgres://USER:PASS@HOST/DB"
+        ),
+    }
+}
+
+async fn on<S: Store>(config: &Config, store: &S, command: &ServerCommand) -> anyhow::Result<()> {
+    let result = match command {
+        ServerCommand::Token { command } => tokens(store, command).await,
+        ServerCommand::Prune { dry_run, project } => prune(config, store, *dry_run, project.clone()).await,
+        ServerCommand::Compact { project, below_revision } => {
+            let actor = Actor { token: "baton-server compact".into(), ..Actor::default() };
+            let done = store.compact_events(project.clone(), *below_revision, actor).await?;
+            println!(
+                "removed {} events of {project}; the oldest kept is revision {} (event {})",
+                done.removed_events, done.oldest_kept_revision, done.revision
+            );
+            Ok(())
+        }
+        ServerCommand::Healthcheck { .. } => Ok(()),
+    };
+    store.close().await;
+    result
+}
+
+async fn prune<S: Store>(
+    config: &Config,
+    store: &S,
+    dry_run: bool,
+    project: Option<String>,
+) -> anyhow::Result<()> {
+    let policy = Policy { keep_days: config.keep_days, keep_ancestors: config.keep_ancestors };
+    let actor = Actor { token: "baton-server prune".into(), ..Actor::default() };
+    let changed = retention::prune(store, project, policy, dry_run, actor).await?;
+    let verb = if dry_run { "would remove" } else { "removed" };
+    for p in &changed {
+        println!(
+            "{}: {verb} {} checkpoints and {} chunks, re-parent {}{}",
+            p.project,
+            p.removed_checkpoints.len(),
+            p.removed_chunks,
+            p.reparented.len(),
+            if dry_run { String::new() } else { format!(" (revision {})", p.revision) }
+        );
+        for id in &p.removed_checkpoints {
+            println!("  - {id}");
+        }
+        for r in &p.reparented {
+            let to = if r.parent_id.is_empty() { "(root)" } else { &r.parent_id };
+            println!("  ~ {} -> {to}", r.checkpoint_id);
+        }
+    }
+    if changed.is_empty() {
+        println!(
+            "nothing to prune: no checkpoint older than {} days beyond each session's head and {} ancestors",
+            policy.keep_days, policy.keep_ancestors
+        );
+    }
+    Ok(())
+}
+
+async fn tokens<S: Store>(store: &S, command: &config::TokenCommand) -> anyhow::Result<()> {
+    use config::TokenCommand;
+    match command {
+        TokenCommand::Create { name, role, project } => {
+            let secret = core::access::new_secret();
+            let first = !store.any_tokens().await?;
+            store
+                .create_token(name.clone(), role.clone(), project.clone(), core::access::hash_secret(&secret))
+                .await?;
+            println!("{secret}");
+            eprintln!(
+                "created {role} token {name:?}{}. The secret above is shown only once: give it to its user (BATON_TOKEN).",
+                project.as_ref().map(|p| format!(" for project {p}")).unwrap_or_default()
+            );
+            if first {
+                eprintln!(
+                    "This is the first token: from now on every request needs a token, loopback included."
+                );
+            }
+        }
+        TokenCommand::List => {
+            for t in store.list_tokens().await? {
+                let state = if t.revoked_us.is_some() { "revoked" } else { "active" };
+                let used = t.last_used_us.map_or("never used".to_owned(), |u| {
+                    chrono::DateTime::from_timestamp_micros(u)
+                        .map(|d| format!("last used {}", d.to_rfc3339()))
+                        .unwrap_or_default()
+                });
+                println!("{}\t{}\t{}\t{state}\t{used}", t.name, t.role, t.project.as_deref().unwrap_or("*"));
+            }
+        }
+        TokenCommand::Revoke { name } => {
+            if store.revoke_token(name.clone()).await? {
+                eprintln!(
+                    "revoked token {name:?} (servers stop accepting it within {} s)",
+                    auth::TTL.as_secs()
+                );
+            } else {
+                anyhow::bail!("no active token named {name:?} (see `baton-server token list`)");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Asks the server at `url` (default: the one listening on `listen`, via loopback when it
+/// listens on all addresses) whether it is serving.
+pub async fn healthcheck(
+    listen: std::net::SocketAddr,
+    url: Option<&str>,
+    ca_cert: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    let url = match url {
+        Some(url) => url.to_owned(),
+        None => {
+            let mut addr = listen;
+            if addr.ip().is_unspecified() {
+                addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+            }
+            format!("http://{addr}")
+        }
+    };
+    let mut endpoint = tonic::transport::Endpoint::from_shared(url.clone())
+        .with_context(|| format!("{url:?} is not a valid URL"))?
+        .connect_timeout(std::time::Duration::from_secs(3))
+        .timeout(std::time::Duration::from_secs(5));
+    if url.starts_with("https://") {
+        let mut tls = tonic::transport::ClientTlsConfig::new().with_native_roots();
+        if let Some(ca) = ca_cert {
+            let pem = std::fs::read(ca).with_context(|| format!("cannot read {}", ca.display()))?;
+            tls = tls.ca_certificate(tonic::transport::Certificate::from_pem(pem));
+        }
+        endpoint = endpoint.tls_config(tls)?;
+    }
+    let channel = endpoint.connect().await.with_context(|| format!("no baton-server answers on {url}"))?;
+    let reply = tonic_health::pb::health_client::HealthClient::new(channel)
+        .check(tonic_health::pb::HealthCheckRequest { service: String::new() })
+        .await
+        .with_context(|| format!("the health check of {url} failed"))?
+        .into_inner();
+    if reply.status != tonic_health::pb::health_check_response::ServingStatus::Serving as i32 {
+        anyhow::bail!("baton-server on {url} is not serving");
+    }
+    println!("serving");
+    Ok(())
+}
