@@ -37,10 +37,43 @@ async fn on<S: Store>(config: &Config, store: &S, command: &ServerCommand) -> an
             );
             Ok(())
         }
+        ServerCommand::Purge { project, value, dry_run } => {
+            purge(store, project, value.clone(), *dry_run).await
+        }
         ServerCommand::Healthcheck { .. } => Ok(()),
     };
     store.close().await;
     result
+}
+
+async fn purge<S: Store>(
+    store: &S,
+    project: &str,
+    value: Option<String>,
+    dry_run: bool,
+) -> anyhow::Result<()> {
+    let value = match value {
+        Some(v) => v,
+        None => {
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line).context("reading the value to purge from stdin")?;
+            line.trim_end_matches(['\n', '\r']).to_owned()
+        }
+    };
+    crate::api::admin::check_purge_value(&value).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let actor = Actor { token: "baton-server purge".into(), ..Actor::default() };
+    let done = store.purge(project.to_owned(), value, dry_run, actor).await?;
+    let verb = if dry_run { "would change" } else { "changed" };
+    println!(
+        "{project}: {verb} {} records, {} events, {} conflicts, {} transcript chunks, {} stored replies{}",
+        done.records,
+        done.events,
+        done.conflicts,
+        done.chunks,
+        done.replies,
+        if done.revision > 0 { format!(" (revision {})", done.revision) } else { String::new() }
+    );
+    Ok(())
 }
 
 async fn prune<S: Store>(

@@ -132,6 +132,18 @@ pub enum ServerCommand {
         #[arg(long)]
         below_revision: i64,
     },
+    /// Overwrite a value (a leaked secret) everywhere a project stores it: records, events,
+    /// conflicts, transcripts. Reads the value from stdin unless --value is given (which
+    /// would leave it in your shell history).
+    Purge {
+        #[arg(long)]
+        project: String,
+        #[arg(long, hide_env_values = true)]
+        value: Option<String>,
+        /// Count what would change; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Manage access tokens (runs against the database; the server may be running).
     Token {
         #[command(subcommand)]

@@ -1,7 +1,10 @@
-//! `AdminService`: retention and event-log compaction on demand (admin tokens only).
+//! `AdminService`: retention, event-log compaction and purges on demand (admin tokens only).
 
 use baton_proto::v1::admin_service_server::AdminService;
-use baton_proto::v1::{Actor, CompactEventsRequest, CompactEventsResponse, PruneRequest, PruneResponse};
+use baton_proto::v1::{
+    Actor, CompactEventsRequest, CompactEventsResponse, PruneRequest, PruneResponse, PurgeRequest,
+    PurgeResponse,
+};
 use tonic::{Request, Response, Status};
 
 use super::Api;
@@ -55,4 +58,28 @@ impl<S: Store> AdminService for Api<S> {
         validate::project("project", &req.project)?;
         Ok(Response::new(self.store.compact_events(req.project, req.below_revision, actor(&who)).await?))
     }
+
+    async fn purge(&self, request: Request<PurgeRequest>) -> Result<Response<PurgeResponse>, Status> {
+        let who = self.auth.check(request.metadata(), Need::Admin, &request.get_ref().project).await?;
+        let req = request.into_inner();
+        validate::project("project", &req.project)?;
+        check_purge_value(&req.value)?;
+        Ok(Response::new(self.store.purge(req.project, req.value, req.dry_run, actor(&who)).await?))
+    }
+}
+
+/// A purge value must be specific enough not to wreck unrelated data.
+pub fn check_purge_value(value: &str) -> Result<(), Error> {
+    if value.chars().count() < crate::core::purge::MIN_LEN {
+        return Err(invalid(
+            "value",
+            format!(
+                "is {} characters; purge needs at least {} (a shorter value would match too much)",
+                value.chars().count(),
+                crate::core::purge::MIN_LEN
+            ),
+        )
+        .into());
+    }
+    Ok(())
 }

@@ -14,7 +14,7 @@ use crate::core::validate::{self, Invalid, invalid, limits};
 use crate::events::Hub;
 use crate::store::{Store, WriteCtx};
 
-mod admin;
+pub mod admin;
 mod brief;
 mod checkpoint;
 mod event;

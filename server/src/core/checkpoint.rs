@@ -12,7 +12,7 @@ use baton_proto::v1::CheckpointState;
 
 /// Content at or above this many bytes is stored zstd-compressed.
 pub const COMPRESS_THRESHOLD: usize = 1024;
-const ZSTD_LEVEL: i32 = 3;
+pub const ZSTD_LEVEL: i32 = 3;
 
 /// How a checkpoint's bytes are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,7 +123,7 @@ pub fn encode(
     }
 }
 
-fn decompress(bytes: &[u8], compression: Compression) -> Result<Vec<u8>, IntegrityError> {
+pub fn decompress(bytes: &[u8], compression: Compression) -> Result<Vec<u8>, IntegrityError> {
     match compression {
         Compression::None => Ok(bytes.to_vec()),
         Compression::Zstd if bytes.is_empty() => Ok(Vec::new()),

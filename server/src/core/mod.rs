@@ -6,6 +6,7 @@ pub mod brief;
 pub mod checkpoint;
 pub mod lww;
 pub mod memory;
+pub mod purge;
 pub mod retention;
 pub mod status;
 pub mod validate;

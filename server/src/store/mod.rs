@@ -14,8 +14,8 @@ use baton_proto::v1::{
     DeleteMemoryResponse, EndSessionRequest, EndSessionResponse, Event, GetCheckpointResponse,
     GetSessionResponse, HeartbeatResponse, ListCheckpointsResponse, ListConflictsResponse,
     ListEventsResponse, ListMemoryRequest, ListMemoryResponse, ListSessionsResponse, ProjectPruned,
-    PutMemoryRequest, PutMemoryResponse, ResumeSessionRequest, ResumeSessionResponse, SessionStatus,
-    SetMemoryCapsRequest, SetMemoryCapsResponse, StartSessionRequest, StartSessionResponse,
+    PurgeResponse, PutMemoryRequest, PutMemoryResponse, ResumeSessionRequest, ResumeSessionResponse,
+    SessionStatus, SetMemoryCapsRequest, SetMemoryCapsResponse, StartSessionRequest, StartSessionResponse,
     UpdateSessionRequest, UpdateSessionResponse,
 };
 use uuid::Uuid;
@@ -255,6 +255,14 @@ pub trait Store: Clone + Send + Sync + 'static {
         below: i64,
         actor: Actor,
     ) -> impl Future<Output = Result<CompactEventsResponse>> + Send;
+    /// Overwrites a value everywhere a project stores it (or, on a dry run, counts).
+    fn purge(
+        &self,
+        project: String,
+        value: String,
+        dry_run: bool,
+        actor: Actor,
+    ) -> impl Future<Output = Result<PurgeResponse>> + Send;
     /// Closes the pool (shutdown).
     fn close(&self) -> impl Future<Output = ()> + Send;
 }

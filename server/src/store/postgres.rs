@@ -118,4 +118,5 @@ include!("shared/memory.rs");
 include!("shared/reads.rs");
 include!("shared/tokens.rs");
 include!("shared/retention.rs");
+include!("shared/purge.rs");
 include!("shared/store_impl.rs");

@@ -14,6 +14,7 @@ mod instances;
 mod limits;
 mod memory;
 mod protocol;
+mod purge;
 mod retention;
 mod sessions;
 mod tls;

@@ -106,6 +106,9 @@ impl crate::store::Store for Backend {
     async fn compact_events(&self, project: String, below: i64, actor: pb::Actor) -> Result<pb::CompactEventsResponse> {
         self.do_compact_events(project, below, actor).await
     }
+    async fn purge(&self, project: String, value: String, dry_run: bool, actor: pb::Actor) -> Result<pb::PurgeResponse> {
+        self.do_purge(project, value, dry_run, actor).await
+    }
     async fn close(&self) {
         self.pool.close().await;
     }
