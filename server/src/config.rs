@@ -88,6 +88,10 @@ pub struct Config {
     #[arg(long, env = "BATON_BOOTSTRAP_ADMIN_TOKEN", hide_env_values = true)]
     pub bootstrap_admin_token: Option<String>,
 
+    /// Serve Prometheus metrics at http://ADDR/metrics (a separate port; off by default).
+    #[arg(long, env = "BATON_METRICS_LISTEN")]
+    pub metrics_listen: Option<SocketAddr>,
+
     /// Serve TLS with this certificate chain (PEM; leaf first). Needs --tls-key.
     #[arg(long, env = "BATON_TLS_CERT", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,

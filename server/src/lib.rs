@@ -14,6 +14,7 @@ pub mod error;
 pub mod events;
 pub mod jobs;
 pub mod limits;
+pub mod metrics;
 pub mod store;
 
 use std::future::Future;
@@ -112,6 +113,20 @@ async fn serve<S: Store>(
         return Err(e);
     }
     let (stop_tx, stop_rx) = watch::channel(false);
+    let sampler = match config.metrics_listen {
+        Some(addr) => {
+            if let Err(e) = metrics::install(addr) {
+                store.close().await;
+                return Err(e);
+            }
+            Some(tokio::spawn(metrics::sample(
+                store.clone(),
+                std::time::Duration::from_secs(2),
+                stop_rx.clone(),
+            )))
+        }
+        None => None,
+    };
     let hub = Hub::new(store.clone(), wakers, config.watch_poll, stop_rx.clone());
     let retention_policy =
         jobs::retention::Policy { keep_days: config.keep_days, keep_ancestors: config.keep_ancestors };
@@ -189,8 +204,11 @@ async fn serve<S: Store>(
         tracing::info!("shutting down: finishing in-flight requests");
         let _ = stop_tx.send(true);
     };
-    let layers =
-        tower::ServiceBuilder::new().option_layer(rate_limit).layer(limits::SizeLimitLayer(Arc::new(sizes)));
+    // Outermost first: metrics see every reply, including the limits' refusals.
+    let layers = tower::ServiceBuilder::new()
+        .option_layer(config.metrics_listen.map(|_| metrics::MetricsLayer))
+        .option_layer(rate_limit)
+        .layer(limits::SizeLimitLayer(Arc::new(sizes)));
     let mut server = Server::builder().layer(layers);
     if let Some(tls) = tls_config(&config)? {
         server = server.tls_config(tls).context("configuring TLS")?;
@@ -210,6 +228,9 @@ async fn serve<S: Store>(
         .await
         .context("serving gRPC")?;
     let _ = reaper.await;
+    if let Some(sampler) = sampler {
+        let _ = sampler.await;
+    }
     if let Some(retention) = retention {
         let _ = retention.await;
     }

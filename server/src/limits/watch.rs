@@ -36,6 +36,7 @@ impl WatchSlots {
             )));
         }
         *count += 1;
+        crate::metrics::set_active_watchers(open.values().sum());
         Ok(Slot { slots: self.clone(), key: key.to_owned() })
     }
 
@@ -59,6 +60,7 @@ impl Drop for Slot {
                 open.remove(&self.key);
             }
         }
+        crate::metrics::set_active_watchers(open.values().sum());
     }
 }
 

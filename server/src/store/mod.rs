@@ -263,6 +263,10 @@ pub trait Store: Clone + Send + Sync + 'static {
         dry_run: bool,
         actor: Actor,
     ) -> impl Future<Output = Result<PurgeResponse>> + Send;
+    /// Sessions per status (all projects), for the metrics.
+    fn session_counts(&self) -> impl Future<Output = Result<Vec<(i32, i64)>>> + Send;
+    /// Database pool connections: (open, idle).
+    fn pool_stats(&self) -> (u32, usize);
     /// Closes the pool (shutdown).
     fn close(&self) -> impl Future<Output = ()> + Send;
 }

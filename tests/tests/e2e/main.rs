@@ -13,6 +13,7 @@ mod durability;
 mod instances;
 mod limits;
 mod memory;
+mod metrics;
 mod protocol;
 mod purge;
 mod retention;

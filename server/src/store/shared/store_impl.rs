@@ -109,6 +109,12 @@ impl crate::store::Store for Backend {
     async fn purge(&self, project: String, value: String, dry_run: bool, actor: pb::Actor) -> Result<pb::PurgeResponse> {
         self.do_purge(project, value, dry_run, actor).await
     }
+    async fn session_counts(&self) -> Result<Vec<(i32, i64)>> {
+        Ok(sqlx::query_as("SELECT status, COUNT(*) FROM sessions GROUP BY status").fetch_all(&self.pool).await?)
+    }
+    fn pool_stats(&self) -> (u32, usize) {
+        (self.pool.size(), self.pool.num_idle())
+    }
     async fn close(&self) {
         self.pool.close().await;
     }

@@ -38,6 +38,8 @@ struct Write {
     /// A revision allocated but not yet given its event.
     pending: Option<i64>,
     last: i64,
+    /// (event kind, conflict outcome) of each event, for the metrics once committed.
+    emitted: Vec<(i32, Option<i32>)>,
 }
 
 enum Begun {
@@ -78,6 +80,7 @@ impl Backend {
             now_us,
             pending: Some(revision),
             last: revision,
+            emitted: Vec::new(),
         }))
     }
 }
@@ -119,6 +122,7 @@ impl Write {
                 .execute(&mut *self.tx)
                 .await?;
         }
+        self.emitted.push((event.kind, event.conflict.as_ref().map(|c| c.outcome)));
         sqlx::query("INSERT INTO events (project, revision, kind, body) VALUES ($1, $2, $3, $4)")
             .bind(&self.project)
             .bind(revision)
@@ -132,6 +136,7 @@ impl Write {
     /// The error for a write refused under CONFLICT_POLICY_REJECT (which uses no revision:
     /// the transaction is dropped, so rolled back).
     fn rejected(&self, mut conflict: Conflict) -> Error {
+        crate::metrics::record_conflict(conflict.outcome);
         conflict.project = self.project.clone();
         conflict.at = Some(ts(self.now_us));
         Error::Rejected(Box::new(conflict))
@@ -158,6 +163,7 @@ impl Write {
         }
         notify(&mut self.tx, &self.project, self.last).await?;
         self.tx.commit().await?;
+        crate::metrics::record_commit(&self.emitted);
         store.wakers.wake(&self.project);
         Ok(())
     }
