@@ -40,6 +40,8 @@ async fn on<S: Store>(config: &Config, store: &S, command: &ServerCommand) -> an
         ServerCommand::Purge { project, value, dry_run } => {
             purge(store, project, value.clone(), *dry_run).await
         }
+        ServerCommand::Export { output, project } => export(store, output, project.as_deref()).await,
+        ServerCommand::Import { input } => import(store, input).await,
         ServerCommand::Healthcheck { .. } => Ok(()),
     };
     store.close().await;
@@ -73,6 +75,34 @@ async fn purge<S: Store>(
         done.replies,
         if done.revision > 0 { format!(" (revision {})", done.revision) } else { String::new() }
     );
+    Ok(())
+}
+
+async fn export<S: Store>(store: &S, output: &std::path::Path, project: Option<&str>) -> anyhow::Result<()> {
+    let report = if output.as_os_str() == "-" {
+        crate::archive::export(store, project, std::io::stdout().lock()).await?
+    } else {
+        let file =
+            std::fs::File::create(output).with_context(|| format!("cannot create {}", output.display()))?;
+        crate::archive::export(store, project, std::io::BufWriter::new(file)).await?
+    };
+    for (project, lines) in &report {
+        eprintln!("exported {project}: {lines} records");
+    }
+    eprintln!("{} projects exported", report.len());
+    Ok(())
+}
+
+async fn import<S: Store>(store: &S, input: &std::path::Path) -> anyhow::Result<()> {
+    let report = if input.as_os_str() == "-" {
+        crate::archive::import(store, std::io::stdin().lock()).await?
+    } else {
+        let file = std::fs::File::open(input).with_context(|| format!("cannot open {}", input.display()))?;
+        crate::archive::import(store, file).await?
+    };
+    for (project, counts) in &report {
+        println!("{project}: imported {}, already present {}", counts.imported, counts.skipped);
+    }
     Ok(())
 }
 

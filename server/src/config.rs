@@ -148,6 +148,21 @@ pub enum ServerCommand {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Write this database's history (every project, or one) to an archive for `import`.
+    Export {
+        /// The archive to write ("-" = stdout).
+        #[arg(long, short)]
+        output: PathBuf,
+        #[arg(long)]
+        project: Option<String>,
+    },
+    /// Add an archive from `export` (e.g. a laptop's) to this database: ids kept, revisions
+    /// renumbered into each project's log, records already present skipped.
+    Import {
+        /// The archive to read ("-" = stdin).
+        #[arg(long, short)]
+        input: PathBuf,
+    },
     /// Manage access tokens (runs against the database; the server may be running).
     Token {
         #[command(subcommand)]

@@ -6,6 +6,7 @@
 //! liveness reaper.
 
 pub mod api;
+pub mod archive;
 pub mod auth;
 pub mod cli;
 pub mod config;

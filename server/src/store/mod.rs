@@ -28,6 +28,7 @@ use crate::error::Result;
 pub mod postgres;
 pub(crate) mod rows;
 pub mod sqlite;
+pub mod transfer;
 
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
@@ -263,6 +264,23 @@ pub trait Store: Clone + Send + Sync + 'static {
         dry_run: bool,
         actor: Actor,
     ) -> impl Future<Output = Result<PurgeResponse>> + Send;
+    /// Every project: (key, memory caps as JSON).
+    fn list_projects(&self) -> impl Future<Output = Result<Vec<(String, String)>>> + Send;
+    /// A page of a project's rows for an export, and where the next page starts.
+    fn export_page(
+        &self,
+        project: String,
+        table: transfer::Table,
+        after: transfer::Cursor,
+        limit: i64,
+    ) -> impl Future<Output = Result<(Vec<transfer::Line>, Option<transfer::Cursor>)>> + Send;
+    /// Imports a batch of one project's lines (ids kept, revisions renumbered, present ids skipped).
+    fn import_batch(
+        &self,
+        project: String,
+        memory_caps: Option<String>,
+        lines: Vec<transfer::Line>,
+    ) -> impl Future<Output = Result<transfer::ImportCounts>> + Send;
     /// Sessions per status (all projects), for the metrics.
     fn session_counts(&self) -> impl Future<Output = Result<Vec<(i32, i64)>>> + Send;
     /// Database pool connections: (open, idle).

@@ -77,4 +77,5 @@ include!("shared/reads.rs");
 include!("shared/tokens.rs");
 include!("shared/retention.rs");
 include!("shared/purge.rs");
+include!("shared/transfer.rs");
 include!("shared/store_impl.rs");

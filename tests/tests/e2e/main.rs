@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failure should panic loudly
 
 mod access;
+mod archive;
 mod bad_input;
 mod brief;
 mod checkpoints;

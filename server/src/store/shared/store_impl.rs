@@ -109,6 +109,15 @@ impl crate::store::Store for Backend {
     async fn purge(&self, project: String, value: String, dry_run: bool, actor: pb::Actor) -> Result<pb::PurgeResponse> {
         self.do_purge(project, value, dry_run, actor).await
     }
+    async fn list_projects(&self) -> Result<Vec<(String, String)>> {
+        self.do_list_projects().await
+    }
+    async fn export_page(&self, project: String, table: crate::store::transfer::Table, after: crate::store::transfer::Cursor, limit: i64) -> Result<(Vec<crate::store::transfer::Line>, Option<crate::store::transfer::Cursor>)> {
+        self.do_export_page(project, table, after, limit).await
+    }
+    async fn import_batch(&self, project: String, memory_caps: Option<String>, lines: Vec<crate::store::transfer::Line>) -> Result<crate::store::transfer::ImportCounts> {
+        self.do_import_batch(project, memory_caps, lines).await
+    }
     async fn session_counts(&self) -> Result<Vec<(i32, i64)>> {
         Ok(sqlx::query_as("SELECT status, COUNT(*) FROM sessions GROUP BY status").fetch_all(&self.pool).await?)
     }

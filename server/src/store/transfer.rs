@@ -1,0 +1,163 @@
+//! The export file's lines (`baton-server export` / `import`): JSON, one per line, in a
+//! zstd stream. Rows as stored, bytes in base64; revisions are not carried, since import
+//! renumbers everything into the target project's log. Ids are kept.
+
+use serde::{Deserialize, Serialize};
+
+/// The first line of every export.
+pub const FORMAT: &str = "baton-export";
+pub const VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Line {
+    Header {
+        format: String,
+        version: u32,
+        exported_at_us: i64,
+    },
+    /// Starts a project's lines; the rest until the next `project` line belong to it.
+    Project {
+        key: String,
+        memory_caps: String,
+    },
+    Chunk(ChunkLine),
+    Session(Box<SessionLine>),
+    Checkpoint(Box<CheckpointLine>),
+    Memory(MemoryLine),
+    Record(RecordLine),
+}
+
+mod b64 {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&STANDARD.encode(bytes))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let text = String::deserialize(d)?;
+        STANDARD.decode(text.as_bytes()).map_err(serde::de::Error::custom)
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
+pub struct ChunkLine {
+    pub digest: String,
+    #[serde(with = "b64")]
+    pub data: Vec<u8>,
+    pub size_bytes: i64,
+    pub created_us: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
+pub struct SessionLine {
+    pub id: String,
+    pub agent: i32,
+    pub agent_session_id: String,
+    pub host: String,
+    pub user_name: String,
+    pub cwd: String,
+    pub branch: String,
+    pub goal: String,
+    pub status: i32,
+    pub lease_ttl_ms: i64,
+    pub last_seen_us: i64,
+    pub head_checkpoint_id: Option<String>,
+    pub git_base: String,
+    pub git_head: String,
+    pub summary: String,
+    pub tool_count: i64,
+    pub resumed_from: Option<String>,
+    pub resumed_by: Option<String>,
+    pub metadata: String,
+    pub created_us: i64,
+    pub updated_us: i64,
+    pub written_us: i64,
+    #[serde(with = "b64")]
+    pub author: Vec<u8>,
+    pub head_written_us: i64,
+    #[serde(with = "b64")]
+    pub head_author: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
+pub struct CheckpointLine {
+    pub id: String,
+    pub session_id: String,
+    pub parent_id: Option<String>,
+    pub kind: i32,
+    pub reason: String,
+    #[serde(with = "b64")]
+    pub state: Vec<u8>,
+    #[serde(with = "b64")]
+    pub payload: Vec<u8>,
+    pub payload_content_type: String,
+    pub compression: String,
+    pub size_bytes: i64,
+    pub digest: String,
+    pub created_us: i64,
+    #[serde(with = "b64")]
+    pub author: Vec<u8>,
+    #[serde(with = "b64")]
+    pub blobs: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
+pub struct MemoryLine {
+    pub id: String,
+    pub category: String,
+    pub branch: String,
+    pub key: String,
+    pub record: String,
+    pub content: String,
+    pub rationale: String,
+    #[serde(with = "b64")]
+    pub author: Vec<u8>,
+    pub seq: i64,
+    pub created_us: i64,
+    pub evicted: bool,
+}
+
+/// A memory record's last-write-wins metadata (its revision is renumbered on import).
+#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
+pub struct RecordLine {
+    pub record: String,
+    pub written_us: i64,
+    #[serde(with = "b64")]
+    pub author: Vec<u8>,
+}
+
+/// What an export page reads next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Table {
+    Chunks,
+    Sessions,
+    Checkpoints,
+    Memory,
+    Records,
+}
+
+impl Table {
+    /// Import order: chunks before the checkpoints that use them, sessions before their
+    /// checkpoints, memory before its records.
+    pub const ALL: [Self; 5] = [Self::Chunks, Self::Sessions, Self::Checkpoints, Self::Memory, Self::Records];
+}
+
+/// Keyset position within a table: (revision-like number, sequence, text key).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Cursor {
+    pub n: i64,
+    pub m: i64,
+    pub key: String,
+}
+
+/// What one import batch did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ImportCounts {
+    pub imported: u64,
+    /// Already present (same id) in the target: left as they are.
+    pub skipped: u64,
+}
