@@ -66,6 +66,10 @@ pub struct Config {
     #[arg(long, env = "BATON_RATE_BURST", default_value_t = 200)]
     pub rate_burst: u32,
 
+    /// Projects one Watch may follow (named, or all a token may read).
+    #[arg(long, env = "BATON_MAX_WATCH_PROJECTS", default_value_t = 100)]
+    pub max_watch_projects: usize,
+
     /// Watch streams each token (or, on an open hub, each client address) may hold open.
     #[arg(long, env = "BATON_MAX_WATCHES_PER_TOKEN", default_value_t = 32)]
     pub max_watches_per_token: usize,

@@ -133,8 +133,8 @@ async fn serve<S: Store>(
         jobs::retention::Policy { keep_days: config.keep_days, keep_ancestors: config.keep_ancestors };
     let limits = Limits {
         max_checkpoint_bytes: config.max_checkpoint_bytes,
+        max_watch_projects: config.max_watch_projects.max(1),
         retention: retention_policy,
-        ..Limits::default()
     };
     let auth = auth::Auth::new(store.clone());
     let watch_slots = limits::WatchSlots::new(config.max_watches_per_token.max(1));

@@ -63,14 +63,32 @@ impl<S: Store> EventService for Api<S> {
             }
         };
         let req = request.into_inner();
+        who.allow(Need::Read)?;
         if req.cursors.is_empty() {
-            return Err(
-                Error::from(validate::invalid("cursors", "name at least one project to watch")).into()
-            );
+            // Every project the token may read: from now on, plus projects created later.
+            check_kinds(&req.kinds)?;
+            let slot = self.watch_slots.acquire(&key, &label)?;
+            let scope = match &who {
+                Principal::Token { project, .. } => project.clone(),
+                Principal::Open => None,
+            };
+            let rx = crate::events::watch_all(
+                self.store.clone(),
+                self.hub.clone(),
+                scope,
+                req.kinds.into_iter().collect(),
+                self.shutdown.clone(),
+                self.limits.max_watch_projects,
+                self.hub.poll(),
+            )
+            .await?;
+            return Ok(Response::new(Box::pin(ReceiverStream::new(rx).map(move |event| {
+                let _held = &slot;
+                event
+            }))));
         }
         validate::count("cursors", req.cursors.len(), self.limits.max_watch_projects)?;
         let mut cursors = Vec::with_capacity(req.cursors.len());
-        who.allow(Need::Read)?;
         for c in &req.cursors {
             validate::project("cursors.project", &c.project)?;
             who.scope(&c.project)?;

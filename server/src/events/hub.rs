@@ -32,6 +32,11 @@ impl<S: Store> Hub<S> {
         Self { store, wakers, feeds: Arc::default(), poll, shutdown }
     }
 
+    /// How often readers poll the table when nothing woke them.
+    pub fn poll(&self) -> Duration {
+        self.poll
+    }
+
     /// Live events of `project`, starting from some revision at or after now: subscribers
     /// replay from the table first and skip what they already have.
     pub fn subscribe(&self, project: &str) -> broadcast::Receiver<Arc<Event>> {

@@ -1,10 +1,12 @@
 //! Change delivery: one reader per watched project reads new event rows and fans them out
 //! to that project's watchers; each watcher replays from the table, then follows live.
 
+mod all;
 mod hub;
 mod wakers;
 mod watch;
 
+pub use all::watch_all;
 pub use hub::Hub;
 pub use wakers::Wakers;
 pub use watch::{Watch, watch};

@@ -37,18 +37,31 @@ pub fn watch<S: Store>(
     let (out, rx) = mpsc::channel(buffer);
     let kinds = Arc::new(request.kinds);
     for (project, cursor) in request.cursors {
-        let follower = Follower {
-            store: store.clone(),
-            live: hub.subscribe(&project),
-            hub: hub.clone(),
-            project,
-            cursor,
-            kinds: kinds.clone(),
-            out: out.clone(),
-        };
-        tokio::spawn(follower.run(shutdown.clone()));
+        spawn_follower(&store, hub, project, cursor, kinds.clone(), out.clone(), shutdown.clone());
     }
     rx
+}
+
+/// Follows one project from `cursor` into `out`.
+pub(super) fn spawn_follower<S: Store>(
+    store: &S,
+    hub: &Hub<S>,
+    project: String,
+    cursor: i64,
+    kinds: Arc<HashSet<i32>>,
+    out: mpsc::Sender<Result<Event, Status>>,
+    shutdown: signal::Receiver<bool>,
+) {
+    let follower = Follower {
+        store: store.clone(),
+        live: hub.subscribe(&project),
+        hub: hub.clone(),
+        project,
+        cursor,
+        kinds,
+        out,
+    };
+    tokio::spawn(follower.run(shutdown));
 }
 
 struct Follower<S: Store> {

@@ -274,7 +274,12 @@ async fn refused_with_clear_messages(backend: Backend) {
         Code::InvalidArgument,
         &["kinds"],
     );
-    check("watch nothing", ev.watch(WatchRequest::default()).await, Code::InvalidArgument, &["cursors"]);
+    check(
+        "watch everything, unknown kind",
+        ev.watch(WatchRequest { cursors: vec![], kinds: vec![99] }).await,
+        Code::InvalidArgument,
+        &["kinds"],
+    );
     check(
         "budget",
         c.brief

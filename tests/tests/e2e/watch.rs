@@ -122,3 +122,81 @@ async fn slow_watcher_is_caught_up(backend: Backend) {
     assert_eq!(events.len() as i64, total);
 }
 both!(slow_watcher_is_caught_up);
+
+/// The next event within a few seconds.
+async fn next(stream: &mut Streaming<Event>) -> Event {
+    tokio::time::timeout(Duration::from_secs(10), stream.next())
+        .await
+        .expect("an event within 10 s")
+        .expect("the stream is open")
+        .expect("not an error")
+}
+
+async fn watching_every_project(backend: Backend) {
+    let server = Server::start_with(backend, &["--watch-poll", "100ms"]).await.unwrap();
+    let mut c = server.clients().await;
+    let (a, b) = (project(), project());
+    put_note(&mut c, &a, "old", "before the watch", write()).await.unwrap();
+    put_note(&mut c, &b, "old", "before the watch", write()).await.unwrap();
+    let mut all = open(&mut c, &[], vec![]).await;
+
+    // Existing projects: from now on (revision 2), not their history.
+    put_note(&mut c, &a, "k", "a2", write()).await.unwrap();
+    let e = next(&mut all).await;
+    assert_eq!((e.project.as_str(), e.revision), (a.as_str(), 2));
+    put_note(&mut c, &b, "k", "b2", write()).await.unwrap();
+    let e = next(&mut all).await;
+    assert_eq!((e.project.as_str(), e.revision), (b.as_str(), 2));
+    // A project created while watching: from its first revision.
+    let fresh = project();
+    put_note(&mut c, &fresh, "k", "new", write()).await.unwrap();
+    put_note(&mut c, &fresh, "k", "newer", write()).await.unwrap();
+    let got: Vec<(String, i64)> = vec![next(&mut all).await, next(&mut all).await]
+        .into_iter()
+        .map(|e| (e.project, e.revision))
+        .collect();
+    assert_eq!(got, [(fresh.clone(), 1), (fresh.clone(), 2)]);
+
+    // A project-scoped token sees only its project.
+    let scoped =
+        crate::access::token(&server, &["create", "--name", "a-only", "--role", "reader", "--project", &a]);
+    let writer = crate::access::token(&server, &["create", "--name", "w", "--role", "writer"]);
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let mut mine =
+        c.events.watch(crate::access::with(WatchRequest::default(), &scoped)).await.unwrap().into_inner();
+    for p in [&b, &a] {
+        c.memory
+            .put_memory(crate::access::with(
+                baton_proto::v1::PutMemoryRequest {
+                    project: p.to_string(),
+                    category: "note".into(),
+                    key: "k".into(),
+                    op: baton_proto::v1::MemoryOp::Upsert as i32,
+                    items: vec![baton_proto::v1::MemoryItem {
+                        content: "scoped".into(),
+                        rationale: String::new(),
+                    }],
+                    write: write(),
+                    ..Default::default()
+                },
+                &writer,
+            ))
+            .await
+            .unwrap();
+    }
+    let e = next(&mut mine).await;
+    assert_eq!(e.project, a, "only project a reaches the scoped watcher");
+}
+both!(watching_every_project);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watching_every_project_is_capped() {
+    let server = Server::start_with(Backend::Sqlite, &["--max-watch-projects", "2"]).await.unwrap();
+    let mut c = server.clients().await;
+    for _ in 0..3 {
+        put_note(&mut c, &project(), "k", "v", write()).await.unwrap();
+    }
+    let status = c.events.watch(WatchRequest::default()).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::ResourceExhausted, "{status:?}");
+    assert!(status.message().contains("--max-watch-projects"), "{status:?}");
+}
