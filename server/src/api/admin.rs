@@ -1,9 +1,11 @@
-//! `AdminService`: retention, event-log compaction and purges on demand (admin tokens only).
+//! `AdminService`: retention, event-log compaction, purges and tokens (admin tokens only),
+//! and per-project stats (any token, within its scope).
 
 use baton_proto::v1::admin_service_server::AdminService;
 use baton_proto::v1::{
-    Actor, CompactEventsRequest, CompactEventsResponse, PruneRequest, PruneResponse, PurgeRequest,
-    PurgeResponse,
+    AccessToken, Actor, CompactEventsRequest, CompactEventsResponse, CreateTokenRequest, CreateTokenResponse,
+    GetStatsRequest, GetStatsResponse, ListTokensRequest, ListTokensResponse, PruneRequest, PruneResponse,
+    PurgeRequest, PurgeResponse, RevokeTokenRequest, RevokeTokenResponse,
 };
 use tonic::{Request, Response, Status};
 
@@ -65,6 +67,106 @@ impl<S: Store> AdminService for Api<S> {
         validate::project("project", &req.project)?;
         check_purge_value(&req.value)?;
         Ok(Response::new(self.store.purge(req.project, req.value, req.dry_run, actor(&who)).await?))
+    }
+
+    async fn create_token(
+        &self,
+        request: Request<CreateTokenRequest>,
+    ) -> Result<Response<CreateTokenResponse>, Status> {
+        let who = self.auth.principal(request.metadata()).await?;
+        who.allow(Need::Admin)?;
+        who.all_projects()?;
+        let req = request.into_inner();
+        validate::single_line("name", &req.name, 128)?;
+        if req.name.trim().is_empty() {
+            return Err(Error::from(invalid("name", "is required: who or what uses the token")).into());
+        }
+        if crate::core::access::Role::parse(&req.role).is_none() {
+            return Err(Error::from(invalid(
+                "role",
+                format!("{:?} is not admin, writer or reader", req.role),
+            ))
+            .into());
+        }
+        let project = (!req.project.is_empty()).then_some(req.project);
+        if let Some(p) = &project {
+            validate::project("project", p)?;
+        }
+        let secret = crate::core::access::new_secret();
+        let row = self
+            .store
+            .create_token(req.name, req.role, project, crate::core::access::hash_secret(&secret))
+            .await?;
+        tracing::info!(token = %row.name, role = %row.role, by = %who.name(), "token created");
+        Ok(Response::new(CreateTokenResponse { token: Some(token_proto(row)), secret }))
+    }
+
+    async fn list_tokens(
+        &self,
+        request: Request<ListTokensRequest>,
+    ) -> Result<Response<ListTokensResponse>, Status> {
+        let who = self.auth.principal(request.metadata()).await?;
+        who.allow(Need::Admin)?;
+        who.all_projects()?;
+        let tokens = self.store.list_tokens().await?.into_iter().map(token_proto).collect();
+        Ok(Response::new(ListTokensResponse { tokens }))
+    }
+
+    async fn revoke_token(
+        &self,
+        request: Request<RevokeTokenRequest>,
+    ) -> Result<Response<RevokeTokenResponse>, Status> {
+        let who = self.auth.principal(request.metadata()).await?;
+        who.allow(Need::Admin)?;
+        who.all_projects()?;
+        let name = request.into_inner().name;
+        if !self.store.revoke_token(name.clone()).await? {
+            return Err(Error::NotFound(format!("name: no active token named {name:?}")).into());
+        }
+        tracing::info!(token = %name, by = %who.name(), "token revoked");
+        Ok(Response::new(RevokeTokenResponse {}))
+    }
+
+    async fn get_stats(
+        &self,
+        request: Request<GetStatsRequest>,
+    ) -> Result<Response<GetStatsResponse>, Status> {
+        let who = self.auth.principal(request.metadata()).await?;
+        who.allow(Need::Read)?;
+        let req = request.into_inner();
+        let named = !req.project.is_empty();
+        let projects = if !named {
+            match &who {
+                crate::auth::Principal::Token { project: Some(p), .. } => vec![p.clone()],
+                _ => self.store.list_projects().await?.into_iter().map(|(p, _)| p).collect(),
+            }
+        } else {
+            validate::project("project", &req.project)?;
+            who.scope(&req.project)?;
+            vec![req.project]
+        };
+        let mut out = Vec::with_capacity(projects.len());
+        for p in projects {
+            match self.store.project_stats(p.clone()).await? {
+                Some(stats) => out.push(stats),
+                None if named => return Err(Error::NotFound(format!("project: no project {p:?}")).into()),
+                // A scoped token's project that has no data yet.
+                None => {}
+            }
+        }
+        Ok(Response::new(GetStatsResponse { projects: out }))
+    }
+}
+
+fn token_proto(t: crate::store::TokenRow) -> AccessToken {
+    let at = |us: i64| Some(crate::store::rows::ts(us));
+    AccessToken {
+        name: t.name,
+        role: t.role,
+        project: t.project.unwrap_or_default(),
+        created_at: at(t.created_us),
+        last_used_at: t.last_used_us.and_then(at),
+        revoked_at: t.revoked_us.and_then(at),
     }
 }
 

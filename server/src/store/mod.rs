@@ -281,6 +281,11 @@ pub trait Store: Clone + Send + Sync + 'static {
         memory_caps: Option<String>,
         lines: Vec<transfer::Line>,
     ) -> impl Future<Output = Result<transfer::ImportCounts>> + Send;
+    /// Counts for one project (`None` when it does not exist).
+    fn project_stats(
+        &self,
+        project: String,
+    ) -> impl Future<Output = Result<Option<baton_proto::v1::ProjectStats>>> + Send;
     /// Sessions per status (all projects), for the metrics.
     fn session_counts(&self) -> impl Future<Output = Result<Vec<(i32, i64)>>> + Send;
     /// Database pool connections: (open, idle).

@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use baton_proto::v1::{
-    CheckpointKind, CreateCheckpointRequest, GetBriefRequest, GetSessionRequest, ListEventsRequest,
-    ListMemoryRequest, StartSessionRequest, WatchCursor, WatchRequest,
+    CheckpointKind, CreateCheckpointRequest, CreateTokenRequest, GetBriefRequest, GetSessionRequest,
+    GetStatsRequest, ListEventsRequest, ListMemoryRequest, ListTokensRequest, RevokeTokenRequest,
+    StartSessionRequest, WatchCursor, WatchRequest,
 };
 use baton_tests::{Backend, ClientEnv, Server, both, git_repo};
 use tonic::Code;
@@ -207,3 +208,90 @@ async fn bootstrap_token_and_open_network(backend: Backend) {
     assert!(listed.starts_with("bootstrap-admin\tadmin"), "{listed}");
 }
 both!(bootstrap_token_and_open_network);
+
+async fn tokens_over_grpc_and_stats(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    let s = start_session(&mut c, &p).await;
+    put_note(&mut c, &p, "k", "v", write()).await.unwrap();
+    let root = token(&server, &["create", "--name", "root", "--role", "admin"]);
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+
+    // An admin creates a scoped writer remotely; its secret works at once.
+    let made = c
+        .admin
+        .create_token(with(
+            CreateTokenRequest { name: "ci".into(), role: "writer".into(), project: p.clone() },
+            &root,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(made.secret.starts_with("baton_"));
+    assert_eq!(made.token.as_ref().unwrap().project, p);
+    c.memory
+        .list_memory(with(ListMemoryRequest { project: p.clone(), ..Default::default() }, &made.secret))
+        .await
+        .unwrap();
+    let listed = c.admin.list_tokens(with(ListTokensRequest {}, &root)).await.unwrap().into_inner();
+    let names: Vec<&str> = listed.tokens.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["root", "ci"]);
+    assert!(format!("{listed:?}").contains("ci") && !format!("{listed:?}").contains(&made.secret));
+
+    // Bad input and the wrong caller.
+    let (status, _) = crate::code(
+        c.admin
+            .create_token(with(
+                CreateTokenRequest { name: "x".into(), role: "god".into(), project: String::new() },
+                &root,
+            ))
+            .await,
+    );
+    assert_eq!(status, Code::InvalidArgument);
+    let (status, message) = crate::code(
+        c.admin
+            .create_token(with(
+                CreateTokenRequest { name: "ci".into(), role: "reader".into(), project: String::new() },
+                &root,
+            ))
+            .await,
+    );
+    assert_eq!(status, Code::AlreadyExists, "{message}");
+    let (status, _) = crate::code(c.admin.list_tokens(with(ListTokensRequest {}, &made.secret)).await);
+    assert_eq!(status, Code::PermissionDenied);
+
+    // Stats: within the caller's scope.
+    let stats = c
+        .admin
+        .get_stats(with(GetStatsRequest { project: String::new() }, &made.secret))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(stats.projects.len(), 1);
+    let mine = &stats.projects[0];
+    assert_eq!(
+        (mine.project.as_str(), mine.head_revision, mine.events, mine.memory_entries),
+        (p.as_str(), 2, 2, 1)
+    );
+    assert_eq!(mine.sessions.get("active"), Some(&1));
+    let _ = s;
+    let (status, _) = crate::code(
+        c.admin.get_stats(with(GetStatsRequest { project: "github.com/no/such".into() }, &root)).await,
+    );
+    assert_eq!(status, Code::NotFound);
+
+    // Revoked remotely: refused within the cache window.
+    c.admin.revoke_token(with(RevokeTokenRequest { name: "ci".into() }, &root)).await.unwrap();
+    let (status, _) =
+        crate::code(c.admin.revoke_token(with(RevokeTokenRequest { name: "ci".into() }, &root)).await);
+    assert_eq!(status, Code::NotFound);
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let status = c
+        .memory
+        .list_memory(with(ListMemoryRequest { project: p.clone(), ..Default::default() }, &made.secret))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), Code::Unauthenticated);
+}
+both!(tokens_over_grpc_and_stats);

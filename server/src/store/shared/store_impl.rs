@@ -118,6 +118,9 @@ impl crate::store::Store for Backend {
     async fn import_batch(&self, project: String, memory_caps: Option<String>, lines: Vec<crate::store::transfer::Line>) -> Result<crate::store::transfer::ImportCounts> {
         self.do_import_batch(project, memory_caps, lines).await
     }
+    async fn project_stats(&self, project: String) -> Result<Option<pb::ProjectStats>> {
+        self.do_project_stats(project).await
+    }
     async fn session_counts(&self) -> Result<Vec<(i32, i64)>> {
         Ok(sqlx::query_as("SELECT status, COUNT(*) FROM sessions GROUP BY status").fetch_all(&self.pool).await?)
     }

@@ -8,7 +8,7 @@ impl Backend {
         let now = crate::store::rows::us(&prost_types::Timestamp::from(std::time::SystemTime::now()));
         let exists: Option<(String,)> = sqlx::query_as("SELECT id FROM tokens WHERE name = $1").bind(&name).fetch_optional(&self.pool).await?;
         if exists.is_some() {
-            return Err(Error::AlreadyExists(format!("a token named {name:?} already exists; revoke it first or pick another name")));
+            return Err(Error::AlreadyExists(format!("a token named {name:?} already exists (names stay taken after revocation, for the audit trail); pick another name")));
         }
         sqlx::query("INSERT INTO tokens (id, name, role, project, secret_hash, created_us) VALUES ($1, $2, $3, $4, $5, $6)")
             .bind(&id)
@@ -66,5 +66,41 @@ impl Backend {
         };
         let row: Option<(String,)> = sqlx::query_as(sql).bind(&id).fetch_optional(&self.pool).await?;
         Ok(row.map(|(p,)| p))
+    }
+}
+
+impl Backend {
+    /// Counts for one project (`None` when it does not exist).
+    pub(crate) async fn do_project_stats(&self, project: String) -> Result<Option<baton_proto::v1::ProjectStats>> {
+        let mut conn = self.pool.acquire().await?;
+        let head: Option<(i64, i64)> =
+            sqlx::query_as("SELECT head_revision, events_from FROM projects WHERE key = $1").bind(&project).fetch_optional(&mut *conn).await?;
+        let Some((head_revision, events_from)) = head else { return Ok(None) };
+        let statuses: Vec<(i32, i64)> =
+            sqlx::query_as("SELECT status, COUNT(*) FROM sessions WHERE project = $1 GROUP BY status").bind(&project).fetch_all(&mut *conn).await?;
+        let sum = |table: &str| format!("SELECT COUNT(*), CAST(COALESCE(SUM(size_bytes), 0) AS BIGINT) FROM {table} WHERE project = $1");
+        let (checkpoints, checkpoint_bytes): (i64, i64) =
+            sqlx::query_as(sqlx::AssertSqlSafe(sum("checkpoints"))).bind(&project).fetch_one(&mut *conn).await?;
+        let (chunks, chunk_bytes): (i64, i64) = sqlx::query_as(sqlx::AssertSqlSafe(sum("chunks"))).bind(&project).fetch_one(&mut *conn).await?;
+        let (memory_entries,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM memory WHERE project = $1").bind(&project).fetch_one(&mut *conn).await?;
+        let (events,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM events WHERE project = $1").bind(&project).fetch_one(&mut *conn).await?;
+        Ok(Some(baton_proto::v1::ProjectStats {
+            project,
+            head_revision,
+            sessions: statuses
+                .into_iter()
+                .map(|(status, n)| {
+                    let name = baton_proto::v1::SessionStatus::try_from(status).map_or("unknown", |s| s.as_str_name());
+                    (name.trim_start_matches("SESSION_STATUS_").to_ascii_lowercase(), n)
+                })
+                .collect(),
+            checkpoints,
+            checkpoint_bytes,
+            memory_entries,
+            events,
+            oldest_kept_revision: events_from,
+            chunks,
+            chunk_bytes,
+        }))
     }
 }
