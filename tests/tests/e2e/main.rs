@@ -10,6 +10,7 @@ mod brief;
 mod checkpoints;
 mod client;
 mod concurrency;
+mod crash;
 mod durability;
 mod instances;
 mod limits;

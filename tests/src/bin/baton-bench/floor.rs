@@ -1,0 +1,124 @@
+//! The storage floor: what the same database does for Baton's kind of write with nothing
+//! of Baton around it. One transaction per write: lock the project row (allocating the
+//! revision), insert the record and its event, commit; with Baton's durability settings
+//! (SQLite: WAL, synchronous=FULL, BEGIN IMMEDIATE; Postgres: the cluster's own).
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use baton_tests::Backend;
+use sqlx::postgres::PgPoolOptions;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{PgPool, SqlitePool};
+
+const SCHEMA: [&str; 3] = [
+    "CREATE TABLE projects (key TEXT PRIMARY KEY, head BIGINT NOT NULL)",
+    "CREATE TABLE records (project TEXT NOT NULL, revision BIGINT NOT NULL, body BYTEA NOT NULL, PRIMARY KEY (project, revision))",
+    "CREATE TABLE events (project TEXT NOT NULL, revision BIGINT NOT NULL, body BYTEA NOT NULL, PRIMARY KEY (project, revision))",
+];
+
+const LOCK: &str = "INSERT INTO projects (key, head) VALUES ($1, 1) ON CONFLICT (key) DO UPDATE SET head = projects.head + 1 RETURNING head";
+
+#[derive(Clone)]
+pub enum Floor {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+impl Floor {
+    /// A fresh database of the same kind as the server's, with the floor's schema.
+    pub async fn open(backend: Backend, dir: &std::path::Path) -> Floor {
+        match backend {
+            Backend::Sqlite => {
+                let options =
+                    SqliteConnectOptions::from_str(&format!("sqlite://{}", dir.join("floor.db").display()))
+                        .unwrap()
+                        .create_if_missing(true)
+                        .journal_mode(SqliteJournalMode::Wal)
+                        .synchronous(SqliteSynchronous::Full)
+                        .busy_timeout(Duration::from_secs(30));
+                // Baton's SQLite pool size.
+                let pool = SqlitePoolOptions::new().max_connections(8).connect_with(options).await.unwrap();
+                for sql in SCHEMA {
+                    sqlx::query(sqlx::AssertSqlSafe(sql.replace("BYTEA", "BLOB")))
+                        .execute(&pool)
+                        .await
+                        .unwrap();
+                }
+                Floor::Sqlite(pool)
+            }
+            Backend::Postgres => {
+                let url = baton_tests::postgres::fresh_database().await.unwrap();
+                // Baton's Postgres pool size.
+                let pool = PgPoolOptions::new().max_connections(16).connect(&url).await.unwrap();
+                for sql in SCHEMA {
+                    sqlx::query(sql).execute(&pool).await.unwrap();
+                }
+                Floor::Postgres(pool)
+            }
+        }
+    }
+
+    /// One write: lock + record + event, committed.
+    pub async fn write(&self, project: &str, body: &[u8]) {
+        macro_rules! write {
+            ($tx:expr) => {{
+                let mut tx = $tx;
+                let (revision,): (i64,) =
+                    sqlx::query_as(LOCK).bind(project).fetch_one(&mut *tx).await.unwrap();
+                sqlx::query("INSERT INTO records (project, revision, body) VALUES ($1, $2, $3)")
+                    .bind(project)
+                    .bind(revision)
+                    .bind(body)
+                    .execute(&mut *tx)
+                    .await
+                    .unwrap();
+                sqlx::query("INSERT INTO events (project, revision, body) VALUES ($1, $2, $3)")
+                    .bind(project)
+                    .bind(revision)
+                    .bind(&body[..body.len().min(256)])
+                    .execute(&mut *tx)
+                    .await
+                    .unwrap();
+                tx.commit().await.unwrap();
+            }};
+        }
+        match self {
+            Floor::Sqlite(pool) => write!(pool.begin_with("BEGIN IMMEDIATE").await.unwrap()),
+            Floor::Postgres(pool) => write!(pool.begin().await.unwrap()),
+        }
+    }
+
+    /// Reads a page of events after a revision; returns how many and the last revision.
+    pub async fn read_events(&self, project: &str, after: i64, limit: i64) -> (usize, i64) {
+        let sql = "SELECT revision, body FROM events WHERE project = $1 AND revision > $2 ORDER BY revision LIMIT $3";
+        let rows: Vec<(i64, Vec<u8>)> = match self {
+            Floor::Sqlite(pool) => {
+                sqlx::query_as(sql).bind(project).bind(after).bind(limit).fetch_all(pool).await.unwrap()
+            }
+            Floor::Postgres(pool) => {
+                sqlx::query_as(sql).bind(project).bind(after).bind(limit).fetch_all(pool).await.unwrap()
+            }
+        };
+        (rows.len(), rows.last().map_or(after, |r| r.0))
+    }
+
+    /// The reads a resume needs at the floor: the session's latest record and the project's
+    /// newest records (the brief's inputs), by primary key.
+    pub async fn resume_reads(&self, project: &str, revision: i64) {
+        let one = "SELECT body FROM records WHERE project = $1 AND revision = $2";
+        let recent = "SELECT body FROM records WHERE project = $1 ORDER BY revision DESC LIMIT 50";
+        match self {
+            Floor::Sqlite(pool) => {
+                let _: Option<(Vec<u8>,)> =
+                    sqlx::query_as(one).bind(project).bind(revision).fetch_optional(pool).await.unwrap();
+                let _: Vec<(Vec<u8>,)> = sqlx::query_as(recent).bind(project).fetch_all(pool).await.unwrap();
+            }
+            Floor::Postgres(pool) => {
+                let _: Option<(Vec<u8>,)> =
+                    sqlx::query_as(one).bind(project).bind(revision).fetch_optional(pool).await.unwrap();
+                let _: Vec<(Vec<u8>,)> = sqlx::query_as(recent).bind(project).fetch_all(pool).await.unwrap();
+            }
+        }
+    }
+}

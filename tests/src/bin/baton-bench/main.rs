@@ -1,0 +1,128 @@
+//! baton-bench: Baton over gRPC next to the raw storage floor (the same database doing one
+//! transaction per write with nothing of Baton around it), in one run, on SQLite and on
+//! Postgres. Prints a table with p50/p99, throughput and the Baton/floor ratio against the
+//! targets, then how latency and memory grow with sessions per project and watchers.
+//!
+//!   cargo build --release --workspace && ./target/release/baton-bench
+//!   ./target/release/baton-bench --quick              # a few seconds per scenario (CI)
+//!   ./target/release/baton-bench --backend sqlite     # or postgres; default both
+//!
+//! Nothing here asserts timings: the numbers are for people to read.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a bench: fail loudly
+
+mod floor;
+mod scenarios;
+mod stats;
+
+use std::time::Duration;
+
+use baton_tests::Backend;
+
+/// Run sizes: full by default, `--quick` for CI.
+#[derive(Debug, Clone, Copy)]
+pub struct Sizes {
+    pub window: Duration,
+    pub clients: usize,
+    pub resume_sessions: usize,
+    pub watchers: usize,
+    pub watch_rate: u32,
+    pub catch_up_events: usize,
+    pub scale_sessions: &'static [usize],
+    pub scale_watchers: &'static [usize],
+}
+
+impl Sizes {
+    fn new(quick: bool) -> Self {
+        if quick {
+            Self {
+                window: Duration::from_secs(2),
+                clients: 16,
+                resume_sessions: 100,
+                watchers: 100,
+                watch_rate: 100,
+                catch_up_events: 10_000,
+                scale_sessions: &[10, 100],
+                scale_watchers: &[1, 10, 100],
+            }
+        } else {
+            Self {
+                window: Duration::from_secs(10),
+                clients: 16,
+                resume_sessions: 1000,
+                watchers: 1000,
+                watch_rate: 500,
+                catch_up_events: 100_000,
+                scale_sessions: &[10, 100, 1000, 10_000],
+                scale_watchers: &[1, 10, 100, 1000],
+            }
+        }
+    }
+}
+
+/// One line of the results table.
+pub struct Row {
+    pub scenario: String,
+    pub baton: String,
+    pub floor: String,
+    pub ratio: String,
+    pub target: String,
+    pub met: Option<bool>,
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let backends =
+        match args.iter().position(|a| a == "--backend").and_then(|i| args.get(i + 1)).map(String::as_str) {
+            Some("sqlite") => vec![Backend::Sqlite],
+            Some("postgres") => vec![Backend::Postgres],
+            None | Some("both") => vec![Backend::Sqlite, Backend::Postgres],
+            Some(other) => {
+                eprintln!("--backend {other:?}: use sqlite, postgres or both");
+                std::process::exit(2);
+            }
+        };
+    let sizes = Sizes::new(quick);
+    println!(
+        "baton-bench{}: {} cores, {} MiB RAM, {} {}",
+        if quick { " --quick" } else { "" },
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        total_ram_mib(),
+        std::env::consts::OS,
+        std::env::consts::ARCH,
+    );
+    for backend in backends {
+        let rows = scenarios::run_all(backend, sizes).await;
+        println!();
+        println!("### {backend:?}");
+        println!();
+        println!("| scenario | Baton | floor | Baton/floor | target | met |");
+        println!("| --- | --- | --- | --- | --- | --- |");
+        for r in &rows.table {
+            let met = match r.met {
+                Some(true) => "yes",
+                Some(false) => "**no**",
+                None => "",
+            };
+            println!("| {} | {} | {} | {} | {} | {met} |", r.scenario, r.baton, r.floor, r.ratio, r.target);
+        }
+        println!();
+        println!("Scaling ({backend:?}):");
+        println!();
+        for line in &rows.scaling {
+            println!("{line}");
+        }
+    }
+    println!();
+    println!("The hook process end to end (SessionStart, PostToolUse) is measured by `hook-bench`.");
+}
+
+fn total_ram_mib() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| m.lines().find(|l| l.starts_with("MemTotal:")).map(str::to_owned))
+        .and_then(|l| l.split_whitespace().nth(1).and_then(|kb| kb.parse::<u64>().ok()))
+        .map_or(0, |kb| kb / 1024)
+}

@@ -1,0 +1,552 @@
+//! The scenarios, each measured on Baton and on the floor in the same run.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use baton_proto::v1::{
+    AgentKind, CheckpointKind, CheckpointState, CreateCheckpointRequest, Event, EventKind, GetBriefRequest,
+    ListSessionsRequest, MemoryItem, MemoryOp, PutMemoryRequest, ResumeSessionRequest, SessionStatus,
+    StartSessionRequest, WatchCursor, WatchRequest, WriteOptions, resume_session_request,
+};
+use baton_tests::{Backend, Clients, Server};
+use prost::Message;
+use tokio_stream::StreamExt as _;
+
+use crate::floor::Floor;
+use crate::stats::{Run, closed_loop, ms, rss_mib, sequential};
+use crate::{Row, Sizes};
+
+pub struct Results {
+    pub table: Vec<Row>,
+    pub scaling: Vec<String>,
+}
+
+fn write_opts() -> Option<WriteOptions> {
+    Some(WriteOptions { request_id: uuid::Uuid::new_v4().to_string(), ..Default::default() })
+}
+
+fn note(project: &str, key: String, content: String) -> PutMemoryRequest {
+    PutMemoryRequest {
+        project: project.into(),
+        category: "note".into(),
+        key,
+        op: MemoryOp::Upsert as i32,
+        items: vec![MemoryItem { content, rationale: String::new() }],
+        write: write_opts(),
+        ..Default::default()
+    }
+}
+
+fn summary(run: &Run) -> String {
+    format!("p50 {} · p99 {} · {:.0}/s", ms(run.p50()), ms(run.p99()), run.throughput())
+}
+
+/// Text that compresses like a real checkpoint's JSON (about 3:1), `len` bytes.
+fn checkpoint_text(len: usize, seed: u64) -> Vec<u8> {
+    let words =
+        ["task", "file", "src/", "decision", "error", "fixed", "the", "store", "retry", "Baton", "{", "}"];
+    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407) | 1;
+    let mut out = Vec::with_capacity(len + 16);
+    while out.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.extend_from_slice(words[(x % words.len() as u64) as usize].as_bytes());
+        out.extend_from_slice(format!("{} ", x % 1000).as_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+pub async fn run_all(backend: Backend, sizes: Sizes) -> Results {
+    let server = Server::start_with(
+        backend,
+        &["--max-watches-per-token", "100000", "--max-watch-projects", "1000", "--reaper-interval", "200ms"],
+    )
+    .await
+    .expect("start baton-server");
+    let dir = tempfile::tempdir().unwrap();
+    let floor = Floor::open(backend, dir.path()).await;
+    let c = server.clients().await;
+    let mut table = Vec::new();
+
+    eprintln!("[{backend:?}] small writes, one hot project");
+    table.push(
+        small_writes(
+            &c,
+            &floor,
+            sizes,
+            |_, _| "bench/hot".to_owned(),
+            "small memory writes, one hot project",
+        )
+        .await,
+    );
+    eprintln!("[{backend:?}] small writes over 100 projects");
+    table.push(
+        small_writes(
+            &c,
+            &floor,
+            sizes,
+            |client, i| format!("bench/p{}", (client as u64 * 7 + i) % 100),
+            "small writes over 100 projects",
+        )
+        .await,
+    );
+    eprintln!("[{backend:?}] 50 KB checkpoints");
+    table.push(checkpoints(&c, &floor, sizes).await);
+    eprintln!("[{backend:?}] resume");
+    table.push(resume(&c, &floor, sizes.resume_sessions).await);
+    eprintln!("[{backend:?}] watch fan-out");
+    let (row, _) = fan_out(&server, &c, sizes.watchers, sizes.watch_rate, sizes.window).await;
+    table.push(row);
+    eprintln!("[{backend:?}] watch catch-up");
+    table.push(catch_up(&server, &c, &floor, sizes.catch_up_events).await);
+
+    eprintln!("[{backend:?}] scaling");
+    let scaling = scaling(&server, &c, sizes).await;
+    Results { table, scaling }
+}
+
+async fn small_writes(
+    c: &Clients,
+    floor: &Floor,
+    sizes: Sizes,
+    project: impl Fn(usize, u64) -> String + Send + Sync + Clone + 'static,
+    name: &str,
+) -> Row {
+    let memory = c.memory.clone();
+    let p = project.clone();
+    let baton = closed_loop(sizes.clients, sizes.window, move |client, i| {
+        let mut memory = memory.clone();
+        let request =
+            note(&p(client, i), format!("c{client}-{i}"), format!("small write {i} from client {client}"));
+        async move {
+            memory.put_memory(request).await.unwrap();
+        }
+    })
+    .await;
+    let f = floor.clone();
+    let at_floor = closed_loop(sizes.clients, sizes.window, move |client, i| {
+        let f = f.clone();
+        let project = project(client, i);
+        async move {
+            f.write(&project, format!("small write {i} from client {client}").as_bytes()).await;
+        }
+    })
+    .await;
+    let ratio = baton.throughput() / at_floor.throughput();
+    Row {
+        scenario: format!("{name}, {} clients", sizes.clients),
+        baton: summary(&baton),
+        floor: summary(&at_floor),
+        ratio: format!("{:.0}% of throughput", ratio * 100.0),
+        target: "≥ 60% of the floor's throughput".into(),
+        met: Some(ratio >= 0.6),
+    }
+}
+
+async fn checkpoints(c: &Clients, floor: &Floor, sizes: Sizes) -> Row {
+    let mut sessions = Vec::new();
+    for _ in 0..sizes.clients {
+        let mut s = c.sessions.clone();
+        let session = s
+            .start_session(StartSessionRequest {
+                project: "bench/checkpoints".into(),
+                agent: AgentKind::Custom as i32,
+                write: write_opts(),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .session
+            .unwrap();
+        sessions.push(session.id);
+    }
+    let sessions = Arc::new(sessions);
+    let checkpoints = c.checkpoints.clone();
+    let baton = closed_loop(sizes.clients, sizes.window, move |client, i| {
+        let mut checkpoints = checkpoints.clone();
+        let request = CreateCheckpointRequest {
+            session_id: sessions[client].clone(),
+            kind: CheckpointKind::Auto as i32,
+            reason: "bench".into(),
+            state: Some(CheckpointState { phase: format!("step {i}"), ..Default::default() }),
+            payload: checkpoint_text(50 * 1024, i * 31 + client as u64),
+            payload_content_type: "application/json".into(),
+            write: write_opts(),
+            ..Default::default()
+        };
+        async move {
+            checkpoints.create_checkpoint(request).await.unwrap();
+        }
+    })
+    .await;
+    let f = floor.clone();
+    let at_floor = closed_loop(sizes.clients, sizes.window, move |client, i| {
+        let f = f.clone();
+        async move {
+            f.write("bench/checkpoints", &checkpoint_text(50 * 1024, i * 31 + client as u64)).await;
+        }
+    })
+    .await;
+    let ratio = baton.p99().as_secs_f64() / at_floor.p99().as_secs_f64();
+    Row {
+        scenario: format!("50 KB checkpoint create, {} clients", sizes.clients),
+        baton: summary(&baton),
+        floor: summary(&at_floor),
+        ratio: format!("{ratio:.2}× the p99"),
+        target: "p99 ≤ 2× the floor's".into(),
+        met: Some(ratio <= 2.0),
+    }
+}
+
+/// Sessions with a checkpoint each, all crashed (lease run out), then each resumed once.
+async fn seed_crashed(c: &Clients, project: &str, n: usize) -> Vec<String> {
+    let counter = Arc::new(AtomicU64::new(0));
+    let tasks: Vec<_> = (0..8)
+        .map(|w| {
+            let c = c.clone();
+            let project = project.to_owned();
+            let counter = counter.clone();
+            tokio::spawn(async move {
+                let (mut sessions, mut checkpoints) = (c.sessions.clone(), c.checkpoints.clone());
+                let mut ids = Vec::new();
+                for i in (w..n).step_by(8) {
+                    let s = sessions
+                        .start_session(StartSessionRequest {
+                            project: project.clone(),
+                            agent: AgentKind::ClaudeCode as i32,
+                            goal: format!("task {i}"),
+                            lease_ttl_ms: 300,
+                            write: write_opts(),
+                            ..Default::default()
+                        })
+                        .await
+                        .unwrap()
+                        .into_inner()
+                        .session
+                        .unwrap();
+                    checkpoints
+                        .create_checkpoint(CreateCheckpointRequest {
+                            session_id: s.id.clone(),
+                            kind: CheckpointKind::Auto as i32,
+                            reason: "seed".into(),
+                            state: Some(CheckpointState { phase: format!("task {i}"), ..Default::default() }),
+                            write: write_opts(),
+                            ..Default::default()
+                        })
+                        .await
+                        .unwrap();
+                    counter.fetch_add(1, Ordering::Relaxed);
+                    ids.push(s.id);
+                }
+                ids
+            })
+        })
+        .collect();
+    let mut ids = Vec::new();
+    for t in tasks {
+        ids.extend(t.await.unwrap());
+    }
+    let mut sessions = c.sessions.clone();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let crashed = sessions
+            .list_sessions(ListSessionsRequest {
+                project: project.into(),
+                statuses: vec![SessionStatus::Crashed as i32],
+                page_size: 1000,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        if crashed.sessions.len() >= n.min(1000) || Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    ids
+}
+
+async fn resume(c: &Clients, floor: &Floor, n: usize) -> Row {
+    let project = "bench/resume";
+    let mut memory = c.memory.clone();
+    for i in 0..50 {
+        memory
+            .put_memory(note(project, format!("k{i}"), format!("context a resumed agent needs, {i}")))
+            .await
+            .unwrap();
+    }
+    let ids = seed_crashed(c, project, n).await;
+    let sessions = c.sessions.clone();
+    let ids = Arc::new(ids);
+    let baton = sequential(ids.len(), |i| {
+        let mut sessions = sessions.clone();
+        let id = ids[i].clone();
+        async move {
+            let reply = sessions
+                .resume_session(ResumeSessionRequest {
+                    project: project.into(),
+                    target: Some(resume_session_request::Target::SessionId(id)),
+                    agent: AgentKind::ClaudeCode as i32,
+                    write: write_opts(),
+                    ..Default::default()
+                })
+                .await
+                .unwrap()
+                .into_inner();
+            assert!(reply.checkpoint.is_some() && reply.brief.is_some());
+        }
+    })
+    .await;
+    for i in 0..n {
+        floor.write(project, format!("session {i} checkpoint").as_bytes()).await;
+    }
+    let at_floor = sequential(n, |i| floor.resume_reads(project, i as i64 + 1)).await;
+    Row {
+        scenario: format!("resume (latest valid checkpoint + brief), project with {n} sessions"),
+        baton: summary(&baton),
+        floor: summary(&at_floor),
+        ratio: format!("{:.1}× the p99", baton.p99().as_secs_f64() / at_floor.p99().as_secs_f64()),
+        target: "p99 ≤ 5 ms".into(),
+        met: Some(baton.p99() <= Duration::from_millis(5)),
+    }
+}
+
+fn event_age(e: &Event) -> Duration {
+    let at = e.at.as_ref().map_or(SystemTime::UNIX_EPOCH, |t| {
+        SystemTime::UNIX_EPOCH + Duration::new(t.seconds.max(0) as u64, t.nanos.max(0) as u32)
+    });
+    SystemTime::now().duration_since(at).unwrap_or_default()
+}
+
+/// `watchers` streams on one project while a writer writes `rate` per second for `window`.
+/// Returns the row and (delivery p99, server RSS growth in MiB).
+async fn fan_out(
+    server: &Server,
+    c: &Clients,
+    watchers: usize,
+    rate: u32,
+    window: Duration,
+) -> (Row, (Duration, f64)) {
+    let project = format!("bench/fanout-{watchers}-{}", uuid::Uuid::new_v4().simple());
+    let pid = server.pid().unwrap_or_default();
+    let rss_before = rss_mib(pid).unwrap_or(0.0);
+    let writes = (f64::from(rate) * window.as_secs_f64()) as usize;
+    // 100 streams per HTTP/2 connection.
+    let mut channels = Vec::new();
+    for _ in 0..watchers.div_ceil(100) {
+        channels.push(server.clients().await);
+    }
+    let ready = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for w in 0..watchers {
+        let mut events = channels[w / 100].events.clone();
+        let project = project.clone();
+        let ready = ready.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut stream = events
+                .watch(WatchRequest {
+                    cursors: vec![WatchCursor { project, after_revision: 0 }],
+                    kinds: vec![],
+                })
+                .await
+                .unwrap()
+                .into_inner();
+            ready.fetch_add(1, Ordering::Relaxed);
+            let mut ages = Vec::with_capacity(writes);
+            let mut last = 0;
+            while ages.len() < writes {
+                match tokio::time::timeout(Duration::from_secs(30), stream.next()).await {
+                    Ok(Some(Ok(e))) => {
+                        assert_eq!(e.revision, last + 1, "a gap or a duplicate");
+                        last = e.revision;
+                        ages.push(event_age(&e));
+                    }
+                    other => panic!("watcher {w} stopped after {} of {writes} events: {other:?}", ages.len()),
+                }
+            }
+            ages
+        }));
+    }
+    while (ready.load(Ordering::Relaxed) as usize) < watchers {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let rss_watching = rss_mib(pid).unwrap_or(0.0);
+    let mut memory = c.memory.clone();
+    let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / f64::from(rate)));
+    for i in 0..writes {
+        tick.tick().await;
+        memory.put_memory(note(&project, format!("k{}", i % 50), format!("update {i}"))).await.unwrap();
+    }
+    let rss_peak = rss_mib(pid).unwrap_or(0.0).max(rss_watching);
+    let mut all = Run::default();
+    for t in tasks {
+        all.latencies.extend(t.await.unwrap());
+    }
+    let p99 = all.p99();
+    let row = Row {
+        scenario: format!("watch fan-out: {watchers} watchers, {rate} writes/s"),
+        baton: format!(
+            "every watcher got all {writes} events · delivery p50 {} · p99 {} · server RSS {:.0} → {:.0} MiB",
+            ms(all.p50()),
+            ms(p99),
+            rss_before,
+            rss_peak
+        ),
+        floor: "—".into(),
+        ratio: "—".into(),
+        target: "all events to all; delivery p99 ≤ 50 ms".into(),
+        met: Some(p99 <= Duration::from_millis(50)),
+    };
+    (row, (p99, rss_peak - rss_before))
+}
+
+/// `n` events written straight into the server's database, then watched from revision 0.
+async fn catch_up(server: &Server, c: &Clients, floor: &Floor, n: usize) -> Row {
+    let project = "bench/catch-up";
+    let bodies: Vec<Vec<u8>> = (1..=n as i64)
+        .map(|revision| {
+            Event {
+                project: project.into(),
+                revision,
+                kind: EventKind::MemoryChanged as i32,
+                entity: "memory".into(),
+                entity_id: format!("note/k{}", revision % 100),
+                at: Some(prost_types::Timestamp { seconds: 1_700_000_000 + revision, nanos: 0 }),
+                ..Default::default()
+            }
+            .encode_to_vec()
+        })
+        .collect();
+    server.seed_events(project, &bodies).await.unwrap();
+    let mut events = c.events.clone();
+    let started = Instant::now();
+    let mut stream = events
+        .watch(WatchRequest {
+            cursors: vec![WatchCursor { project: project.into(), after_revision: 0 }],
+            kinds: vec![],
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut got = 0;
+    while got < n {
+        stream.next().await.unwrap().unwrap();
+        got += 1;
+    }
+    let baton = started.elapsed();
+    drop(stream);
+
+    for chunk in bodies.chunks(1000) {
+        for body in chunk {
+            floor.write(project, body).await;
+        }
+    }
+    let started = Instant::now();
+    let (mut after, mut read) = (0, 0);
+    while read < n {
+        let (count, last) = floor.read_events(project, after, 1000).await;
+        read += count;
+        after = last;
+    }
+    let at_floor = started.elapsed();
+    let rate = |d: Duration| n as f64 / d.as_secs_f64();
+    Row {
+        scenario: format!("watch catch-up of {n} events from revision 0"),
+        baton: format!("{:.0} events/s", rate(baton)),
+        floor: format!("{:.0} events/s (paged reads)", rate(at_floor)),
+        ratio: format!("{:.0}%", rate(baton) / rate(at_floor) * 100.0),
+        target: "≥ 100k events/s".into(),
+        met: Some(rate(baton) >= 100_000.0),
+    }
+}
+
+/// Latency and memory as sessions per project and watchers grow.
+async fn scaling(server: &Server, c: &Clients, sizes: Sizes) -> Vec<String> {
+    let pid = server.pid().unwrap_or_default();
+    let mut out = vec![
+        "| sessions in the project | StartSession p50 / p99 | GetBrief p50 / p99 | server RSS |".to_owned(),
+        "| --- | --- | --- | --- |".to_owned(),
+    ];
+    let project = format!("bench/scale-{}", uuid::Uuid::new_v4().simple());
+    let mut have = 0;
+    for &target in sizes.scale_sessions {
+        // Grow the project to `target` sessions (8 writers).
+        let tasks: Vec<_> = (0..8)
+            .map(|w| {
+                let mut sessions = c.sessions.clone();
+                let project = project.clone();
+                tokio::spawn(async move {
+                    for i in (have + w..target).step_by(8) {
+                        sessions
+                            .start_session(StartSessionRequest {
+                                project: project.clone(),
+                                agent: AgentKind::ClaudeCode as i32,
+                                goal: format!("session {i}"),
+                                write: write_opts(),
+                                ..Default::default()
+                            })
+                            .await
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        have = target;
+        let sessions = c.sessions.clone();
+        let p = project.clone();
+        let start = sequential(50, |i| {
+            let mut sessions = sessions.clone();
+            let p = p.clone();
+            async move {
+                sessions
+                    .start_session(StartSessionRequest {
+                        project: p,
+                        agent: AgentKind::ClaudeCode as i32,
+                        goal: format!("probe {i}"),
+                        write: write_opts(),
+                        ..Default::default()
+                    })
+                    .await
+                    .unwrap();
+            }
+        })
+        .await;
+        have += 50;
+        let brief = c.brief.clone();
+        let brief = sequential(50, |_| {
+            let mut brief = brief.clone();
+            let p = project.clone();
+            async move {
+                brief
+                    .get_brief(GetBriefRequest { project: p, budget_chars: 9000, ..Default::default() })
+                    .await
+                    .unwrap();
+            }
+        })
+        .await;
+        out.push(format!(
+            "| {target} | {} / {} | {} / {} | {:.0} MiB |",
+            ms(start.p50()),
+            ms(start.p99()),
+            ms(brief.p50()),
+            ms(brief.p99()),
+            rss_mib(pid).unwrap_or(0.0)
+        ));
+    }
+    out.push(String::new());
+    out.push("| watchers (100 writes/s, 2 s) | delivery p99 | server RSS growth |".to_owned());
+    out.push("| --- | --- | --- |".to_owned());
+    for &watchers in sizes.scale_watchers {
+        let (_, (p99, grew)) = fan_out(server, c, watchers, 100, Duration::from_secs(2)).await;
+        out.push(format!("| {watchers} | {} | {grew:+.1} MiB |", ms(p99)));
+    }
+    out
+}

@@ -1,0 +1,102 @@
+//! Closed-loop load and its numbers.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// One measured run: per-operation latencies over a wall-clock window.
+#[derive(Debug, Clone, Default)]
+pub struct Run {
+    pub latencies: Vec<Duration>,
+    pub elapsed: Duration,
+}
+
+impl Run {
+    pub fn ops(&self) -> usize {
+        self.latencies.len()
+    }
+
+    pub fn throughput(&self) -> f64 {
+        self.ops() as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    pub fn percentile(&self, p: f64) -> Duration {
+        let mut sorted = self.latencies.clone();
+        sorted.sort();
+        if sorted.is_empty() {
+            return Duration::ZERO;
+        }
+        let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+        sorted[i.min(sorted.len() - 1)]
+    }
+
+    pub fn p50(&self) -> Duration {
+        self.percentile(0.5)
+    }
+
+    pub fn p99(&self) -> Duration {
+        self.percentile(0.99)
+    }
+}
+
+/// `clients` tasks, each calling `op(client, i)` back to back for `duration`.
+pub async fn closed_loop<F, Fut>(clients: usize, duration: Duration, op: F) -> Run
+where
+    F: Fn(usize, u64) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let op = Arc::new(op);
+    let started = Instant::now();
+    let deadline = started + duration;
+    let tasks: Vec<_> = (0..clients)
+        .map(|client| {
+            let op = op.clone();
+            tokio::spawn(async move {
+                let mut latencies = Vec::new();
+                let mut i = 0;
+                while Instant::now() < deadline {
+                    let t = Instant::now();
+                    op(client, i).await;
+                    latencies.push(t.elapsed());
+                    i += 1;
+                }
+                latencies
+            })
+        })
+        .collect();
+    let mut run = Run::default();
+    for t in tasks {
+        run.latencies.extend(t.await.expect("a load task panicked"));
+    }
+    run.elapsed = started.elapsed();
+    run
+}
+
+/// `n` calls one after another.
+pub async fn sequential<F, Fut>(n: usize, op: F) -> Run
+where
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let started = Instant::now();
+    let mut run = Run::default();
+    for i in 0..n {
+        let t = Instant::now();
+        op(i).await;
+        run.latencies.push(t.elapsed());
+    }
+    run.elapsed = started.elapsed();
+    run
+}
+
+pub fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
+}
+
+/// Resident memory of a process, from /proc (Linux), in MiB.
+pub fn rss_mib(pid: u32) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kb: f64 =
+        status.lines().find(|l| l.starts_with("VmRSS:"))?.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
