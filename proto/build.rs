@@ -19,6 +19,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let fds = protox::compile(files, ["."])?;
     let out_dir = PathBuf::from(std::env::var("OUT_DIR")?);
     std::fs::write(out_dir.join("baton_descriptor.bin"), prost::Message::encode_to_vec(&fds))?;
-    tonic_prost_build::configure().build_server(true).build_client(true).compile_fds(fds)?;
+    tonic_prost_build::configure()
+        .build_server(true)
+        .build_client(true)
+        // Malformed requests are INVALID_ARGUMENT (see src/codec.rs).
+        .codec_path("crate::codec::BatonCodec")
+        .compile_fds(fds)?;
     Ok(())
 }

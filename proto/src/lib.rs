@@ -5,6 +5,7 @@
 //! Besides the generated code this crate holds the few pure rules that the server and the
 //! client must apply identically (secret redaction), so that neither depends on the other.
 
+pub mod codec;
 pub mod redact;
 
 /// `baton.v1`: every message and service.

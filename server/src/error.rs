@@ -120,7 +120,7 @@ impl From<Error> for Status {
             }
             _ => tracing::debug!(%code, error = %error, "request refused"),
         }
-        let message = error.to_string();
+        let message = clip(error.to_string());
         match error {
             Error::Rejected(conflict) => {
                 let details = RejectedWrite { conflict: Some(*conflict) }.encode_to_vec();
@@ -131,8 +131,38 @@ impl From<Error> for Status {
     }
 }
 
+/// Messages can quote what the client sent; past a few KiB a status no longer fits the
+/// HTTP/2 headers it travels in (the stream would be reset instead of answered).
+const MAX_MESSAGE: usize = 1024;
+
+fn clip(mut message: String) -> String {
+    if message.len() > MAX_MESSAGE {
+        let mut end = MAX_MESSAGE;
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        message.truncate(end);
+        message.push_str("… (truncated)");
+    }
+    message
+}
+
 impl From<Invalid> for Status {
     fn from(error: Invalid) -> Self {
         Error::from(error).into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_messages_are_clipped_on_a_char_boundary() {
+        let status =
+            Status::from(Error::InvalidArgument(format!("category: {:?} is unknown", "é".repeat(5000))));
+        assert!(status.message().len() < MAX_MESSAGE + 20, "{}", status.message().len());
+        assert!(status.message().ends_with("… (truncated)"));
+        assert_eq!(Status::from(Error::NotFound("short".into())).message(), "short");
     }
 }

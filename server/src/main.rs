@@ -10,6 +10,9 @@ use tracing_subscriber::EnvFilter;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let config = Config::parse();
+    // Fault injection for the reliability tests (FAILPOINTS=...); absent from release builds.
+    #[cfg(feature = "failpoints")]
+    let _faults = fail::FailScenario::setup();
     let filter = EnvFilter::try_new(&config.log_level).with_context(|| {
         format!("--log-level {:?} is not a valid log filter (try info or debug)", config.log_level)
     })?;

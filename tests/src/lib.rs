@@ -52,6 +52,8 @@ pub struct Server {
     pub database_url: String,
     pub backend: Backend,
     args: Vec<String>,
+    /// Extra environment for the process (e.g. FAILPOINTS), kept across restarts.
+    pub env: Vec<(String, String)>,
     log: Arc<Mutex<Vec<String>>>,
     _dir: Arc<tempfile::TempDir>,
 }
@@ -70,20 +72,21 @@ impl Server {
             Backend::Postgres => postgres::fresh_database().await?,
         };
         let args: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
-        Self::spawn(backend, database_url, args, dir)
+        Self::spawn(backend, database_url, args, Vec::new(), dir)
     }
 
     /// Starts a server on an existing database: another instance sharing one Postgres, or
     /// a database in a cluster the test controls.
     pub fn start_on(backend: Backend, database_url: &str, args: &[&str]) -> Result<Self> {
         let args: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
-        Self::spawn(backend, database_url.to_owned(), args, Arc::new(tempfile::tempdir()?))
+        Self::spawn(backend, database_url.to_owned(), args, Vec::new(), Arc::new(tempfile::tempdir()?))
     }
 
     fn spawn(
         backend: Backend,
         database_url: String,
         args: Vec<String>,
+        env: Vec<(String, String)>,
         dir: Arc<tempfile::TempDir>,
     ) -> Result<Self> {
         let bin = binary("baton-server");
@@ -98,6 +101,7 @@ impl Server {
             ])
             .args(&args)
             .env("HOME", dir.path())
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -136,7 +140,7 @@ impl Server {
                 bail!("baton-server did not report its address; its log:\n{log}");
             }
         };
-        Ok(Self { child: Some(child), addr, database_url, backend, args, log, _dir: dir })
+        Ok(Self { child: Some(child), addr, database_url, backend, args, env, log, _dir: dir })
     }
 
     pub fn url(&self) -> String {
@@ -196,8 +200,13 @@ impl Server {
     /// Starts the server again on the same database (a new port).
     pub fn restart(&mut self) -> Result<()> {
         self.kill9();
-        let mut next =
-            Self::spawn(self.backend, self.database_url.clone(), self.args.clone(), self._dir.clone())?;
+        let mut next = Self::spawn(
+            self.backend,
+            self.database_url.clone(),
+            self.args.clone(),
+            self.env.clone(),
+            self._dir.clone(),
+        )?;
         self.child = next.child.take();
         self.addr = next.addr;
         self.log = next.log.clone();

@@ -82,6 +82,7 @@ impl Backend {
         let revision = w.revision().await?;
         let req = &new.request;
         let author = encode_actor(&ctx.actor);
+        fail::fail_point!("checkpoint.insert", |_| Err(injected("checkpoint.insert")));
         sqlx::query(
             "INSERT INTO checkpoints (id, session_id, project, parent_id, kind, reason, state, payload, \
              payload_content_type, compression, size_bytes, digest, created_us, revision, author, blobs) \

@@ -61,6 +61,7 @@ impl Write {
         let record = t.record();
         let mut ids = Vec::with_capacity(items.len());
         for (seq, item) in items.iter().enumerate() {
+            fail::fail_point!("memory.insert", |_| Err(injected("memory.insert")));
             let id = uuid::Uuid::now_v7().to_string();
             sqlx::query(
                 "INSERT INTO memory (id, project, category, branch, key, record, content, rationale, author, revision, seq, created_us, evicted) \

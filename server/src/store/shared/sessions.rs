@@ -81,6 +81,7 @@ impl Write {
         let revision = self.revision().await?;
         let metadata = serde_json::to_string(s.metadata).map_err(Error::internal)?;
         let author = encode_actor(&ctx.actor);
+        fail::fail_point!("session.insert", |_| Err(injected("session.insert")));
         sqlx::query(INSERT_SESSION)
             .bind(s.id)
             .bind(s.project)

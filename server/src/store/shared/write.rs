@@ -54,6 +54,7 @@ impl Backend {
         let mut tx = begin_write(&self.pool).await?;
         let (revision, now_us): (i64, i64) =
             sqlx::query_as(LOCK_PROJECT).bind(project).fetch_one(&mut *tx).await?;
+        fail::fail_point!("write.after_lock", |_| Err(injected("write.after_lock")));
         if let Some(request_id) = &ctx.request_id {
             let found: Option<(Vec<u8>, Vec<u8>)> = sqlx::query_as(
                 "SELECT request_hash, reply FROM requests WHERE project = $1 AND request_id = $2",
@@ -122,6 +123,7 @@ impl Write {
                 .execute(&mut *self.tx)
                 .await?;
         }
+        fail::fail_point!("write.before_event", |_| Err(injected("write.before_event")));
         self.emitted.push((event.kind, event.conflict.as_ref().map(|c| c.outcome)));
         sqlx::query("INSERT INTO events (project, revision, kind, body) VALUES ($1, $2, $3, $4)")
             .bind(&self.project)
@@ -148,6 +150,7 @@ impl Write {
             // A revision without its event would be a gap in the log: refuse to commit.
             return Err(Error::internal("write allocated a revision without an event"));
         }
+        fail::fail_point!("write.before_reply", |_| Err(injected("write.before_reply")));
         if let Some(request_id) = &ctx.request_id {
             sqlx::query(
                 "INSERT INTO requests (project, request_id, request_hash, reply, created_us) \
@@ -162,11 +165,24 @@ impl Write {
             .await?;
         }
         notify(&mut self.tx, &self.project, self.last).await?;
+        fail::fail_point!("write.before_commit", |_| Err(injected("write.before_commit")));
         self.tx.commit().await?;
         crate::metrics::record_commit(&self.emitted);
         store.wakers.wake(&self.project);
+        // Committed, but the reply is lost (as when the network drops it): a retry with the
+        // same request_id must get the stored reply.
+        fail::fail_point!("write.after_commit", |_| Err(injected("write.after_commit")));
         Ok(())
     }
+}
+
+/// A storage fault injected by a fail point (tests only): what a lost connection gives.
+#[allow(dead_code)] // used only when the failpoints feature is on
+fn injected(point: &str) -> Error {
+    Error::Unavailable(sqlx::Error::Io(std::io::Error::new(
+        std::io::ErrorKind::ConnectionReset,
+        format!("fault injected at {point}"),
+    )))
 }
 
 /// Decodes a stored reply and marks it as replayed.

@@ -441,11 +441,7 @@ async fn catch_up(server: &Server, c: &Clients, floor: &Floor, n: usize) -> Row 
     let baton = started.elapsed();
     drop(stream);
 
-    for chunk in bodies.chunks(1000) {
-        for body in chunk {
-            floor.write(project, body).await;
-        }
-    }
+    floor.seed_events(project, &bodies).await;
     let started = Instant::now();
     let (mut after, mut read) = (0, 0);
     while read < n {
