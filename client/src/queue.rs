@@ -153,7 +153,8 @@ impl Locked<'_> {
 
     /// Adds an entry at the end. Refuses (and records in the dead letters) when the queue
     /// is over a cap, so the cap never drops older promised writes silently.
-    pub fn push(&self, entry: &Entry) -> anyhow::Result<()> {
+    /// Adds an entry; returns its file.
+    pub fn push(&self, entry: &Entry) -> anyhow::Result<PathBuf> {
         let pending = read_dir_sorted(&self.queue.pending_dir())?;
         let bytes: u64 = pending.iter().filter_map(|p| fs::metadata(p).ok()).map(|m| m.len()).sum();
         let name = format!("{:020}-{}.json", entry.written_at_us.max(0), uuid::Uuid::now_v7());
@@ -168,11 +169,20 @@ impl Locked<'_> {
             write_atomic(&self.queue.dead_dir().join(&name), &serde_json::to_vec(&dead)?)?;
             anyhow::bail!("the offline queue is full; this write was put in the dead-letter list");
         }
-        write_atomic(&self.queue.pending_dir().join(name), &json)
+        let path = self.queue.pending_dir().join(name);
+        write_atomic(&path, &json)?;
+        Ok(path)
     }
 
+    /// Removes an entry; one already gone is fine (the process that journaled it and a
+    /// flusher may both have delivered it: the hub deduplicates by request id).
     pub fn remove(&self, path: &Path) -> anyhow::Result<()> {
-        fs::remove_file(path).with_context(|| format!("removing {}", path.display()))
+        match fs::remove_file(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(e).with_context(|| format!("removing {}", path.display()))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Moves an entry to the dead-letter list with the reason.

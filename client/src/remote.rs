@@ -52,6 +52,9 @@ impl Timeouts {
     pub const HOOK: Self =
         Self { connect: Duration::from_millis(400), request: Some(Duration::from_millis(2500)) };
     pub const CLI: Self = Self { connect: Duration::from_secs(3), request: Some(Duration::from_secs(30)) };
+    /// Health probes (`baton status`, `baton doctor`): a hub that does not answer in 3 s is
+    /// reported as such rather than waited on.
+    pub const PROBE: Self = Self { connect: Duration::from_secs(3), request: Some(Duration::from_secs(3)) };
     /// Streams (watch) have no overall deadline.
     pub const STREAM: Self = Self { connect: Duration::from_secs(3), request: None };
 }

@@ -1,6 +1,7 @@
 //! Writes from the client: sent at once when the hub answers, queued when it does not, and
 //! the queue flushed first so writes reach the hub in the order they were made.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -175,6 +176,10 @@ pub struct Flushed {
     pub left: usize,
     /// Conflicts the hub reported for queued writes (STALE ones among them).
     pub conflicts: Vec<String>,
+    /// Each delivered write's result, by request id.
+    pub results: Vec<(String, WriteResult)>,
+    /// Each refused write's reason, by request id.
+    pub refused: Vec<(String, String)>,
 }
 
 /// Sends queued writes in order. Stops at the first transient failure (order matters: a
@@ -213,7 +218,7 @@ pub async fn flush(
         };
         match write.send(hub, Some(entry.written_at_us)).await {
             Ok(result) => {
-                if let Some(c) = result.conflict {
+                if let Some(c) = &result.conflict {
                     out.conflicts.push(format!(
                         "{} {} ({:?})",
                         entry.rpc,
@@ -223,6 +228,7 @@ pub async fn flush(
                 }
                 locked.remove(&path)?;
                 out.sent += 1;
+                out.results.push((entry.request_id.clone(), result));
             }
             Err(status) if remote::is_transient(&status) => {
                 out.left = total - i;
@@ -231,6 +237,7 @@ pub async fn flush(
             Err(status) => {
                 locked.bury(&path, &entry, remote::explain(&status))?;
                 out.buried += 1;
+                out.refused.push((entry.request_id.clone(), remote::explain(&status)));
             }
         }
     }
@@ -248,24 +255,56 @@ pub async fn submit(
     let Some(hub) = hub else {
         return enqueue(queue, &write, wait);
     };
-    if queue.counts().0 > 0 {
+    // Journaled before anything is sent: if this process is stopped mid-send (a hook's
+    // time budget, a kill, a hub that accepts but never answers), the write is still
+    // queued for the next flush. A write that gets an answer leaves the journal.
+    let older = queue.counts().0;
+    let journal = journal(queue, &write, wait)?;
+    if older > 0 {
+        // Older writes first (order matters); this one is the newest entry, so the flush
+        // delivers it last, or leaves it queued.
         let flushed = flush(queue, hub, wait, None).await?;
-        if flushed.left > 0 {
-            return enqueue(queue, &write, wait);
+        let id = write.request_id();
+        if let Some((_, result)) = flushed.results.into_iter().find(|(r, _)| r == id) {
+            return Ok(Delivered::Sent(Box::new(result)));
+        }
+        if let Some((_, reason)) = flushed.refused.into_iter().find(|(r, _)| r == id) {
+            anyhow::bail!("{reason}");
+        }
+        if flushed.left > 0 || journal.exists() {
+            return Ok(Delivered::Queued);
         }
     }
     match write.clone().send(hub, None).await {
-        Ok(result) => Ok(Delivered::Sent(Box::new(result))),
-        Err(status) if remote::is_transient(&status) => enqueue(queue, &write, wait),
-        Err(status) => Err(anyhow::anyhow!(remote::explain(&status))),
+        Ok(result) => {
+            forget(queue, &journal, wait);
+            Ok(Delivered::Sent(Box::new(result)))
+        }
+        Err(status) if remote::is_transient(&status) => Ok(Delivered::Queued),
+        Err(status) => {
+            forget(queue, &journal, wait);
+            Err(anyhow::anyhow!(remote::explain(&status)))
+        }
     }
 }
 
-fn enqueue(queue: &Queue, write: &Write, wait: Option<Duration>) -> anyhow::Result<Delivered> {
+fn journal(queue: &Queue, write: &Write, wait: Option<Duration>) -> anyhow::Result<PathBuf> {
     let entry = Entry::new(write, now_us());
     let locked = queue
         .lock(wait.map(|w| w.max(Duration::from_secs(2))))?
         .context("the offline queue is locked by another process")?;
-    locked.push(&entry)?;
+    locked.push(&entry)
+}
+
+/// Takes a delivered write out of the journal. Failing to is harmless: a later flush sends
+/// it again and the hub answers with the stored reply.
+fn forget(queue: &Queue, path: &std::path::Path, wait: Option<Duration>) {
+    if let Ok(Some(locked)) = queue.lock(wait.map(|w| w.max(Duration::from_secs(2)))) {
+        let _ = locked.remove(path);
+    }
+}
+
+fn enqueue(queue: &Queue, write: &Write, wait: Option<Duration>) -> anyhow::Result<Delivered> {
+    journal(queue, write, wait)?;
     Ok(Delivered::Queued)
 }

@@ -90,15 +90,11 @@ impl Server {
         dir: Arc<tempfile::TempDir>,
     ) -> Result<Self> {
         let bin = binary("baton-server");
+        // A test may name its own address (to restart on the same port).
+        let listen = if args.iter().any(|a| a == "--listen") { None } else { Some("--listen=127.0.0.1:0") };
         let mut child = Command::new(&bin)
-            .args([
-                "--listen",
-                "127.0.0.1:0",
-                "--database-url",
-                &database_url,
-                "--log-level",
-                "info,baton_server=debug",
-            ])
+            .args(listen)
+            .args(["--database-url", &database_url, "--log-level", "info,baton_server=debug"])
             .args(&args)
             .env("HOME", dir.path())
             .envs(env.iter().map(|(k, v)| (k, v)))

@@ -22,8 +22,20 @@ fn gemini_enabled(file: &Path) -> Option<bool> {
 
 pub async fn run(ctx: &Ctx, dir: &Path, json: bool) -> anyhow::Result<()> {
     let mut checks = Vec::new();
-    match remote::connect(&ctx.settings, Timeouts::CLI).await {
-        Ok(_) => checks.push(Check { ok: true, what: format!("hub reachable at {}", ctx.settings.server) }),
+    match remote::connect(&ctx.settings, Timeouts::PROBE).await {
+        Ok(hub) => {
+            // Connecting is not answering: ask the health service.
+            let answer = tonic_health::pb::health_client::HealthClient::new(hub.channel.clone())
+                .check(tonic_health::pb::HealthCheckRequest { service: "baton.v1.SessionService".into() })
+                .await;
+            checks.push(match answer {
+                Ok(_) => Check { ok: true, what: format!("hub serving at {}", ctx.settings.server) },
+                Err(s) => Check {
+                    ok: false,
+                    what: format!("hub at {} does not answer: {}", ctx.settings.server, remote::explain(&s)),
+                },
+            });
+        }
         Err(e) => checks.push(Check { ok: false, what: e.to_string() }),
     }
     let project = project::identify(dir);

@@ -10,7 +10,7 @@ use crate::{Ctx, project, queue};
 
 pub async fn run(ctx: &Ctx, dir: &Path, json: bool) -> anyhow::Result<()> {
     let project = project::identify(dir);
-    let hub = match remote::connect(&ctx.settings, Timeouts::CLI).await {
+    let hub = match remote::connect(&ctx.settings, Timeouts::PROBE).await {
         Ok(hub) => {
             let serving = HealthClient::new(hub.channel.clone())
                 .check(HealthCheckRequest { service: "baton.v1.SessionService".into() })

@@ -177,8 +177,11 @@ async fn session_for(
         write: write::options(agent.kind() as i32, &id),
         ..Default::default()
     };
-    write::submit(&ctx.queue, hub, Write::StartSession(request), Some(LOCK_WAIT)).await?;
+    // Remembered before it is sent (the id is made here): if the hub never answers and the
+    // hook's budget runs out mid-send, the next hook still knows this conversation's session
+    // instead of starting another.
     remember(ctx, agent, p, &agent_sid, &id, project, &cwd)?;
+    write::submit(&ctx.queue, hub, Write::StartSession(request), Some(LOCK_WAIT)).await?;
     Ok(id)
 }
 

@@ -707,3 +707,158 @@ async fn human_commands_and_dead_letters(backend: Backend) {
     assert!(list.stdout.contains("still delivered"), "{list:?}");
 }
 both!(human_commands_and_dead_letters);
+
+/// A hub that accepts connections and never answers: the hooks must still return within
+/// their budget, exit 0, and queue what they could not send; nothing is lost once a real
+/// hub is there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hooks_under_a_hub_that_never_answers() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in silent.incoming().flatten() {
+            held.push(stream); // accepted, never read or answered
+        }
+    });
+    let env = ClientEnv::new(&format!("http://{addr}"));
+    let repo = git_repo("https://github.com/acme/silent.git");
+    let dir = repo.path();
+    let sid = "51e47000-0000-0000-0000-000000000001";
+    let mut events = vec![("SessionStart", json!({"source": "startup"}))];
+    events.extend(
+        (0..3).map(|_| ("PostToolUse", json!({"tool_name": "Edit", "tool_input": {"file_path": "a.rs"}}))),
+    );
+    events.push(("Stop", json!({})));
+    for (event, extra) in events {
+        let out = env.run(dir, &["hook", "claude", event], &payload(event, sid, dir, extra));
+        assert_eq!(out.code, 0, "{event}: {out:?}");
+        assert!(
+            out.elapsed < Duration::from_millis(3500),
+            "{event} took {:?} against a silent hub",
+            out.elapsed
+        );
+        if event == "SessionStart" {
+            assert!(context(&out.stdout).contains("unreachable"), "{out:?}");
+        }
+    }
+    let status: Value = serde_json::from_str(&env.run(dir, &["status", "--json"], "").stdout).unwrap();
+    let pending = status["queue"]["pending"].as_u64().unwrap();
+    assert!(pending >= 2, "the session start and the Stop checkpoint are queued: {status}");
+
+    // A real hub appears at another address: everything queued arrives, once.
+    let server = Server::start(Backend::Sqlite).await.unwrap();
+    let env = ClientEnv { server: server.url(), ..env };
+    let out = env.run(dir, &["sync"], "");
+    assert!(out.stdout.contains(&format!("sent {pending}")), "{out:?}");
+    let mut c = server.clients().await;
+    let events = crate::all_events(&mut c, "github.com/acme/silent").await;
+    crate::assert_gapless(&events);
+    use baton_proto::v1::EventKind as E;
+    assert_eq!(events.first().map(|e| e.kind), Some(E::SessionStarted as i32));
+    let status = env.run(dir, &["status", "--json"], "");
+    assert!(
+        events.iter().any(|e| e.kind == E::CheckpointCreated as i32),
+        "the Stop checkpoint arrived: {out:?} {status:?} {events:?}"
+    );
+}
+
+/// The agent's hooks for one working session: 40 tool calls with a Stop every 10 (a
+/// checkpoint every 5 calls by config), each exiting 0 within its budget.
+fn work(env: &ClientEnv, dir: &Path, sid: &str) {
+    for i in 0..40 {
+        let edit = json!({"tool_name": "Edit", "tool_input": {"file_path": format!("src/f{i}.rs")}});
+        let mut calls = vec![("PostToolUse", edit)];
+        if i % 10 == 9 {
+            calls.push(("Stop", json!({})));
+        }
+        for (event, extra) in calls {
+            let out = env.run(dir, &["hook", "claude", event], &payload(event, sid, dir, extra));
+            assert_eq!(out.code, 0, "{event} {i}: {out:?}");
+            assert!(out.elapsed < Duration::from_millis(3500), "{event} {i} took {:?}", out.elapsed);
+        }
+        std::thread::sleep(Duration::from_millis(40));
+    }
+}
+
+async fn checkpoints_of(server: &Server, project: &str) -> usize {
+    let mut c = server.clients().await;
+    let sessions = c
+        .sessions
+        .list_sessions(ListSessionsRequest { project: project.into(), ..Default::default() })
+        .await
+        .unwrap()
+        .into_inner()
+        .sessions;
+    let mut n = 0;
+    for s in sessions {
+        n += c
+            .checkpoints
+            .list_checkpoints(ListCheckpointsRequest { session_id: s.id, include_state: false })
+            .await
+            .unwrap()
+            .into_inner()
+            .checkpoints
+            .len();
+    }
+    n
+}
+
+/// The hub restarts while an agent works: every hook returns promptly with exit 0, and
+/// after a sync the hub holds exactly what a run against a steady hub holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hooks_while_the_hub_restarts() {
+    let setup = |env: &ClientEnv| {
+        std::fs::create_dir_all(env.baton_home().join("config")).unwrap();
+        std::fs::write(env.baton_home().join("config/config.toml"), "checkpoint_every = 5\n").unwrap();
+    };
+    let start = json!({"source": "startup"});
+
+    // Against a steady hub.
+    let steady = Server::start(Backend::Sqlite).await.unwrap();
+    let env = ClientEnv::new(&steady.url());
+    setup(&env);
+    let repo = git_repo("https://github.com/acme/steady.git");
+    let sid = "57ead700-0000-0000-0000-000000000001";
+    env.run(
+        repo.path(),
+        &["hook", "claude", "SessionStart"],
+        &payload("SessionStart", sid, repo.path(), start.clone()),
+    );
+    work(&env, repo.path(), sid);
+    let expected = checkpoints_of(&steady, "github.com/acme/steady").await;
+    assert!(expected >= 8, "{expected} checkpoints");
+
+    // The same work while the hub is killed and comes back on the same address.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut server = Server::start_with(Backend::Sqlite, &["--listen", &listen]).await.unwrap();
+    let env = ClientEnv::new(&server.url());
+    setup(&env);
+    let repo = git_repo("https://github.com/acme/restarts.git");
+    let sid = "2e57a270-0000-0000-0000-000000000001";
+    let out = env.run(
+        repo.path(),
+        &["hook", "claude", "SessionStart"],
+        &payload("SessionStart", sid, repo.path(), start),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let chaos = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(500));
+        server.kill9();
+        std::thread::sleep(Duration::from_millis(1500));
+        server.restart().unwrap();
+        server
+    });
+    work(&env, repo.path(), sid);
+    let server = chaos.join().unwrap();
+    let out = env.run(repo.path(), &["sync"], "");
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        checkpoints_of(&server, "github.com/acme/restarts").await,
+        expected,
+        "checkpoints lost or doubled across the restart"
+    );
+    let mut c = server.clients().await;
+    crate::assert_gapless(&crate::all_events(&mut c, "github.com/acme/restarts").await);
+}
