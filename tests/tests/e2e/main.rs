@@ -14,6 +14,7 @@ mod crash;
 mod durability;
 mod faults;
 mod fuzz;
+mod history;
 mod instances;
 mod limits;
 mod malformed;
