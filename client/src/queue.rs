@@ -153,8 +153,10 @@ impl Locked<'_> {
 
     /// Adds an entry at the end. Refuses (and records in the dead letters) when the queue
     /// is over a cap, so the cap never drops older promised writes silently.
-    /// Adds an entry; returns its file.
-    pub fn push(&self, entry: &Entry) -> anyhow::Result<PathBuf> {
+    /// Adds an entry; returns its file. `durable`: synced to disk before returning (a write
+    /// that is being sent right now is journaled without: it only has to outlive this
+    /// process, and is synced if it stays queued).
+    pub fn push(&self, entry: &Entry, durable: bool) -> anyhow::Result<PathBuf> {
         let pending = read_dir_sorted(&self.queue.pending_dir())?;
         let bytes: u64 = pending.iter().filter_map(|p| fs::metadata(p).ok()).map(|m| m.len()).sum();
         let name = format!("{:020}-{}.json", entry.written_at_us.max(0), uuid::Uuid::now_v7());
@@ -170,7 +172,13 @@ impl Locked<'_> {
             anyhow::bail!("the offline queue is full; this write was put in the dead-letter list");
         }
         let path = self.queue.pending_dir().join(name);
-        write_atomic(&path, &json)?;
+        if durable {
+            write_atomic(&path, &json)?;
+        } else {
+            let tmp = path.with_extension("tmp");
+            fs::write(&tmp, &json)?;
+            fs::rename(&tmp, &path)?;
+        }
         Ok(path)
     }
 
@@ -205,6 +213,15 @@ impl Locked<'_> {
 }
 
 /// Write-then-rename, so a crash never leaves half an entry.
+/// Syncs a journaled entry that stays queued (gone already is fine: a flusher sent it).
+pub fn sync(path: &Path) -> anyhow::Result<()> {
+    match File::open(path) {
+        Ok(f) => Ok(f.sync_all()?),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
 fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let tmp = path.with_extension("tmp");
     {

@@ -259,7 +259,7 @@ pub async fn submit(
     // time budget, a kill, a hub that accepts but never answers), the write is still
     // queued for the next flush. A write that gets an answer leaves the journal.
     let older = queue.counts().0;
-    let journal = journal(queue, &write, wait)?;
+    let journal = journal(queue, &write, wait, false)?;
     if older > 0 {
         // Older writes first (order matters); this one is the newest entry, so the flush
         // delivers it last, or leaves it queued.
@@ -272,6 +272,7 @@ pub async fn submit(
             anyhow::bail!("{reason}");
         }
         if flushed.left > 0 || journal.exists() {
+            crate::queue::sync(&journal)?;
             return Ok(Delivered::Queued);
         }
     }
@@ -280,7 +281,10 @@ pub async fn submit(
             forget(queue, &journal, wait);
             Ok(Delivered::Sent(Box::new(result)))
         }
-        Err(status) if remote::is_transient(&status) => Ok(Delivered::Queued),
+        Err(status) if remote::is_transient(&status) => {
+            crate::queue::sync(&journal)?;
+            Ok(Delivered::Queued)
+        }
         Err(status) => {
             forget(queue, &journal, wait);
             Err(anyhow::anyhow!(remote::explain(&status)))
@@ -288,12 +292,12 @@ pub async fn submit(
     }
 }
 
-fn journal(queue: &Queue, write: &Write, wait: Option<Duration>) -> anyhow::Result<PathBuf> {
+fn journal(queue: &Queue, write: &Write, wait: Option<Duration>, durable: bool) -> anyhow::Result<PathBuf> {
     let entry = Entry::new(write, now_us());
     let locked = queue
         .lock(wait.map(|w| w.max(Duration::from_secs(2))))?
         .context("the offline queue is locked by another process")?;
-    locked.push(&entry)
+    locked.push(&entry, durable)
 }
 
 /// Takes a delivered write out of the journal. Failing to is harmless: a later flush sends
@@ -305,6 +309,6 @@ fn forget(queue: &Queue, path: &std::path::Path, wait: Option<Duration>) {
 }
 
 fn enqueue(queue: &Queue, write: &Write, wait: Option<Duration>) -> anyhow::Result<Delivered> {
-    journal(queue, write, wait)?;
+    journal(queue, write, wait, true)?;
     Ok(Delivered::Queued)
 }

@@ -219,7 +219,8 @@ async fn seed_crashed(c: &Clients, project: &str, n: usize) -> Vec<String> {
                             project: project.clone(),
                             agent: AgentKind::ClaudeCode as i32,
                             goal: format!("task {i}"),
-                            lease_ttl_ms: 300,
+                            // Long enough to outlast its own seeding, short enough to wait for.
+                            lease_ttl_ms: 5000,
                             write: write_opts(),
                             ..Default::default()
                         })
