@@ -67,16 +67,7 @@ impl Backend {
         let (now_us,): (i64,) = sqlx::query_as(concat!("SELECT ", now_us!())).fetch_one(&mut *conn).await?;
         let caller = session_id.map(|s| s.to_string()).unwrap_or_default();
 
-        let unfinished_rows: Vec<SessionRow> = sqlx::query_as(
-            "SELECT * FROM sessions WHERE project = $1 AND status IN ($2, $3) AND id <> $4 ORDER BY updated_us DESC LIMIT $5",
-        )
-        .bind(&project)
-        .bind(SessionStatus::Crashed as i32)
-        .bind(SessionStatus::Idle as i32)
-        .bind(&caller)
-        .bind(UNFINISHED_LIMIT)
-        .fetch_all(&mut *conn)
-        .await?;
+        let unfinished_rows = newest_sessions(&mut conn, &project, [SessionStatus::Crashed, SessionStatus::Idle], &caller, Recency::Updated, UNFINISHED_LIMIT).await?;
         let mut unfinished = Vec::with_capacity(unfinished_rows.len());
         for row in unfinished_rows {
             let state = match &row.head_checkpoint_id {
@@ -100,16 +91,7 @@ impl Backend {
         .fetch_all(&mut *conn)
         .await?;
 
-        let active: Vec<SessionRow> = sqlx::query_as(
-            "SELECT * FROM sessions WHERE project = $1 AND status IN ($2, $3) AND id <> $4 ORDER BY last_seen_us DESC LIMIT $5",
-        )
-        .bind(&project)
-        .bind(SessionStatus::Active as i32)
-        .bind(SessionStatus::Initializing as i32)
-        .bind(&caller)
-        .bind(ACTIVE_LIMIT)
-        .fetch_all(&mut *conn)
-        .await?;
+        let active = newest_sessions(&mut conn, &project, [SessionStatus::Active, SessionStatus::Initializing], &caller, Recency::Seen, ACTIVE_LIMIT).await?;
 
         // The caller's previous session: the one it resumed, else the latest other session
         // of the same user and host (any agent), else the project's latest other session.
@@ -173,4 +155,40 @@ async fn check_not_compacted(conn: &mut Conn, project: &str, after: i64) -> Resu
         ))),
         _ => Ok(()),
     }
+}
+
+#[derive(Clone, Copy)]
+enum Recency {
+    Updated,
+    Seen,
+}
+
+/// The `limit` most recent sessions of a project in either status, other than the caller's:
+/// one indexed query per status (`project, status, <recency>`), merged, so the cost does not
+/// grow with the number of sessions (an `IN` over two statuses made the databases sort them
+/// all: 12–22 ms at 10,000 active sessions).
+async fn newest_sessions(
+    conn: &mut Conn,
+    project: &str,
+    statuses: [SessionStatus; 2],
+    caller: &str,
+    by: Recency,
+    limit: i64,
+) -> Result<Vec<SessionRow>> {
+    let sql = match by {
+        Recency::Updated => "SELECT * FROM sessions WHERE project = $1 AND status = $2 AND id <> $3 ORDER BY updated_us DESC LIMIT $4",
+        Recency::Seen => "SELECT * FROM sessions WHERE project = $1 AND status = $2 AND id <> $3 ORDER BY last_seen_us DESC LIMIT $4",
+    };
+    let mut rows: Vec<SessionRow> = Vec::new();
+    for status in statuses {
+        let found: Vec<SessionRow> = sqlx::query_as(sql).bind(project).bind(status as i32).bind(caller).bind(limit).fetch_all(&mut *conn).await?;
+        rows.extend(found);
+    }
+    let key = |r: &SessionRow| match by {
+        Recency::Updated => r.updated_us,
+        Recency::Seen => r.last_seen_us,
+    };
+    rows.sort_by(|a, b| key(b).cmp(&key(a)).then_with(|| b.id.cmp(&a.id)));
+    rows.truncate(usize::try_from(limit).unwrap_or(0));
+    Ok(rows)
 }

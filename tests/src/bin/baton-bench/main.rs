@@ -6,6 +6,7 @@
 //!   cargo build --release --workspace && ./target/release/baton-bench
 //!   ./target/release/baton-bench --quick              # a few seconds per scenario (CI)
 //!   ./target/release/baton-bench --backend sqlite     # or postgres; default both
+//!   ./target/release/baton-bench --scaling-only       # just the scaling tables
 //!
 //! Nothing here asserts timings: the numbers are for people to read.
 
@@ -85,6 +86,7 @@ async fn main() {
             }
         };
     let sizes = Sizes::new(quick);
+    let scaling_only = args.iter().any(|a| a == "--scaling-only");
     println!(
         "baton-bench{}: {} cores, {} MiB RAM, {} {}",
         if quick { " --quick" } else { "" },
@@ -94,7 +96,7 @@ async fn main() {
         std::env::consts::ARCH,
     );
     for backend in backends {
-        let rows = scenarios::run_all(backend, sizes).await;
+        let rows = scenarios::run_all(backend, sizes, scaling_only).await;
         println!();
         println!("### {backend:?}");
         println!();

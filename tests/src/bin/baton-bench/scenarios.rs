@@ -59,7 +59,7 @@ fn checkpoint_text(len: usize, seed: u64) -> Vec<u8> {
     out
 }
 
-pub async fn run_all(backend: Backend, sizes: Sizes) -> Results {
+pub async fn run_all(backend: Backend, sizes: Sizes, scaling_only: bool) -> Results {
     let server = Server::start_with(
         backend,
         &["--max-watches-per-token", "100000", "--max-watch-projects", "1000", "--reaper-interval", "200ms"],
@@ -70,6 +70,10 @@ pub async fn run_all(backend: Backend, sizes: Sizes) -> Results {
     let floor = Floor::open(backend, dir.path()).await;
     let c = server.clients().await;
     let mut table = Vec::new();
+    if scaling_only {
+        let scaling = scaling(&server, &c, sizes).await;
+        return Results { table, scaling };
+    }
 
     eprintln!("[{backend:?}] small writes, one hot project");
     table.push(
