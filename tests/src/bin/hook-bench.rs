@@ -11,8 +11,7 @@
 use std::time::{Duration, Instant};
 
 use baton_proto::v1::{
-    AgentKind, EndSessionRequest, MemoryItem, MemoryOp, PutMemoryRequest, SessionStatus, StartSessionRequest,
-    WriteOptions,
+    AgentKind, EndSessionRequest, MemoryItem, MemoryOp, PutMemoryRequest, StartSessionRequest, WriteOptions,
 };
 use baton_tests::{Backend, ClientEnv, Server, git_repo};
 use serde_json::json;
@@ -39,7 +38,7 @@ async fn main() {
     let backend =
         if std::env::var_os("BATON_BENCH_POSTGRES").is_some() { Backend::Postgres } else { Backend::Sqlite };
     let server = Server::start(backend).await.expect("start server");
-    let mut c = server.clients().await;
+    let c = server.clients().await;
     let project = "github.com/bench/widget";
 
     // Seed: sessions (most completed), memory entries (notes, decisions, loops).
@@ -102,7 +101,6 @@ async fn main() {
         t.await.unwrap();
     }
     let seeded = seed.elapsed();
-    let _ = SessionStatus::Active;
 
     let env = ClientEnv::new(&server.url());
     let repo = git_repo("git@github.com:bench/widget.git");
@@ -150,5 +148,4 @@ async fn main() {
     row("SessionStart, hub down (cached brief + queue write)", down, "≤ 150 ms");
     println!();
     println!("brief output: {brief_len} bytes; queue after the hub-down runs: {}", queued.trim());
-    let _ = &mut c;
 }

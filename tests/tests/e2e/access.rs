@@ -213,7 +213,7 @@ async fn tokens_over_grpc_and_stats(backend: Backend) {
     let server = Server::start(backend).await.unwrap();
     let mut c = server.clients().await;
     let p = project();
-    let s = start_session(&mut c, &p).await;
+    start_session(&mut c, &p).await;
     put_note(&mut c, &p, "k", "v", write()).await.unwrap();
     let root = token(&server, &["create", "--name", "root", "--role", "admin"]);
     tokio::time::sleep(Duration::from_millis(2100)).await;
@@ -275,7 +275,6 @@ async fn tokens_over_grpc_and_stats(backend: Backend) {
         (p.as_str(), 2, 2, 1)
     );
     assert_eq!(mine.sessions.get("active"), Some(&1));
-    let _ = s;
     let (status, _) = crate::code(
         c.admin.get_stats(with(GetStatsRequest { project: "github.com/no/such".into() }, &root)).await,
     );

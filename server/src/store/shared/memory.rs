@@ -27,10 +27,9 @@ impl Target<'_> {
 }
 
 impl Write {
-    async fn caps(&mut self) -> Result<HashMap<String, i32>> {
-        let (json,): (String,) =
-            sqlx::query_as("SELECT memory_caps FROM projects WHERE key = $1").bind(&self.project).fetch_one(&mut *self.tx).await?;
-        Ok(parse_caps(&json))
+    /// The project's memory caps, as the lock read them.
+    fn caps(&self) -> HashMap<String, i32> {
+        parse_caps(&self.caps_json)
     }
 
     async fn record_version(&mut self, record: &str) -> Result<Option<(RecordVersion, Actor)>> {
@@ -236,7 +235,7 @@ impl Backend {
             Begun::Replay(bytes) => return replayed(&bytes, |r: &mut PutMemoryResponse| r.result.as_mut()),
             Begun::Fresh(w) => w,
         };
-        let caps = rules::effective_caps(&w.caps().await?);
+        let caps = rules::effective_caps(&w.caps());
         let cap = caps.get(&req.category).copied().unwrap_or(0);
         let semantics = rules::check_put(&req.category, MemoryOp::try_from(req.op).unwrap_or_default(), &req.key, req.items.len(), cap)?;
         let t = Target { category: &req.category, branch: &req.branch, key: &req.key };
@@ -318,7 +317,7 @@ impl Backend {
             Begun::Replay(bytes) => return replayed(&bytes, |r: &mut SetMemoryCapsResponse| r.result.as_mut()),
             Begun::Fresh(w) => w,
         };
-        let mut caps = w.caps().await?;
+        let mut caps = w.caps();
         caps.extend(req.caps.clone());
         let json = serde_json::to_string(&caps).map_err(Error::internal)?;
         let revision = w.revision().await?;

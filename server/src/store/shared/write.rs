@@ -17,7 +17,8 @@ use crate::store::rows::{decode_actor, decode_conflict, decode_event, encode_act
 use crate::store::WriteCtx;
 
 /// The project-row lock: creates the project on first use, allocates the next revision and
-/// reads the write's time (never earlier than the project's previous write).
+/// reads the write's time (never earlier than the project's previous write) and the
+/// project's memory caps (one statement instead of two: each costs a round trip).
 const LOCK_PROJECT: &str = concat!(
     "INSERT INTO projects (key, head_revision, last_write_us, created_us) VALUES ($1, 1, ",
     now_us!(),
@@ -27,7 +28,7 @@ const LOCK_PROJECT: &str = concat!(
     greatest!(),
     "(projects.last_write_us, ",
     now_us!(),
-    ") RETURNING head_revision, last_write_us"
+    ") RETURNING head_revision, last_write_us, memory_caps"
 );
 
 /// A write transaction in progress.
@@ -38,6 +39,8 @@ struct Write {
     /// A revision allocated but not yet given its event.
     pending: Option<i64>,
     last: i64,
+    /// The project's memory caps (JSON), as read by the lock.
+    caps_json: String,
     /// (event kind, conflict outcome) of each event, for the metrics once committed.
     emitted: Vec<(i32, Option<i32>)>,
 }
@@ -52,7 +55,7 @@ impl Backend {
     /// Begins a write on `project`: the lock first, then the idempotency check.
     async fn begin(&self, project: &str, ctx: &WriteCtx) -> Result<Begun> {
         let mut tx = begin_write(&self.pool).await?;
-        let (revision, now_us): (i64, i64) =
+        let (revision, now_us, caps_json): (i64, i64, String) =
             sqlx::query_as(LOCK_PROJECT).bind(project).fetch_one(&mut *tx).await?;
         fail::fail_point!("write.after_lock", |_| Err(injected("write.after_lock")));
         if let Some(request_id) = &ctx.request_id {
@@ -81,6 +84,7 @@ impl Backend {
             now_us,
             pending: Some(revision),
             last: revision,
+            caps_json,
             emitted: Vec::new(),
         }))
     }
