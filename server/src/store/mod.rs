@@ -29,6 +29,7 @@ pub mod postgres;
 pub(crate) mod rows;
 pub mod sqlite;
 pub mod transfer;
+mod writer;
 
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;

@@ -97,8 +97,37 @@ impl PgStore {
     }
 }
 
-async fn begin_write(pool: &Pool) -> Result<Tx> {
-    Ok(pool.begin().await?)
+async fn begin_write(store: &Backend) -> Result<Tx> {
+    Ok(store.pool.begin().await?)
+}
+
+/// Writes that take no revision run as single statements (autocommit): one round trip each.
+async fn plain_write(store: &Backend) -> Result<Plain> {
+    Ok(Plain(store.pool.acquire().await?))
+}
+
+/// A pool connection in autocommit mode, shaped like SQLite's writer lease.
+struct Plain(sqlx::pool::PoolConnection<Db>);
+
+impl Plain {
+    /// Every statement already committed on its own.
+    #[allow(clippy::unused_async)]
+    async fn commit(self) -> Result<()> {
+        Ok(())
+    }
+}
+
+impl std::ops::Deref for Plain {
+    type Target = Conn;
+    fn deref(&self) -> &Conn {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Plain {
+    fn deref_mut(&mut self) -> &mut Conn {
+        &mut self.0
+    }
 }
 
 /// Announces a commit to the other instances (delivered only if the transaction commits).

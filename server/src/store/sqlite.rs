@@ -12,8 +12,10 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Sqlite as Db, SqliteConnection as Conn, SqlitePool as Pool};
 
 use crate::events::Wakers;
+use crate::store::writer::{Lease, Writer};
 
-type Tx = sqlx::Transaction<'static, Db>;
+/// A write: the batching writer's connection, inside the write's own savepoint.
+type Tx = Lease;
 
 /// µs since the epoch by the database clock.
 macro_rules! now_us {
@@ -36,6 +38,8 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite"
 pub struct SqliteStore {
     pool: Pool,
     wakers: Wakers,
+    /// Every write goes through it (see `writer.rs`); reads use the pool.
+    writer: Writer,
 }
 
 type Backend = SqliteStore;
@@ -55,12 +59,20 @@ impl SqliteStore {
             .connect_with(options)
             .await?;
         MIGRATOR.run(&pool).await?;
-        Ok(Self { pool, wakers })
+        let writer = Writer::spawn(pool.clone());
+        Ok(Self { pool, wakers, writer })
     }
 }
 
-async fn begin_write(pool: &Pool) -> Result<Tx> {
-    Ok(pool.begin_with("BEGIN IMMEDIATE").await?)
+/// A write transaction (a savepoint in the writer's batch; see `writer.rs`).
+async fn begin_write(store: &Backend) -> Result<Tx> {
+    Ok(store.writer.lease().await?)
+}
+
+/// Writes that take no revision (liveness, chunks, token use) go through the writer too, so
+/// they never wait on SQLite's busy handler behind a batch.
+async fn plain_write(store: &Backend) -> Result<Lease> {
+    Ok(store.writer.lease().await?)
 }
 
 /// Other processes do not share this database's watchers: nothing to announce.

@@ -201,6 +201,7 @@ impl Backend {
     pub(crate) async fn do_put_chunks(&self, project: String, chunks: Vec<(String, Vec<u8>, i64)>) -> Result<i32> {
         let mut stored = 0;
         let now = crate::store::rows::us(&prost_types::Timestamp::from(std::time::SystemTime::now()));
+        let mut write = plain_write(self).await?;
         for (digest, data, size) in chunks {
             let done = sqlx::query(
                 "INSERT INTO chunks (project, digest, data, size_bytes, created_us) VALUES ($1, $2, $3, $4, $5) \
@@ -211,10 +212,11 @@ impl Backend {
             .bind(data)
             .bind(size)
             .bind(now)
-            .execute(&self.pool)
+            .execute(&mut *write)
             .await?;
             stored += i32::try_from(done.rows_affected()).unwrap_or(0);
         }
+        write.commit().await?;
         Ok(stored)
     }
 

@@ -101,7 +101,10 @@ impl Backend {
 
     /// Forgets idempotency replies older than `before_us` (clients stop retrying long before).
     pub(crate) async fn do_prune_requests(&self, before_us: i64) -> Result<u64> {
-        Ok(sqlx::query("DELETE FROM requests WHERE created_us < $1").bind(before_us).execute(&self.pool).await?.rows_affected())
+        let mut write = plain_write(self).await?;
+        let removed = sqlx::query("DELETE FROM requests WHERE created_us < $1").bind(before_us).execute(&mut *write).await?.rows_affected();
+        write.commit().await?;
+        Ok(removed)
     }
 
     /// Deletes a project's events below `below`; listing or watching from under it is then

@@ -343,6 +343,7 @@ impl Backend {
         let tool_count = tool_count.unwrap_or(0);
         if to == SessionStatus::Active {
             // The common case needs no lock and no revision: liveness is not a write.
+            let mut write = plain_write(self).await?;
             let seen: Option<(i64,)> = sqlx::query_as(concat!(
                 "UPDATE sessions SET last_seen_us = ",
                 now_us!(),
@@ -353,8 +354,9 @@ impl Backend {
             .bind(&id)
             .bind(tool_count)
             .bind(SessionStatus::Active as i32)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *write)
             .await?;
+            write.commit().await?;
             if let Some((seen,)) = seen {
                 return Ok(HeartbeatResponse { status: to as i32, last_seen_at: Some(ts(seen)), revision: 0 });
             }
@@ -369,6 +371,7 @@ impl Backend {
         if row.status() == to {
             // Nothing to change but liveness: give the revision back.
             w.tx.rollback().await?;
+            let mut write = plain_write(self).await?;
             sqlx::query(concat!(
                 "UPDATE sessions SET last_seen_us = ",
                 now_us!(),
@@ -378,8 +381,9 @@ impl Backend {
             ))
             .bind(&id)
             .bind(tool_count)
-            .execute(&self.pool)
+            .execute(&mut *write)
             .await?;
+            write.commit().await?;
             let row = must_session(&mut *self.pool.acquire().await?, &id).await?;
             return Ok(HeartbeatResponse { status: row.status, last_seen_at: Some(ts(row.last_seen_us)), revision: 0 });
         }

@@ -10,6 +10,7 @@ impl Backend {
         if exists.is_some() {
             return Err(Error::AlreadyExists(format!("a token named {name:?} already exists (names stay taken after revocation, for the audit trail); pick another name")));
         }
+        let mut write = plain_write(self).await?;
         sqlx::query("INSERT INTO tokens (id, name, role, project, secret_hash, created_us) VALUES ($1, $2, $3, $4, $5, $6)")
             .bind(&id)
             .bind(&name)
@@ -17,8 +18,9 @@ impl Backend {
             .bind(&project)
             .bind(&hash)
             .bind(now)
-            .execute(&self.pool)
+            .execute(&mut *write)
             .await?;
+        write.commit().await?;
         Ok(TokenRow { id, name, role, project, created_us: now, last_used_us: None, revoked_us: None })
     }
 
@@ -32,11 +34,13 @@ impl Backend {
 
     pub(crate) async fn do_revoke_token(&self, name: String) -> Result<bool> {
         let now = crate::store::rows::us(&prost_types::Timestamp::from(std::time::SystemTime::now()));
+        let mut write = plain_write(self).await?;
         let done = sqlx::query("UPDATE tokens SET revoked_us = $2 WHERE name = $1 AND revoked_us IS NULL")
             .bind(&name)
             .bind(now)
-            .execute(&self.pool)
+            .execute(&mut *write)
             .await?;
+        write.commit().await?;
         Ok(done.rows_affected() > 0)
     }
 
@@ -55,7 +59,9 @@ impl Backend {
     }
 
     pub(crate) async fn do_touch_token(&self, id: String, now_us: i64) -> Result<()> {
-        sqlx::query("UPDATE tokens SET last_used_us = $2 WHERE id = $1").bind(&id).bind(now_us).execute(&self.pool).await?;
+        let mut write = plain_write(self).await?;
+        sqlx::query("UPDATE tokens SET last_used_us = $2 WHERE id = $1").bind(&id).bind(now_us).execute(&mut *write).await?;
+        write.commit().await?;
         Ok(())
     }
 

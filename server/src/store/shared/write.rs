@@ -54,7 +54,7 @@ enum Begun {
 impl Backend {
     /// Begins a write on `project`: the lock first, then the idempotency check.
     async fn begin(&self, project: &str, ctx: &WriteCtx) -> Result<Begun> {
-        let mut tx = begin_write(&self.pool).await?;
+        let mut tx = begin_write(self).await?;
         let (revision, now_us, caps_json): (i64, i64, String) =
             sqlx::query_as(LOCK_PROJECT).bind(project).fetch_one(&mut *tx).await?;
         fail::fail_point!("write.after_lock", |_| Err(injected("write.after_lock")));

@@ -7,6 +7,8 @@
 //!   ./target/release/baton-bench --quick              # a few seconds per scenario (CI)
 //!   ./target/release/baton-bench --backend sqlite     # or postgres; default both
 //!   ./target/release/baton-bench --scaling-only       # just the scaling tables
+//!   ./target/release/baton-bench --only hot,resume    # some scenarios: hot, spread,
+//!                                                     # checkpoints, resume, fanout, catchup, scaling
 //!
 //! Nothing here asserts timings: the numbers are for people to read.
 
@@ -86,7 +88,17 @@ async fn main() {
             }
         };
     let sizes = Sizes::new(quick);
-    let scaling_only = args.iter().any(|a| a == "--scaling-only");
+    let mut only: Vec<String> = match args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1)) {
+        Some(list) => list.split(',').map(str::to_owned).collect(),
+        None => Vec::new(),
+    };
+    if args.iter().any(|a| a == "--scaling-only") {
+        only = vec!["scaling".to_owned()];
+    }
+    if let Some(bad) = only.iter().find(|o| !scenarios::NAMES.contains(&o.as_str())) {
+        eprintln!("--only {bad:?}: use a comma-separated list of {}", scenarios::NAMES.join(", "));
+        std::process::exit(2);
+    }
     println!(
         "baton-bench{}: {} cores, {} MiB RAM, {} {}",
         if quick { " --quick" } else { "" },
@@ -96,7 +108,7 @@ async fn main() {
         std::env::consts::ARCH,
     );
     for backend in backends {
-        let rows = scenarios::run_all(backend, sizes, scaling_only).await;
+        let rows = scenarios::run_all(backend, sizes, &only).await;
         println!();
         println!("### {backend:?}");
         println!();

@@ -59,7 +59,11 @@ fn checkpoint_text(len: usize, seed: u64) -> Vec<u8> {
     out
 }
 
-pub async fn run_all(backend: Backend, sizes: Sizes, scaling_only: bool) -> Results {
+/// The scenarios' names, for `--only`.
+pub const NAMES: [&str; 7] = ["hot", "spread", "checkpoints", "resume", "fanout", "catchup", "scaling"];
+
+pub async fn run_all(backend: Backend, sizes: Sizes, only: &[String]) -> Results {
+    let run = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
     let server = Server::start_with(
         backend,
         &["--max-watches-per-token", "100000", "--max-watch-projects", "1000", "--reaper-interval", "200ms"],
@@ -70,45 +74,56 @@ pub async fn run_all(backend: Backend, sizes: Sizes, scaling_only: bool) -> Resu
     let floor = Floor::open(backend, dir.path()).await;
     let c = server.clients().await;
     let mut table = Vec::new();
-    if scaling_only {
-        let scaling = scaling(&server, &c, sizes).await;
-        return Results { table, scaling };
+
+    if run("hot") {
+        eprintln!("[{backend:?}] small writes, one hot project");
+        table.push(
+            small_writes(
+                &c,
+                &floor,
+                sizes,
+                |_, _| "bench/hot".to_owned(),
+                "small memory writes, one hot project",
+            )
+            .await,
+        );
     }
-
-    eprintln!("[{backend:?}] small writes, one hot project");
-    table.push(
-        small_writes(
-            &c,
-            &floor,
-            sizes,
-            |_, _| "bench/hot".to_owned(),
-            "small memory writes, one hot project",
-        )
-        .await,
-    );
-    eprintln!("[{backend:?}] small writes over 100 projects");
-    table.push(
-        small_writes(
-            &c,
-            &floor,
-            sizes,
-            |client, i| format!("bench/p{}", (client as u64 * 7 + i) % 100),
-            "small writes over 100 projects",
-        )
-        .await,
-    );
-    eprintln!("[{backend:?}] 50 KB checkpoints");
-    table.push(checkpoints(&c, &floor, sizes).await);
-    eprintln!("[{backend:?}] resume");
-    table.push(resume(&c, &floor, sizes.resume_sessions).await);
-    eprintln!("[{backend:?}] watch fan-out");
-    let (row, _) = fan_out(&server, &c, sizes.watchers, sizes.watch_rate, sizes.window).await;
-    table.push(row);
-    eprintln!("[{backend:?}] watch catch-up");
-    table.push(catch_up(&server, &c, &floor, sizes.catch_up_events).await);
-
-    eprintln!("[{backend:?}] scaling");
-    let scaling = scaling(&server, &c, sizes).await;
+    if run("spread") {
+        eprintln!("[{backend:?}] small writes over 100 projects");
+        table.push(
+            small_writes(
+                &c,
+                &floor,
+                sizes,
+                |client, i| format!("bench/p{}", (client as u64 * 7 + i) % 100),
+                "small writes over 100 projects",
+            )
+            .await,
+        );
+    }
+    if run("checkpoints") {
+        eprintln!("[{backend:?}] 50 KB checkpoints");
+        table.push(checkpoints(&c, &floor, sizes).await);
+    }
+    if run("resume") {
+        eprintln!("[{backend:?}] resume");
+        table.push(resume(&c, &floor, sizes.resume_sessions).await);
+    }
+    if run("fanout") {
+        eprintln!("[{backend:?}] watch fan-out");
+        let (row, _) = fan_out(&server, &c, sizes.watchers, sizes.watch_rate, sizes.window).await;
+        table.push(row);
+    }
+    if run("catchup") {
+        eprintln!("[{backend:?}] watch catch-up");
+        table.push(catch_up(&server, &c, &floor, sizes.catch_up_events).await);
+    }
+    let scaling = if run("scaling") {
+        eprintln!("[{backend:?}] scaling");
+        scaling(&server, &c, sizes).await
+    } else {
+        Vec::new()
+    };
     Results { table, scaling }
 }
 
