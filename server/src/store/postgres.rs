@@ -130,14 +130,53 @@ impl std::ops::DerefMut for Plain {
     }
 }
 
-/// Announces a commit to the other instances (delivered only if the transaction commits).
-async fn notify(conn: &mut Conn, project: &str, revision: i64) -> Result<()> {
-    sqlx::query("SELECT pg_notify($1, $2)")
-        .bind(CHANNEL)
-        .bind(format!("{project}\n{revision}"))
-        .execute(&mut *conn)
-        .await?;
-    Ok(())
+/// The project-row lock (see `shared/write.rs` and the `baton_lock` migration): the lock,
+/// then the request id's lookup with a snapshot taken after the lock, in one round trip.
+const LOCK_PROJECT: &str =
+    "SELECT out_revision, out_now_us, out_caps, out_hash, out_reply FROM baton_lock($1, $2)";
+
+/// Statements sent as one query (one round trip): data-modifying CTEs of one statement,
+/// ending with the NOTIFY that announces the commit to the other instances (delivered only
+/// if the transaction commits; a hint, as readers always read the event table).
+struct Combined {
+    sql: sqlx::QueryBuilder<Db>,
+    statements: usize,
+    notify: Option<String>,
+}
+
+impl Combined {
+    fn new() -> Self {
+        Self { sql: sqlx::QueryBuilder::new(""), statements: 0, notify: None }
+    }
+
+    /// Starts the next statement; write it into the returned builder.
+    fn statement(&mut self) -> &mut sqlx::QueryBuilder<Db> {
+        let n = self.statements;
+        self.sql.push(if n == 0 { "WITH " } else { "), " }).push(format_args!("s{n} AS ("));
+        self.statements += 1;
+        &mut self.sql
+    }
+
+    fn notify(&mut self, project: &str, revision: i64) {
+        self.notify = Some(format!("{project}\n{revision}"));
+    }
+
+    async fn execute(mut self, conn: &mut Conn) -> Result<()> {
+        if self.statements > 0 {
+            self.sql.push(") ");
+        }
+        match self.notify.take() {
+            Some(payload) => {
+                self.sql.push("SELECT pg_notify(").push_bind(CHANNEL).push(", ").push_bind(payload).push(")");
+            }
+            None if self.statements > 0 => {
+                self.sql.push("SELECT 1");
+            }
+            None => return Ok(()),
+        }
+        self.sql.build().execute(conn).await?;
+        Ok(())
+    }
 }
 
 include!("shared/write.rs");

@@ -8,6 +8,7 @@ use prost::Message;
 use prost_types::Timestamp;
 
 use crate::core::checkpoint::{self, Header};
+use crate::core::lww::RecordVersion;
 use crate::error::{Error, Result};
 
 /// Timestamp from µs since the epoch.
@@ -210,12 +211,51 @@ impl MemoryRow {
     }
 }
 
-/// The LWW metadata of a record.
+/// One row of a record's state: its version (on every row, NULL when the record was never
+/// written) and one live entry (NULL when it has none).
 #[derive(Debug, Clone, sqlx::FromRow)]
-pub struct RecordRow {
-    pub revision: i64,
-    pub written_us: i64,
-    pub author: Vec<u8>,
+pub struct RecordStateRow {
+    pub record_revision: Option<i64>,
+    pub record_written_us: Option<i64>,
+    pub record_author: Option<Vec<u8>>,
+    pub id: Option<String>,
+    pub category: Option<String>,
+    pub branch: Option<String>,
+    pub key: Option<String>,
+    pub content: Option<String>,
+    pub rationale: Option<String>,
+    pub author: Option<Vec<u8>>,
+    pub revision: Option<i64>,
+    pub created_us: Option<i64>,
+}
+
+impl RecordStateRow {
+    pub fn version(&self) -> Option<(RecordVersion, Actor)> {
+        match (self.record_revision, self.record_written_us, &self.record_author) {
+            (Some(revision), Some(written_us), Some(author)) => {
+                Some((RecordVersion { revision, written_us }, decode_actor(author)))
+            }
+            _ => None,
+        }
+    }
+
+    pub fn entry(self, project: &str) -> Option<MemoryEntry> {
+        let revision = self.revision?;
+        Some(MemoryEntry {
+            id: self.id?,
+            project: project.to_owned(),
+            category: self.category?,
+            branch: self.branch?,
+            key: self.key?,
+            content: self.content?,
+            rationale: self.rationale?,
+            author: Some(decode_actor(&self.author?)),
+            revision,
+            record_revision: self.record_revision.unwrap_or(revision),
+            created_at: Some(ts(self.created_us?)),
+            evicted: false,
+        })
+    }
 }
 
 #[cfg(test)]

@@ -75,10 +75,52 @@ async fn plain_write(store: &Backend) -> Result<Lease> {
     Ok(store.writer.lease().await?)
 }
 
-/// Other processes do not share this database's watchers: nothing to announce.
-#[allow(clippy::unused_async)]
-async fn notify(_conn: &mut Conn, _project: &str, _revision: i64) -> Result<()> {
-    Ok(())
+/// The project-row lock (see `shared/write.rs`): creates the project on first use, allocates
+/// the next revision, reads the write's time (never earlier than the project's previous
+/// write) and memory caps, and looks up the request id ($2) — safe in one statement here, as
+/// the writer already holds the database's write lock when it runs.
+const LOCK_PROJECT: &str = concat!(
+    "INSERT INTO projects (key, head_revision, last_write_us, created_us) VALUES ($1, 1, ",
+    now_us!(),
+    ", ",
+    now_us!(),
+    ") ON CONFLICT (key) DO UPDATE SET head_revision = projects.head_revision + 1, last_write_us = MAX(projects.last_write_us, ",
+    now_us!(),
+    ") RETURNING head_revision, last_write_us, memory_caps, ",
+    "(SELECT request_hash FROM requests WHERE project = $1 AND request_id = $2), ",
+    "(SELECT reply FROM requests WHERE project = $1 AND request_id = $2)"
+);
+
+/// Statements sent as one query (one hand-off to the connection's thread): SQLite runs them
+/// in order. Nothing to announce: other processes do not share this database's watchers.
+struct Combined {
+    sql: sqlx::QueryBuilder<Db>,
+    statements: usize,
+}
+
+impl Combined {
+    fn new() -> Self {
+        Self { sql: sqlx::QueryBuilder::new(""), statements: 0 }
+    }
+
+    /// Starts the next statement; write it into the returned builder.
+    fn statement(&mut self) -> &mut sqlx::QueryBuilder<Db> {
+        if self.statements > 0 {
+            self.sql.push("; ");
+        }
+        self.statements += 1;
+        &mut self.sql
+    }
+
+    #[allow(clippy::unused_self)]
+    fn notify(&mut self, _project: &str, _revision: i64) {}
+
+    async fn execute(mut self, conn: &mut Conn) -> Result<()> {
+        if self.statements > 0 {
+            self.sql.build().execute(conn).await?;
+        }
+        Ok(())
+    }
 }
 
 include!("shared/write.rs");

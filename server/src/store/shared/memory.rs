@@ -8,7 +8,7 @@ use baton_proto::v1::{
 
 use crate::core::memory::{self as rules, Semantics};
 use crate::store::parse_caps;
-use crate::store::rows::{MemoryRow, RecordRow};
+use crate::store::rows::{MemoryRow, RecordStateRow};
 
 const MEMORY_SELECT: &str = "SELECT m.*, r.revision AS record_revision FROM memory m \
      LEFT JOIN records r ON r.project = m.project AND r.record = m.record";
@@ -32,15 +32,6 @@ impl Write {
         parse_caps(&self.caps_json)
     }
 
-    async fn record_version(&mut self, record: &str) -> Result<Option<(RecordVersion, Actor)>> {
-        let row: Option<RecordRow> = sqlx::query_as("SELECT revision, written_us, author FROM records WHERE project = $1 AND record = $2")
-            .bind(&self.project)
-            .bind(record)
-            .fetch_optional(&mut *self.tx)
-            .await?;
-        Ok(row.map(|r| (RecordVersion { revision: r.revision, written_us: r.written_us }, decode_actor(&r.author))))
-    }
-
     async fn record_entries(&mut self, record: &str, include_evicted: bool) -> Result<Vec<MemoryEntry>> {
         let rows: Vec<MemoryRow> = sqlx::query_as(concat!(
             "SELECT m.*, r.revision AS record_revision FROM memory m LEFT JOIN records r ON r.project = m.project AND r.record = m.record",
@@ -52,6 +43,112 @@ impl Write {
         .fetch_all(&mut *self.tx)
         .await?;
         Ok(rows.iter().map(MemoryRow::to_proto).collect())
+    }
+
+    /// A record's LWW version and its live entries, in one query.
+    async fn record_state(&mut self, record: &str) -> Result<(Option<(RecordVersion, Actor)>, Vec<MemoryEntry>)> {
+        let rows: Vec<RecordStateRow> = sqlx::query_as(
+            "SELECT r.revision AS record_revision, r.written_us AS record_written_us, r.author AS record_author, \
+             m.id, m.category, m.branch, m.key, m.content, m.rationale, m.author, m.revision, m.created_us \
+             FROM (SELECT 1 AS one) k \
+             LEFT JOIN records r ON r.project = $1 AND r.record = $2 \
+             LEFT JOIN memory m ON m.project = $1 AND m.record = $2 AND m.evicted = FALSE \
+             ORDER BY m.revision, m.seq",
+        )
+        .bind(&self.project)
+        .bind(record)
+        .fetch_all(&mut *self.tx)
+        .await?;
+        let version = rows.first().and_then(RecordStateRow::version);
+        let entries = rows.into_iter().filter_map(|row| row.entry(&self.project)).collect();
+        Ok((version, entries))
+    }
+
+    /// Applies a record write in one query: drops `delete_ids` (None = every entry), inserts
+    /// `items` and sets the record's version. Returns the entries created.
+    async fn apply_record(
+        &mut self,
+        t: &Target<'_>,
+        record: &str,
+        items: &[MemoryItem],
+        delete_ids: Option<&[String]>,
+        ctx: &WriteCtx,
+    ) -> Result<Vec<MemoryEntry>> {
+        let revision = self.revision().await?;
+        let written_us = ctx.written_us(self.now_us);
+        let author = encode_actor(&ctx.actor);
+        let mut apply = Combined::new();
+        match delete_ids {
+            None => {
+                apply.statement().push("DELETE FROM memory WHERE project = ").push_bind(self.project.clone()).push(" AND record = ").push_bind(record.to_owned());
+            }
+            Some([]) => {}
+            Some(ids) => {
+                let sql = apply.statement();
+                sql.push("DELETE FROM memory WHERE id IN (");
+                let mut list = sql.separated(", ");
+                for id in ids {
+                    list.push_bind(id.clone());
+                }
+                sql.push(")");
+            }
+        }
+        let created: Vec<MemoryEntry> = items
+            .iter()
+            .map(|item| MemoryEntry {
+                id: uuid::Uuid::now_v7().to_string(),
+                project: self.project.clone(),
+                category: t.category.to_owned(),
+                branch: t.branch.to_owned(),
+                key: t.key.to_owned(),
+                content: item.content.clone(),
+                rationale: item.rationale.clone(),
+                author: Some(ctx.actor.clone()),
+                revision,
+                record_revision: revision,
+                created_at: Some(ts(written_us)),
+                evicted: false,
+            })
+            .collect();
+        if !created.is_empty() {
+            fail::fail_point!("memory.insert", |_| Err(injected("memory.insert")));
+            apply
+                .statement()
+                .push("INSERT INTO memory (id, project, category, branch, key, record, content, rationale, author, revision, seq, created_us, evicted) ")
+                .push_values(created.iter().enumerate(), |mut row, (seq, e)| {
+                    row.push_bind(e.id.clone())
+                        .push_bind(self.project.clone())
+                        .push_bind(e.category.clone())
+                        .push_bind(e.branch.clone())
+                        .push_bind(e.key.clone())
+                        .push_bind(record.to_owned())
+                        .push_bind(e.content.clone())
+                        .push_bind(e.rationale.clone())
+                        .push_bind(author.clone())
+                        .push_bind(revision)
+                        .push_bind(i64::try_from(seq).unwrap_or(i64::MAX))
+                        .push_bind(written_us)
+                        .push_bind(false);
+                });
+        }
+        apply
+            .statement()
+            .push("INSERT INTO records (project, record, revision, written_us, author) VALUES (")
+            .push_bind(self.project.clone())
+            .push(", ")
+            .push_bind(record.to_owned())
+            .push(", ")
+            .push_bind(revision)
+            .push(", ")
+            .push_bind(written_us)
+            .push(", ")
+            .push_bind(author)
+            .push(
+                ") ON CONFLICT (project, record) DO UPDATE SET revision = excluded.revision, \
+                 written_us = excluded.written_us, author = excluded.author",
+            );
+        apply.execute(&mut self.tx).await?;
+        Ok(created)
     }
 
     async fn insert_entries(&mut self, t: &Target<'_>, items: &[MemoryItem], ctx: &WriteCtx) -> Result<Vec<String>> {
@@ -85,22 +182,6 @@ impl Write {
         Ok(ids)
     }
 
-    async fn set_record_version(&mut self, record: &str, ctx: &WriteCtx) -> Result<()> {
-        let revision = self.revision().await?;
-        sqlx::query(
-            "INSERT INTO records (project, record, revision, written_us, author) VALUES ($1, $2, $3, $4, $5) \
-             ON CONFLICT (project, record) DO UPDATE SET revision = excluded.revision, written_us = excluded.written_us, author = excluded.author",
-        )
-        .bind(&self.project)
-        .bind(record)
-        .bind(revision)
-        .bind(ctx.written_us(self.now_us))
-        .bind(encode_actor(&ctx.actor))
-        .execute(&mut *self.tx)
-        .await?;
-        Ok(())
-    }
-
     /// A last-write-wins write of a whole record (a set or a note): `items` is its new
     /// content, `delete_ids` the entries it drops (None = all of them).
     async fn write_record(
@@ -112,9 +193,8 @@ impl Write {
         delete_ids: Option<&[String]>,
     ) -> Result<(Vec<MemoryEntry>, WriteResult)> {
         let record = t.record();
-        let current = self.record_version(&record).await?;
+        let (current, before) = self.record_state(&record).await?;
         let decision = lww::decide(current.as_ref().map(|(v, _)| *v), ctx.intent(self.now_us));
-        let before = self.record_entries(&record, false).await?;
         let as_value = |entries: Vec<MemoryEntry>| -> RecordValue {
             if t.category == rules::NOTE {
                 RecordValue { value: entries.into_iter().next().map(record_value::Value::Note) }
@@ -151,26 +231,23 @@ impl Write {
         let mut created = Vec::new();
         let mut deleted_ids = Vec::new();
         let entries = if decision.applies() {
-            match delete_ids {
-                None => {
-                    deleted_ids = before.iter().map(|e| e.id.clone()).collect();
-                    sqlx::query("DELETE FROM memory WHERE project = $1 AND record = $2")
-                        .bind(&self.project)
-                        .bind(&record)
-                        .execute(&mut *self.tx)
-                        .await?;
-                }
-                Some(ids) => {
-                    for id in ids {
-                        sqlx::query("DELETE FROM memory WHERE id = $1").bind(id).execute(&mut *self.tx).await?;
-                    }
-                    deleted_ids = ids.to_vec();
-                }
-            }
-            let ids = self.insert_entries(t, items, ctx).await?;
-            self.set_record_version(&record, ctx).await?;
-            let after = self.record_entries(&record, false).await?;
-            created = after.iter().filter(|e| ids.contains(&e.id)).cloned().collect();
+            created = self.apply_record(t, &record, items, delete_ids, ctx).await?;
+            // What the record holds now: the entries kept (under the new record version),
+            // then those just created, in the order a read gives them.
+            let mut after: Vec<MemoryEntry> = match delete_ids {
+                None => Vec::new(),
+                Some(ids) => before
+                    .iter()
+                    .filter(|e| !ids.contains(&e.id))
+                    .cloned()
+                    .map(|mut e| {
+                        e.record_revision = revision;
+                        e
+                    })
+                    .collect(),
+            };
+            deleted_ids = delete_ids.map_or_else(|| before.iter().map(|e| e.id.clone()).collect(), <[String]>::to_vec);
+            after.extend(created.iter().cloned());
             after
         } else {
             before
@@ -291,8 +368,8 @@ impl Backend {
             }
             (_, only) => {
                 let record = t.record();
-                let before = w.record_entries(&record, false).await?;
-                if before.is_empty() && w.record_version(&record).await?.is_none() {
+                let (version, before) = w.record_state(&record).await?;
+                if before.is_empty() && version.is_none() {
                     return Err(Error::NotFound(format!("record: {record} does not exist in project {:?}", req.project)));
                 }
                 let (keep, drop): (Vec<MemoryEntry>, Vec<MemoryEntry>) = match &only {

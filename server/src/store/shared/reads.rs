@@ -63,21 +63,36 @@ impl Backend {
         const MEMORY_LIMIT: i64 = 500;
         const CONFLICT_LIMIT: i64 = 50;
         let mut conn = self.pool.acquire().await?;
-        let as_of_revision = head_revision(&mut conn, &project).await?;
-        let (now_us,): (i64,) = sqlx::query_as(concat!("SELECT ", now_us!())).fetch_one(&mut *conn).await?;
+        let (as_of_revision, now_us): (Option<i64>, i64) =
+            sqlx::query_as(concat!("SELECT (SELECT head_revision FROM projects WHERE key = $1), ", now_us!()))
+                .bind(&project)
+                .fetch_one(&mut *conn)
+                .await?;
+        let as_of_revision = as_of_revision.unwrap_or(0);
         let caller = session_id.map(|s| s.to_string()).unwrap_or_default();
 
         let unfinished_rows = newest_sessions(&mut conn, &project, [SessionStatus::Crashed, SessionStatus::Idle], &caller, Recency::Updated, UNFINISHED_LIMIT).await?;
+        // Their head checkpoints, in one query.
+        let heads: Vec<String> = unfinished_rows.iter().filter_map(|r| r.head_checkpoint_id.clone()).collect();
+        let mut head_rows: HashMap<String, CheckpointRow> = HashMap::new();
+        if !heads.is_empty() {
+            let mut sql = sqlx::QueryBuilder::<Db>::new("SELECT * FROM checkpoints WHERE id IN (");
+            let mut list = sql.separated(", ");
+            for id in heads {
+                list.push_bind(id);
+            }
+            sql.push(")");
+            let rows: Vec<CheckpointRow> = sql.build_query_as().fetch_all(&mut *conn).await?;
+            head_rows = rows.into_iter().map(|r| (r.id.clone(), r)).collect();
+        }
         let mut unfinished = Vec::with_capacity(unfinished_rows.len());
         for row in unfinished_rows {
-            let state = match &row.head_checkpoint_id {
-                Some(head) => {
-                    let cp: Option<CheckpointRow> =
-                        sqlx::query_as("SELECT * FROM checkpoints WHERE id = $1").bind(head).fetch_optional(&mut *conn).await?;
-                    cp.and_then(|c| c.verified(false).ok()).and_then(|c| c.state)
-                }
-                None => None,
-            };
+            let state = row
+                .head_checkpoint_id
+                .as_ref()
+                .and_then(|head| head_rows.remove(head))
+                .and_then(|c| c.verified(false).ok())
+                .and_then(|c| c.state);
             unfinished.push((row.to_proto(), state));
         }
 
@@ -175,15 +190,27 @@ async fn newest_sessions(
     by: Recency,
     limit: i64,
 ) -> Result<Vec<SessionRow>> {
+    // One index range per status (an IN over both would sort every session of the
+    // project), in one query.
     let sql = match by {
-        Recency::Updated => "SELECT * FROM sessions WHERE project = $1 AND status = $2 AND id <> $3 ORDER BY updated_us DESC LIMIT $4",
-        Recency::Seen => "SELECT * FROM sessions WHERE project = $1 AND status = $2 AND id <> $3 ORDER BY last_seen_us DESC LIMIT $4",
+        Recency::Updated => concat!(
+            "SELECT * FROM (SELECT * FROM sessions WHERE project = $1 AND status = $2 AND id <> $4 ORDER BY updated_us DESC LIMIT $5) a ",
+            "UNION ALL SELECT * FROM (SELECT * FROM sessions WHERE project = $1 AND status = $3 AND id <> $4 ORDER BY updated_us DESC LIMIT $5) b"
+        ),
+        Recency::Seen => concat!(
+            "SELECT * FROM (SELECT * FROM sessions WHERE project = $1 AND status = $2 AND id <> $4 ORDER BY last_seen_us DESC LIMIT $5) a ",
+            "UNION ALL SELECT * FROM (SELECT * FROM sessions WHERE project = $1 AND status = $3 AND id <> $4 ORDER BY last_seen_us DESC LIMIT $5) b"
+        ),
     };
-    let mut rows: Vec<SessionRow> = Vec::new();
-    for status in statuses {
-        let found: Vec<SessionRow> = sqlx::query_as(sql).bind(project).bind(status as i32).bind(caller).bind(limit).fetch_all(&mut *conn).await?;
-        rows.extend(found);
-    }
+    let [first, second] = statuses;
+    let mut rows: Vec<SessionRow> = sqlx::query_as(sql)
+        .bind(project)
+        .bind(first as i32)
+        .bind(second as i32)
+        .bind(caller)
+        .bind(limit)
+        .fetch_all(&mut *conn)
+        .await?;
     let key = |r: &SessionRow| match by {
         Recency::Updated => r.updated_us,
         Recency::Seen => r.last_seen_us,

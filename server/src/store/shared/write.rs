@@ -1,7 +1,13 @@
 // The write machinery shared by both backends: lock the project row (allocating the
 // revision), deduplicate by request_id, emit exactly one event per revision, commit, wake
 // the readers. Included into `sqlite.rs` and `postgres.rs`, where `Db`, `Conn`, `Tx`, `Pool`,
-// `Backend`, `begin_write`, `notify`, `now_us!` and `greatest!` are the backend's own.
+// `Backend`, `begin_write`, `plain_write`, `Combined`, `LOCK_PROJECT`, `now_us!` and
+// `greatest!` are the backend's own.
+//
+// Every statement costs a hand-off (SQLite's connection thread, a Postgres round trip), and
+// a write holds the project lock from its first statement to its commit, so a write is kept
+// to few statements: the lock also looks up the request id; a write's events, conflicts,
+// stored reply and NOTIFY go out together at the end (`Combined`).
 
 use std::collections::{HashMap, HashSet};
 
@@ -16,21 +22,6 @@ use crate::error::{Error, Result};
 use crate::store::rows::{decode_actor, decode_conflict, decode_event, encode_actor, ts};
 use crate::store::WriteCtx;
 
-/// The project-row lock: creates the project on first use, allocates the next revision and
-/// reads the write's time (never earlier than the project's previous write) and the
-/// project's memory caps (one statement instead of two: each costs a round trip).
-const LOCK_PROJECT: &str = concat!(
-    "INSERT INTO projects (key, head_revision, last_write_us, created_us) VALUES ($1, 1, ",
-    now_us!(),
-    ", ",
-    now_us!(),
-    ") ON CONFLICT (key) DO UPDATE SET head_revision = projects.head_revision + 1, last_write_us = ",
-    greatest!(),
-    "(projects.last_write_us, ",
-    now_us!(),
-    ") RETURNING head_revision, last_write_us, memory_caps"
-);
-
 /// A write transaction in progress.
 struct Write {
     tx: Tx,
@@ -43,8 +34,17 @@ struct Write {
     caps_json: String,
     /// (event kind, conflict outcome) of each event, for the metrics once committed.
     emitted: Vec<(i32, Option<i32>)>,
+    /// Encoded events (revision, kind, body) and conflicts (id, revision, body), inserted by
+    /// `finish` together with the stored reply.
+    events: Vec<(i64, i32, Vec<u8>)>,
+    conflicts: Vec<(String, i64, Vec<u8>)>,
 }
 
+/// Rows per INSERT when a write logs many events (an import): well under both databases'
+/// limits on bound parameters.
+const ROWS_PER_INSERT: usize = 200;
+
+#[allow(clippy::large_enum_variant)] // built once per write and matched at once: boxing buys nothing
 enum Begun {
     Fresh(Write),
     /// The stored reply of an earlier request with the same request_id.
@@ -55,28 +55,19 @@ impl Backend {
     /// Begins a write on `project`: the lock first, then the idempotency check.
     async fn begin(&self, project: &str, ctx: &WriteCtx) -> Result<Begun> {
         let mut tx = begin_write(self).await?;
-        let (revision, now_us, caps_json): (i64, i64, String) =
-            sqlx::query_as(LOCK_PROJECT).bind(project).fetch_one(&mut *tx).await?;
+        let (revision, now_us, caps_json, stored_hash, stored_reply): (i64, i64, String, Option<Vec<u8>>, Option<Vec<u8>>) =
+            sqlx::query_as(LOCK_PROJECT).bind(project).bind(ctx.request_id.as_deref()).fetch_one(&mut *tx).await?;
         fail::fail_point!("write.after_lock", |_| Err(injected("write.after_lock")));
-        if let Some(request_id) = &ctx.request_id {
-            let found: Option<(Vec<u8>, Vec<u8>)> = sqlx::query_as(
-                "SELECT request_hash, reply FROM requests WHERE project = $1 AND request_id = $2",
-            )
-            .bind(project)
-            .bind(request_id)
-            .fetch_optional(&mut *tx)
-            .await?;
-            if let Some((hash, reply)) = found {
-                // Nothing of this transaction is kept: the revision is not used.
-                tx.rollback().await?;
-                if hash != ctx.request_hash {
-                    return Err(Error::InvalidArgument(format!(
-                        "write.request_id: {request_id:?} was already used for a different request in \
-                         project {project:?}; a new write needs a new request_id"
-                    )));
-                }
-                return Ok(Begun::Replay(reply));
+        if let (Some(request_id), Some(hash), Some(reply)) = (&ctx.request_id, stored_hash, stored_reply) {
+            // Nothing of this transaction is kept: the revision is not used.
+            tx.rollback().await?;
+            if hash != ctx.request_hash {
+                return Err(Error::InvalidArgument(format!(
+                    "write.request_id: {request_id:?} was already used for a different request in \
+                     project {project:?}; a new write needs a new request_id"
+                )));
             }
+            return Ok(Begun::Replay(reply));
         }
         Ok(Begun::Fresh(Write {
             tx,
@@ -86,6 +77,8 @@ impl Backend {
             last: revision,
             caps_json,
             emitted: Vec::new(),
+            events: Vec::new(),
+            conflicts: Vec::new(),
         }))
     }
 }
@@ -119,23 +112,11 @@ impl Write {
             conflict.project = self.project.clone();
             conflict.revision = revision;
             conflict.at = Some(ts(self.now_us));
-            sqlx::query("INSERT INTO conflicts (id, project, revision, body) VALUES ($1, $2, $3, $4)")
-                .bind(&conflict.id)
-                .bind(&self.project)
-                .bind(revision)
-                .bind(conflict.encode_to_vec())
-                .execute(&mut *self.tx)
-                .await?;
+            self.conflicts.push((conflict.id.clone(), revision, conflict.encode_to_vec()));
         }
         fail::fail_point!("write.before_event", |_| Err(injected("write.before_event")));
         self.emitted.push((event.kind, event.conflict.as_ref().map(|c| c.outcome)));
-        sqlx::query("INSERT INTO events (project, revision, kind, body) VALUES ($1, $2, $3, $4)")
-            .bind(&self.project)
-            .bind(revision)
-            .bind(event.kind)
-            .bind(event.encode_to_vec())
-            .execute(&mut *self.tx)
-            .await?;
+        self.events.push((revision, event.kind, event.encode_to_vec()));
         Ok(event)
     }
 
@@ -155,20 +136,39 @@ impl Write {
             return Err(Error::internal("write allocated a revision without an event"));
         }
         fail::fail_point!("write.before_reply", |_| Err(injected("write.before_reply")));
-        if let Some(request_id) = &ctx.request_id {
-            sqlx::query(
-                "INSERT INTO requests (project, request_id, request_hash, reply, created_us) \
-                 VALUES ($1, $2, $3, $4, $5)",
-            )
-            .bind(&self.project)
-            .bind(request_id)
-            .bind(&ctx.request_hash)
-            .bind(reply.encode_to_vec())
-            .bind(self.now_us)
-            .execute(&mut *self.tx)
-            .await?;
+        // Conflicts, events, the stored reply and the NOTIFY: one statement (or a few for a
+        // write with very many events).
+        let mut log = Combined::new();
+        for chunk in self.conflicts.chunks(ROWS_PER_INSERT) {
+            log.statement().push("INSERT INTO conflicts (id, project, revision, body) ").push_values(chunk, |mut row, (id, revision, body)| {
+                row.push_bind(id.clone()).push_bind(self.project.clone()).push_bind(*revision).push_bind(body.clone());
+            });
         }
-        notify(&mut self.tx, &self.project, self.last).await?;
+        for (i, chunk) in self.events.chunks(ROWS_PER_INSERT).enumerate() {
+            if i > 0 && i % 25 == 0 {
+                // Keep a single query's parameters well under the limits.
+                std::mem::replace(&mut log, Combined::new()).execute(&mut self.tx).await?;
+            }
+            log.statement().push("INSERT INTO events (project, revision, kind, body) ").push_values(chunk, |mut row, (revision, kind, body)| {
+                row.push_bind(self.project.clone()).push_bind(*revision).push_bind(*kind).push_bind(body.clone());
+            });
+        }
+        if let Some(request_id) = &ctx.request_id {
+            log.statement()
+                .push("INSERT INTO requests (project, request_id, request_hash, reply, created_us) VALUES (")
+                .push_bind(self.project.clone())
+                .push(", ")
+                .push_bind(request_id.clone())
+                .push(", ")
+                .push_bind(ctx.request_hash.clone())
+                .push(", ")
+                .push_bind(reply.encode_to_vec())
+                .push(", ")
+                .push_bind(self.now_us)
+                .push(")");
+        }
+        log.notify(&self.project, self.last);
+        log.execute(&mut self.tx).await?;
         fail::fail_point!("write.before_commit", |_| Err(injected("write.before_commit")));
         self.tx.commit().await?;
         crate::metrics::record_commit(&self.emitted);
