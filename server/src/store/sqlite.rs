@@ -55,6 +55,9 @@ impl SqliteStore {
             .busy_timeout(Duration::from_secs(30));
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
+            // An embedded database's connections do not go stale like network ones: no ping
+            // (a hand-off to the connection's thread) before every use.
+            .test_before_acquire(false)
             .acquire_timeout(Duration::from_secs(30))
             .connect_with(options)
             .await?;

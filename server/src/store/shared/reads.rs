@@ -1,6 +1,6 @@
 // The change log (events, conflicts) and the data the brief is made of.
 
-use baton_proto::v1::{ListConflictsResponse, ListEventsResponse};
+use baton_proto::v1::{ListConflictsResponse, ListEventsResponse, Session};
 
 use crate::store::BriefData;
 
@@ -62,18 +62,57 @@ impl Backend {
         const ACTIVE_LIMIT: i64 = 20;
         const MEMORY_LIMIT: i64 = 500;
         const CONFLICT_LIMIT: i64 = 50;
-        let mut conn = self.pool.acquire().await?;
+        // The head first: everything read after it is at least as new as `as_of_revision`.
         let (as_of_revision, now_us): (Option<i64>, i64) =
             sqlx::query_as(concat!("SELECT (SELECT head_revision FROM projects WHERE key = $1), ", now_us!()))
                 .bind(&project)
-                .fetch_one(&mut *conn)
+                .fetch_one(&self.pool)
                 .await?;
         let as_of_revision = as_of_revision.unwrap_or(0);
         let caller = session_id.map(|s| s.to_string()).unwrap_or_default();
+        // Then four independent chains of reads, each on its own connection: every statement
+        // is a hand-off (SQLite's connection thread, a Postgres round trip), and waiting on
+        // them side by side instead of in a row is most of a brief's latency.
+        let (unfinished, memory_rows, active, (previous, conflict_rows)) = tokio::try_join!(
+            self.brief_unfinished(&project, &caller, UNFINISHED_LIMIT),
+            async {
+                let rows: Vec<MemoryRow> = sqlx::query_as(concat!(
+                    "SELECT m.*, r.revision AS record_revision FROM memory m LEFT JOIN records r ON r.project = m.project AND r.record = m.record",
+                    " WHERE m.project = $1 AND m.evicted = FALSE AND (m.branch = '' OR m.branch = $2) ORDER BY m.revision DESC, m.seq LIMIT $3"
+                ))
+                .bind(&project)
+                .bind(&branch)
+                .bind(MEMORY_LIMIT)
+                .fetch_all(&self.pool)
+                .await?;
+                Ok::<_, Error>(rows)
+            },
+            async {
+                let mut conn = self.pool.acquire().await?;
+                newest_sessions(&mut conn, &project, [SessionStatus::Active, SessionStatus::Initializing], &caller, Recency::Seen, ACTIVE_LIMIT).await
+            },
+            self.brief_history(&project, session_id, &caller, CONFLICT_LIMIT),
+        )?;
 
-        let unfinished_rows = newest_sessions(&mut conn, &project, [SessionStatus::Crashed, SessionStatus::Idle], &caller, Recency::Updated, UNFINISHED_LIMIT).await?;
-        // Their head checkpoints, in one query.
-        let heads: Vec<String> = unfinished_rows.iter().filter_map(|r| r.head_checkpoint_id.clone()).collect();
+        Ok(BriefData {
+            as_of_revision,
+            now_us,
+            unfinished,
+            memory: memory_rows.iter().map(MemoryRow::to_proto).collect(),
+            active: active.iter().map(SessionRow::to_proto).collect(),
+            conflicts: conflict_rows.iter().map(|(b,)| decode_conflict(b)).collect::<Result<_>>()?,
+            previous: previous.map(|p| p.to_proto()),
+        })
+    }
+}
+
+impl Backend {
+    /// The brief's unfinished sessions (crashed or idle, newest first) with the state of
+    /// their head checkpoints (read in one query; a corrupt one gives no state).
+    async fn brief_unfinished(&self, project: &str, caller: &str, limit: i64) -> Result<Vec<(Session, Option<CheckpointState>)>> {
+        let mut conn = self.pool.acquire().await?;
+        let rows = newest_sessions(&mut conn, project, [SessionStatus::Crashed, SessionStatus::Idle], caller, Recency::Updated, limit).await?;
+        let heads: Vec<String> = rows.iter().filter_map(|r| r.head_checkpoint_id.clone()).collect();
         let mut head_rows: HashMap<String, CheckpointRow> = HashMap::new();
         if !heads.is_empty() {
             let mut sql = sqlx::QueryBuilder::<Db>::new("SELECT * FROM checkpoints WHERE id IN (");
@@ -82,34 +121,34 @@ impl Backend {
                 list.push_bind(id);
             }
             sql.push(")");
-            let rows: Vec<CheckpointRow> = sql.build_query_as().fetch_all(&mut *conn).await?;
-            head_rows = rows.into_iter().map(|r| (r.id.clone(), r)).collect();
+            let found: Vec<CheckpointRow> = sql.build_query_as().fetch_all(&mut *conn).await?;
+            head_rows = found.into_iter().map(|r| (r.id.clone(), r)).collect();
         }
-        let mut unfinished = Vec::with_capacity(unfinished_rows.len());
-        for row in unfinished_rows {
-            let state = row
-                .head_checkpoint_id
-                .as_ref()
-                .and_then(|head| head_rows.remove(head))
-                .and_then(|c| c.verified(false).ok())
-                .and_then(|c| c.state);
-            unfinished.push((row.to_proto(), state));
-        }
+        Ok(rows
+            .into_iter()
+            .map(|row| {
+                let state = row
+                    .head_checkpoint_id
+                    .as_ref()
+                    .and_then(|head| head_rows.remove(head))
+                    .and_then(|c| c.verified(false).ok())
+                    .and_then(|c| c.state);
+                (row.to_proto(), state)
+            })
+            .collect())
+    }
 
-        let memory_rows: Vec<MemoryRow> = sqlx::query_as(concat!(
-            "SELECT m.*, r.revision AS record_revision FROM memory m LEFT JOIN records r ON r.project = m.project AND r.record = m.record",
-            " WHERE m.project = $1 AND m.evicted = FALSE AND (m.branch = '' OR m.branch = $2) ORDER BY m.revision DESC, m.seq LIMIT $3"
-        ))
-        .bind(&project)
-        .bind(&branch)
-        .bind(MEMORY_LIMIT)
-        .fetch_all(&mut *conn)
-        .await?;
-
-        let active = newest_sessions(&mut conn, &project, [SessionStatus::Active, SessionStatus::Initializing], &caller, Recency::Seen, ACTIVE_LIMIT).await?;
-
-        // The caller's previous session: the one it resumed, else the latest other session
-        // of the same user and host (any agent), else the project's latest other session.
+    /// The caller's previous session (the one it resumed, else the latest other session of
+    /// the same user and host, any agent, else the project's latest completed other session)
+    /// and the conflicts since it started.
+    async fn brief_history(
+        &self,
+        project: &str,
+        session_id: Option<uuid::Uuid>,
+        caller: &str,
+        limit: i64,
+    ) -> Result<(Option<SessionRow>, Vec<(Vec<u8>,)>)> {
+        let mut conn = self.pool.acquire().await?;
         let me = match &session_id {
             Some(id) => session_row(&mut conn, &id.to_string()).await?,
             None => None,
@@ -120,7 +159,7 @@ impl Backend {
                 sqlx::query_as(
                     "SELECT * FROM sessions WHERE project = $1 AND id < $2 AND host = $3 AND user_name = $4 ORDER BY id DESC LIMIT 1",
                 )
-                .bind(&project)
+                .bind(project)
                 .bind(&me.id)
                 .bind(&me.host)
                 .bind(&me.user_name)
@@ -132,31 +171,22 @@ impl Backend {
         let previous = match previous {
             Some(p) => Some(p),
             None => sqlx::query_as("SELECT * FROM sessions WHERE project = $1 AND id <> $2 AND status = $3 ORDER BY id DESC LIMIT 1")
-                .bind(&project)
-                .bind(&caller)
+                .bind(project)
+                .bind(caller)
                 .bind(SessionStatus::Completed as i32)
                 .fetch_optional(&mut *conn)
                 .await?,
         };
         let since = previous.as_ref().map_or(0, |p| p.start_revision);
-        let conflict_rows: Vec<(Vec<u8>,)> = sqlx::query_as(
+        let conflicts: Vec<(Vec<u8>,)> = sqlx::query_as(
             "SELECT body FROM conflicts WHERE project = $1 AND revision > $2 ORDER BY revision DESC LIMIT $3",
         )
-        .bind(&project)
+        .bind(project)
         .bind(since)
-        .bind(CONFLICT_LIMIT)
+        .bind(limit)
         .fetch_all(&mut *conn)
         .await?;
-
-        Ok(BriefData {
-            as_of_revision,
-            now_us,
-            unfinished,
-            memory: memory_rows.iter().map(MemoryRow::to_proto).collect(),
-            active: active.iter().map(SessionRow::to_proto).collect(),
-            conflicts: conflict_rows.iter().map(|(b,)| decode_conflict(b)).collect::<Result<_>>()?,
-            previous: previous.map(|p| p.to_proto()),
-        })
+        Ok((previous, conflicts))
     }
 }
 

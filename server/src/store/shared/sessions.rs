@@ -15,7 +15,7 @@ const INSERT_SESSION: &str = "INSERT INTO sessions (id, project, agent, agent_se
      branch, goal, status, lease_ttl_ms, last_seen_us, head_checkpoint_id, git_base, git_head, summary, \
      tool_count, resumed_from, resumed_by, metadata, created_us, updated_us, start_revision, revision, \
      written_us, author, head_revision, head_written_us, head_author) VALUES ($1, $2, $3, $4, $5, $6, $7, \
-     $8, $9, $10, $11, $12, NULL, $13, '', '', 0, $14, NULL, $15, $16, $16, $17, $17, $18, $19, 0, 0, $20)";
+     $8, $9, $10, $11, $12, NULL, $13, '', '', 0, $14, NULL, $15, $16, $16, $17, $17, $18, $19, 0, 0, $20) RETURNING *";
 
 /// The fields of a new session row.
 struct NewSession<'a> {
@@ -82,7 +82,7 @@ impl Write {
         let metadata = serde_json::to_string(s.metadata).map_err(Error::internal)?;
         let author = encode_actor(&ctx.actor);
         fail::fail_point!("session.insert", |_| Err(injected("session.insert")));
-        sqlx::query(INSERT_SESSION)
+        Ok(sqlx::query_as(INSERT_SESSION)
             .bind(s.id)
             .bind(s.project)
             .bind(s.agent)
@@ -103,9 +103,8 @@ impl Write {
             .bind(ctx.written_us(self.now_us))
             .bind(&author)
             .bind(&author)
-            .execute(&mut *self.tx)
-            .await?;
-        must_session(&mut self.tx, s.id).await
+            .fetch_one(&mut *self.tx)
+            .await?)
     }
 
     /// A status change: its own revision and event.
@@ -123,17 +122,17 @@ impl Write {
         }
         self.revision().await?;
         let sql = if activity {
-            "UPDATE sessions SET status = $2, updated_us = $3, last_seen_us = $3 WHERE id = $1"
+            "UPDATE sessions SET status = $2, updated_us = $3, last_seen_us = $3 WHERE id = $1 RETURNING *"
         } else {
-            "UPDATE sessions SET status = $2, updated_us = $3 WHERE id = $1"
+            "UPDATE sessions SET status = $2, updated_us = $3 WHERE id = $1 RETURNING *"
         };
-        sqlx::query(sql)
+        let row: SessionRow = sqlx::query_as(sql)
             .bind(&row.id)
             .bind(to as i32)
             .bind(self.now_us)
-            .execute(&mut *self.tx)
-            .await?;
-        let row = must_session(&mut self.tx, &row.id).await?;
+            .fetch_optional(&mut *self.tx)
+            .await?
+            .ok_or_else(|| Error::NotFound(format!("session_id: no session {}", row.id)))?;
         let mut ev = event(EventKind::SessionStatusChanged, "session", &row.id, actor);
         ev.value = Some(baton_proto::v1::event::Value::Session(row.to_proto()));
         self.emit(ev).await?;
@@ -524,8 +523,11 @@ impl Backend {
             return Err(Error::AlreadyExists(format!("new_session_id: session {new_id} already exists")));
         }
         let resumed_from = if matches!(target.status(), SessionStatus::Crashed | SessionStatus::Idle) {
-            sqlx::query("UPDATE sessions SET resumed_by = $2 WHERE id = $1").bind(&target.id).bind(&new_id).execute(&mut *w.tx).await?;
-            let target = must_session(&mut w.tx, &target.id).await?;
+            let target: SessionRow = sqlx::query_as("UPDATE sessions SET resumed_by = $2 WHERE id = $1 RETURNING *")
+                .bind(&target.id)
+                .bind(&new_id)
+                .fetch_one(&mut *w.tx)
+                .await?;
             w.set_status(&target, SessionStatus::Resumed, &ctx.actor, false).await?
         } else {
             target

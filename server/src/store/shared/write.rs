@@ -29,6 +29,8 @@ struct Write {
     now_us: i64,
     /// A revision allocated but not yet given its event.
     pending: Option<i64>,
+    /// The revision the lock allocated (the project's head as far as the database knows).
+    locked: i64,
     last: i64,
     /// The project's memory caps (JSON), as read by the lock.
     caps_json: String,
@@ -74,6 +76,7 @@ impl Backend {
             project: project.to_owned(),
             now_us,
             pending: Some(revision),
+            locked: revision,
             last: revision,
             caps_json,
             emitted: Vec::new(),
@@ -84,17 +87,14 @@ impl Backend {
 }
 
 impl Write {
-    /// The revision the next event will get (allocated on first ask).
+    /// The revision the next event will get (allocated on first ask). The project lock is
+    /// held, so the next number is this write's to take; `finish` records the new head.
+    #[allow(clippy::unused_async)] // kept async: callers need not care how it is allocated
     async fn revision(&mut self) -> Result<i64> {
         if let Some(revision) = self.pending {
             return Ok(revision);
         }
-        let (revision,): (i64,) = sqlx::query_as(
-            "UPDATE projects SET head_revision = head_revision + 1 WHERE key = $1 RETURNING head_revision",
-        )
-        .bind(&self.project)
-        .fetch_one(&mut *self.tx)
-        .await?;
+        let revision = self.last + 1;
         self.pending = Some(revision);
         self.last = revision;
         Ok(revision)
@@ -166,6 +166,14 @@ impl Write {
                 .push(", ")
                 .push_bind(self.now_us)
                 .push(")");
+        }
+        if self.last > self.locked {
+            // Revisions after the lock's were taken in memory: record the head.
+            log.statement()
+                .push("UPDATE projects SET head_revision = ")
+                .push_bind(self.last)
+                .push(" WHERE key = ")
+                .push_bind(self.project.clone());
         }
         log.notify(&self.project, self.last);
         log.execute(&mut self.tx).await?;

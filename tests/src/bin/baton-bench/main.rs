@@ -40,7 +40,7 @@ impl Sizes {
         if quick {
             Self {
                 window: Duration::from_secs(2),
-                clients: 16,
+                clients: clients(),
                 resume_sessions: 100,
                 watchers: 100,
                 watch_rate: 100,
@@ -51,7 +51,7 @@ impl Sizes {
         } else {
             Self {
                 window: Duration::from_secs(10),
-                clients: 16,
+                clients: clients(),
                 resume_sessions: 1000,
                 watchers: 1000,
                 watch_rate: 500,
@@ -61,6 +61,12 @@ impl Sizes {
             }
         }
     }
+}
+
+/// Concurrent clients of the throughput scenarios: 16, or `BATON_BENCH_CLIENTS` (to see
+/// how a scenario behaves with fewer or more; the targets are stated for 16).
+fn clients() -> usize {
+    std::env::var("BATON_BENCH_CLIENTS").ok().and_then(|v| v.parse().ok()).filter(|n| *n > 0).unwrap_or(16)
 }
 
 /// One line of the results table.

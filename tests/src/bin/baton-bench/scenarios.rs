@@ -322,6 +322,16 @@ async fn resume(c: &Clients, floor: &Floor, n: usize) -> Row {
         }
     })
     .await;
+    // What a resume's brief costs on its own (a resume is the claim, a write, plus this).
+    let brief = c.brief.clone();
+    let briefs = sequential(200, |_| {
+        let mut brief = brief.clone();
+        async move {
+            brief.get_brief(GetBriefRequest { project: project.into(), ..Default::default() }).await.unwrap();
+        }
+    })
+    .await;
+    eprintln!("  of which the brief alone: {}", summary(&briefs));
     for i in 0..n {
         floor.write(project, format!("session {i} checkpoint").as_bytes()).await;
     }
