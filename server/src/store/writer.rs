@@ -202,3 +202,81 @@ fn io_error(message: String) -> sqlx::Error {
 fn stopped() -> sqlx::Error {
     io_error("the database writer has stopped".to_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::str::FromStr;
+
+    use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
+
+    use super::*;
+
+    async fn pool(dir: &tempfile::TempDir) -> SqlitePool {
+        let options =
+            SqliteConnectOptions::from_str(&format!("sqlite://{}", dir.path().join("w.db").display()))
+                .unwrap()
+                .create_if_missing(true)
+                .journal_mode(SqliteJournalMode::Wal);
+        let pool = SqlitePoolOptions::new().max_connections(4).connect_with(options).await.unwrap();
+        sqlx::raw_sql("CREATE TABLE t (v TEXT PRIMARY KEY)").execute(&pool).await.unwrap();
+        pool
+    }
+
+    async fn values(pool: &SqlitePool) -> Vec<String> {
+        sqlx::query_scalar("SELECT v FROM t ORDER BY v").fetch_all(pool).await.unwrap()
+    }
+
+    async fn insert(lease: &mut Lease, v: &str) -> Result<(), sqlx::Error> {
+        sqlx::query("INSERT INTO t (v) VALUES ($1)").bind(v).execute(&mut **lease).await.map(drop)
+    }
+
+    /// Writes queued together share a transaction, yet each one's rollback (or failure, or
+    /// being dropped half-way) undoes only its own statements; kept writes are visible to
+    /// other connections as soon as their `commit` returns.
+    #[tokio::test]
+    async fn each_write_rolls_back_alone_within_a_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = pool(&dir).await;
+        let writer = Writer::spawn(pool.clone());
+        // Hold the connection so the next writes queue up and join one batch.
+        let mut first = writer.lease().await.unwrap();
+        insert(&mut first, "a").await.unwrap();
+        let tasks: Vec<_> = ["b", "c", "d", "e", "f"]
+            .into_iter()
+            .map(|v| {
+                let writer = writer.clone();
+                let pool = pool.clone();
+                tokio::spawn(async move {
+                    let mut lease = writer.lease().await.unwrap();
+                    insert(&mut lease, v).await.unwrap();
+                    match v {
+                        "c" => lease.rollback().await.unwrap(),
+                        // A failing statement after a good one: the whole write goes.
+                        "d" => {
+                            assert!(insert(&mut lease, "a").await.is_err(), "duplicate key");
+                            drop(lease);
+                        }
+                        // Dropped without an end, as when a request is cancelled.
+                        "e" => drop(lease),
+                        _ => {
+                            lease.commit().await.unwrap();
+                            // Committed, so visible to any other connection, once it returns.
+                            assert!(values(&pool).await.contains(&v.to_owned()));
+                        }
+                    }
+                })
+            })
+            .collect();
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        first.commit().await.unwrap();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert_eq!(values(&pool).await, vec!["a", "b", "f"]);
+        // The writer carries on after all that.
+        let mut lease = writer.lease().await.unwrap();
+        insert(&mut lease, "g").await.unwrap();
+        lease.commit().await.unwrap();
+        assert_eq!(values(&pool).await, vec!["a", "b", "f", "g"]);
+    }
+}
