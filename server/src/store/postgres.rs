@@ -38,6 +38,7 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgre
 pub struct PgStore {
     pool: Pool,
     wakers: Wakers,
+    notifier: Notifier,
 }
 
 type Backend = PgStore;
@@ -54,7 +55,8 @@ impl PgStore {
             .connect_with(options)
             .await?;
         MIGRATOR.run(&pool).await?;
-        let store = Self { pool, wakers };
+        let notifier = Notifier::spawn(pool.clone());
+        let store = Self { pool, wakers, notifier };
         store.spawn_listener();
         Ok(store)
     }
@@ -135,18 +137,15 @@ impl std::ops::DerefMut for Plain {
 const LOCK_PROJECT: &str =
     "SELECT out_revision, out_now_us, out_caps, out_hash, out_reply FROM baton_lock($1, $2)";
 
-/// Statements sent as one query (one round trip): data-modifying CTEs of one statement,
-/// ending with the NOTIFY that announces the commit to the other instances (delivered only
-/// if the transaction commits; a hint, as readers always read the event table).
+/// Statements sent as one query (one round trip): data-modifying CTEs of one statement.
 struct Combined {
     sql: sqlx::QueryBuilder<Db>,
     statements: usize,
-    notify: Option<String>,
 }
 
 impl Combined {
     fn new() -> Self {
-        Self { sql: sqlx::QueryBuilder::new(""), statements: 0, notify: None }
+        Self { sql: sqlx::QueryBuilder::new(""), statements: 0 }
     }
 
     /// Starts the next statement; write it into the returned builder.
@@ -157,25 +156,57 @@ impl Combined {
         &mut self.sql
     }
 
-    fn notify(&mut self, project: &str, revision: i64) {
-        self.notify = Some(format!("{project}\n{revision}"));
-    }
-
     async fn execute(mut self, conn: &mut Conn) -> Result<()> {
         if self.statements > 0 {
-            self.sql.push(") ");
+            self.sql.push(") SELECT 1");
+            self.sql.build().execute(conn).await?;
         }
-        match self.notify.take() {
-            Some(payload) => {
-                self.sql.push("SELECT pg_notify(").push_bind(CHANNEL).push(", ").push_bind(payload).push(")");
-            }
-            None if self.statements > 0 => {
-                self.sql.push("SELECT 1");
-            }
-            None => return Ok(()),
-        }
-        self.sql.build().execute(conn).await?;
         Ok(())
+    }
+}
+
+/// Tells the other instances' readers about a commit (see `Notifier`).
+fn announce(store: &Backend, project: &str, revision: i64) {
+    store.notifier.announce(project, revision);
+}
+
+/// Sends the NOTIFYs that wake other instances' readers, after the commits they announce.
+///
+/// Not inside the write's transaction: Postgres serializes the commits of all transactions
+/// that NOTIFY (a database-wide lock held through the commit), which made every write wait
+/// for every other one. A hint only (readers always read the event table and poll), so
+/// one task sends them, coalesced to each project's newest revision, in one statement.
+#[derive(Clone)]
+struct Notifier {
+    queue: tokio::sync::mpsc::UnboundedSender<(String, i64)>,
+}
+
+impl Notifier {
+    fn spawn(pool: Pool) -> Self {
+        let (queue, mut commits) = tokio::sync::mpsc::unbounded_channel::<(String, i64)>();
+        tokio::spawn(async move {
+            while let Some(first) = commits.recv().await {
+                let mut newest: HashMap<String, i64> = HashMap::from([first]);
+                while let Ok((project, revision)) = commits.try_recv() {
+                    let r = newest.entry(project).or_insert(revision);
+                    *r = (*r).max(revision);
+                }
+                let payloads: Vec<String> = newest.into_iter().map(|(p, r)| format!("{p}\n{r}")).collect();
+                let sent = sqlx::query("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p")
+                    .bind(CHANNEL)
+                    .bind(&payloads)
+                    .execute(&pool)
+                    .await;
+                if let Err(e) = sent {
+                    tracing::debug!(error = %e, "NOTIFY failed; other instances' readers poll instead");
+                }
+            }
+        });
+        Self { queue }
+    }
+
+    fn announce(&self, project: &str, revision: i64) {
+        let _ = self.queue.send((project.to_owned(), revision));
     }
 }
 

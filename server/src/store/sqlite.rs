@@ -95,7 +95,7 @@ const LOCK_PROJECT: &str = concat!(
 );
 
 /// Statements sent as one query (one hand-off to the connection's thread): SQLite runs them
-/// in order. Nothing to announce: other processes do not share this database's watchers.
+/// in order.
 struct Combined {
     sql: sqlx::QueryBuilder<Db>,
     statements: usize,
@@ -115,9 +115,6 @@ impl Combined {
         &mut self.sql
     }
 
-    #[allow(clippy::unused_self)]
-    fn notify(&mut self, _project: &str, _revision: i64) {}
-
     async fn execute(mut self, conn: &mut Conn) -> Result<()> {
         if self.statements > 0 {
             self.sql.build().execute(conn).await?;
@@ -125,6 +122,9 @@ impl Combined {
         Ok(())
     }
 }
+
+/// Nothing to announce: other processes do not share this database's watchers.
+fn announce(_store: &Backend, _project: &str, _revision: i64) {}
 
 include!("shared/write.rs");
 include!("shared/sessions.rs");

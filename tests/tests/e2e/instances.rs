@@ -237,3 +237,36 @@ async fn postgres_restart_under_load() {
     }
     assert_in_order(&seen, all.len(), "the watcher");
 }
+
+/// Another instance's commits wake this instance's watchers through NOTIFY (sent after the
+/// commit, coalesced): with polling set to an hour, only the notification can deliver.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commits_on_one_instance_wake_watchers_on_another() {
+    let a = Server::start(Backend::Postgres).await.unwrap();
+    let b = Server::start_on(Backend::Postgres, &a.database_url, &["--watch-poll", "1h"]).unwrap();
+    let (ca, cb) = (a.clients().await, b.clients().await);
+    let p = project();
+    let mut writer = ca.clone();
+    put_note(&mut writer, &p, "first", "before the watch", write()).await.unwrap();
+    let mut events = cb.events.clone();
+    let mut stream = events
+        .watch(WatchRequest {
+            cursors: vec![WatchCursor { project: p.clone(), after_revision: 0 }],
+            kinds: vec![],
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    // The first comes from the table (catch-up); then B follows the project.
+    let first = tokio::time::timeout(Duration::from_secs(30), stream.next()).await.unwrap().unwrap().unwrap();
+    assert_eq!(first.revision, 1);
+    for i in 2..=4 {
+        put_note(&mut writer, &p, &format!("k{i}"), "through instance A", write()).await.unwrap();
+        let next = tokio::time::timeout(Duration::from_secs(30), stream.next())
+            .await
+            .unwrap_or_else(|_| panic!("revision {i} written through A never reached the watcher on B"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(next.revision, i);
+    }
+}

@@ -83,10 +83,10 @@ impl Backend {
         let req = &new.request;
         let author = encode_actor(&ctx.actor);
         fail::fail_point!("checkpoint.insert", |_| Err(injected("checkpoint.insert")));
-        sqlx::query(
+        let stored: CheckpointRow = sqlx::query_as(
             "INSERT INTO checkpoints (id, session_id, project, parent_id, kind, reason, state, payload, \
              payload_content_type, compression, size_bytes, digest, created_us, revision, author, blobs) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING *",
         )
         .bind(&id)
         .bind(&session_id)
@@ -104,28 +104,30 @@ impl Backend {
         .bind(revision)
         .bind(&author)
         .bind(&new.blobs)
-        .execute(&mut *w.tx)
+        .fetch_one(&mut *w.tx)
         .await?;
         let is_head = decision.applies();
         if is_head {
-            sqlx::query(concat!(
-                "UPDATE sessions SET head_checkpoint_id = $2, head_revision = $3, head_written_us = $4, head_author = $5, \
-                 updated_us = $6, tool_count = ",
-                greatest!(),
-                "(tool_count, $7) WHERE id = $1"
-            ))
-            .bind(&session_id)
-            .bind(&id)
-            .bind(revision)
-            .bind(ctx.written_us(w.now_us))
-            .bind(&author)
-            .bind(w.now_us)
-            .bind(new.state_tool_count)
-            .execute(&mut *w.tx)
-            .await?;
+            // Sent with the write's log (nothing here reads it back).
+            let written_us = ctx.written_us(w.now_us);
+            let now_us = w.now_us;
+            w.deferred
+                .statement()
+                .push("UPDATE sessions SET head_checkpoint_id = ")
+                .push_bind(id.clone())
+                .push(", head_revision = ")
+                .push_bind(revision)
+                .push(", head_written_us = ")
+                .push_bind(written_us)
+                .push(", head_author = ")
+                .push_bind(author.clone())
+                .push(", updated_us = ")
+                .push_bind(now_us)
+                .push(concat!(", tool_count = ", greatest!(), "(tool_count, "))
+                .push_bind(new.state_tool_count)
+                .push(") WHERE id = ")
+                .push_bind(session_id.clone());
         }
-        let stored: CheckpointRow =
-            sqlx::query_as("SELECT * FROM checkpoints WHERE id = $1").bind(&id).fetch_one(&mut *w.tx).await?;
         let checkpoint = stored.to_meta();
         let mut ev = event(EventKind::CheckpointCreated, "checkpoint", &id, &ctx.actor);
         ev.value = Some(baton_proto::v1::event::Value::Checkpoint(CheckpointRef {

@@ -64,8 +64,9 @@ impl Write {
         Ok((version, entries))
     }
 
-    /// Applies a record write in one query: drops `delete_ids` (None = every entry), inserts
-    /// `items` and sets the record's version. Returns the entries created.
+    /// Applies a record write (sent with the write's log by `finish`): drops `delete_ids`
+    /// (None = every entry), inserts `items` and sets the record's version. Returns the
+    /// entries created. Nothing in the write may read the record after this.
     async fn apply_record(
         &mut self,
         t: &Target<'_>,
@@ -77,7 +78,8 @@ impl Write {
         let revision = self.revision().await?;
         let written_us = ctx.written_us(self.now_us);
         let author = encode_actor(&ctx.actor);
-        let mut apply = Combined::new();
+        // Deferred: it goes out with the write's log in `finish` (one statement for both).
+        let apply = &mut self.deferred;
         match delete_ids {
             None => {
                 apply.statement().push("DELETE FROM memory WHERE project = ").push_bind(self.project.clone()).push(" AND record = ").push_bind(record.to_owned());
@@ -147,7 +149,6 @@ impl Write {
                 ") ON CONFLICT (project, record) DO UPDATE SET revision = excluded.revision, \
                  written_us = excluded.written_us, author = excluded.author",
             );
-        apply.execute(&mut self.tx).await?;
         Ok(created)
     }
 

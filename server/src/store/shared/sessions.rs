@@ -15,7 +15,7 @@ const INSERT_SESSION: &str = "INSERT INTO sessions (id, project, agent, agent_se
      branch, goal, status, lease_ttl_ms, last_seen_us, head_checkpoint_id, git_base, git_head, summary, \
      tool_count, resumed_from, resumed_by, metadata, created_us, updated_us, start_revision, revision, \
      written_us, author, head_revision, head_written_us, head_author) VALUES ($1, $2, $3, $4, $5, $6, $7, \
-     $8, $9, $10, $11, $12, NULL, $13, '', '', 0, $14, NULL, $15, $16, $16, $17, $17, $18, $19, 0, 0, $20) RETURNING *";
+     $8, $9, $10, $11, $12, NULL, $13, '', '', 0, $14, NULL, $15, $16, $16, $17, $17, $18, $19, 0, 0, $20) ON CONFLICT (id) DO NOTHING RETURNING *";
 
 /// The fields of a new session row.
 struct NewSession<'a> {
@@ -77,7 +77,8 @@ impl Backend {
 }
 
 impl Write {
-    async fn insert_session(&mut self, s: &NewSession<'_>, ctx: &WriteCtx) -> Result<SessionRow> {
+    /// Inserts a session; `None` if a session with that id already exists.
+    async fn insert_session(&mut self, s: &NewSession<'_>, ctx: &WriteCtx) -> Result<Option<SessionRow>> {
         let revision = self.revision().await?;
         let metadata = serde_json::to_string(s.metadata).map_err(Error::internal)?;
         let author = encode_actor(&ctx.actor);
@@ -103,7 +104,7 @@ impl Write {
             .bind(ctx.written_us(self.now_us))
             .bind(&author)
             .bind(&author)
-            .fetch_one(&mut *self.tx)
+            .fetch_optional(&mut *self.tx)
             .await?)
     }
 
@@ -175,11 +176,6 @@ impl Backend {
             Begun::Fresh(w) => w,
         };
         let id = id.to_string();
-        if session_row(&mut w.tx, &id).await?.is_some() {
-            return Err(Error::AlreadyExists(format!(
-                "session_id: session {id} already exists; use a new id (or none) to start a session"
-            )));
-        }
         let status = if req.status == SessionStatus::Initializing as i32 { SessionStatus::Initializing } else { SessionStatus::Active };
         let row = w
             .insert_session(
@@ -201,7 +197,10 @@ impl Backend {
                 },
                 &ctx,
             )
-            .await?;
+            .await?
+            .ok_or_else(|| {
+                Error::AlreadyExists(format!("session_id: session {id} already exists; use a new id (or none) to start a session"))
+            })?;
         let session = row.to_proto();
         let mut ev = event(EventKind::SessionStarted, "session", &id, &ctx.actor);
         ev.value = Some(baton_proto::v1::event::Value::Session(session.clone()));
@@ -518,10 +517,8 @@ impl Backend {
             }
         }
         // Claim the old session (crashed or idle) exactly once.
+        // (A taken new id fails the insert below, which undoes the claim.)
         let new_id = new_id.to_string();
-        if session_row(&mut w.tx, &new_id).await?.is_some() {
-            return Err(Error::AlreadyExists(format!("new_session_id: session {new_id} already exists")));
-        }
         let resumed_from = if matches!(target.status(), SessionStatus::Crashed | SessionStatus::Idle) {
             let target: SessionRow = sqlx::query_as("UPDATE sessions SET resumed_by = $2 WHERE id = $1 RETURNING *")
                 .bind(&target.id)
@@ -561,7 +558,8 @@ impl Backend {
                 },
                 &ctx,
             )
-            .await?;
+            .await?
+            .ok_or_else(|| Error::AlreadyExists(format!("new_session_id: session {new_id} already exists")))?;
         let session = row.to_proto();
         let mut ev = event(EventKind::SessionStarted, "session", &new_id, &ctx.actor);
         ev.value = Some(baton_proto::v1::event::Value::Session(session.clone()));

@@ -1,13 +1,13 @@
 // The write machinery shared by both backends: lock the project row (allocating the
 // revision), deduplicate by request_id, emit exactly one event per revision, commit, wake
 // the readers. Included into `sqlite.rs` and `postgres.rs`, where `Db`, `Conn`, `Tx`, `Pool`,
-// `Backend`, `begin_write`, `plain_write`, `Combined`, `LOCK_PROJECT`, `now_us!` and
-// `greatest!` are the backend's own.
+// `Backend`, `begin_write`, `plain_write`, `Combined`, `announce`, `LOCK_PROJECT`, `now_us!`
+// and `greatest!` are the backend's own.
 //
 // Every statement costs a hand-off (SQLite's connection thread, a Postgres round trip), and
 // a write holds the project lock from its first statement to its commit, so a write is kept
 // to few statements: the lock also looks up the request id; a write's events, conflicts,
-// stored reply and NOTIFY go out together at the end (`Combined`).
+// stored reply go out together at the end (`Combined`).
 
 use std::collections::{HashMap, HashSet};
 
@@ -40,6 +40,8 @@ struct Write {
     /// `finish` together with the stored reply.
     events: Vec<(i64, i32, Vec<u8>)>,
     conflicts: Vec<(String, i64, Vec<u8>)>,
+    /// Changes that need no answer before the commit, sent with the log by `finish`.
+    deferred: Combined,
 }
 
 /// Rows per INSERT when a write logs many events (an import): well under both databases'
@@ -82,6 +84,7 @@ impl Backend {
             emitted: Vec::new(),
             events: Vec::new(),
             conflicts: Vec::new(),
+            deferred: Combined::new(),
         }))
     }
 }
@@ -136,9 +139,9 @@ impl Write {
             return Err(Error::internal("write allocated a revision without an event"));
         }
         fail::fail_point!("write.before_reply", |_| Err(injected("write.before_reply")));
-        // Conflicts, events, the stored reply and the NOTIFY: one statement (or a few for a
+        // Deferred changes, conflicts, events and the stored reply: one statement (or a few for a
         // write with very many events).
-        let mut log = Combined::new();
+        let mut log = std::mem::replace(&mut self.deferred, Combined::new());
         for chunk in self.conflicts.chunks(ROWS_PER_INSERT) {
             log.statement().push("INSERT INTO conflicts (id, project, revision, body) ").push_values(chunk, |mut row, (id, revision, body)| {
                 row.push_bind(id.clone()).push_bind(self.project.clone()).push_bind(*revision).push_bind(body.clone());
@@ -175,12 +178,12 @@ impl Write {
                 .push(" WHERE key = ")
                 .push_bind(self.project.clone());
         }
-        log.notify(&self.project, self.last);
         log.execute(&mut self.tx).await?;
         fail::fail_point!("write.before_commit", |_| Err(injected("write.before_commit")));
         self.tx.commit().await?;
         crate::metrics::record_commit(&self.emitted);
         store.wakers.wake(&self.project);
+        announce(store, &self.project, self.last);
         // Committed, but the reply is lost (as when the network drops it): a retry with the
         // same request_id must get the stored reply.
         fail::fail_point!("write.after_commit", |_| Err(injected("write.after_commit")));
