@@ -220,27 +220,16 @@ async fn newest_sessions(
     by: Recency,
     limit: i64,
 ) -> Result<Vec<SessionRow>> {
-    // One index range per status (an IN over both would sort every session of the
-    // project), in one query.
+    // One index range per status: an IN over both would sort every session of the project.
     let sql = match by {
-        Recency::Updated => concat!(
-            "SELECT * FROM (SELECT * FROM sessions WHERE project = $1 AND status = $2 AND id <> $4 ORDER BY updated_us DESC LIMIT $5) a ",
-            "UNION ALL SELECT * FROM (SELECT * FROM sessions WHERE project = $1 AND status = $3 AND id <> $4 ORDER BY updated_us DESC LIMIT $5) b"
-        ),
-        Recency::Seen => concat!(
-            "SELECT * FROM (SELECT * FROM sessions WHERE project = $1 AND status = $2 AND id <> $4 ORDER BY last_seen_us DESC LIMIT $5) a ",
-            "UNION ALL SELECT * FROM (SELECT * FROM sessions WHERE project = $1 AND status = $3 AND id <> $4 ORDER BY last_seen_us DESC LIMIT $5) b"
-        ),
+        Recency::Updated => "SELECT * FROM sessions WHERE project = $1 AND status = $2 AND id <> $3 ORDER BY updated_us DESC LIMIT $4",
+        Recency::Seen => "SELECT * FROM sessions WHERE project = $1 AND status = $2 AND id <> $3 ORDER BY last_seen_us DESC LIMIT $4",
     };
-    let [first, second] = statuses;
-    let mut rows: Vec<SessionRow> = sqlx::query_as(sql)
-        .bind(project)
-        .bind(first as i32)
-        .bind(second as i32)
-        .bind(caller)
-        .bind(limit)
-        .fetch_all(&mut *conn)
-        .await?;
+    let mut rows: Vec<SessionRow> = Vec::new();
+    for status in statuses {
+        let found: Vec<SessionRow> = sqlx::query_as(sql).bind(project).bind(status as i32).bind(caller).bind(limit).fetch_all(&mut *conn).await?;
+        rows.extend(found);
+    }
     let key = |r: &SessionRow| match by {
         Recency::Updated => r.updated_us,
         Recency::Seen => r.last_seen_us,
