@@ -137,32 +137,13 @@ impl std::ops::DerefMut for Plain {
 const LOCK_PROJECT: &str =
     "SELECT out_revision, out_now_us, out_caps, out_hash, out_reply FROM baton_lock($1, $2)";
 
-/// Statements sent as one query (one round trip): data-modifying CTEs of one statement.
-struct Combined {
-    sql: sqlx::QueryBuilder<Db>,
-    statements: usize,
+/// Joins the statements of a `Combined` query: data-modifying CTEs of one statement.
+fn open_statement(sql: &mut sqlx::QueryBuilder<Db>, before: usize) {
+    sql.push(if before == 0 { "WITH " } else { "), " }).push(format_args!("s{before} AS ("));
 }
 
-impl Combined {
-    fn new() -> Self {
-        Self { sql: sqlx::QueryBuilder::new(""), statements: 0 }
-    }
-
-    /// Starts the next statement; write it into the returned builder.
-    fn statement(&mut self) -> &mut sqlx::QueryBuilder<Db> {
-        let n = self.statements;
-        self.sql.push(if n == 0 { "WITH " } else { "), " }).push(format_args!("s{n} AS ("));
-        self.statements += 1;
-        &mut self.sql
-    }
-
-    async fn execute(mut self, conn: &mut Conn) -> Result<()> {
-        if self.statements > 0 {
-            self.sql.push(") SELECT 1");
-            self.sql.build().execute(conn).await?;
-        }
-        Ok(())
-    }
+fn close_statements(sql: &mut sqlx::QueryBuilder<Db>) {
+    sql.push(") SELECT 1");
 }
 
 /// Tells the other instances' readers about a commit (see `Notifier`).

@@ -94,34 +94,14 @@ const LOCK_PROJECT: &str = concat!(
     "(SELECT reply FROM requests WHERE project = $1 AND request_id = $2)"
 );
 
-/// Statements sent as one query (one hand-off to the connection's thread): SQLite runs them
-/// in order.
-struct Combined {
-    sql: sqlx::QueryBuilder<Db>,
-    statements: usize,
-}
-
-impl Combined {
-    fn new() -> Self {
-        Self { sql: sqlx::QueryBuilder::new(""), statements: 0 }
-    }
-
-    /// Starts the next statement; write it into the returned builder.
-    fn statement(&mut self) -> &mut sqlx::QueryBuilder<Db> {
-        if self.statements > 0 {
-            self.sql.push("; ");
-        }
-        self.statements += 1;
-        &mut self.sql
-    }
-
-    async fn execute(mut self, conn: &mut Conn) -> Result<()> {
-        if self.statements > 0 {
-            self.sql.build().execute(conn).await?;
-        }
-        Ok(())
+/// Joins the statements of a `Combined` query: SQLite runs `;`-separated statements in order.
+fn open_statement(sql: &mut sqlx::QueryBuilder<Db>, before: usize) {
+    if before > 0 {
+        sql.push("; ");
     }
 }
+
+fn close_statements(_sql: &mut sqlx::QueryBuilder<Db>) {}
 
 /// Nothing to announce: other processes do not share this database's watchers.
 fn announce(_store: &Backend, _project: &str, _revision: i64) {}

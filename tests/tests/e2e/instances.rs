@@ -17,16 +17,25 @@ use tonic::Code;
 
 use crate::{all_events, assert_gapless, project, put_note, write};
 
+/// A watch on one project from revision 0.
+async fn watch_from_start(c: &Clients, project: &str) -> tonic::Streaming<Event> {
+    let mut events = c.events.clone();
+    events
+        .watch(WatchRequest {
+            cursors: vec![WatchCursor { project: project.to_owned(), after_revision: 0 }],
+            kinds: vec![],
+        })
+        .await
+        .unwrap()
+        .into_inner()
+}
+
 /// Collects a watch stream's events from revision 0 until `until` events arrived.
 fn watch_all(c: &Clients, project: &str, until: usize) -> tokio::task::JoinHandle<Vec<Event>> {
-    let mut events = c.events.clone();
+    let c = c.clone();
     let project = project.to_owned();
     tokio::spawn(async move {
-        let mut stream = events
-            .watch(WatchRequest { cursors: vec![WatchCursor { project, after_revision: 0 }], kinds: vec![] })
-            .await
-            .unwrap()
-            .into_inner();
+        let mut stream = watch_from_start(&c, &project).await;
         let mut got = Vec::new();
         while got.len() < until {
             match tokio::time::timeout(Duration::from_secs(60), stream.next()).await {
@@ -142,15 +151,7 @@ async fn postgres_restart_under_load() {
     let p = project();
 
     // A watcher connected before the outage.
-    let mut events = c.events.clone();
-    let mut stream = events
-        .watch(WatchRequest {
-            cursors: vec![WatchCursor { project: p.clone(), after_revision: 0 }],
-            kinds: vec![],
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let mut stream = watch_from_start(&c, &p).await;
 
     // Writers that keep going through the outage, recording what was acknowledged.
     let acked = Arc::new(Mutex::new(Vec::<String>::new()));
@@ -248,15 +249,7 @@ async fn commits_on_one_instance_wake_watchers_on_another() {
     let p = project();
     let mut writer = ca.clone();
     put_note(&mut writer, &p, "first", "before the watch", write()).await.unwrap();
-    let mut events = cb.events.clone();
-    let mut stream = events
-        .watch(WatchRequest {
-            cursors: vec![WatchCursor { project: p.clone(), after_revision: 0 }],
-            kinds: vec![],
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let mut stream = watch_from_start(&cb, &p).await;
     // The first comes from the table (catch-up); then B follows the project.
     let first = tokio::time::timeout(Duration::from_secs(30), stream.next()).await.unwrap().unwrap().unwrap();
     assert_eq!(first.revision, 1);

@@ -79,7 +79,7 @@ impl Backend {
         if let (Decision::Rejected, Some(conflict)) = (decision, &conflict) {
             return Err(w.rejected(conflict.clone()));
         }
-        let revision = w.revision().await?;
+        let revision = w.revision();
         let req = &new.request;
         let author = encode_actor(&ctx.actor);
         fail::fail_point!("checkpoint.insert", |_| Err(injected("checkpoint.insert")));

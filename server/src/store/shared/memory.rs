@@ -75,7 +75,7 @@ impl Write {
         delete_ids: Option<&[String]>,
         ctx: &WriteCtx,
     ) -> Result<Vec<MemoryEntry>> {
-        let revision = self.revision().await?;
+        let revision = self.revision();
         let written_us = ctx.written_us(self.now_us);
         let author = encode_actor(&ctx.actor);
         // Deferred: it goes out with the write's log in `finish` (one statement for both).
@@ -153,7 +153,7 @@ impl Write {
     }
 
     async fn insert_entries(&mut self, t: &Target<'_>, items: &[MemoryItem], ctx: &WriteCtx) -> Result<Vec<String>> {
-        let revision = self.revision().await?;
+        let revision = self.revision();
         let author = encode_actor(&ctx.actor);
         let record = t.record();
         let mut ids = Vec::with_capacity(items.len());
@@ -228,7 +228,7 @@ impl Write {
         if let (Decision::Rejected, Some(conflict)) = (decision, &conflict) {
             return Err(self.rejected(conflict.clone()));
         }
-        let revision = self.revision().await?;
+        let revision = self.revision();
         let mut created = Vec::new();
         let mut deleted_ids = Vec::new();
         let entries = if decision.applies() {
@@ -286,7 +286,7 @@ impl Write {
     async fn append(&mut self, t: &Target<'_>, ctx: &WriteCtx, items: &[MemoryItem], cap: i32) -> Result<PutMemoryResponse> {
         let record = t.record();
         let live_before = self.record_entries(&record, false).await?;
-        let revision = self.revision().await?;
+        let revision = self.revision();
         let ids = self.insert_entries(t, items, ctx).await?;
         let live = self.record_entries(&record, false).await?;
         let evict = rules::evictions(live_before.len(), items.len(), cap);
@@ -360,7 +360,7 @@ impl Backend {
                     Some(id) => vec![id],
                     None => w.record_entries(&record, true).await?.into_iter().map(|e| e.id).collect(),
                 };
-                let revision = w.revision().await?;
+                let revision = w.revision();
                 for id in &ids {
                     sqlx::query("DELETE FROM memory WHERE id = $1").bind(id).execute(&mut *w.tx).await?;
                 }
@@ -398,7 +398,7 @@ impl Backend {
         let mut caps = w.caps();
         caps.extend(req.caps.clone());
         let json = serde_json::to_string(&caps).map_err(Error::internal)?;
-        let revision = w.revision().await?;
+        let revision = w.revision();
         sqlx::query("UPDATE projects SET memory_caps = $2 WHERE key = $1").bind(&w.project).bind(json).execute(&mut *w.tx).await?;
         let effective: HashMap<String, i32> = rules::effective_caps(&caps).into_iter().collect();
         let mut ev = event(EventKind::ProjectSettingsChanged, "project", &req.project, &ctx.actor);

@@ -79,7 +79,7 @@ impl Backend {
 impl Write {
     /// Inserts a session; `None` if a session with that id already exists.
     async fn insert_session(&mut self, s: &NewSession<'_>, ctx: &WriteCtx) -> Result<Option<SessionRow>> {
-        let revision = self.revision().await?;
+        let revision = self.revision();
         let metadata = serde_json::to_string(s.metadata).map_err(Error::internal)?;
         let author = encode_actor(&ctx.actor);
         fail::fail_point!("session.insert", |_| Err(injected("session.insert")));
@@ -121,7 +121,7 @@ impl Write {
                 status::name(to)
             )));
         }
-        self.revision().await?;
+        self.revision();
         let sql = if activity {
             "UPDATE sessions SET status = $2, updated_us = $3, last_seen_us = $3 WHERE id = $1 RETURNING *"
         } else {
@@ -304,7 +304,7 @@ impl Backend {
         if let (Decision::Rejected, Some(conflict)) = (decision, &conflict) {
             return Err(w.rejected(conflict.clone()));
         }
-        let revision = w.revision().await?;
+        let revision = w.revision();
         let session = if decision.applies() {
             let metadata = serde_json::to_string(&after.metadata).map_err(Error::internal)?;
             sqlx::query(
@@ -413,7 +413,7 @@ impl Backend {
                 status::name(to)
             )));
         }
-        let revision = w.revision().await?;
+        let revision = w.revision();
         if !req.summary.is_empty() {
             // The summary is an editable field: the record's revision moves with it.
             sqlx::query("UPDATE sessions SET summary = $2, revision = $3, written_us = $4, author = $5 WHERE id = $1")

@@ -145,7 +145,7 @@ async fn import_session(w: &mut Write, project: &str, s: SessionLine) -> Result<
     if exists(&mut w.tx, "sessions", &s.id).await? {
         return Ok(false);
     }
-    let revision = w.revision().await?;
+    let revision = w.revision();
     sqlx::query(sqlx::AssertSqlSafe(format!(
         "INSERT INTO sessions ({SESSION_COLUMNS}, project, start_revision, revision, head_revision) VALUES \
          ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $27, $27)"
@@ -179,7 +179,7 @@ async fn import_checkpoint(w: &mut Write, project: &str, c: CheckpointLine) -> R
             "checkpoint {} belongs to session {}, which is neither in the export nor in project {project:?}", c.id, c.session_id
         )));
     };
-    let revision = w.revision().await?;
+    let revision = w.revision();
     sqlx::query(sqlx::AssertSqlSafe(format!(
         "INSERT INTO checkpoints ({CHECKPOINT_COLUMNS}, project, revision) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)"
     )))
@@ -210,7 +210,7 @@ async fn import_memory(w: &mut Write, project: &str, m: MemoryLine) -> Result<bo
     if exists(&mut w.tx, "memory", &m.id).await? {
         return Ok(false);
     }
-    let revision = w.revision().await?;
+    let revision = w.revision();
     sqlx::query(
         "INSERT INTO memory (id, project, category, branch, key, record, content, rationale, author, revision, seq, created_us, evicted) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",

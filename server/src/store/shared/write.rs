@@ -1,8 +1,8 @@
 // The write machinery shared by both backends: lock the project row (allocating the
 // revision), deduplicate by request_id, emit exactly one event per revision, commit, wake
 // the readers. Included into `sqlite.rs` and `postgres.rs`, where `Db`, `Conn`, `Tx`, `Pool`,
-// `Backend`, `begin_write`, `plain_write`, `Combined`, `announce`, `LOCK_PROJECT`, `now_us!`
-// and `greatest!` are the backend's own.
+// `Backend`, `begin_write`, `plain_write`, `open_statement`, `close_statements`, `announce`,
+// `LOCK_PROJECT`, `now_us!` and `greatest!` are the backend's own.
 //
 // Every statement costs a hand-off (SQLite's connection thread, a Postgres round trip), and
 // a write holds the project lock from its first statement to its commit, so a write is kept
@@ -92,21 +92,20 @@ impl Backend {
 impl Write {
     /// The revision the next event will get (allocated on first ask). The project lock is
     /// held, so the next number is this write's to take; `finish` records the new head.
-    #[allow(clippy::unused_async)] // kept async: callers need not care how it is allocated
-    async fn revision(&mut self) -> Result<i64> {
+    fn revision(&mut self) -> i64 {
         if let Some(revision) = self.pending {
-            return Ok(revision);
+            return revision;
         }
         let revision = self.last + 1;
         self.pending = Some(revision);
         self.last = revision;
-        Ok(revision)
+        revision
     }
 
     /// Records the event of the pending revision (and its conflict, if any); returns it as
     /// stored, its conflict stamped with project, revision and time.
     async fn emit(&mut self, mut event: Event) -> Result<Event> {
-        let revision = self.revision().await?;
+        let revision = self.revision();
         self.pending = None;
         event.project = self.project.clone();
         event.revision = revision;
@@ -187,6 +186,36 @@ impl Write {
         // Committed, but the reply is lost (as when the network drops it): a retry with the
         // same request_id must get the stored reply.
         fail::fail_point!("write.after_commit", |_| Err(injected("write.after_commit")));
+        Ok(())
+    }
+}
+
+/// Statements sent as one query: one hand-off to SQLite's connection thread, one round trip
+/// to Postgres. How statements are joined is the backend's (`open_statement`,
+/// `close_statements`: SQLite runs `;`-separated statements in order, Postgres takes them
+/// as data-modifying CTEs of one statement).
+struct Combined {
+    sql: sqlx::QueryBuilder<Db>,
+    statements: usize,
+}
+
+impl Combined {
+    fn new() -> Self {
+        Self { sql: sqlx::QueryBuilder::new(""), statements: 0 }
+    }
+
+    /// Starts the next statement; write it into the returned builder.
+    fn statement(&mut self) -> &mut sqlx::QueryBuilder<Db> {
+        open_statement(&mut self.sql, self.statements);
+        self.statements += 1;
+        &mut self.sql
+    }
+
+    async fn execute(mut self, conn: &mut Conn) -> Result<()> {
+        if self.statements > 0 {
+            close_statements(&mut self.sql);
+            self.sql.build().execute(conn).await?;
+        }
         Ok(())
     }
 }
