@@ -10,6 +10,7 @@ pub mod install;
 pub mod project;
 pub mod queue;
 pub mod remote;
+pub mod remotes;
 pub mod state;
 pub mod view;
 pub mod write;

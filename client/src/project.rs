@@ -77,7 +77,10 @@ pub fn identify_in(dir: &Path, toplevel: Option<PathBuf>) -> Project {
         }
     }
     if let Some(root) = toplevel {
-        if let Some(remote) = git::remote_url(&root).and_then(|u| normalize_remote(&u)) {
+        let data_dir = crate::config::dirs().ok().map(|(_, data)| data);
+        if let Some(remote) =
+            crate::remotes::url(data_dir.as_deref(), &root).and_then(|u| normalize_remote(&u))
+        {
             return Project { key: remote.clone(), source: Source::GitRemote(remote), root };
         }
         return Project { key: format!("path:{}", root.display()), source: Source::Path, root };

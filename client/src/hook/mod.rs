@@ -136,6 +136,7 @@ async fn session_for(
     project: &Project,
     hub: Option<&mut Hub>,
     continuing: bool,
+    info: Option<&git::Info>,
 ) -> anyhow::Result<String> {
     let agent_sid = p.agent_session_id().unwrap_or("unknown").to_owned();
     if continuing
@@ -163,7 +164,8 @@ async fn session_for(
         return Ok(id);
     }
     let id = uuid::Uuid::now_v7().to_string();
-    let info = git::info(&cwd);
+    // The caller's, when it has read it already: each `git` call is a process (~2 ms).
+    let info = info.cloned().unwrap_or_else(|| git::info(&cwd));
     let request = StartSessionRequest {
         project: project.key.clone(),
         session_id: id.clone(),
@@ -215,7 +217,7 @@ async fn session_start(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<S
     let continuing = matches!(p.source.as_deref(), Some("resume" | "compact")) || agent == Agent::Cursor;
     let known =
         p.agent_session_id().and_then(|sid| ctx.state.get(agent.name(), sid)).map(|s| s.baton_session_id);
-    let session_id = session_for(ctx, agent, p, &project, hub.as_mut(), continuing).await?;
+    let session_id = session_for(ctx, agent, p, &project, hub.as_mut(), continuing, Some(&info)).await?;
     let Some(hub) = hub.as_mut() else {
         return Ok(agent.brief_output(&offline_brief(ctx, &project)));
     };
@@ -301,7 +303,7 @@ async fn post_tool_use(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<(
     let project = project::identify(&p.cwd());
     let agent_sid = p.agent_session_id().unwrap_or("unknown").to_owned();
     let mut hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
-    let session_id = session_for(ctx, agent, p, &project, hub.as_mut(), true).await?;
+    let session_id = session_for(ctx, agent, p, &project, hub.as_mut(), true, None).await?;
     let every = u64::from(ctx.settings.checkpoint_every);
     let (count, due) = ctx.state.update(agent.name(), &agent_sid, |s| {
         s.tool_count += 1;
@@ -360,7 +362,7 @@ async fn checkpoint(
 ) -> anyhow::Result<(Delivered, String)> {
     let cwd = p.cwd();
     let project = project::identify(&cwd);
-    let session_id = session_for(ctx, agent, p, &project, hub.as_deref_mut(), true).await?;
+    let session_id = session_for(ctx, agent, p, &project, hub.as_deref_mut(), true, None).await?;
     let local = ctx.state.get(agent.name(), p.agent_session_id().unwrap_or("unknown")).unwrap_or_default();
     let transcript = p
         .transcript()

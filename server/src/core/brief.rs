@@ -46,8 +46,9 @@ pub struct BriefData {
     /// Crashed or idle sessions, newest first, each with its head checkpoint's state (None
     /// when it has none or it is corrupt).
     pub unfinished: Vec<(Session, Option<CheckpointState>)>,
-    /// Live memory entries (project-wide and the branch), newest first.
-    pub memory: Vec<MemoryEntry>,
+    /// Live memory entries (project-wide and the branch), newest first; shared with the
+    /// store's cache of them.
+    pub memory: std::sync::Arc<Vec<MemoryEntry>>,
     /// Active sessions other than the caller's, most recently seen first.
     pub active: Vec<Session>,
     /// Conflicts since the caller's previous session, newest first.

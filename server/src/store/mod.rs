@@ -25,6 +25,7 @@ use crate::core::checkpoint::StoredContent;
 use crate::core::lww::WriteIntent;
 use crate::error::Result;
 
+mod memory_cache;
 pub mod postgres;
 pub(crate) mod rows;
 pub mod sqlite;

@@ -11,6 +11,7 @@ use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use sqlx::{PgConnection as Conn, PgPool as Pool, Postgres as Db};
 
 use crate::events::Wakers;
+use crate::store::memory_cache::MemoryCache;
 
 type Tx = sqlx::Transaction<'static, Db>;
 
@@ -39,6 +40,7 @@ pub struct PgStore {
     pool: Pool,
     wakers: Wakers,
     notifier: Notifier,
+    memory_cache: MemoryCache,
 }
 
 type Backend = PgStore;
@@ -56,7 +58,7 @@ impl PgStore {
             .await?;
         MIGRATOR.run(&pool).await?;
         let notifier = Notifier::spawn(pool.clone());
-        let store = Self { pool, wakers, notifier };
+        let store = Self { pool, wakers, notifier, memory_cache: MemoryCache::default() };
         store.spawn_listener();
         Ok(store)
     }
@@ -133,9 +135,10 @@ impl std::ops::DerefMut for Plain {
 }
 
 /// The project-row lock (see `shared/write.rs` and the `baton_lock` migration): the lock,
-/// then the request id's lookup with a snapshot taken after the lock, in one round trip.
+/// then the request id's lookup with a snapshot taken after the lock, in one round trip. $3:
+/// the write changes the project's memory (sets `memory_revision`).
 const LOCK_PROJECT: &str =
-    "SELECT out_revision, out_now_us, out_caps, out_hash, out_reply FROM baton_lock($1, $2)";
+    "SELECT out_revision, out_now_us, out_caps, out_hash, out_reply FROM baton_lock($1, $2, $3)";
 
 /// Joins the statements of a `Combined` query: data-modifying CTEs of one statement.
 fn open_statement(sql: &mut sqlx::QueryBuilder<Db>, before: usize) {

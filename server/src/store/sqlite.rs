@@ -12,6 +12,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Sqlite as Db, SqliteConnection as Conn, SqlitePool as Pool};
 
 use crate::events::Wakers;
+use crate::store::memory_cache::MemoryCache;
 use crate::store::writer::{Lease, Writer};
 
 /// A write: the batching writer's connection, inside the write's own savepoint.
@@ -40,6 +41,7 @@ pub struct SqliteStore {
     wakers: Wakers,
     /// Every write goes through it (see `writer.rs`); reads use the pool.
     writer: Writer,
+    memory_cache: MemoryCache,
 }
 
 type Backend = SqliteStore;
@@ -63,7 +65,7 @@ impl SqliteStore {
             .await?;
         MIGRATOR.run(&pool).await?;
         let writer = Writer::spawn(pool.clone());
-        Ok(Self { pool, wakers, writer })
+        Ok(Self { pool, wakers, writer, memory_cache: MemoryCache::default() })
     }
 }
 
@@ -80,14 +82,17 @@ async fn plain_write(store: &Backend) -> Result<Lease> {
 
 /// The project-row lock (see `shared/write.rs`): creates the project on first use, allocates
 /// the next revision, reads the write's time (never earlier than the project's previous
-/// write) and memory caps, and looks up the request id ($2) — safe in one statement here, as
+/// write) and memory caps, sets `memory_revision` when the write changes memory ($3), and
+/// looks up the request id ($2) — safe in one statement here, as
 /// the writer already holds the database's write lock when it runs.
 const LOCK_PROJECT: &str = concat!(
-    "INSERT INTO projects (key, head_revision, last_write_us, created_us) VALUES ($1, 1, ",
+    "INSERT INTO projects (key, head_revision, last_write_us, created_us, memory_revision) VALUES ($1, 1, ",
     now_us!(),
     ", ",
     now_us!(),
-    ") ON CONFLICT (key) DO UPDATE SET head_revision = projects.head_revision + 1, last_write_us = MAX(projects.last_write_us, ",
+    ", CASE WHEN $3 THEN 1 ELSE 0 END) ON CONFLICT (key) DO UPDATE SET head_revision = projects.head_revision + 1, ",
+    "memory_revision = CASE WHEN $3 THEN projects.head_revision + 1 ELSE projects.memory_revision END, ",
+    "last_write_us = MAX(projects.last_write_us, ",
     now_us!(),
     ") RETURNING head_revision, last_write_us, memory_caps, ",
     "(SELECT request_hash FROM requests WHERE project = $1 AND request_id = $2), ",

@@ -11,7 +11,8 @@
 use std::time::{Duration, Instant};
 
 use baton_proto::v1::{
-    AgentKind, EndSessionRequest, MemoryItem, MemoryOp, PutMemoryRequest, StartSessionRequest, WriteOptions,
+    AgentKind, EndSessionRequest, GetBriefRequest, MemoryItem, MemoryOp, PutMemoryRequest,
+    StartSessionRequest, WriteOptions,
 };
 use baton_tests::{Backend, ClientEnv, Server, git_repo};
 use serde_json::json;
@@ -121,6 +122,36 @@ async fn main() {
     let post = measure(runs, |_| {
         env.run(dir, &["hook", "claude", "PostToolUse"], &payload("PostToolUse", 1)).elapsed
     });
+    // The server's share of a SessionStart: its two RPCs, from a client already connected.
+    let mut rpc = c.clone();
+    let rt = tokio::runtime::Handle::current();
+    let start_rpc = measure(runs, |i| {
+        let t = Instant::now();
+        tokio::task::block_in_place(|| {
+            rt.block_on(rpc.sessions.start_session(StartSessionRequest {
+                project: project.into(),
+                agent: AgentKind::ClaudeCode as i32,
+                host: "bench-host".into(),
+                goal: format!("rpc {i}"),
+                ..Default::default()
+            }))
+        })
+        .unwrap();
+        t.elapsed()
+    });
+    let brief_rpc = measure(runs, |_| {
+        let t = Instant::now();
+        tokio::task::block_in_place(|| {
+            rt.block_on(rpc.brief.get_brief(GetBriefRequest {
+                project: project.into(),
+                branch: "main".into(),
+                budget_chars: 9000,
+                ..Default::default()
+            }))
+        })
+        .unwrap();
+        t.elapsed()
+    });
     let mut server = server;
     server.kill9();
     let down = measure(runs.min(100), |i| {
@@ -145,6 +176,10 @@ async fn main() {
     };
     row("`baton hook claude SessionStart` (session + brief)", start, "p50 ≤ 15 ms, p99 ≤ 40 ms");
     row("`baton hook claude PostToolUse`", post, "p50 ≤ 15 ms, p99 ≤ 40 ms");
+    let part =
+        |name: &str, (p50, p99): (Duration, Duration)| println!("| {name} | {} | {} | | |", ms(p50), ms(p99));
+    part("… its `StartSession` alone, over gRPC from a connected client", start_rpc);
+    part("… its `GetBrief` alone, over gRPC from a connected client", brief_rpc);
     row("SessionStart, hub down (cached brief + queue write)", down, "≤ 150 ms");
     println!();
     println!("brief output: {brief_len} bytes; queue after the hub-down runs: {}", queued.trim());

@@ -2,7 +2,8 @@
 
 use baton_proto::v1::{
     BriefSectionKind, CheckpointKind, CheckpointState, ConflictPolicy, CreateCheckpointRequest,
-    GetBriefRequest, HeartbeatRequest, MemoryItem, MemoryOp, PutMemoryRequest, SessionStatus, Task,
+    DeleteMemoryRequest, GetBriefRequest, HeartbeatRequest, ListMemoryRequest, MemoryItem, MemoryOp,
+    PurgeRequest, PutMemoryRequest, SessionStatus, Task, delete_memory_request,
 };
 use baton_tests::{Backend, Clients, Server, both};
 
@@ -165,3 +166,79 @@ async fn sections_and_budget(backend: Backend) {
     }
 }
 both!(sections_and_budget);
+
+async fn brief_text(c: &mut Clients, p: &str, branch: &str) -> String {
+    c.brief
+        .get_brief(GetBriefRequest { project: p.into(), branch: branch.into(), ..Default::default() })
+        .await
+        .unwrap()
+        .into_inner()
+        .brief
+        .unwrap()
+        .text
+}
+
+/// The server keeps a brief's memory section while the project's memory is unchanged: every
+/// kind of memory change (upsert, append, delete, a branch's note, a purge) must reach the
+/// next brief, and writes that leave memory alone must not hide it.
+async fn memory_changes_reach_the_next_brief(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    put_note(&mut c, &p, "arch", "hub and spokes", write()).await.unwrap();
+    assert!(brief_text(&mut c, &p, "").await.contains("arch: hub and spokes"));
+    // Kept across writes that do not touch memory.
+    start_session(&mut c, &p).await;
+    assert!(brief_text(&mut c, &p, "").await.contains("arch: hub and spokes"));
+
+    put_note(&mut c, &p, "arch", "layers", write()).await.unwrap();
+    let text = brief_text(&mut c, &p, "").await;
+    assert!(text.contains("arch: layers") && !text.contains("hub and spokes"), "{text}");
+
+    put(&mut c, &p, "decision", &["use sqlx"]).await;
+    assert!(brief_text(&mut c, &p, "").await.contains("use sqlx"));
+
+    let entry = c
+        .memory
+        .list_memory(ListMemoryRequest { project: p.clone(), category: "note".into(), ..Default::default() })
+        .await
+        .unwrap()
+        .into_inner()
+        .entries
+        .remove(0);
+    c.memory
+        .delete_memory(DeleteMemoryRequest {
+            project: p.clone(),
+            target: Some(delete_memory_request::Target::EntryId(entry.id)),
+            write: write(),
+        })
+        .await
+        .unwrap();
+    assert!(!brief_text(&mut c, &p, "").await.contains("arch:"));
+
+    // A branch's note shows in that branch's brief only, each cached on its own.
+    assert!(!brief_text(&mut c, &p, "feat").await.contains("flag:"));
+    c.memory
+        .put_memory(PutMemoryRequest {
+            project: p.clone(),
+            category: "note".into(),
+            branch: "feat".into(),
+            key: "flag".into(),
+            op: MemoryOp::Upsert as i32,
+            items: vec![MemoryItem { content: "behind a flag".into(), ..Default::default() }],
+            write: write(),
+        })
+        .await
+        .unwrap();
+    assert!(brief_text(&mut c, &p, "feat").await.contains("flag @feat: behind a flag"));
+    assert!(!brief_text(&mut c, &p, "").await.contains("flag @feat"));
+
+    // A purge rewrites memory outside the memory API: the cached section must not outlive it.
+    const LEAK: &str = "corp-vault-passphrase-9c2e";
+    put_note(&mut c, &p, "db", &format!("the db password is {LEAK}"), write()).await.unwrap();
+    assert!(brief_text(&mut c, &p, "").await.contains(LEAK));
+    c.admin.purge(PurgeRequest { project: p.clone(), value: LEAK.into(), dry_run: false }).await.unwrap();
+    let text = brief_text(&mut c, &p, "").await;
+    assert!(!text.contains(LEAK) && text.contains(&"*".repeat(LEAK.len())), "{text}");
+}
+both!(memory_changes_reach_the_next_brief);

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use baton_proto::v1::{
-    AgentKind, Event, EventKind, GetSessionRequest, ListMemoryRequest, SessionStatus, StartSessionRequest,
-    WatchCursor, WatchRequest,
+    AgentKind, Event, EventKind, GetBriefRequest, GetSessionRequest, ListMemoryRequest, SessionStatus,
+    StartSessionRequest, WatchCursor, WatchRequest,
 };
 use baton_tests::postgres::Cluster;
 use baton_tests::{Backend, Clients, Server};
@@ -262,4 +262,29 @@ async fn commits_on_one_instance_wake_watchers_on_another() {
             .unwrap();
         assert_eq!(next.revision, i);
     }
+}
+
+/// Each instance keeps briefs' memory sections, keyed by the project's memory revision in
+/// the database: a note written through one instance is in the next brief of the other.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_written_on_one_instance_is_in_the_others_next_brief() {
+    let a = Server::start(Backend::Postgres).await.unwrap();
+    let b = Server::start_on(Backend::Postgres, &a.database_url, &[]).unwrap();
+    let (mut ca, mut cb) = (a.clients().await, b.clients().await);
+    let p = project();
+    let brief_on_b = |mut c: Clients, p: String| async move {
+        c.brief
+            .get_brief(GetBriefRequest { project: p, ..Default::default() })
+            .await
+            .unwrap()
+            .into_inner()
+            .brief
+            .unwrap()
+            .text
+    };
+    put_note(&mut cb, &p, "arch", "hub and spokes", write()).await.unwrap();
+    assert!(brief_on_b(cb.clone(), p.clone()).await.contains("arch: hub and spokes"));
+    put_note(&mut ca, &p, "arch", "layers", write()).await.unwrap();
+    let text = brief_on_b(cb.clone(), p.clone()).await;
+    assert!(text.contains("arch: layers") && !text.contains("hub and spokes"), "{text}");
 }

@@ -309,7 +309,7 @@ impl Write {
 
 impl Backend {
     pub(crate) async fn do_put_memory(&self, ctx: WriteCtx, req: PutMemoryRequest) -> Result<PutMemoryResponse> {
-        let mut w = match self.begin(&req.project, &ctx).await? {
+        let mut w = match self.begin_memory(&req.project, &ctx).await? {
             Begun::Replay(bytes) => return replayed(&bytes, |r: &mut PutMemoryResponse| r.result.as_mut()),
             Begun::Fresh(w) => w,
         };
@@ -330,7 +330,7 @@ impl Backend {
     }
 
     pub(crate) async fn do_delete_memory(&self, ctx: WriteCtx, req: DeleteMemoryRequest) -> Result<DeleteMemoryResponse> {
-        let mut w = match self.begin(&req.project, &ctx).await? {
+        let mut w = match self.begin_memory(&req.project, &ctx).await? {
             Begun::Replay(bytes) => return replayed(&bytes, |r: &mut DeleteMemoryResponse| r.result.as_mut()),
             Begun::Fresh(w) => w,
         };
@@ -391,7 +391,7 @@ impl Backend {
     }
 
     pub(crate) async fn do_set_memory_caps(&self, ctx: WriteCtx, req: SetMemoryCapsRequest) -> Result<SetMemoryCapsResponse> {
-        let mut w = match self.begin(&req.project, &ctx).await? {
+        let mut w = match self.begin_memory(&req.project, &ctx).await? {
             Begun::Replay(bytes) => return replayed(&bytes, |r: &mut SetMemoryCapsResponse| r.result.as_mut()),
             Begun::Fresh(w) => w,
         };

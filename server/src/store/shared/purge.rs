@@ -18,7 +18,7 @@ impl Backend {
             return Err(Error::NotFound(format!("project: no project {project:?}")));
         }
         let ctx = WriteCtx { actor, ..WriteCtx::default() };
-        let mut w = match self.begin(&project, &ctx).await? {
+        let mut w = match self.begin_memory(&project, &ctx).await? {
             Begun::Fresh(w) => w,
             Begun::Replay(_) => return Err(Error::internal("maintenance write without request_id replayed")),
         };

@@ -2,6 +2,8 @@
 
 use baton_proto::v1::{ListConflictsResponse, ListEventsResponse, Session};
 
+use std::sync::Arc;
+
 use crate::store::BriefData;
 
 impl Backend {
@@ -62,20 +64,27 @@ impl Backend {
         const ACTIVE_LIMIT: i64 = 20;
         const MEMORY_LIMIT: i64 = 500;
         const CONFLICT_LIMIT: i64 = 50;
-        // The head first: everything read after it is at least as new as `as_of_revision`.
-        let (as_of_revision, now_us): (Option<i64>, i64) =
-            sqlx::query_as(concat!("SELECT (SELECT head_revision FROM projects WHERE key = $1), ", now_us!()))
-                .bind(&project)
-                .fetch_one(&self.pool)
-                .await?;
+        // The head first: everything read after it is at least as new as `as_of_revision`
+        // (and the memory section at least as new as `memory_revision`, its cache key).
+        let (as_of_revision, memory_revision, now_us): (Option<i64>, Option<i64>, i64) = sqlx::query_as(concat!(
+            "SELECT (SELECT head_revision FROM projects WHERE key = $1), (SELECT memory_revision FROM projects WHERE key = $1), ",
+            now_us!()
+        ))
+        .bind(&project)
+        .fetch_one(&self.pool)
+        .await?;
         let as_of_revision = as_of_revision.unwrap_or(0);
+        let cached = memory_revision.and_then(|m| self.memory_cache.get(&project, &branch, m));
         let caller = session_id.map(|s| s.to_string()).unwrap_or_default();
         // Then four independent chains of reads, each on its own connection: every statement
         // is a hand-off (SQLite's connection thread, a Postgres round trip), and waiting on
         // them side by side instead of in a row is most of a brief's latency.
-        let (unfinished, memory_rows, active, (previous, conflict_rows)) = tokio::try_join!(
+        let (unfinished, memory, active, (previous, conflict_rows)) = tokio::try_join!(
             self.brief_unfinished(&project, &caller, UNFINISHED_LIMIT),
             async {
+                if let Some(entries) = cached {
+                    return Ok::<_, Error>(entries);
+                }
                 let rows: Vec<MemoryRow> = sqlx::query_as(concat!(
                     "SELECT m.*, r.revision AS record_revision FROM memory m LEFT JOIN records r ON r.project = m.project AND r.record = m.record",
                     " WHERE m.project = $1 AND m.evicted = FALSE AND (m.branch = '' OR m.branch = $2) ORDER BY m.revision DESC, m.seq LIMIT $3"
@@ -85,7 +94,11 @@ impl Backend {
                 .bind(MEMORY_LIMIT)
                 .fetch_all(&self.pool)
                 .await?;
-                Ok::<_, Error>(rows)
+                let entries = Arc::new(rows.iter().map(MemoryRow::to_proto).collect::<Vec<_>>());
+                if let Some(m) = memory_revision {
+                    self.memory_cache.put(&project, &branch, m, entries.clone());
+                }
+                Ok(entries)
             },
             async {
                 let mut conn = self.pool.acquire().await?;
@@ -98,7 +111,7 @@ impl Backend {
             as_of_revision,
             now_us,
             unfinished,
-            memory: memory_rows.iter().map(MemoryRow::to_proto).collect(),
+            memory,
             active: active.iter().map(SessionRow::to_proto).collect(),
             conflicts: conflict_rows.iter().map(|(b,)| decode_conflict(b)).collect::<Result<_>>()?,
             previous: previous.map(|p| p.to_proto()),

@@ -85,7 +85,7 @@ impl Backend {
         plain.commit().await?;
 
         let ctx = WriteCtx { actor: Actor { token: "baton-server import".into(), ..Actor::default() }, ..WriteCtx::default() };
-        let mut w = match self.begin(&project, &ctx).await? {
+        let mut w = match self.begin_memory(&project, &ctx).await? {
             Begun::Fresh(w) => w,
             Begun::Replay(_) => return Err(Error::internal("import write without request_id replayed")),
         };

@@ -58,9 +58,20 @@ enum Begun {
 impl Backend {
     /// Begins a write on `project`: the lock first, then the idempotency check.
     async fn begin(&self, project: &str, ctx: &WriteCtx) -> Result<Begun> {
+        self.begin_with(project, ctx, false).await
+    }
+
+    /// Begins a write that may change the project's memory: its lock also records the
+    /// write's revision as the project's `memory_revision`, which tells briefs that their
+    /// cached memory section is out of date (`MemoryCache`).
+    async fn begin_memory(&self, project: &str, ctx: &WriteCtx) -> Result<Begun> {
+        self.begin_with(project, ctx, true).await
+    }
+
+    async fn begin_with(&self, project: &str, ctx: &WriteCtx, memory: bool) -> Result<Begun> {
         let mut tx = begin_write(self).await?;
         let (revision, now_us, caps_json, stored_hash, stored_reply): (i64, i64, String, Option<Vec<u8>>, Option<Vec<u8>>) =
-            sqlx::query_as(LOCK_PROJECT).bind(project).bind(ctx.request_id.as_deref()).fetch_one(&mut *tx).await?;
+            sqlx::query_as(LOCK_PROJECT).bind(project).bind(ctx.request_id.as_deref()).bind(memory).fetch_one(&mut *tx).await?;
         fail::fail_point!("write.after_lock", |_| Err(injected("write.after_lock")));
         if let (Some(request_id), Some(hash), Some(reply)) = (&ctx.request_id, stored_hash, stored_reply) {
             // Nothing of this transaction is kept: the revision is not used.
