@@ -3,7 +3,6 @@
 use baton_proto::v1::brief_service_server::BriefService;
 use baton_proto::v1::{Brief, GetBriefRequest, GetBriefResponse};
 use tonic::{Request, Response, Status};
-use uuid::Uuid;
 
 use super::Api;
 use super::session::brief_budget;
@@ -11,22 +10,25 @@ use crate::core::access::Need;
 use crate::core::brief;
 use crate::core::validate::{self, limits};
 use crate::error::Result;
-use crate::store::Store;
+use crate::store::{BriefData, BriefFor, Store};
 
 /// Reads what the brief is made of and fits it to `budget` characters.
 pub async fn build_brief<S: Store>(
     store: &S,
-    project: String,
-    session_id: Option<Uuid>,
-    branch: String,
+    q: BriefFor,
     budget: usize,
     changes: &[String],
 ) -> Result<Brief> {
-    let data = store.brief_data(project.clone(), session_id, branch).await?;
-    let mut out = brief::fit(&project, brief::sections(&data, changes), budget);
+    let project = q.project.clone();
+    Ok(fit_brief(&project, store.brief_data(q).await?, budget, changes))
+}
+
+/// Fits what was read to `budget` characters.
+pub fn fit_brief(project: &str, data: BriefData, budget: usize, changes: &[String]) -> Brief {
+    let mut out = brief::fit(project, brief::sections(&data, changes), budget);
     out.as_of_revision = data.as_of_revision;
     out.last_git_head = data.previous.map(|p| p.git_head).unwrap_or_default();
-    Ok(out)
+    out
 }
 
 #[tonic::async_trait]
@@ -49,7 +51,8 @@ impl<S: Store> BriefService for Api<S> {
         for c in &req.changes {
             validate::optional("changes[]", c, limits::PATH)?;
         }
-        let brief = build_brief(&self.store, req.project, session, req.branch, budget, &req.changes).await?;
+        let q = BriefFor { project: req.project, session_id: session, branch: req.branch, resuming: None };
+        let brief = build_brief(&self.store, q, budget, &req.changes).await?;
         Ok(Response::new(GetBriefResponse { brief: Some(brief) }))
     }
 }

@@ -26,6 +26,21 @@ use crate::core::lww::WriteIntent;
 use crate::error::Result;
 
 mod memory_cache;
+/// Whose brief, of what.
+#[derive(Debug, Clone, Default)]
+pub struct BriefFor {
+    pub project: String,
+    /// The caller's session: left out of the lists; its previous session is looked up.
+    pub session_id: Option<Uuid>,
+    /// Memory of this branch too ("" = project-wide only; see `resuming`).
+    pub branch: String,
+    /// The session the caller is resuming, when the brief is read side by side with the
+    /// resume's write: left out of the lists (it is no longer unfinished), taken as the
+    /// caller's previous session, and its branch used when `branch` is "" (as the new
+    /// session's is).
+    pub resuming: Option<String>,
+}
+
 pub mod postgres;
 pub(crate) mod rows;
 pub mod sqlite;
@@ -170,12 +185,7 @@ pub trait Store: Clone + Send + Sync + 'static {
         ctx: WriteCtx,
         req: SetMemoryCapsRequest,
     ) -> impl Future<Output = Result<SetMemoryCapsResponse>> + Send;
-    fn brief_data(
-        &self,
-        project: String,
-        session_id: Option<Uuid>,
-        branch: String,
-    ) -> impl Future<Output = Result<BriefData>> + Send;
+    fn brief_data(&self, q: BriefFor) -> impl Future<Output = Result<BriefData>> + Send;
     fn list_events(
         &self,
         project: String,

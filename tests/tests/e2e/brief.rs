@@ -1,13 +1,14 @@
 //! The brief: sections in priority order, newest first, fitted to a budget by whole lines.
 
 use baton_proto::v1::{
-    BriefSectionKind, CheckpointKind, CheckpointState, ConflictPolicy, CreateCheckpointRequest,
-    DeleteMemoryRequest, GetBriefRequest, HeartbeatRequest, ListMemoryRequest, MemoryItem, MemoryOp,
-    PurgeRequest, PutMemoryRequest, SessionStatus, Task, delete_memory_request,
+    AgentKind, BriefSectionKind, CheckpointKind, CheckpointState, ConflictPolicy, CreateCheckpointRequest,
+    DeleteMemoryRequest, EndSessionRequest, GetBriefRequest, HeartbeatRequest, ListMemoryRequest, MemoryItem,
+    MemoryOp, PurgeRequest, PutMemoryRequest, ResumeSessionRequest, SessionStatus, StartSessionRequest, Task,
+    delete_memory_request, resume_session_request,
 };
 use baton_tests::{Backend, Clients, Server, both};
 
-use crate::{based, project, put_note, start_session, write};
+use crate::{based, project, put_note, start, start_session, write};
 
 async fn put(c: &mut Clients, p: &str, category: &str, texts: &[&str]) {
     let op = if matches!(category, "decision" | "session_summary") {
@@ -242,3 +243,83 @@ async fn memory_changes_reach_the_next_brief(backend: Backend) {
     assert!(!text.contains(LEAK) && text.contains(&"*".repeat(LEAK.len())), "{text}");
 }
 both!(memory_changes_reach_the_next_brief);
+
+fn section_lines(brief: &baton_proto::v1::Brief, kind: BriefSectionKind) -> Vec<String> {
+    brief.sections.iter().filter(|s| s.kind == kind as i32).flat_map(|s| s.lines.clone()).collect()
+}
+
+/// A resume's brief is the new session's: the resumed session is no longer unfinished and
+/// is the previous one (its last commit, its branch's memory), the new session is not
+/// listed as another active one; the same for a replayed resume.
+async fn a_resumes_brief_is_the_new_sessions(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    let session = |goal: &str, branch: &str| StartSessionRequest {
+        project: p.clone(),
+        agent: AgentKind::ClaudeCode as i32,
+        host: "laptop".into(),
+        user: "dev".into(),
+        branch: branch.into(),
+        goal: goal.into(),
+        write: write(),
+        ..Default::default()
+    };
+    let other = start(&mut c, session("the other unfinished one", "main")).await;
+    let old = start(&mut c, session("the one to resume", "feat")).await;
+    // One goes idle, the other ends crashed on a commit.
+    c.sessions
+        .heartbeat(HeartbeatRequest {
+            session_id: other.id.clone(),
+            status: SessionStatus::Idle as i32,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    c.sessions
+        .end_session(EndSessionRequest {
+            session_id: old.id.clone(),
+            status: SessionStatus::Crashed as i32,
+            git_head: "c0ffee0123456789".into(),
+            write: write(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    c.memory
+        .put_memory(PutMemoryRequest {
+            project: p.clone(),
+            category: "note".into(),
+            branch: "feat".into(),
+            key: "flag".into(),
+            op: MemoryOp::Upsert as i32,
+            items: vec![MemoryItem { content: "behind a flag".into(), ..Default::default() }],
+            write: write(),
+        })
+        .await
+        .unwrap();
+    let request = ResumeSessionRequest {
+        project: p.clone(),
+        target: Some(resume_session_request::Target::SessionId(old.id.clone())),
+        write: write(),
+        ..Default::default()
+    };
+    let first = c.sessions.resume_session(request.clone()).await.unwrap().into_inner();
+    let replayed = c.sessions.resume_session(request).await.unwrap().into_inner();
+    assert!(replayed.result.as_ref().unwrap().replayed);
+    for reply in [first, replayed] {
+        let new = reply.session.unwrap();
+        let brief = reply.brief.unwrap();
+        let unfinished = section_lines(&brief, BriefSectionKind::UnfinishedSessions);
+        assert!(unfinished.iter().any(|l| l.contains("the other unfinished one")), "{}", brief.text);
+        assert!(!unfinished.iter().any(|l| l.contains("the one to resume")), "{}", brief.text);
+        assert_eq!(brief.last_git_head, "c0ffee0123456789");
+        // No branch asked: the new session is on the resumed one's, and so is the memory.
+        assert_eq!(new.branch, "feat");
+        assert!(brief.text.contains("flag @feat: behind a flag"), "{}", brief.text);
+        let active = section_lines(&brief, BriefSectionKind::ActiveSessions);
+        assert!(!active.iter().any(|l| l.contains(&new.id[new.id.len() - 8..])), "{}", brief.text);
+        assert!(brief.as_of_revision > 0);
+    }
+}
+both!(a_resumes_brief_is_the_new_sessions);

@@ -4,7 +4,7 @@ use baton_proto::v1::{ListConflictsResponse, ListEventsResponse, Session};
 
 use std::sync::Arc;
 
-use crate::store::BriefData;
+use crate::store::{BriefData, BriefFor};
 
 impl Backend {
     pub(crate) async fn do_events_after(&self, project: String, after: i64, limit: i64) -> Result<Vec<Event>> {
@@ -59,52 +59,35 @@ impl Backend {
         Ok(ListConflictsResponse { conflicts, as_of_revision })
     }
 
-    pub(crate) async fn do_brief_data(&self, project: String, session_id: Option<uuid::Uuid>, branch: String) -> Result<BriefData> {
+    pub(crate) async fn do_brief_data(&self, q: BriefFor) -> Result<BriefData> {
         const UNFINISHED_LIMIT: i64 = 10;
         const ACTIVE_LIMIT: i64 = 20;
-        const MEMORY_LIMIT: i64 = 500;
         const CONFLICT_LIMIT: i64 = 50;
+        let project = &q.project;
         // The head first: everything read after it is at least as new as `as_of_revision`
         // (and the memory section at least as new as `memory_revision`, its cache key).
         let (as_of_revision, memory_revision, now_us): (Option<i64>, Option<i64>, i64) = sqlx::query_as(concat!(
             "SELECT (SELECT head_revision FROM projects WHERE key = $1), (SELECT memory_revision FROM projects WHERE key = $1), ",
             now_us!()
         ))
-        .bind(&project)
+        .bind(project)
         .fetch_one(&self.pool)
         .await?;
         let as_of_revision = as_of_revision.unwrap_or(0);
-        let cached = memory_revision.and_then(|m| self.memory_cache.get(&project, &branch, m));
-        let caller = session_id.map(|s| s.to_string()).unwrap_or_default();
+        // Left out of the lists: the caller, and the session it is taking over.
+        let caller = q.session_id.map(|s| s.to_string()).unwrap_or_default();
+        let left_out = [caller.as_str(), q.resuming.as_deref().unwrap_or_default()];
         // Then four independent chains of reads, each on its own connection: every statement
         // is a hand-off (SQLite's connection thread, a Postgres round trip), and waiting on
         // them side by side instead of in a row is most of a brief's latency.
         let (unfinished, memory, active, (previous, conflict_rows)) = tokio::try_join!(
-            self.brief_unfinished(&project, &caller, UNFINISHED_LIMIT),
-            async {
-                if let Some(entries) = cached {
-                    return Ok::<_, Error>(entries);
-                }
-                let rows: Vec<MemoryRow> = sqlx::query_as(concat!(
-                    "SELECT m.*, r.revision AS record_revision FROM memory m LEFT JOIN records r ON r.project = m.project AND r.record = m.record",
-                    " WHERE m.project = $1 AND m.evicted = FALSE AND (m.branch = '' OR m.branch = $2) ORDER BY m.revision DESC, m.seq LIMIT $3"
-                ))
-                .bind(&project)
-                .bind(&branch)
-                .bind(MEMORY_LIMIT)
-                .fetch_all(&self.pool)
-                .await?;
-                let entries = Arc::new(rows.iter().map(MemoryRow::to_proto).collect::<Vec<_>>());
-                if let Some(m) = memory_revision {
-                    self.memory_cache.put(&project, &branch, m, entries.clone());
-                }
-                Ok(entries)
-            },
+            self.brief_unfinished(project, left_out, UNFINISHED_LIMIT),
+            self.brief_memory(&q, memory_revision),
             async {
                 let mut conn = self.pool.acquire().await?;
-                newest_sessions(&mut conn, &project, [SessionStatus::Active, SessionStatus::Initializing], &caller, Recency::Seen, ACTIVE_LIMIT).await
+                newest_sessions(&mut conn, project, [SessionStatus::Active, SessionStatus::Initializing], left_out, Recency::Seen, ACTIVE_LIMIT).await
             },
-            self.brief_history(&project, session_id, &caller, CONFLICT_LIMIT),
+            self.brief_history(&q, &caller, CONFLICT_LIMIT),
         )?;
 
         Ok(BriefData {
@@ -122,9 +105,9 @@ impl Backend {
 impl Backend {
     /// The brief's unfinished sessions (crashed or idle, newest first) with the state of
     /// their head checkpoints (read in one query; a corrupt one gives no state).
-    async fn brief_unfinished(&self, project: &str, caller: &str, limit: i64) -> Result<Vec<(Session, Option<CheckpointState>)>> {
+    async fn brief_unfinished(&self, project: &str, left_out: [&str; 2], limit: i64) -> Result<Vec<(Session, Option<CheckpointState>)>> {
         let mut conn = self.pool.acquire().await?;
-        let rows = newest_sessions(&mut conn, project, [SessionStatus::Crashed, SessionStatus::Idle], caller, Recency::Updated, limit).await?;
+        let rows = newest_sessions(&mut conn, project, [SessionStatus::Crashed, SessionStatus::Idle], left_out, Recency::Updated, limit).await?;
         let heads: Vec<String> = rows.iter().filter_map(|r| r.head_checkpoint_id.clone()).collect();
         let mut head_rows: HashMap<String, CheckpointRow> = HashMap::new();
         if !heads.is_empty() {
@@ -151,24 +134,52 @@ impl Backend {
             .collect())
     }
 
-    /// The caller's previous session (the one it resumed, else the latest other session of
-    /// the same user and host, any agent, else the project's latest completed other session)
-    /// and the conflicts since it started.
-    async fn brief_history(
-        &self,
-        project: &str,
-        session_id: Option<uuid::Uuid>,
-        caller: &str,
-        limit: i64,
-    ) -> Result<(Option<SessionRow>, Vec<(Vec<u8>,)>)> {
-        let mut conn = self.pool.acquire().await?;
-        let me = match &session_id {
-            Some(id) => session_row(&mut conn, &id.to_string()).await?,
-            None => None,
+    /// The brief's memory section: the newest live entries, project-wide and of the branch
+    /// (when resuming with no branch given, the resumed session's), from the cache while the
+    /// project's memory is unchanged.
+    async fn brief_memory(&self, q: &BriefFor, memory_revision: Option<i64>) -> Result<Arc<Vec<MemoryEntry>>> {
+        const MEMORY_LIMIT: i64 = 500;
+        let branch = match (&q.resuming, q.branch.is_empty()) {
+            (Some(resumed), true) => {
+                let row: Option<(String,)> =
+                    sqlx::query_as("SELECT branch FROM sessions WHERE id = $1").bind(resumed).fetch_optional(&self.pool).await?;
+                row.map(|(b,)| b).unwrap_or_default()
+            }
+            _ => q.branch.clone(),
         };
-        let previous: Option<SessionRow> = match &me {
-            Some(me) if me.resumed_from.is_some() => session_row(&mut conn, me.resumed_from.as_deref().unwrap_or_default()).await?,
-            Some(me) => {
+        if let Some(entries) = memory_revision.and_then(|m| self.memory_cache.get(&q.project, &branch, m)) {
+            return Ok(entries);
+        }
+        let rows: Vec<MemoryRow> = sqlx::query_as(concat!(
+            "SELECT m.*, r.revision AS record_revision FROM memory m LEFT JOIN records r ON r.project = m.project AND r.record = m.record",
+            " WHERE m.project = $1 AND m.evicted = FALSE AND (m.branch = '' OR m.branch = $2) ORDER BY m.revision DESC, m.seq LIMIT $3"
+        ))
+        .bind(&q.project)
+        .bind(&branch)
+        .bind(MEMORY_LIMIT)
+        .fetch_all(&self.pool)
+        .await?;
+        let entries = Arc::new(rows.iter().map(MemoryRow::to_proto).collect::<Vec<_>>());
+        if let Some(m) = memory_revision {
+            self.memory_cache.put(&q.project, &branch, m, entries.clone());
+        }
+        Ok(entries)
+    }
+
+    /// The caller's previous session (the one it resumes or resumed, else the latest other
+    /// session of the same user and host, any agent, else the project's latest completed
+    /// other session) and the conflicts since it started.
+    async fn brief_history(&self, q: &BriefFor, caller: &str, limit: i64) -> Result<(Option<SessionRow>, Vec<(Vec<u8>,)>)> {
+        let project = q.project.as_str();
+        let mut conn = self.pool.acquire().await?;
+        let me = match (&q.resuming, &q.session_id) {
+            (Some(_), _) | (None, None) => None,
+            (None, Some(id)) => session_row(&mut conn, &id.to_string()).await?,
+        };
+        let previous: Option<SessionRow> = match (&q.resuming, &me) {
+            (Some(resumed), _) => session_row(&mut conn, resumed).await?,
+            (None, Some(me)) if me.resumed_from.is_some() => session_row(&mut conn, me.resumed_from.as_deref().unwrap_or_default()).await?,
+            (None, Some(me)) => {
                 sqlx::query_as(
                     "SELECT * FROM sessions WHERE project = $1 AND id < $2 AND host = $3 AND user_name = $4 ORDER BY id DESC LIMIT 1",
                 )
@@ -179,7 +190,7 @@ impl Backend {
                 .fetch_optional(&mut *conn)
                 .await?
             }
-            None => None,
+            (None, None) => None,
         };
         let previous = match previous {
             Some(p) => Some(p),
@@ -221,7 +232,7 @@ enum Recency {
     Seen,
 }
 
-/// The `limit` most recent sessions of a project in either status, other than the caller's:
+/// The `limit` most recent sessions of a project in either status, other than `left_out`:
 /// one indexed query per status (`project, status, <recency>`), merged, so the cost does not
 /// grow with the number of sessions (an `IN` over two statuses made the databases sort them
 /// all: 12–22 ms at 10,000 active sessions).
@@ -229,18 +240,25 @@ async fn newest_sessions(
     conn: &mut Conn,
     project: &str,
     statuses: [SessionStatus; 2],
-    caller: &str,
+    left_out: [&str; 2],
     by: Recency,
     limit: i64,
 ) -> Result<Vec<SessionRow>> {
     // One index range per status: an IN over both would sort every session of the project.
     let sql = match by {
-        Recency::Updated => "SELECT * FROM sessions WHERE project = $1 AND status = $2 AND id <> $3 ORDER BY updated_us DESC LIMIT $4",
-        Recency::Seen => "SELECT * FROM sessions WHERE project = $1 AND status = $2 AND id <> $3 ORDER BY last_seen_us DESC LIMIT $4",
+        Recency::Updated => "SELECT * FROM sessions WHERE project = $1 AND status = $2 AND id <> $3 AND id <> $4 ORDER BY updated_us DESC LIMIT $5",
+        Recency::Seen => "SELECT * FROM sessions WHERE project = $1 AND status = $2 AND id <> $3 AND id <> $4 ORDER BY last_seen_us DESC LIMIT $5",
     };
     let mut rows: Vec<SessionRow> = Vec::new();
     for status in statuses {
-        let found: Vec<SessionRow> = sqlx::query_as(sql).bind(project).bind(status as i32).bind(caller).bind(limit).fetch_all(&mut *conn).await?;
+        let found: Vec<SessionRow> = sqlx::query_as(sql)
+            .bind(project)
+            .bind(status as i32)
+            .bind(left_out[0])
+            .bind(left_out[1])
+            .bind(limit)
+            .fetch_all(&mut *conn)
+            .await?;
         rows.extend(found);
     }
     let key = |r: &SessionRow| match by {

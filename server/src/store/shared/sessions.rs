@@ -112,6 +112,23 @@ impl Write {
     /// `activity` says whether the change is the session's own doing (which also counts as
     /// liveness) or the reaper's (which must not move `last_seen_at`).
     async fn set_status(&mut self, row: &SessionRow, to: SessionStatus, actor: &Actor, activity: bool) -> Result<SessionRow> {
+        self.change_status(row, to, actor, activity, None).await
+    }
+
+    /// A crashed or idle session taken over by session `by` (ResumeSession): the claim and
+    /// the status change in one statement.
+    async fn claim(&mut self, row: &SessionRow, by: &str, actor: &Actor) -> Result<SessionRow> {
+        self.change_status(row, SessionStatus::Resumed, actor, false, Some(by)).await
+    }
+
+    async fn change_status(
+        &mut self,
+        row: &SessionRow,
+        to: SessionStatus,
+        actor: &Actor,
+        activity: bool,
+        resumed_by: Option<&str>,
+    ) -> Result<SessionRow> {
         let from = row.status();
         if !status::allowed(from, to) {
             return Err(Error::FailedPrecondition(format!(
@@ -122,15 +139,16 @@ impl Write {
             )));
         }
         self.revision();
-        let sql = if activity {
-            "UPDATE sessions SET status = $2, updated_us = $3, last_seen_us = $3 WHERE id = $1 RETURNING *"
-        } else {
-            "UPDATE sessions SET status = $2, updated_us = $3 WHERE id = $1 RETURNING *"
+        let sql = match (activity, resumed_by.is_some()) {
+            (true, _) => "UPDATE sessions SET status = $2, updated_us = $3, last_seen_us = $3 WHERE id = $1 RETURNING *",
+            (false, false) => "UPDATE sessions SET status = $2, updated_us = $3 WHERE id = $1 RETURNING *",
+            (false, true) => "UPDATE sessions SET status = $2, updated_us = $3, resumed_by = $4 WHERE id = $1 RETURNING *",
         };
-        let row: SessionRow = sqlx::query_as(sql)
-            .bind(&row.id)
-            .bind(to as i32)
-            .bind(self.now_us)
+        let mut query = sqlx::query_as(sql).bind(&row.id).bind(to as i32).bind(self.now_us);
+        if let Some(by) = resumed_by {
+            query = query.bind(by.to_owned());
+        }
+        let row: SessionRow = query
             .fetch_optional(&mut *self.tx)
             .await?
             .ok_or_else(|| Error::NotFound(format!("session_id: no session {}", row.id)))?;
@@ -520,12 +538,7 @@ impl Backend {
         // (A taken new id fails the insert below, which undoes the claim.)
         let new_id = new_id.to_string();
         let resumed_from = if matches!(target.status(), SessionStatus::Crashed | SessionStatus::Idle) {
-            let target: SessionRow = sqlx::query_as("UPDATE sessions SET resumed_by = $2 WHERE id = $1 RETURNING *")
-                .bind(&target.id)
-                .bind(&new_id)
-                .fetch_one(&mut *w.tx)
-                .await?;
-            w.set_status(&target, SessionStatus::Resumed, &ctx.actor, false).await?
+            w.claim(&target, &new_id, &ctx.actor).await?
         } else {
             target
         };

@@ -45,8 +45,8 @@ impl crate::store::Store for Backend {
     async fn set_memory_caps(&self, ctx: WriteCtx, req: pb::SetMemoryCapsRequest) -> Result<pb::SetMemoryCapsResponse> {
         self.do_set_memory_caps(ctx, req).await
     }
-    async fn brief_data(&self, project: String, session_id: Option<uuid::Uuid>, branch: String) -> Result<BriefData> {
-        self.do_brief_data(project, session_id, branch).await
+    async fn brief_data(&self, q: crate::store::BriefFor) -> Result<BriefData> {
+        self.do_brief_data(q).await
     }
     async fn list_events(&self, project: String, after: i64, limit: i64, kinds: Vec<i32>) -> Result<pb::ListEventsResponse> {
         self.do_list_events(project, after, limit, kinds).await
