@@ -1,6 +1,7 @@
 //! `EventService`: the change log, live watch and conflicts.
 
 use std::pin::Pin;
+use std::sync::Arc;
 
 use baton_proto::v1::event_service_server::EventService;
 use baton_proto::v1::{
@@ -16,7 +17,7 @@ use crate::auth::Principal;
 use crate::core::access::Need;
 use crate::core::validate;
 use crate::error::Error;
-use crate::events::{Watch, watch};
+use crate::events::{Delivery, Watch, watch};
 use crate::store::Store;
 
 fn check_kinds(kinds: &[i32]) -> Result<(), Error> {
@@ -82,9 +83,9 @@ impl<S: Store> EventService for Api<S> {
                 self.hub.poll(),
             )
             .await?;
-            return Ok(Response::new(Box::pin(ReceiverStream::new(rx).map(move |event| {
+            return Ok(Response::new(Box::pin(ReceiverStream::new(rx).map(move |delivery| {
                 let _held = &slot;
-                event
+                unshare(delivery)
             }))));
         }
         validate::count("cursors", req.cursors.len(), self.limits.max_watch_projects)?;
@@ -107,9 +108,9 @@ impl<S: Store> EventService for Api<S> {
         let slot = self.watch_slots.acquire(&key, &label)?;
         let rx = watch(self.store.clone(), &self.hub, request, self.shutdown.clone(), 256);
         // The slot lives as long as the stream: dropped when the client goes away.
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx).map(move |event| {
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx).map(move |delivery| {
             let _held = &slot;
-            event
+            unshare(delivery)
         }))))
     }
 
@@ -124,4 +125,10 @@ impl<S: Store> EventService for Api<S> {
         let limit = validate::page_size("limit", req.limit, 1000, 10_000)?;
         Ok(Response::new(self.store.list_conflicts(req.project, req.after_revision, limit).await?))
     }
+}
+
+/// This stream's own copy of a delivered event (the encoder takes it by value), made as it is
+/// encoded: a clone while other watchers still hold the event, a move for the last one.
+fn unshare(delivery: Delivery) -> Result<Event, Status> {
+    delivery.map(Arc::unwrap_or_clone).map_err(|status| *status)
 }

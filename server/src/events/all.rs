@@ -6,12 +6,11 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton_proto::v1::Event;
 use tokio::sync::{mpsc, watch as signal};
 use tonic::Status;
 
 use super::Hub;
-use super::watch::spawn_follower;
+use super::watch::{Delivery, spawn_follower};
 use crate::error::Error;
 use crate::store::Store;
 
@@ -25,7 +24,7 @@ pub async fn watch_all<S: Store>(
     shutdown: signal::Receiver<bool>,
     max_projects: usize,
     discover_every: Duration,
-) -> Result<mpsc::Receiver<Result<Event, Status>>, Error> {
+) -> Result<mpsc::Receiver<Delivery>, Error> {
     let initial = projects(&store, scope.as_deref()).await?;
     if initial.len() > max_projects {
         return Err(too_many(initial.len(), max_projects));
@@ -65,7 +64,7 @@ async fn discover<S: Store>(
     hub: Hub<S>,
     scope: Option<String>,
     kinds: Arc<HashSet<i32>>,
-    out: mpsc::Sender<Result<Event, Status>>,
+    out: mpsc::Sender<Delivery>,
     mut shutdown: signal::Receiver<bool>,
     mut followed: HashSet<String>,
     max_projects: usize,
@@ -90,7 +89,8 @@ async fn discover<S: Store>(
                 continue;
             }
             if followed.len() >= max_projects {
-                let _ = out.send(Err(Status::from(too_many(followed.len() + 1, max_projects)))).await;
+                let _ =
+                    out.send(Err(Box::new(Status::from(too_many(followed.len() + 1, max_projects))))).await;
                 return;
             }
             // New since the watch began: all of its events.

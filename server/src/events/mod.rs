@@ -9,4 +9,4 @@ mod watch;
 pub use all::watch_all;
 pub use hub::Hub;
 pub use wakers::Wakers;
-pub use watch::{Watch, watch};
+pub use watch::{Delivery, Watch, watch};
