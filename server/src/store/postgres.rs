@@ -12,8 +12,20 @@ use sqlx::{PgConnection as Conn, PgPool as Pool, Postgres as Db};
 
 use crate::events::Wakers;
 use crate::store::memory_cache::MemoryCache;
+use crate::store::writer::{Dialect, Lease, Writer};
 
-type Tx = sqlx::Transaction<'static, Db>;
+/// A write: a lane's connection, inside the write's own savepoint (see `writer.rs`).
+type Tx = Lease<Db>;
+
+/// Writes are batched per lane (see `writer.rs`); a project always uses the same lane.
+/// At most 32 writes per transaction: each write's savepoint is a subtransaction, and
+/// beyond 64 of them Postgres overflows the per-backend cache that snapshots consult.
+const DIALECT: Dialect =
+    Dialect { begin: "BEGIN; SAVEPOINT write", max_batch: 32, lanes: 4, bound_new_projects: true };
+
+/// How long a write that joined a batch holding other projects waits for its own project's
+/// lock before it starts again in a batch of its own.
+const BOUNDED_LOCK_WAIT_MS: i32 = 20;
 
 /// µs since the epoch by the database clock (the same clock for every instance).
 macro_rules! now_us {
@@ -40,6 +52,8 @@ pub struct PgStore {
     pool: Pool,
     wakers: Wakers,
     notifier: Notifier,
+    /// Every revisioned write goes through it (see `writer.rs`); reads use the pool.
+    writer: Writer<Db>,
     memory_cache: MemoryCache,
 }
 
@@ -54,12 +68,25 @@ impl PgStore {
             .max_connections(16)
             // While the database is unreachable, requests answer UNAVAILABLE after this long.
             .acquire_timeout(Duration::from_secs(5))
+            // sqlx pings every connection it hands out (a round trip before each read):
+            // only one that sat idle long enough to have gone stale is tested.
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for > STALE_AFTER {
+                        sqlx::Connection::ping(conn).await?;
+                    }
+                    Ok(true)
+                })
+            })
             .connect_with(options)
             .await?;
         MIGRATOR.run(&pool).await?;
         let notifier = Notifier::spawn(pool.clone());
-        let store = Self { pool, wakers, notifier, memory_cache: MemoryCache::default() };
+        let writer = Writer::spawn(pool.clone(), DIALECT);
+        let store = Self { pool, wakers, notifier, writer, memory_cache: MemoryCache::default() };
         store.spawn_listener();
+        spawn_first_analyze(store.pool.clone());
         Ok(store)
     }
 
@@ -101,8 +128,57 @@ impl PgStore {
     }
 }
 
-async fn begin_write(store: &Backend) -> Result<Tx> {
-    Ok(store.pool.begin().await?)
+/// Analyzes each of Baton's tables that was never analyzed once it has taken some writes.
+///
+/// Why: a connection plans a prepared statement once for all (a generic plan) after five
+/// runs, from the statistics of that moment. Planned on a new, still empty database, the
+/// lookups of a memory record by (project, record) take the (project, revision) index and
+/// filter every entry of the project: writes to a busy project got 10× slower, until
+/// autovacuum's first ANALYZE (a minute or more after the tables grew) made the
+/// connections plan again. This does that first ANALYZE within seconds; later ones are
+/// autovacuum's.
+fn spawn_first_analyze(pool: Pool) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(2));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            // Quoted by Postgres (%I): table names taken from the catalog, not from a request.
+            let due: Result<Vec<(String,)>, _> = sqlx::query_as(
+                "SELECT format('ANALYZE %I.%I', schemaname, relname) FROM pg_stat_user_tables \
+                 WHERE schemaname = current_schema() AND last_analyze IS NULL AND last_autoanalyze IS NULL \
+                 AND n_mod_since_analyze >= $1",
+            )
+            .bind(FIRST_ANALYZE_AFTER)
+            .fetch_all(&pool)
+            .await;
+            match due {
+                Ok(due) => {
+                    for (analyze,) in due {
+                        if let Err(e) =
+                            sqlx::raw_sql(sqlx::AssertSqlSafe(analyze.clone())).execute(&pool).await
+                        {
+                            tracing::debug!(error = %e, %analyze, "first ANALYZE failed; autovacuum will do it");
+                        }
+                    }
+                }
+                Err(sqlx::Error::PoolClosed) => return,
+                Err(e) => tracing::debug!(error = %e, "cannot read table statistics; retrying"),
+            }
+        }
+    });
+}
+
+/// Rows written to a never-analyzed table before the server analyzes it.
+const FIRST_ANALYZE_AFTER: i64 = 200;
+
+/// A pooled connection idle longer than this is pinged before use.
+const STALE_AFTER: Duration = Duration::from_secs(2);
+
+/// A write transaction: a savepoint in the batch of `project`'s lane, or with `fresh` at the
+/// head of a batch of its own.
+async fn begin_write(store: &Backend, project: &str, fresh: bool) -> Result<Tx> {
+    Ok(store.writer.lease(project, fresh).await?)
 }
 
 /// Writes that take no revision run as single statements (autocommit): one round trip each.
@@ -134,11 +210,31 @@ impl std::ops::DerefMut for Plain {
     }
 }
 
-/// The project-row lock (see `shared/write.rs` and the `baton_lock` migration): the lock,
-/// then the request id's lookup with a snapshot taken after the lock, in one round trip. $3:
-/// the write changes the project's memory (sets `memory_revision`).
-const LOCK_PROJECT: &str =
-    "SELECT out_revision, out_now_us, out_caps, out_hash, out_reply FROM baton_lock($1, $2, $3)";
+/// The project-row lock (see `shared/write.rs` and the `baton_lock` migrations): the lock,
+/// then the request id's lookup with a snapshot taken after the lock, in one round trip.
+/// A bounded lease waits for the lock only `BOUNDED_LOCK_WAIT_MS`.
+async fn lock_project(
+    tx: &mut Tx,
+    project: &str,
+    request_id: Option<&str>,
+    memory: bool,
+) -> Result<Locked, sqlx::Error> {
+    let wait_ms = if tx.bounded() { BOUNDED_LOCK_WAIT_MS } else { 0 };
+    sqlx::query_as(
+        "SELECT out_revision, out_now_us, out_caps, out_hash, out_reply FROM baton_lock($1, $2, $3, $4)",
+    )
+    .bind(project)
+    .bind(request_id)
+    .bind(memory)
+    .bind(wait_ms)
+    .fetch_one(&mut **tx)
+    .await
+}
+
+/// A bounded wait for a lock ran out (SQLSTATE 55P03, lock_not_available).
+fn lock_ran_out(error: &sqlx::Error) -> bool {
+    matches!(error, sqlx::Error::Database(db) if db.code().as_deref() == Some("55P03"))
+}
 
 /// Joins the statements of a `Combined` query: data-modifying CTEs of one statement.
 fn open_statement(sql: &mut sqlx::QueryBuilder<Db>, before: usize) {

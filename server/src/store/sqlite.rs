@@ -13,10 +13,10 @@ use sqlx::{Sqlite as Db, SqliteConnection as Conn, SqlitePool as Pool};
 
 use crate::events::Wakers;
 use crate::store::memory_cache::MemoryCache;
-use crate::store::writer::{Lease, Writer};
+use crate::store::writer::{Dialect, Lease, Writer};
 
 /// A write: the batching writer's connection, inside the write's own savepoint.
-type Tx = Lease;
+type Tx = Lease<Db>;
 
 /// µs since the epoch by the database clock.
 macro_rules! now_us {
@@ -40,7 +40,7 @@ pub struct SqliteStore {
     pool: Pool,
     wakers: Wakers,
     /// Every write goes through it (see `writer.rs`); reads use the pool.
-    writer: Writer,
+    writer: Writer<Db>,
     memory_cache: MemoryCache,
 }
 
@@ -64,20 +64,26 @@ impl SqliteStore {
             .connect_with(options)
             .await?;
         MIGRATOR.run(&pool).await?;
-        let writer = Writer::spawn(pool.clone());
+        let writer = Writer::spawn(pool.clone(), DIALECT);
         Ok(Self { pool, wakers, writer, memory_cache: MemoryCache::default() })
     }
 }
 
-/// A write transaction (a savepoint in the writer's batch; see `writer.rs`).
-async fn begin_write(store: &Backend) -> Result<Tx> {
-    Ok(store.writer.lease().await?)
+/// SQLite has one write lock per database: one writer, `BEGIN IMMEDIATE` so the batch
+/// takes the lock before it reads anything.
+const DIALECT: Dialect =
+    Dialect { begin: "BEGIN IMMEDIATE; SAVEPOINT write", max_batch: 64, lanes: 1, bound_new_projects: false };
+
+/// A write transaction (a savepoint in the writer's batch; see `writer.rs`). One writer for
+/// the database, so `fresh` is never needed.
+async fn begin_write(store: &Backend, project: &str, fresh: bool) -> Result<Tx> {
+    Ok(store.writer.lease(project, fresh).await?)
 }
 
 /// Writes that take no revision (liveness, chunks, token use) go through the writer too, so
 /// they never wait on SQLite's busy handler behind a batch.
-async fn plain_write(store: &Backend) -> Result<Lease> {
-    Ok(store.writer.lease().await?)
+async fn plain_write(store: &Backend) -> Result<Tx> {
+    Ok(store.writer.lease("", false).await?)
 }
 
 /// The project-row lock (see `shared/write.rs`): creates the project on first use, allocates
@@ -98,6 +104,20 @@ const LOCK_PROJECT: &str = concat!(
     "(SELECT request_hash FROM requests WHERE project = $1 AND request_id = $2), ",
     "(SELECT reply FROM requests WHERE project = $1 AND request_id = $2)"
 );
+
+async fn lock_project(
+    tx: &mut Tx,
+    project: &str,
+    request_id: Option<&str>,
+    memory: bool,
+) -> Result<Locked, sqlx::Error> {
+    sqlx::query_as(LOCK_PROJECT).bind(project).bind(request_id).bind(memory).fetch_one(&mut **tx).await
+}
+
+/// The writer holds the database's one write lock: a lock never runs out here.
+fn lock_ran_out(_error: &sqlx::Error) -> bool {
+    false
+}
 
 /// Joins the statements of a `Combined` query: SQLite runs `;`-separated statements in order.
 fn open_statement(sql: &mut sqlx::QueryBuilder<Db>, before: usize) {

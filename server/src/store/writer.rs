@@ -1,63 +1,126 @@
-//! The SQLite batching writer (group commit).
+//! The batching writer (group commit), for both backends.
 //!
-//! SQLite has one write lock per database. Left to the pool, concurrent writers each
-//! `BEGIN IMMEDIATE` on their own connection and queue on SQLite's busy handler, which sleeps
-//! (1, 2, 5, 10 … ms) instead of handing over the lock when it is free, and every write pays
-//! its own commit. Instead, one task owns the write transaction and lends its connection to
-//! one write at a time, each inside its own savepoint (ARCHITECTURE.md: a write's rejection
-//! or failure rolls back alone). Writes that queue while one runs join the same transaction,
-//! which commits when the queue is empty (or the batch is full); each write answers only
-//! after that commit, so nothing is acknowledged before it is durable.
+//! One task owns a write transaction and lends its connection to one write at a time, each
+//! inside its own savepoint (ARCHITECTURE.md: a write's rejection or failure rolls back
+//! alone). Writes that queue while one runs join the same transaction, which commits when
+//! the queue is empty (or the batch is full); each write answers only after that commit, so
+//! nothing is acknowledged before it is durable.
 //!
-//! A write holds a [`Lease`]: the connection, dereferencing to `SqliteConnection`. It ends
-//! with [`Lease::commit`] (kept; waits for the batch's commit) or [`Lease::rollback`]; a
-//! lease dropped without either (an error, a cancelled request) is rolled back.
+//! Why: every statement is a hand-off (SQLite's connection thread, a Postgres round trip)
+//! and every transaction pays its BEGIN, COMMIT and commit record. On SQLite, concurrent
+//! writers left to the pool also queue on SQLite's busy handler, which sleeps (1, 2, 5,
+//! 10 … ms) instead of handing over the lock when it is free. On Postgres, writers of one
+//! hot project queue on its row lock and all wake at each commit; in a batch, the lock is
+//! taken once and held while the batch's writes run back to back.
+//!
+//! SQLite has one write lock per database: one lane. Postgres takes row locks per project:
+//! `lanes` writers, each project always on the same lane, so a batch never waits for
+//! another lane's batch of the same server. Across servers sharing one database, a batch
+//! that already holds some projects' locks waits only briefly for another's
+//! ([`Lease::bounded`]); if that runs out, the write starts again at the head of a fresh
+//! batch ([`Writer::lease`] with `fresh`), which holds nothing while it waits. So no cycle
+//! of waits can form between batches of different servers.
+//!
+//! A write holds a [`Lease`]: the connection, dereferencing to the backend's connection.
+//! It ends with [`Lease::commit`] (kept; waits for the batch's commit) or
+//! [`Lease::rollback`]; a lease dropped without either (an error, a cancelled request) is
+//! rolled back.
 
+use std::collections::HashSet;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
 
 use sqlx::pool::PoolConnection;
-use sqlx::{Connection, Sqlite, SqliteConnection, SqlitePool};
+use sqlx::{Connection, Database, Executor, Pool};
 use tokio::sync::{mpsc, oneshot};
-
-/// Writes per transaction at most: bounds the wait of the batch's first write.
-const MAX_BATCH: usize = 64;
 
 const LOST: &str = "the write's connection was lost";
 
-type Reply = oneshot::Sender<Result<Lease, String>>;
+type Reply<DB> = oneshot::Sender<Result<Lease<DB>, String>>;
 type Committed = oneshot::Sender<Result<(), String>>;
 
-/// A handle to the database's writer task (cheap to clone).
-#[derive(Clone)]
-pub struct Writer {
-    queue: mpsc::UnboundedSender<Reply>,
+/// How a backend batches its writes.
+#[derive(Clone, Copy, Debug)]
+pub struct Dialect {
+    /// Opens a batch's transaction and its first write's savepoint.
+    pub begin: &'static str,
+    /// Writes per transaction at most: bounds the wait of the batch's first write (and, on
+    /// Postgres, keeps a transaction's subtransactions within the 64 that each backend
+    /// tracks in shared memory; beyond them every snapshot in the cluster gets slower).
+    pub max_batch: usize,
+    /// Writers, each with its own transaction; a project always uses the same one.
+    pub lanes: usize,
+    /// Whether a batch's waits for a project lock it does not hold yet are bounded (other
+    /// servers may batch the same projects in another order).
+    pub bound_new_projects: bool,
+}
+
+/// One write waiting for the connection.
+struct Job<DB: Database> {
+    project: String,
+    /// Must be the first write of its batch.
+    fresh: bool,
+    reply: Reply<DB>,
+}
+
+/// What a lane's task is asked to do.
+enum Message<DB: Database> {
+    Write(Job<DB>),
+    /// Give the lane's connection back to the pool (it is closing), then say so.
+    Close(oneshot::Sender<()>),
+}
+
+/// A handle to the database's writer tasks (cheap to clone).
+pub struct Writer<DB: Database> {
+    lanes: Arc<[mpsc::UnboundedSender<Message<DB>>]>,
+}
+
+impl<DB: Database> Clone for Writer<DB> {
+    fn clone(&self) -> Self {
+        Self { lanes: self.lanes.clone() }
+    }
 }
 
 /// What a write gives back when it is done with the connection.
-struct Returned {
-    conn: PoolConnection<Sqlite>,
+struct Returned<DB: Database> {
+    conn: PoolConnection<DB>,
     /// `Some` = keep the write (and tell it when the batch commits); `None` = roll it back.
     keep: Option<Committed>,
 }
 
 /// The writer's connection, lent to one write inside its savepoint.
-pub struct Lease {
-    conn: Option<PoolConnection<Sqlite>>,
-    back: Option<oneshot::Sender<Returned>>,
+pub struct Lease<DB: Database> {
+    conn: Option<PoolConnection<DB>>,
+    back: Option<oneshot::Sender<Returned<DB>>>,
+    bounded: bool,
 }
 
-impl Writer {
-    /// Starts the writer task for `pool`; it ends when the last handle is dropped.
-    pub fn spawn(pool: SqlitePool) -> Self {
-        let (queue, jobs) = mpsc::unbounded_channel();
-        tokio::spawn(run(pool, jobs));
-        Self { queue }
+impl<DB: Database> Writer<DB>
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+{
+    /// Starts the writer tasks for `pool`; they end when the last handle is dropped.
+    pub fn spawn(pool: Pool<DB>, dialect: Dialect) -> Self {
+        let lanes: Vec<_> = (0..dialect.lanes.max(1))
+            .map(|_| {
+                let (queue, jobs) = mpsc::unbounded_channel();
+                tokio::spawn(run(pool.clone(), dialect, jobs));
+                queue
+            })
+            .collect();
+        Self { lanes: lanes.into() }
     }
 
-    /// Waits for the connection, inside a fresh savepoint of the current transaction.
-    pub async fn lease(&self) -> Result<Lease, sqlx::Error> {
+    /// Waits for the connection, inside a fresh savepoint of the current transaction of
+    /// `project`'s lane; with `fresh`, of a transaction that holds nothing yet.
+    pub async fn lease(&self, project: &str, fresh: bool) -> Result<Lease<DB>, sqlx::Error> {
+        let mut hasher = DefaultHasher::new();
+        project.hash(&mut hasher);
+        let lane = usize::try_from(hasher.finish()).unwrap_or(0) % self.lanes.len();
         let (reply, lease) = oneshot::channel();
-        self.queue.send(reply).map_err(|_| stopped())?;
+        let job = Job { project: project.to_owned(), fresh, reply };
+        self.lanes[lane].send(Message::Write(job)).map_err(|_| stopped())?;
         match lease.await {
             Ok(Ok(lease)) => Ok(lease),
             Ok(Err(message)) => Err(io_error(message)),
@@ -66,7 +129,27 @@ impl Writer {
     }
 }
 
-impl Lease {
+impl<DB: Database> Writer<DB> {
+    /// Gives the lanes' connections back to the pool, so that `Pool::close` can finish.
+    /// Writes after this take a connection from the pool (and fail if it is closed).
+    pub async fn close(&self) {
+        for lane in self.lanes.iter() {
+            let (done, closed) = oneshot::channel();
+            if lane.send(Message::Close(done)).is_ok() {
+                let _ = closed.await;
+            }
+        }
+    }
+}
+
+impl<DB: Database> Lease<DB> {
+    /// Whether this write joined a batch that holds other projects' locks but not its own:
+    /// its lock must be taken with a bounded wait (and, if that runs out, the write
+    /// started again with a fresh lease).
+    pub fn bounded(&self) -> bool {
+        self.bounded
+    }
+
     /// Keeps the write and waits until its transaction commits (durable on return).
     pub async fn commit(mut self) -> Result<(), sqlx::Error> {
         let (committed, outcome) = oneshot::channel();
@@ -93,56 +176,93 @@ impl Lease {
     }
 }
 
-impl Drop for Lease {
+impl<DB: Database> Drop for Lease<DB> {
     fn drop(&mut self) {
         self.give_back(None);
     }
 }
 
-impl Deref for Lease {
-    type Target = SqliteConnection;
+impl<DB: Database> Deref for Lease<DB> {
+    type Target = DB::Connection;
     #[allow(clippy::expect_used)] // present from creation until commit/rollback consume the lease
-    fn deref(&self) -> &SqliteConnection {
+    fn deref(&self) -> &DB::Connection {
         self.conn.as_ref().expect("lease holds its connection until it ends")
     }
 }
 
-impl DerefMut for Lease {
+impl<DB: Database> DerefMut for Lease<DB> {
     #[allow(clippy::expect_used)] // as above
-    fn deref_mut(&mut self) -> &mut SqliteConnection {
+    fn deref_mut(&mut self) -> &mut DB::Connection {
         self.conn.as_mut().expect("lease holds its connection until it ends")
     }
 }
 
-/// The writer task: one transaction per batch of queued writes, a savepoint per write. The
-/// savepoint statements ride with the transaction's own (`BEGIN …; SAVEPOINT`, `RELEASE …;
-/// COMMIT`), so a lone write costs no more hand-offs than a plain transaction.
-async fn run(pool: SqlitePool, mut jobs: mpsc::UnboundedReceiver<Reply>) {
-    while let Some(first) = jobs.recv().await {
-        let mut conn = match begin(&pool).await {
+/// A lane's writer task: one transaction per batch of queued writes, a savepoint per write.
+/// The savepoint statements ride with the transaction's own (`BEGIN …; SAVEPOINT`,
+/// `RELEASE …; COMMIT`), so a lone write costs no more hand-offs than a plain transaction.
+async fn run<DB: Database>(pool: Pool<DB>, dialect: Dialect, mut jobs: mpsc::UnboundedReceiver<Message<DB>>)
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+{
+    // A write that must start a batch of its own, taken off the queue while a batch ran.
+    let mut carried: Option<Job<DB>> = None;
+    // The lane keeps its connection between batches: a pool connection is pinged when it
+    // is taken and again when it is given back, two round trips per batch.
+    let mut held: Option<PoolConnection<DB>> = None;
+    loop {
+        let first = match carried.take() {
+            Some(job) => job,
+            None => match jobs.recv().await {
+                Some(Message::Write(job)) => job,
+                Some(Message::Close(done)) => {
+                    drop(held.take());
+                    let _ = done.send(());
+                    continue;
+                }
+                None => return,
+            },
+        };
+        let mut conn = match begin(&pool, &mut held, dialect.begin).await {
             Ok(conn) => conn,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot begin a write transaction");
-                let _ = first.send(Err(e.to_string()));
+                let _ = first.reply.send(Err(e.to_string()));
                 continue;
             }
         };
         let mut waiting: Vec<Committed> = Vec::new();
+        // Projects whose locks this transaction holds (through writes it keeps).
+        let mut locked: HashSet<String> = HashSet::new();
         let mut job = first;
         let mut lent = 1;
+        let mut closing: Option<oneshot::Sender<()>> = None;
         let error = loop {
+            let bounded = dialect.bound_new_projects && !locked.is_empty() && !locked.contains(&job.project);
             let (back, returned) = oneshot::channel();
             // If the write is gone (its request was cancelled), the lease is dropped here and
             // comes straight back as a rollback.
-            let _ = job.send(Ok(Lease { conn: Some(conn), back: Some(back) }));
+            let _ = job.reply.send(Ok(Lease { conn: Some(conn), back: Some(back), bounded }));
             let Ok(Returned { conn: back, keep }) = returned.await else {
                 // The connection went with the lease: so did the transaction.
                 break LOST.to_owned();
             };
             conn = back;
             let kept = keep.is_some();
+            if kept {
+                locked.insert(job.project);
+            }
             waiting.extend(keep);
-            let next = if lent < MAX_BATCH { jobs.try_recv().ok() } else { None };
+            let mut next = None;
+            if lent < dialect.max_batch {
+                match jobs.try_recv() {
+                    // It starts the next batch: this one ends here.
+                    Ok(Message::Write(job)) if job.fresh => carried = Some(job),
+                    Ok(Message::Write(job)) => next = Some(job),
+                    // Closing: this batch ends here, and its connection goes back.
+                    Ok(Message::Close(done)) => closing = Some(done),
+                    Err(_) => {}
+                }
+            }
             let end = match (kept, next.is_some()) {
                 (true, true) => "RELEASE write; SAVEPOINT write",
                 (true, false) => "RELEASE write; COMMIT",
@@ -158,17 +278,22 @@ async fn run(pool: SqlitePool, mut jobs: mpsc::UnboundedReceiver<Reply>) {
                     for w in waiting.drain(..) {
                         let _ = w.send(Ok(()));
                     }
+                    held = Some(conn);
                     break String::new();
                 }
                 (Err(e), next) => {
                     if let Some(next) = next {
-                        let _ = next.send(Err(e.to_string()));
+                        let _ = next.reply.send(Err(e.to_string()));
                     }
                     abandon(conn).await;
                     break e.to_string();
                 }
             }
         };
+        if let Some(done) = closing {
+            drop(held.take());
+            let _ = done.send(());
+        }
         if waiting.is_empty() {
             continue;
         }
@@ -179,9 +304,27 @@ async fn run(pool: SqlitePool, mut jobs: mpsc::UnboundedReceiver<Reply>) {
     }
 }
 
-async fn begin(pool: &SqlitePool) -> Result<PoolConnection<Sqlite>, sqlx::Error> {
+/// Begins a batch on the lane's connection, or on a new one if it has none or it broke while
+/// idle (a database restart).
+async fn begin<DB: Database>(
+    pool: &Pool<DB>,
+    held: &mut Option<PoolConnection<DB>>,
+    sql: &'static str,
+) -> Result<PoolConnection<DB>, sqlx::Error>
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+{
+    if let Some(mut conn) = held.take() {
+        match sqlx::raw_sql(sql).execute(&mut *conn).await {
+            Ok(_) => return Ok(conn),
+            Err(e) => {
+                tracing::debug!(error = %e, "the writer's connection broke while idle; taking another");
+                abandon(conn).await;
+            }
+        }
+    }
     let mut conn = pool.acquire().await?;
-    if let Err(e) = sqlx::raw_sql("BEGIN IMMEDIATE; SAVEPOINT write").execute(&mut *conn).await {
+    if let Err(e) = sqlx::raw_sql(sql).execute(&mut *conn).await {
         abandon(conn).await;
         return Err(e);
     }
@@ -190,7 +333,10 @@ async fn begin(pool: &SqlitePool) -> Result<PoolConnection<Sqlite>, sqlx::Error>
 
 /// Rolls a failed transaction back and keeps the connection out of the pool: whatever
 /// broke the transaction may have broken the connection.
-async fn abandon(mut conn: PoolConnection<Sqlite>) {
+async fn abandon<DB: Database>(mut conn: PoolConnection<DB>)
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+{
     let _ = sqlx::raw_sql("ROLLBACK").execute(&mut *conn).await;
     let _ = conn.detach().close().await;
 }
@@ -208,6 +354,7 @@ mod tests {
     use std::str::FromStr;
 
     use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
+    use sqlx::{Sqlite, SqlitePool};
 
     use super::*;
 
@@ -226,7 +373,14 @@ mod tests {
         sqlx::query_scalar("SELECT v FROM t ORDER BY v").fetch_all(pool).await.unwrap()
     }
 
-    async fn insert(lease: &mut Lease, v: &str) -> Result<(), sqlx::Error> {
+    const DIALECT: Dialect = Dialect {
+        begin: "BEGIN IMMEDIATE; SAVEPOINT write",
+        max_batch: 64,
+        lanes: 1,
+        bound_new_projects: true,
+    };
+
+    async fn insert(lease: &mut Lease<Sqlite>, v: &str) -> Result<(), sqlx::Error> {
         sqlx::query("INSERT INTO t (v) VALUES ($1)").bind(v).execute(&mut **lease).await.map(drop)
     }
 
@@ -237,9 +391,9 @@ mod tests {
     async fn each_write_rolls_back_alone_within_a_batch() {
         let dir = tempfile::tempdir().unwrap();
         let pool = pool(&dir).await;
-        let writer = Writer::spawn(pool.clone());
+        let writer = Writer::spawn(pool.clone(), DIALECT);
         // Hold the connection so the next writes queue up and join one batch.
-        let mut first = writer.lease().await.unwrap();
+        let mut first = writer.lease("p", false).await.unwrap();
         insert(&mut first, "a").await.unwrap();
         let tasks: Vec<_> = ["b", "c", "d", "e", "f"]
             .into_iter()
@@ -247,7 +401,7 @@ mod tests {
                 let writer = writer.clone();
                 let pool = pool.clone();
                 tokio::spawn(async move {
-                    let mut lease = writer.lease().await.unwrap();
+                    let mut lease = writer.lease("p", false).await.unwrap();
                     insert(&mut lease, v).await.unwrap();
                     match v {
                         "c" => lease.rollback().await.unwrap(),
@@ -274,9 +428,67 @@ mod tests {
         }
         assert_eq!(values(&pool).await, vec!["a", "b", "f"]);
         // The writer carries on after all that.
-        let mut lease = writer.lease().await.unwrap();
+        let mut lease = writer.lease("p", false).await.unwrap();
         insert(&mut lease, "g").await.unwrap();
         lease.commit().await.unwrap();
         assert_eq!(values(&pool).await, vec!["a", "b", "f", "g"]);
+    }
+
+    /// A write joining a batch that holds other projects but not its own is bounded; one
+    /// for a project the batch holds (or the first of a batch) is not; a `fresh` lease ends
+    /// the batch before it (what is committed is visible when it runs) and is not bounded.
+    #[tokio::test]
+    async fn leases_are_bounded_for_projects_the_batch_does_not_hold() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = pool(&dir).await;
+        let writer = Writer::spawn(pool.clone(), DIALECT);
+        let mut first = writer.lease("a", false).await.unwrap();
+        assert!(!first.bounded(), "the first write of a batch holds nothing while it waits");
+        insert(&mut first, "a1").await.unwrap();
+        let lease_of = |project: &'static str, fresh: bool| {
+            let writer = writer.clone();
+            let pool = pool.clone();
+            tokio::spawn(async move {
+                let mut lease = writer.lease(project, fresh).await.unwrap();
+                let bounded = lease.bounded();
+                let seen = values(&pool).await;
+                insert(&mut lease, &format!("{project}{}", seen.len() + 10)).await.unwrap();
+                lease.commit().await.unwrap();
+                (bounded, seen)
+            })
+        };
+        let same = lease_of("a", false);
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        let other = lease_of("b", false);
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        let fresh = lease_of("c", true);
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        first.commit().await.unwrap();
+        let (same_bounded, same_seen) = same.await.unwrap();
+        let (other_bounded, other_seen) = other.await.unwrap();
+        let (fresh_bounded, fresh_seen) = fresh.await.unwrap();
+        assert!(!same_bounded, "the batch already holds project a");
+        assert!(other_bounded, "the batch holds a, not b");
+        assert!(!fresh_bounded, "a fresh lease starts a batch of its own");
+        // Nothing was committed while the first batch ran; the fresh one ran after its commit.
+        assert!(same_seen.is_empty() && other_seen.is_empty());
+        assert_eq!(fresh_seen.len(), 3, "the fresh write saw the first batch committed: {fresh_seen:?}");
+    }
+
+    /// The writer keeps its connection between batches; `close` gives it back, so the
+    /// pool's close (which waits for every connection) finishes.
+    #[tokio::test]
+    async fn close_gives_the_connection_back_to_the_pool() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = pool(&dir).await;
+        let writer = Writer::spawn(pool.clone(), DIALECT);
+        let mut lease = writer.lease("p", false).await.unwrap();
+        insert(&mut lease, "a").await.unwrap();
+        lease.commit().await.unwrap();
+        writer.close().await;
+        tokio::time::timeout(std::time::Duration::from_secs(10), pool.close())
+            .await
+            .expect("the pool closes once the writer gave its connection back");
+        assert!(writer.lease("p", false).await.is_err(), "no writes on a closed pool");
     }
 }

@@ -6,6 +6,7 @@
 mod access;
 mod archive;
 mod bad_input;
+mod batching;
 mod brief;
 mod checkpoints;
 mod client;

@@ -128,6 +128,8 @@ impl crate::store::Store for Backend {
         (self.pool.size(), self.pool.num_idle())
     }
     async fn close(&self) {
+        // The writer's lanes hold their connections; the pool's close waits for them.
+        self.writer.close().await;
         self.pool.close().await;
     }
 }

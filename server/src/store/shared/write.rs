@@ -2,7 +2,7 @@
 // revision), deduplicate by request_id, emit exactly one event per revision, commit, wake
 // the readers. Included into `sqlite.rs` and `postgres.rs`, where `Db`, `Conn`, `Tx`, `Pool`,
 // `Backend`, `begin_write`, `plain_write`, `open_statement`, `close_statements`, `announce`,
-// `LOCK_PROJECT`, `now_us!` and `greatest!` are the backend's own.
+// `lock_project`, `lock_ran_out`, `now_us!` and `greatest!` are the backend's own.
 //
 // Every statement costs a hand-off (SQLite's connection thread, a Postgres round trip), and
 // a write holds the project lock from its first statement to its commit, so a write is kept
@@ -44,6 +44,10 @@ struct Write {
     deferred: Combined,
 }
 
+/// What the project lock returns: the write's revision and time (µs), the project's memory
+/// caps (JSON), and the stored hash and reply of an earlier request with this request id.
+type Locked = (i64, i64, String, Option<Vec<u8>>, Option<Vec<u8>>);
+
 /// Rows per INSERT when a write logs many events (an import): well under both databases'
 /// limits on bound parameters.
 const ROWS_PER_INSERT: usize = 200;
@@ -69,9 +73,21 @@ impl Backend {
     }
 
     async fn begin_with(&self, project: &str, ctx: &WriteCtx, memory: bool) -> Result<Begun> {
-        let mut tx = begin_write(self).await?;
-        let (revision, now_us, caps_json, stored_hash, stored_reply): (i64, i64, String, Option<Vec<u8>>, Option<Vec<u8>>) =
-            sqlx::query_as(LOCK_PROJECT).bind(project).bind(ctx.request_id.as_deref()).bind(memory).fetch_one(&mut *tx).await?;
+        // A write that joins a batch holding other projects waits for its own lock only
+        // briefly (`Lease::bounded`); if that runs out, it starts again at the head of a
+        // batch of its own, which holds nothing while it waits.
+        let mut fresh = false;
+        let (tx, (revision, now_us, caps_json, stored_hash, stored_reply)) = loop {
+            let mut tx = begin_write(self, project, fresh).await?;
+            match lock_project(&mut tx, project, ctx.request_id.as_deref(), memory).await {
+                Ok(locked) => break (tx, locked),
+                Err(e) if !fresh && lock_ran_out(&e) => {
+                    tx.rollback().await?;
+                    fresh = true;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
         fail::fail_point!("write.after_lock", |_| Err(injected("write.after_lock")));
         if let (Some(request_id), Some(hash), Some(reply)) = (&ctx.request_id, stored_hash, stored_reply) {
             // Nothing of this transaction is kept: the revision is not used.

@@ -60,7 +60,8 @@ fn checkpoint_text(len: usize, seed: u64) -> Vec<u8> {
 }
 
 /// The scenarios' names, for `--only`.
-pub const NAMES: [&str; 7] = ["hot", "spread", "checkpoints", "resume", "fanout", "catchup", "scaling"];
+pub const NAMES: [&str; 8] =
+    ["rpc", "hot", "spread", "checkpoints", "resume", "fanout", "catchup", "scaling"];
 
 pub async fn run_all(backend: Backend, sizes: Sizes, only: &[String]) -> Results {
     let run = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
@@ -75,6 +76,10 @@ pub async fn run_all(backend: Backend, sizes: Sizes, only: &[String]) -> Results
     let c = server.clients().await;
     let mut table = Vec::new();
 
+    if run("rpc") {
+        eprintln!("[{backend:?}] gRPC calls without storage");
+        table.push(rpc_ceiling(&c, &floor, sizes).await);
+    }
     if run("hot") {
         eprintln!("[{backend:?}] small writes, one hot project");
         table.push(
@@ -125,6 +130,39 @@ pub async fn run_all(backend: Backend, sizes: Sizes, only: &[String]) -> Results
         Vec::new()
     };
     Results { table, scaling }
+}
+
+/// The ceiling the write scenarios live under on this machine: the same clients making a
+/// gRPC call that touches no storage (the standard health check, through all of the
+/// server's layers), next to the floor's small writes.
+async fn rpc_ceiling(c: &Clients, floor: &Floor, sizes: Sizes) -> Row {
+    let health = tonic_health::pb::health_client::HealthClient::new(c.channel.clone());
+    let calls = closed_loop(sizes.clients, sizes.window, move |_, _| {
+        let mut health = health.clone();
+        async move {
+            health.check(tonic_health::pb::HealthCheckRequest::default()).await.unwrap();
+        }
+    })
+    .await;
+    let f = floor.clone();
+    let at_floor = closed_loop(sizes.clients, sizes.window, move |client, i| {
+        let f = f.clone();
+        async move {
+            f.write(&format!("bench/p{}", (client as u64 * 7 + i) % 100), b"small write").await;
+        }
+    })
+    .await;
+    Row {
+        scenario: format!(
+            "gRPC health check, no storage (the ceiling of the rows below), {} clients",
+            sizes.clients
+        ),
+        baton: summary(&calls),
+        floor: summary(&at_floor),
+        ratio: format!("{:.0}% of throughput", calls.throughput() / at_floor.throughput() * 100.0),
+        target: "(informational)".into(),
+        met: None,
+    }
 }
 
 async fn small_writes(

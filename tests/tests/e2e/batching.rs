@@ -1,0 +1,214 @@
+//! The Postgres batching writer (`server/src/store/writer.rs`): batches of two instances
+//! that lock the same projects in crossing orders never wait for each other for good, the
+//! bounded project lock gives up with lock_not_available and leaves the session's
+//! lock_timeout as it was, and the server analyzes its new tables within seconds (so
+//! connections do not keep plans made on empty tables).
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use baton_tests::{Backend, Server};
+use sqlx::Connection;
+
+use crate::{all_events, assert_gapless, project, put_note, write};
+
+/// Two instances, each with clients writing to two projects of one lane in random order,
+/// so that their batches take the two project locks in crossing orders. Every write succeeds (no
+/// deadlock error, no UNAVAILABLE) and both logs are gapless.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crossing_batches_of_two_instances_all_commit() {
+    let a = Server::start(Backend::Postgres).await.unwrap();
+    let b = Server::start_on(Backend::Postgres, &a.database_url, &[]).unwrap();
+    let (ca, cb) = (a.clients().await, b.clients().await);
+    let p = project();
+    let q = on_the_same_lane(&p);
+    let writes = 120;
+    let mut tasks = Vec::new();
+    for (i, c) in
+        [ca.clone(), ca.clone(), ca.clone(), cb.clone(), cb.clone(), cb.clone()].into_iter().enumerate()
+    {
+        let (p, q) = (p.clone(), q.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut c = c;
+            let mut to_p = 0;
+            for n in 0..writes {
+                // Each client picks at random, so batches hold both projects in any order.
+                let target = if uuid::Uuid::new_v4().as_bytes()[0] & 1 == 0 { &p } else { &q };
+                to_p += usize::from(target == &p);
+                put_note(&mut c, target, &format!("c{i}-{n}"), "crossing", write())
+                    .await
+                    .unwrap_or_else(|s| panic!("client {i} write {n} on {target}: {s:?}"));
+            }
+            to_p
+        }));
+    }
+    let mut to_p = 0;
+    for t in tasks {
+        to_p += tokio::time::timeout(Duration::from_secs(120), t).await.expect("writes stalled").unwrap();
+    }
+    let mut ca = ca;
+    for (target, n) in [(&p, to_p), (&q, 6 * writes - to_p)] {
+        let events = all_events(&mut ca, target).await;
+        assert_eq!(events.len(), n, "every write to {target} has its event");
+        assert_gapless(&events);
+    }
+}
+
+/// A write that joins a batch holding another project, and finds its own project's row
+/// locked elsewhere (another instance, an open psql), gives up after a bounded wait and
+/// starts again in a batch of its own: the writes already in the batch commit at once
+/// instead of waiting for that lock with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_does_not_wait_for_a_lock_held_elsewhere() {
+    let server = Server::start(Backend::Postgres).await.unwrap();
+    let c = server.clients().await;
+    let p = project();
+    let q = on_the_same_lane(&p);
+    put_note(&mut c.clone(), &q, "k", "v", write()).await.unwrap();
+    let mut holder = sqlx::PgConnection::connect(&server.database_url).await.unwrap();
+    sqlx::raw_sql("BEGIN").execute(&mut holder).await.unwrap();
+    sqlx::query("SELECT key FROM projects WHERE key = $1 FOR UPDATE")
+        .bind(&q)
+        .execute(&mut holder)
+        .await
+        .unwrap();
+
+    // Writes to p, back to back from several clients: the lane always has a batch holding p.
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..16)
+        .map(|i| {
+            let (mut c, p, stop) = (c.clone(), p.clone(), stop.clone());
+            tokio::spawn(async move {
+                let mut done = Vec::new();
+                let mut n = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let started = Instant::now();
+                    put_note(&mut c, &p, &format!("c{i}-{n}"), "busy", write()).await.unwrap();
+                    done.push((started, Instant::now()));
+                    n += 1;
+                }
+                done
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let joined = Instant::now();
+    let blocked = {
+        let (mut c, q) = (c.clone(), q.clone());
+        tokio::spawn(async move { put_note(&mut c, &q, "k", "after the lock", write()).await })
+    };
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let released = Instant::now();
+    sqlx::raw_sql("COMMIT").execute(&mut holder).await.unwrap();
+    blocked.await.unwrap().expect("the write to the locked project goes through once it is free");
+    stop.store(true, Ordering::Relaxed);
+    let mut before = 0;
+    for w in writers {
+        for (started, finished) in w.await.unwrap() {
+            if started < joined {
+                before += 1;
+                assert!(
+                    finished < released,
+                    "a write to p that started before the write to q joined its batch waited for q's lock"
+                );
+            }
+        }
+    }
+    assert!(before > 0, "writes to p were under way when the write to q came");
+    let mut c = c;
+    for target in [&p, &q] {
+        assert_gapless(&all_events(&mut c, target).await);
+    }
+}
+
+/// A project that the writer puts on the same lane as `p` (its lane is the project key's
+/// `DefaultHasher` hash modulo the lanes, 4 on Postgres): only writes of one lane share
+/// batches, so only they can lock both projects in one transaction.
+fn on_the_same_lane(p: &str) -> String {
+    let lane = |key: &str| {
+        let mut hasher = DefaultHasher::new();
+        key.hash(&mut hasher);
+        hasher.finish() % 4
+    };
+    loop {
+        let q = project();
+        if lane(&q) == lane(p) {
+            return q;
+        }
+    }
+}
+
+/// `baton_lock` with a wait: gives up with SQLSTATE 55P03 while another transaction holds
+/// the project's row, and otherwise takes the lock and leaves lock_timeout unchanged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bounded_project_lock_gives_up_and_restores_the_timeout() {
+    let server = Server::start(Backend::Postgres).await.unwrap();
+    let mut c = server.clients().await;
+    let (held, free) = (project(), project());
+    put_note(&mut c, &held, "k", "v", write()).await.unwrap();
+    let mut holder = sqlx::PgConnection::connect(&server.database_url).await.unwrap();
+    let mut waiter = sqlx::PgConnection::connect(&server.database_url).await.unwrap();
+    sqlx::raw_sql("BEGIN").execute(&mut holder).await.unwrap();
+    sqlx::query("SELECT key FROM projects WHERE key = $1 FOR UPDATE")
+        .bind(&held)
+        .execute(&mut holder)
+        .await
+        .unwrap();
+
+    let lock = "SELECT out_revision FROM baton_lock($1, NULL, FALSE, $2)";
+    let started = Instant::now();
+    let err = sqlx::query(lock).bind(&held).bind(50).execute(&mut waiter).await.unwrap_err();
+    let code = err.as_database_error().and_then(|e| e.code()).map(|c| c.into_owned());
+    assert_eq!(code.as_deref(), Some("55P03"), "lock_not_available, got {err:?}");
+    assert!(started.elapsed() < Duration::from_secs(30), "the wait was bounded");
+
+    let (timeout,): (String,) = sqlx::query_as("SHOW lock_timeout").fetch_one(&mut waiter).await.unwrap();
+    assert_eq!(timeout, "0", "a failed bounded lock leaves lock_timeout as it was");
+    sqlx::raw_sql("BEGIN").execute(&mut waiter).await.unwrap();
+    let (revision,): (i64,) = sqlx::query_as(lock).bind(&free).bind(50).fetch_one(&mut waiter).await.unwrap();
+    assert_eq!(revision, 1, "a free project is locked (and created) at once");
+    let (timeout,): (String,) = sqlx::query_as("SHOW lock_timeout").fetch_one(&mut waiter).await.unwrap();
+    assert_eq!(timeout, "0", "a bounded lock restores lock_timeout for the rest of the write");
+    sqlx::raw_sql("ROLLBACK").execute(&mut waiter).await.unwrap();
+    sqlx::raw_sql("ROLLBACK").execute(&mut holder).await.unwrap();
+
+    // With the row free again, a write to it goes through.
+    put_note(&mut c, &held, "k", "v2", write()).await.unwrap();
+}
+
+/// A new database's tables are analyzed by the server once they have taken some writes,
+/// well before autovacuum's first round (a minute) would.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_tables_are_analyzed_within_seconds() {
+    let server = Server::start(Backend::Postgres).await.unwrap();
+    let mut c = server.clients().await;
+    let mut db = sqlx::PgConnection::connect(&server.database_url).await.unwrap();
+    // Autovacuum may visit a new database early: keep it off these tables, so that only
+    // the server's own ANALYZE can count.
+    for table in ["memory", "events", "records", "requests", "projects"] {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("ALTER TABLE {table} SET (autovacuum_enabled = false)")))
+            .execute(&mut db)
+            .await
+            .unwrap();
+    }
+    let p = project();
+    for i in 0..250 {
+        put_note(&mut c, &p, &format!("k{i}"), "a note", write()).await.unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let analyzed: Vec<(String,)> =
+            sqlx::query_as("SELECT relname::TEXT FROM pg_stat_user_tables WHERE last_analyze IS NOT NULL")
+                .fetch_all(&mut db)
+                .await
+                .unwrap();
+        let names: Vec<&str> = analyzed.iter().map(|(n,)| n.as_str()).collect();
+        if ["memory", "events", "records", "requests"].iter().all(|t| names.contains(t)) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "tables not analyzed after 30 s: only {names:?}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
