@@ -115,8 +115,9 @@ mod tests {
         assert!(ok, "git {args:?}");
     }
 
-    #[test]
-    fn remembered_until_the_config_changes() {
+    /// A repository with an origin, asked once (so remembered), and a data dir; returns
+    /// them with the remembered file's path and contents.
+    fn remembered_repo() -> (tempfile::TempDir, tempfile::TempDir, PathBuf, Remembered) {
         let repo = tempfile::tempdir().unwrap();
         let data = tempfile::tempdir().unwrap();
         git_in(repo.path(), &["init", "-q"]);
@@ -124,9 +125,15 @@ mod tests {
         assert_eq!(url(Some(data.path()), repo.path()).as_deref(), Some("git@github.com:org/one.git"));
         let file = path(data.path(), repo.path());
         assert!(file.exists(), "remembered");
+        let r: Remembered = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        (repo, data, file, r)
+    }
+
+    #[test]
+    fn remembered_until_the_config_changes() {
+        let (repo, data, file, mut r) = remembered_repo();
 
         // What is remembered is what is answered while the config is unchanged…
-        let mut r: Remembered = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
         r.url = Some("remembered".into());
         std::fs::write(&file, serde_json::to_vec(&r).unwrap()).unwrap();
         assert_eq!(url(Some(data.path()), repo.path()).as_deref(), Some("remembered"));
@@ -144,13 +151,7 @@ mod tests {
 
     #[test]
     fn stale_after_ten_minutes() {
-        let repo = tempfile::tempdir().unwrap();
-        let data = tempfile::tempdir().unwrap();
-        git_in(repo.path(), &["init", "-q"]);
-        git_in(repo.path(), &["remote", "add", "origin", "git@github.com:org/one.git"]);
-        url(Some(data.path()), repo.path());
-        let file = path(data.path(), repo.path());
-        let mut r: Remembered = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        let (repo, data, file, mut r) = remembered_repo();
         r.url = Some("remembered".into());
         r.checked_us -= 11 * 60 * 1_000_000;
         std::fs::write(&file, serde_json::to_vec(&r).unwrap()).unwrap();

@@ -9,13 +9,13 @@ use baton_proto::v1::{
 };
 use tonic::{Request, Response, Status};
 
-use super::brief::fit_brief;
-use super::{Api, build_brief, without_clock, write_ctx};
+use super::brief::resume_with_brief;
+use super::{Api, without_clock, write_ctx};
 use crate::core::access::Need;
 use crate::core::redact::Redactor;
 use crate::core::validate::{self, invalid, limits};
 use crate::error::Error;
-use crate::store::{BriefFor, Entity, SessionQuery, Store};
+use crate::store::{Entity, SessionQuery, Store};
 
 fn check_labels(
     host: &str,
@@ -242,46 +242,7 @@ impl<S: Store> SessionService for Api<S> {
         let mut hash_view = req.clone();
         without_clock(&mut hash_view.write);
         let ctx = write_ctx("ResumeSession", &hash_view, req.write.as_ref(), 0, &who)?;
-        let project = req.project.clone();
-        // Resuming a named session, the brief is read side by side with the write instead of
-        // after it (it would otherwise be about half of a resume's latency): it leaves out
-        // the session being resumed and takes it as the previous one, which is what the
-        // write makes true. A replayed reply (another new session) gets its brief after.
-        let ahead = match &req.target {
-            Some(resume_session_request::Target::SessionId(target)) => Some(BriefFor {
-                project: project.clone(),
-                session_id: Some(new_id),
-                branch: req.branch.clone(),
-                resuming: Some(target.clone()),
-            }),
-            _ => None,
-        };
-        let (reply, ahead) = match ahead {
-            Some(q) => {
-                let (reply, data) =
-                    tokio::join!(self.store.resume_session(ctx, req, new_id), self.store.brief_data(q));
-                (reply?, Some(data))
-            }
-            None => (self.store.resume_session(ctx, req, new_id).await?, None),
-        };
-        let mut reply = reply;
-        let session = reply.session.as_ref().map(|s| (s.id.clone(), s.branch.clone()));
-        let (session_id, branch) = session.unwrap_or_default();
-        let fresh = reply.result.as_ref().is_some_and(|r| !r.replayed) && session_id == new_id.to_string();
-        let brief = match ahead {
-            Some(data) if fresh => {
-                let mut data = data?;
-                // The resumed session as the write left it.
-                data.previous = reply.resumed_from.clone().or(data.previous);
-                fit_brief(&project, data, budget, &[])
-            }
-            _ => {
-                let session_id = validate::uuid("session_id", &session_id).ok();
-                let q = BriefFor { project: project.clone(), session_id, branch, resuming: None };
-                build_brief(&self.store, q, budget, &[]).await?
-            }
-        };
-        reply.brief = Some(brief);
+        let reply = resume_with_brief(&self.store, ctx, req, new_id, budget).await?;
         Ok(Response::new(reply))
     }
 }

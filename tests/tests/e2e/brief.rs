@@ -8,7 +8,7 @@ use baton_proto::v1::{
 };
 use baton_tests::{Backend, Clients, Server, both};
 
-use crate::{based, project, put_note, start, start_session, write};
+use crate::{based, brief_text, project, put_branch_note, put_note, start, start_session, write};
 
 async fn put(c: &mut Clients, p: &str, category: &str, texts: &[&str]) {
     let op = if matches!(category, "decision" | "session_summary") {
@@ -168,17 +168,6 @@ async fn sections_and_budget(backend: Backend) {
 }
 both!(sections_and_budget);
 
-async fn brief_text(c: &mut Clients, p: &str, branch: &str) -> String {
-    c.brief
-        .get_brief(GetBriefRequest { project: p.into(), branch: branch.into(), ..Default::default() })
-        .await
-        .unwrap()
-        .into_inner()
-        .brief
-        .unwrap()
-        .text
-}
-
 /// The server keeps a brief's memory section while the project's memory is unchanged: every
 /// kind of memory change (upsert, append, delete, a branch's note, a purge) must reach the
 /// next brief, and writes that leave memory alone must not hide it.
@@ -219,18 +208,7 @@ async fn memory_changes_reach_the_next_brief(backend: Backend) {
 
     // A branch's note shows in that branch's brief only, each cached on its own.
     assert!(!brief_text(&mut c, &p, "feat").await.contains("flag:"));
-    c.memory
-        .put_memory(PutMemoryRequest {
-            project: p.clone(),
-            category: "note".into(),
-            branch: "feat".into(),
-            key: "flag".into(),
-            op: MemoryOp::Upsert as i32,
-            items: vec![MemoryItem { content: "behind a flag".into(), ..Default::default() }],
-            write: write(),
-        })
-        .await
-        .unwrap();
+    put_branch_note(&mut c, &p, "feat", "flag", "behind a flag").await;
     assert!(brief_text(&mut c, &p, "feat").await.contains("flag @feat: behind a flag"));
     assert!(!brief_text(&mut c, &p, "").await.contains("flag @feat"));
 
@@ -286,18 +264,7 @@ async fn a_resumes_brief_is_the_new_sessions(backend: Backend) {
         })
         .await
         .unwrap();
-    c.memory
-        .put_memory(PutMemoryRequest {
-            project: p.clone(),
-            category: "note".into(),
-            branch: "feat".into(),
-            key: "flag".into(),
-            op: MemoryOp::Upsert as i32,
-            items: vec![MemoryItem { content: "behind a flag".into(), ..Default::default() }],
-            write: write(),
-        })
-        .await
-        .unwrap();
+    put_branch_note(&mut c, &p, "feat", "flag", "behind a flag").await;
     let request = ResumeSessionRequest {
         project: p.clone(),
         target: Some(resume_session_request::Target::SessionId(old.id.clone())),

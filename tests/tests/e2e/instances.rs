@@ -7,15 +7,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use baton_proto::v1::{
-    AgentKind, Event, EventKind, GetBriefRequest, GetSessionRequest, ListMemoryRequest, SessionStatus,
-    StartSessionRequest, WatchCursor, WatchRequest,
+    AgentKind, Event, EventKind, GetSessionRequest, ListMemoryRequest, SessionStatus, StartSessionRequest,
+    WatchCursor, WatchRequest,
 };
 use baton_tests::postgres::Cluster;
 use baton_tests::{Backend, Clients, Server};
 use tokio_stream::StreamExt as _;
 use tonic::Code;
 
-use crate::{all_events, assert_gapless, project, put_note, write};
+use crate::{all_events, assert_gapless, brief_text, project, put_note, write};
 
 /// A watch on one project from revision 0.
 async fn watch_from_start(c: &Clients, project: &str) -> tonic::Streaming<Event> {
@@ -272,19 +272,9 @@ async fn memory_written_on_one_instance_is_in_the_others_next_brief() {
     let b = Server::start_on(Backend::Postgres, &a.database_url, &[]).unwrap();
     let (mut ca, mut cb) = (a.clients().await, b.clients().await);
     let p = project();
-    let brief_on_b = |mut c: Clients, p: String| async move {
-        c.brief
-            .get_brief(GetBriefRequest { project: p, ..Default::default() })
-            .await
-            .unwrap()
-            .into_inner()
-            .brief
-            .unwrap()
-            .text
-    };
     put_note(&mut cb, &p, "arch", "hub and spokes", write()).await.unwrap();
-    assert!(brief_on_b(cb.clone(), p.clone()).await.contains("arch: hub and spokes"));
+    assert!(brief_text(&mut cb, &p, "").await.contains("arch: hub and spokes"));
     put_note(&mut ca, &p, "arch", "layers", write()).await.unwrap();
-    let text = brief_on_b(cb.clone(), p.clone()).await;
+    let text = brief_text(&mut cb, &p, "").await;
     assert!(text.contains("arch: layers") && !text.contains("hub and spokes"), "{text}");
 }

@@ -30,8 +30,8 @@ mod watch;
 mod writes;
 
 use baton_proto::v1::{
-    AgentKind, ConflictPolicy, Event, ListEventsRequest, MemoryItem, MemoryOp, PutMemoryRequest,
-    PutMemoryResponse, Session, StartSessionRequest, WriteOptions,
+    AgentKind, ConflictPolicy, Event, GetBriefRequest, ListEventsRequest, MemoryItem, MemoryOp,
+    PutMemoryRequest, PutMemoryResponse, Session, StartSessionRequest, WriteOptions,
 };
 use baton_tests::Clients;
 use tonic::{Code, Status};
@@ -143,4 +143,32 @@ pub fn assert_gapless(events: &[Event]) {
     for (i, e) in events.iter().enumerate() {
         assert_eq!(e.revision, i as i64 + 1, "event {i} has revision {}", e.revision);
     }
+}
+
+/// The text of the project's brief on `branch` ("" = none).
+pub async fn brief_text(c: &mut Clients, p: &str, branch: &str) -> String {
+    c.brief
+        .get_brief(GetBriefRequest { project: p.into(), branch: branch.into(), ..Default::default() })
+        .await
+        .unwrap()
+        .into_inner()
+        .brief
+        .unwrap()
+        .text
+}
+
+/// Upserts a note scoped to `branch`.
+pub async fn put_branch_note(c: &mut Clients, p: &str, branch: &str, key: &str, text: &str) {
+    c.memory
+        .put_memory(PutMemoryRequest {
+            project: p.into(),
+            category: "note".into(),
+            branch: branch.into(),
+            key: key.into(),
+            op: MemoryOp::Upsert as i32,
+            items: vec![MemoryItem { content: text.into(), ..Default::default() }],
+            write: write(),
+        })
+        .await
+        .unwrap();
 }
