@@ -19,7 +19,9 @@
 //! that already holds some projects' locks waits only briefly for another's
 //! ([`Lease::bounded`]); if that runs out, the write starts again at the head of a fresh
 //! batch ([`Writer::lease`] with `fresh`), which holds nothing while it waits. So no cycle
-//! of waits can form between batches of different servers.
+//! of waits can form between batches of different servers. The price of lanes: a write
+//! that waits for a lock held outside Baton (an open psql transaction on a project row)
+//! holds up its lane, not only its project; Baton's own batches hold locks for milliseconds.
 //!
 //! A write holds a [`Lease`]: the connection, dereferencing to the backend's connection.
 //! It ends with [`Lease::commit`] (kept; waits for the batch's commit) or

@@ -67,13 +67,7 @@ async fn a_batch_does_not_wait_for_a_lock_held_elsewhere() {
     let p = project();
     let q = on_the_same_lane(&p);
     put_note(&mut c.clone(), &q, "k", "v", write()).await.unwrap();
-    let mut holder = sqlx::PgConnection::connect(&server.database_url).await.unwrap();
-    sqlx::raw_sql("BEGIN").execute(&mut holder).await.unwrap();
-    sqlx::query("SELECT key FROM projects WHERE key = $1 FOR UPDATE")
-        .bind(&q)
-        .execute(&mut holder)
-        .await
-        .unwrap();
+    let mut holder = hold_project_row(&server, &q).await;
 
     // Writes to p, back to back from several clients: the lane always has a batch holding p.
     let stop = Arc::new(AtomicBool::new(false));
@@ -123,6 +117,19 @@ async fn a_batch_does_not_wait_for_a_lock_held_elsewhere() {
     }
 }
 
+/// A connection of its own, in a transaction that holds `project`'s row lock (as another
+/// instance's batch or an open psql would) until it commits or rolls back.
+async fn hold_project_row(server: &Server, project: &str) -> sqlx::PgConnection {
+    let mut holder = sqlx::PgConnection::connect(&server.database_url).await.unwrap();
+    sqlx::raw_sql("BEGIN").execute(&mut holder).await.unwrap();
+    sqlx::query("SELECT key FROM projects WHERE key = $1 FOR UPDATE")
+        .bind(project)
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    holder
+}
+
 /// A project that the writer puts on the same lane as `p` (its lane is the project key's
 /// `DefaultHasher` hash modulo the lanes, 4 on Postgres): only writes of one lane share
 /// batches, so only they can lock both projects in one transaction.
@@ -148,14 +155,8 @@ async fn bounded_project_lock_gives_up_and_restores_the_timeout() {
     let mut c = server.clients().await;
     let (held, free) = (project(), project());
     put_note(&mut c, &held, "k", "v", write()).await.unwrap();
-    let mut holder = sqlx::PgConnection::connect(&server.database_url).await.unwrap();
+    let mut holder = hold_project_row(&server, &held).await;
     let mut waiter = sqlx::PgConnection::connect(&server.database_url).await.unwrap();
-    sqlx::raw_sql("BEGIN").execute(&mut holder).await.unwrap();
-    sqlx::query("SELECT key FROM projects WHERE key = $1 FOR UPDATE")
-        .bind(&held)
-        .execute(&mut holder)
-        .await
-        .unwrap();
 
     let lock = "SELECT out_revision FROM baton_lock($1, NULL, FALSE, $2)";
     let started = Instant::now();
