@@ -178,12 +178,6 @@ const ANALYZE_AFTER: i64 = 200;
 /// A pooled connection idle longer than this is pinged before use.
 const STALE_AFTER: Duration = Duration::from_secs(2);
 
-/// A write transaction: a savepoint in the batch of `project`'s lane, or with `fresh` at the
-/// head of a batch of its own.
-async fn begin_write(store: &Backend, project: &str, fresh: bool) -> Result<Tx> {
-    Ok(store.writer.lease(project, fresh).await?)
-}
-
 /// Writes that take no revision run as single statements (autocommit): one round trip each.
 async fn plain_write(store: &Backend) -> Result<Plain> {
     Ok(Plain(store.pool.acquire().await?))
@@ -232,11 +226,6 @@ async fn lock_project(
     .bind(wait_ms)
     .fetch_one(&mut **tx)
     .await
-}
-
-/// A bounded wait for a lock ran out (SQLSTATE 55P03, lock_not_available).
-fn lock_ran_out(error: &sqlx::Error) -> bool {
-    matches!(error, sqlx::Error::Database(db) if db.code().as_deref() == Some("55P03"))
 }
 
 /// Joins the statements of a `Combined` query: data-modifying CTEs of one statement.

@@ -74,12 +74,6 @@ impl SqliteStore {
 const DIALECT: Dialect =
     Dialect { begin: "BEGIN IMMEDIATE; SAVEPOINT write", max_batch: 64, lanes: 1, bound_new_projects: false };
 
-/// A write transaction (a savepoint in the writer's batch; see `writer.rs`). One writer for
-/// the database, so `fresh` is never needed.
-async fn begin_write(store: &Backend, project: &str, fresh: bool) -> Result<Tx> {
-    Ok(store.writer.lease(project, fresh).await?)
-}
-
 /// Writes that take no revision (liveness, chunks, token use) go through the writer too, so
 /// they never wait on SQLite's busy handler behind a batch.
 async fn plain_write(store: &Backend) -> Result<Tx> {
@@ -112,11 +106,6 @@ async fn lock_project(
     memory: bool,
 ) -> Result<Locked, sqlx::Error> {
     sqlx::query_as(LOCK_PROJECT).bind(project).bind(request_id).bind(memory).fetch_one(&mut **tx).await
-}
-
-/// The writer holds the database's one write lock: a lock never runs out here.
-fn lock_ran_out(_error: &sqlx::Error) -> bool {
-    false
 }
 
 /// Joins the statements of a `Combined` query: SQLite runs `;`-separated statements in order.

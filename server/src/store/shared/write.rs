@@ -1,8 +1,8 @@
 // The write machinery shared by both backends: lock the project row (allocating the
 // revision), deduplicate by request_id, emit exactly one event per revision, commit, wake
 // the readers. Included into `sqlite.rs` and `postgres.rs`, where `Db`, `Conn`, `Tx`, `Pool`,
-// `Backend`, `begin_write`, `plain_write`, `open_statement`, `close_statements`, `announce`,
-// `lock_project`, `lock_ran_out`, `now_us!` and `greatest!` are the backend's own.
+// `Backend` (with its `writer`), `plain_write`, `open_statement`, `close_statements`,
+// `announce`, `lock_project`, `now_us!` and `greatest!` are the backend's own.
 //
 // Every statement costs a hand-off (SQLite's connection thread, a Postgres round trip), and
 // a write holds the project lock from its first statement to its commit, so a write is kept
@@ -44,6 +44,18 @@ struct Write {
     deferred: Combined,
 }
 
+/// A write transaction: a savepoint in the batch of `project`'s lane (see `writer.rs`), or
+/// with `fresh` at the head of a batch of its own.
+async fn begin_write(store: &Backend, project: &str, fresh: bool) -> Result<Tx> {
+    Ok(store.writer.lease(project, fresh).await?)
+}
+
+/// A bounded wait for the project lock ran out (SQLSTATE 55P03, lock_not_available). Only
+/// a bounded lease (Postgres, see `Lease::bounded`) waits with a bound.
+fn lock_ran_out(error: &sqlx::Error) -> bool {
+    matches!(error, sqlx::Error::Database(db) if db.code().as_deref() == Some("55P03"))
+}
+
 /// What the project lock returns: the write's revision and time (µs), the project's memory
 /// caps (JSON), and the stored hash and reply of an earlier request with this request id.
 type Locked = (i64, i64, String, Option<Vec<u8>>, Option<Vec<u8>>);
@@ -81,7 +93,7 @@ impl Backend {
             let mut tx = begin_write(self, project, fresh).await?;
             match lock_project(&mut tx, project, ctx.request_id.as_deref(), memory).await {
                 Ok(locked) => break (tx, locked),
-                Err(e) if !fresh && lock_ran_out(&e) => {
+                Err(e) if tx.bounded() && lock_ran_out(&e) => {
                     tx.rollback().await?;
                     fresh = true;
                 }
