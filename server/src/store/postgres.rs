@@ -20,8 +20,14 @@ type Tx = Lease<Db>;
 /// Writes are batched per lane (see `writer.rs`); a project always uses the same lane.
 /// At most 32 writes per transaction: each write's savepoint is a subtransaction, and
 /// beyond 64 of them Postgres overflows the per-backend cache that snapshots consult.
-const DIALECT: Dialect =
-    Dialect { begin: "BEGIN; SAVEPOINT write", max_batch: 32, lanes: 4, bound_new_projects: true };
+/// A write's savepoint rides with its project lock (`lock_project`): a round trip less.
+const DIALECT: Dialect = Dialect {
+    begin: "BEGIN",
+    max_batch: 32,
+    lanes: 4,
+    bound_new_projects: true,
+    writes_open_savepoints: true,
+};
 
 /// How long a write that joined a batch holding other projects waits for its own project's
 /// lock before it starts again in a batch of its own.
@@ -208,24 +214,69 @@ impl std::ops::DerefMut for Plain {
 }
 
 /// The project-row lock (see `shared/write.rs` and the `baton_lock` migrations): the lock,
-/// then the request id's lookup with a snapshot taken after the lock, in one round trip.
+/// then the request id's lookup with a snapshot taken after the lock; with `record`, also
+/// that memory record's state (`baton_record_state`, migration 0010), read after the lock.
 /// A bounded lease waits for the lock only `BOUNDED_LOCK_WAIT_MS`.
+///
+/// One round trip in all, with the write's savepoint statements in front: the simple query
+/// protocol runs several statements per message, but takes no bound parameters, so the
+/// values go in as literals (`literal`). Both functions are PL/pgSQL, whose statements are
+/// prepared once per connection; what is parsed per call is the one-line call itself.
 async fn lock_project(
     tx: &mut Tx,
     project: &str,
     request_id: Option<&str>,
     memory: bool,
-) -> Result<Locked, sqlx::Error> {
+    record: Option<&str>,
+) -> Result<(Locked, Option<Vec<RecordStateRow>>), sqlx::Error> {
+    use futures::TryStreamExt;
+    use sqlx::FromRow;
+
     let wait_ms = if tx.bounded() { BOUNDED_LOCK_WAIT_MS } else { 0 };
-    sqlx::query_as(
-        "SELECT out_revision, out_now_us, out_caps, out_hash, out_reply FROM baton_lock($1, $2, $3, $4)",
-    )
-    .bind(project)
-    .bind(request_id)
-    .bind(memory)
-    .bind(wait_ms)
-    .fetch_one(&mut **tx)
-    .await
+    let mut sql = tx.take_opening().map(|opening| opening + "; ").unwrap_or_default();
+    let lock_at = sql.matches(';').count();
+    let request_id = request_id.map_or_else(|| Ok("NULL".to_owned()), literal)?;
+    sql += &format!(
+        "SELECT out_revision, out_now_us, out_caps, out_hash, out_reply FROM baton_lock({}, {request_id}, {memory}, {wait_ms})",
+        literal(project)?
+    );
+    if let Some(record) = record {
+        sql += &format!("; SELECT * FROM baton_record_state({}, {})", literal(project)?, literal(record)?);
+    }
+    // Each statement's rows come before its completion: count completions to tell whose.
+    let mut completed = 0;
+    let mut locked = None;
+    let mut state = Vec::new();
+    let mut results = sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).fetch_many(&mut **tx);
+    while let Some(item) = results.try_next().await? {
+        match item {
+            sqlx::Either::Left(_) => completed += 1,
+            sqlx::Either::Right(row) if completed == lock_at => locked = Some(Locked::from_row(&row)?),
+            sqlx::Either::Right(row) => state.push(RecordStateRow::from_row(&row)?),
+        }
+    }
+    let locked = locked.ok_or_else(|| sqlx::Error::Protocol("baton_lock returned no row".into()))?;
+    Ok((locked, record.map(|_| state)))
+}
+
+/// A string as a Postgres string literal, for statements sent with the simple query
+/// protocol. Escaped as libpq's `PQescapeLiteral` does: an `E'…'` literal with quotes and
+/// backslashes doubled reads back the same whatever `standard_conforming_strings` says.
+/// A NUL cannot be part of a text value at all (and the API refuses control characters).
+fn literal(value: &str) -> Result<String, sqlx::Error> {
+    if value.contains('\0') {
+        return Err(sqlx::Error::Encode("a text value cannot contain a NUL character".into()));
+    }
+    let mut quoted = String::with_capacity(value.len() + 4);
+    quoted.push_str("E'");
+    for c in value.chars() {
+        if c == '\'' || c == '\\' {
+            quoted.push(c);
+        }
+        quoted.push(c);
+    }
+    quoted.push('\'');
+    Ok(quoted)
 }
 
 /// Joins the statements of a `Combined` query: data-modifying CTEs of one statement.
@@ -292,3 +343,23 @@ include!("shared/retention.rs");
 include!("shared/purge.rs");
 include!("shared/transfer.rs");
 include!("shared/store_impl.rs");
+
+#[cfg(test)]
+mod tests {
+    use super::literal;
+
+    #[test]
+    fn literals_double_quotes_and_backslashes() {
+        assert_eq!(literal("plain").unwrap(), "E'plain'");
+        assert_eq!(literal("it's").unwrap(), "E'it''s'");
+        assert_eq!(literal("a\\b").unwrap(), "E'a\\\\b'");
+        assert_eq!(literal("\\'; DROP TABLE x; --").unwrap(), "E'\\\\''; DROP TABLE x; --'");
+        assert_eq!(literal("").unwrap(), "E''");
+        assert_eq!(literal("ü/プロ").unwrap(), "E'ü/プロ'");
+    }
+
+    #[test]
+    fn literals_refuse_nul() {
+        assert!(literal("a\0b").is_err());
+    }
+}

@@ -71,13 +71,20 @@ impl SqliteStore {
 
 /// SQLite has one write lock per database: one writer, `BEGIN IMMEDIATE` so the batch
 /// takes the lock before it reads anything.
-const DIALECT: Dialect =
-    Dialect { begin: "BEGIN IMMEDIATE; SAVEPOINT write", max_batch: 64, lanes: 1, bound_new_projects: false };
+const DIALECT: Dialect = Dialect {
+    begin: "BEGIN IMMEDIATE",
+    max_batch: 64,
+    lanes: 1,
+    bound_new_projects: false,
+    // A statement is a hand-off to the connection's thread, not a round trip: the writer
+    // sends the savepoints.
+    writes_open_savepoints: false,
+};
 
 /// Writes that take no revision (liveness, chunks, token use) go through the writer too, so
 /// they never wait on SQLite's busy handler behind a batch.
 async fn plain_write(store: &Backend) -> Result<Tx> {
-    Ok(store.writer.lease("", false).await?)
+    Ok(store.writer.lease("", false, false).await?)
 }
 
 /// The project-row lock (see `shared/write.rs`): creates the project on first use, allocates
@@ -99,13 +106,18 @@ const LOCK_PROJECT: &str = concat!(
     "(SELECT reply FROM requests WHERE project = $1 AND request_id = $2)"
 );
 
+/// Reads no record with the lock: here a statement is a hand-off to the connection's thread,
+/// not a round trip, so the write reads it when it needs it.
 async fn lock_project(
     tx: &mut Tx,
     project: &str,
     request_id: Option<&str>,
     memory: bool,
-) -> Result<Locked, sqlx::Error> {
-    sqlx::query_as(LOCK_PROJECT).bind(project).bind(request_id).bind(memory).fetch_one(&mut **tx).await
+    _record: Option<&str>,
+) -> Result<(Locked, Option<Vec<RecordStateRow>>), sqlx::Error> {
+    let locked =
+        sqlx::query_as(LOCK_PROJECT).bind(project).bind(request_id).bind(memory).fetch_one(&mut **tx).await?;
+    Ok((locked, None))
 }
 
 /// Joins the statements of a `Combined` query: SQLite runs `;`-separated statements in order.

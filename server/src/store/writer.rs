@@ -45,7 +45,7 @@ type Committed = oneshot::Sender<Result<(), String>>;
 /// How a backend batches its writes.
 #[derive(Clone, Copy, Debug)]
 pub struct Dialect {
-    /// Opens a batch's transaction and its first write's savepoint.
+    /// Opens a batch's transaction.
     pub begin: &'static str,
     /// Writes per transaction at most: bounds the wait of the batch's first write (and, on
     /// Postgres, keeps a transaction's subtransactions within the 64 that each backend
@@ -56,6 +56,10 @@ pub struct Dialect {
     /// Whether a batch's waits for a project lock it does not hold yet are bounded (other
     /// servers may batch the same projects in another order).
     pub bound_new_projects: bool,
+    /// Whether a write that asks to (`Writer::lease` with `opens`) sends its own savepoint
+    /// statements with its first statement ([`Lease::take_opening`]) instead of the writer
+    /// sending them alone: one round trip less per write where each costs one (Postgres).
+    pub writes_open_savepoints: bool,
 }
 
 /// One write waiting for the connection.
@@ -63,6 +67,8 @@ struct Job<DB: Database> {
     project: String,
     /// Must be the first write of its batch.
     fresh: bool,
+    /// Will send its savepoint statements itself (see `Dialect::writes_open_savepoints`).
+    opens: bool,
     reply: Reply<DB>,
 }
 
@@ -89,6 +95,8 @@ struct Returned<DB: Database> {
     conn: PoolConnection<DB>,
     /// `Some` = keep the write (and tell it when the batch commits); `None` = roll it back.
     keep: Option<Committed>,
+    /// Whether its savepoint may exist: its opening was sent (by the writer or the write).
+    opened: bool,
 }
 
 /// The writer's connection, lent to one write inside its savepoint.
@@ -96,6 +104,9 @@ pub struct Lease<DB: Database> {
     conn: Option<PoolConnection<DB>>,
     back: Option<oneshot::Sender<Returned<DB>>>,
     bounded: bool,
+    /// The savepoint statements the write is to send ahead of its first statement.
+    opening: Option<String>,
+    opened: bool,
 }
 
 impl<DB: Database> Writer<DB>
@@ -115,13 +126,15 @@ where
     }
 
     /// Waits for the connection, inside a fresh savepoint of the current transaction of
-    /// `project`'s lane; with `fresh`, of a transaction that holds nothing yet.
-    pub async fn lease(&self, project: &str, fresh: bool) -> Result<Lease<DB>, sqlx::Error> {
+    /// `project`'s lane; with `fresh`, of a transaction that holds nothing yet. With `opens`,
+    /// the write promises to send [`Lease::take_opening`] ahead of its first statement
+    /// (the savepoint is then its own to open, where the dialect allows it).
+    pub async fn lease(&self, project: &str, fresh: bool, opens: bool) -> Result<Lease<DB>, sqlx::Error> {
         let mut hasher = DefaultHasher::new();
         project.hash(&mut hasher);
         let lane = usize::try_from(hasher.finish()).unwrap_or(0) % self.lanes.len();
         let (reply, lease) = oneshot::channel();
-        let job = Job { project: project.to_owned(), fresh, reply };
+        let job = Job { project: project.to_owned(), fresh, opens, reply };
         self.lanes[lane].send(Message::Write(job)).map_err(|_| stopped())?;
         match lease.await {
             Ok(Ok(lease)) => Ok(lease),
@@ -152,6 +165,17 @@ impl<DB: Database> Lease<DB> {
         self.bounded
     }
 
+    /// The savepoint statements to send ahead of the write's first statement, in the same
+    /// query (`;`-separated, for the simple query protocol); `None` when the writer already
+    /// sent them, or once taken. Once taken, the write's savepoint counts as opened, even
+    /// if the query fails: the writer then rolls back to it, or abandons the batch if it
+    /// does not exist.
+    pub fn take_opening(&mut self) -> Option<String> {
+        let opening = self.opening.take();
+        self.opened |= opening.is_some();
+        opening
+    }
+
     /// Keeps the write and waits until its transaction commits (durable on return).
     pub async fn commit(mut self) -> Result<(), sqlx::Error> {
         let (committed, outcome) = oneshot::channel();
@@ -173,7 +197,7 @@ impl<DB: Database> Lease<DB> {
     fn give_back(&mut self, keep: Option<Committed>) {
         if let (Some(conn), Some(back)) = (self.conn.take(), self.back.take()) {
             // If the writer is gone, so is the transaction: nothing to keep either way.
-            let _ = back.send(Returned { conn, keep });
+            let _ = back.send(Returned { conn, keep, opened: self.opened });
         }
     }
 }
@@ -199,9 +223,12 @@ impl<DB: Database> DerefMut for Lease<DB> {
     }
 }
 
-/// A lane's writer task: one transaction per batch of queued writes, a savepoint per write.
-/// The savepoint statements ride with the transaction's own (`BEGIN …; SAVEPOINT`,
-/// `RELEASE …; COMMIT`), so a lone write costs no more hand-offs than a plain transaction.
+/// A lane's writer task: one transaction per batch of queued writes, a savepoint per write
+/// (`w1`, `w2`, … within a batch, so that rolling back to one can never undo another
+/// write). The savepoint statements ride with others: the transaction's own (`BEGIN; SAVEPOINT
+/// w1`, `COMMIT`), the write's first statement (`Dialect::writes_open_savepoints`), or the
+/// previous write's end (`RELEASE w1; SAVEPOINT w2`). So a lone write costs no more
+/// hand-offs than a plain transaction, and on Postgres a batched write none of its own.
 async fn run<DB: Database>(pool: Pool<DB>, dialect: Dialect, mut jobs: mpsc::UnboundedReceiver<Message<DB>>)
 where
     for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
@@ -211,6 +238,7 @@ where
     // The lane keeps its connection between batches: a pool connection is pinged when it
     // is taken and again when it is given back, two round trips per batch.
     let mut held: Option<PoolConnection<DB>> = None;
+    let opens = |job: &Job<DB>| dialect.writes_open_savepoints && job.opens;
     loop {
         let first = match carried.take() {
             Some(job) => job,
@@ -224,7 +252,9 @@ where
                 None => return,
             },
         };
-        let mut conn = match begin(&pool, &mut held, dialect.begin).await {
+        let begin_sql =
+            if opens(&first) { dialect.begin.to_owned() } else { format!("{}; SAVEPOINT w1", dialect.begin) };
+        let mut conn = match begin(&pool, &mut held, &begin_sql).await {
             Ok(conn) => conn,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot begin a write transaction");
@@ -237,14 +267,27 @@ where
         let mut locked: HashSet<String> = HashSet::new();
         let mut job = first;
         let mut lent = 1;
+        // A kept write's savepoint, released with the next write's opening (or by COMMIT).
+        let mut release: Option<String> = None;
         let mut closing: Option<oneshot::Sender<()>> = None;
         let error = loop {
             let bounded = dialect.bound_new_projects && !locked.is_empty() && !locked.contains(&job.project);
+            let savepoint = format!("w{lent}");
+            // The write sends its opening (the previous savepoint's release and its own), or
+            // the writer already did.
+            let sent_by_write = opens(&job).then(|| opening(release.as_deref(), &savepoint));
             let (back, returned) = oneshot::channel();
+            let lease = Lease {
+                conn: Some(conn),
+                back: Some(back),
+                bounded,
+                opened: sent_by_write.is_none(),
+                opening: sent_by_write,
+            };
             // If the write is gone (its request was cancelled), the lease is dropped here and
             // comes straight back as a rollback.
-            let _ = job.reply.send(Ok(Lease { conn: Some(conn), back: Some(back), bounded }));
-            let Ok(Returned { conn: back, keep }) = returned.await else {
+            let _ = job.reply.send(Ok(lease));
+            let Ok(Returned { conn: back, keep, opened }) = returned.await else {
                 // The connection went with the lease: so did the transaction.
                 break LOST.to_owned();
             };
@@ -265,18 +308,38 @@ where
                     Err(_) => {}
                 }
             }
-            let end = match (kept, next.is_some()) {
-                (true, true) => "RELEASE write; SAVEPOINT write",
-                (true, false) => "RELEASE write; COMMIT",
-                (false, true) => "ROLLBACK TO write; RELEASE write; SAVEPOINT write",
-                (false, false) => "ROLLBACK TO write; RELEASE write; COMMIT",
+            // What the writer sends before the next write (or to end the batch).
+            let mut sql = Vec::new();
+            if opened {
+                // The previous savepoint was released with this write's opening.
+                release = None;
+                if kept {
+                    release = Some(savepoint.clone());
+                } else {
+                    // Fails if the savepoint does not exist (the opening never reached the
+                    // database): then the batch is abandoned, never another write undone.
+                    sql.push(format!("ROLLBACK TO SAVEPOINT {savepoint}; RELEASE SAVEPOINT {savepoint}"));
+                }
+            }
+            match &next {
+                Some(next) if !opens(next) => {
+                    sql.push(opening(release.take().as_deref(), &format!("w{}", lent + 1)));
+                }
+                Some(_) => {}
+                // COMMIT releases every savepoint.
+                None => sql.push("COMMIT".to_owned()),
+            }
+            let sent = if sql.is_empty() {
+                Ok(())
+            } else {
+                sqlx::raw_sql(sqlx::AssertSqlSafe(sql.join("; "))).execute(&mut *conn).await.map(drop)
             };
-            match (sqlx::raw_sql(end).execute(&mut *conn).await, next) {
-                (Ok(_), Some(next)) => {
+            match (sent, next) {
+                (Ok(()), Some(next)) => {
                     job = next;
                     lent += 1;
                 }
-                (Ok(_), None) => {
+                (Ok(()), None) => {
                     for w in waiting.drain(..) {
                         let _ = w.send(Ok(()));
                     }
@@ -306,18 +369,26 @@ where
     }
 }
 
+/// The statements that open a write's savepoint, after releasing the previous write's.
+fn opening(release: Option<&str>, savepoint: &str) -> String {
+    match release {
+        Some(previous) => format!("RELEASE SAVEPOINT {previous}; SAVEPOINT {savepoint}"),
+        None => format!("SAVEPOINT {savepoint}"),
+    }
+}
+
 /// Begins a batch on the lane's connection, or on a new one if it has none or it broke while
 /// idle (a database restart).
 async fn begin<DB: Database>(
     pool: &Pool<DB>,
     held: &mut Option<PoolConnection<DB>>,
-    sql: &'static str,
+    sql: &str,
 ) -> Result<PoolConnection<DB>, sqlx::Error>
 where
     for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
 {
     if let Some(mut conn) = held.take() {
-        match sqlx::raw_sql(sql).execute(&mut *conn).await {
+        match sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&mut *conn).await {
             Ok(_) => return Ok(conn),
             Err(e) => {
                 tracing::debug!(error = %e, "the writer's connection broke while idle; taking another");
@@ -326,7 +397,7 @@ where
         }
     }
     let mut conn = pool.acquire().await?;
-    if let Err(e) = sqlx::raw_sql(sql).execute(&mut *conn).await {
+    if let Err(e) = sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&mut *conn).await {
         abandon(conn).await;
         return Err(e);
     }
@@ -376,10 +447,11 @@ mod tests {
     }
 
     const DIALECT: Dialect = Dialect {
-        begin: "BEGIN IMMEDIATE; SAVEPOINT write",
+        begin: "BEGIN IMMEDIATE",
         max_batch: 64,
         lanes: 1,
         bound_new_projects: true,
+        writes_open_savepoints: false,
     };
 
     async fn insert(lease: &mut Lease<Sqlite>, v: &str) -> Result<(), sqlx::Error> {
@@ -395,7 +467,7 @@ mod tests {
         let pool = pool(&dir).await;
         let writer = Writer::spawn(pool.clone(), DIALECT);
         // Hold the connection so the next writes queue up and join one batch.
-        let mut first = writer.lease("p", false).await.unwrap();
+        let mut first = writer.lease("p", false, false).await.unwrap();
         insert(&mut first, "a").await.unwrap();
         let tasks: Vec<_> = ["b", "c", "d", "e", "f"]
             .into_iter()
@@ -403,7 +475,7 @@ mod tests {
                 let writer = writer.clone();
                 let pool = pool.clone();
                 tokio::spawn(async move {
-                    let mut lease = writer.lease("p", false).await.unwrap();
+                    let mut lease = writer.lease("p", false, false).await.unwrap();
                     insert(&mut lease, v).await.unwrap();
                     match v {
                         "c" => lease.rollback().await.unwrap(),
@@ -430,7 +502,7 @@ mod tests {
         }
         assert_eq!(values(&pool).await, vec!["a", "b", "f"]);
         // The writer carries on after all that.
-        let mut lease = writer.lease("p", false).await.unwrap();
+        let mut lease = writer.lease("p", false, false).await.unwrap();
         insert(&mut lease, "g").await.unwrap();
         lease.commit().await.unwrap();
         assert_eq!(values(&pool).await, vec!["a", "b", "f", "g"]);
@@ -444,14 +516,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let pool = pool(&dir).await;
         let writer = Writer::spawn(pool.clone(), DIALECT);
-        let mut first = writer.lease("a", false).await.unwrap();
+        let mut first = writer.lease("a", false, false).await.unwrap();
         assert!(!first.bounded(), "the first write of a batch holds nothing while it waits");
         insert(&mut first, "a1").await.unwrap();
         let lease_of = |project: &'static str, fresh: bool| {
             let writer = writer.clone();
             let pool = pool.clone();
             tokio::spawn(async move {
-                let mut lease = writer.lease(project, fresh).await.unwrap();
+                let mut lease = writer.lease(project, fresh, false).await.unwrap();
                 let bounded = lease.bounded();
                 let seen = values(&pool).await;
                 insert(&mut lease, &format!("{project}{}", seen.len() + 10)).await.unwrap();
@@ -477,6 +549,95 @@ mod tests {
         assert_eq!(fresh_seen.len(), 3, "the fresh write saw the first batch committed: {fresh_seen:?}");
     }
 
+    const OPENING: Dialect = Dialect { writes_open_savepoints: true, ..DIALECT };
+
+    /// An insert that sends the lease's opening (its savepoint statements) in front, as the
+    /// Postgres project lock does.
+    async fn insert_opening(lease: &mut Lease<Sqlite>, v: &str) -> Result<(), sqlx::Error> {
+        let opening = lease.take_opening().map(|o| o + "; ").unwrap_or_default();
+        let sql = format!("{opening}INSERT INTO t (v) VALUES ('{v}')");
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&mut **lease).await.map(drop)
+    }
+
+    /// Writes that send their own savepoints (the first with the batch's `BEGIN` already
+    /// sent, the next ones releasing the previous savepoint) keep and roll back alone
+    /// just like those whose savepoint the writer sends, in one batch with them.
+    #[tokio::test]
+    async fn writes_that_open_their_savepoints_roll_back_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = pool(&dir).await;
+        let writer = Writer::spawn(pool.clone(), OPENING);
+        let mut first = writer.lease("p", false, true).await.unwrap();
+        assert_eq!(first.take_opening().as_deref(), Some("SAVEPOINT w1"));
+        sqlx::raw_sql("SAVEPOINT w1; INSERT INTO t (v) VALUES ('a')").execute(&mut *first).await.unwrap();
+        let spawn = |v: &'static str, opens: bool| {
+            let writer = writer.clone();
+            tokio::spawn(async move {
+                let mut lease = writer.lease("p", false, opens).await.unwrap();
+                match v {
+                    // Dropped before it sent anything (its opening goes to the next write).
+                    "e" => drop(lease),
+                    _ => {
+                        insert_opening(&mut lease, v).await.unwrap();
+                        if v == "c" {
+                            lease.rollback().await.unwrap();
+                        } else {
+                            // A statement that fails, after a good one: the write goes.
+                            if v == "d" {
+                                assert!(insert_opening(&mut lease, "a").await.is_err(), "duplicate key");
+                                return;
+                            }
+                            lease.commit().await.unwrap();
+                        }
+                    }
+                }
+            })
+        };
+        let tasks = [
+            spawn("b", true),
+            spawn("c", true),
+            spawn("d", true),
+            spawn("e", true),
+            spawn("f", false),
+            spawn("g", true),
+        ];
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        first.commit().await.unwrap();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert_eq!(values(&pool).await, vec!["a", "b", "f", "g"]);
+    }
+
+    /// A write that took its opening but whose savepoint never reached the database cannot
+    /// be rolled back to it: the writer then abandons the batch (its writes are told they
+    /// were not kept) instead of rolling back to another write's savepoint.
+    #[tokio::test]
+    async fn an_opening_that_never_ran_abandons_the_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = pool(&dir).await;
+        let writer = Writer::spawn(pool.clone(), OPENING);
+        let mut first = writer.lease("p", false, true).await.unwrap();
+        insert_opening(&mut first, "a").await.unwrap();
+        let second = {
+            let writer = writer.clone();
+            tokio::spawn(async move {
+                let mut lease = writer.lease("p", false, true).await.unwrap();
+                assert_eq!(lease.take_opening().as_deref(), Some("RELEASE SAVEPOINT w1; SAVEPOINT w2"));
+                lease.rollback().await.unwrap();
+            })
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert!(first.commit().await.is_err(), "the batch was abandoned: its write is not acknowledged");
+        second.await.unwrap();
+        assert!(values(&pool).await.is_empty(), "nothing of the abandoned batch was committed");
+        // The writer carries on with a new connection.
+        let mut lease = writer.lease("p", false, true).await.unwrap();
+        insert_opening(&mut lease, "b").await.unwrap();
+        lease.commit().await.unwrap();
+        assert_eq!(values(&pool).await, vec!["b"]);
+    }
+
     /// The writer keeps its connection between batches; `close` gives it back, so the
     /// pool's close (which waits for every connection) finishes.
     #[tokio::test]
@@ -484,13 +645,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let pool = pool(&dir).await;
         let writer = Writer::spawn(pool.clone(), DIALECT);
-        let mut lease = writer.lease("p", false).await.unwrap();
+        let mut lease = writer.lease("p", false, false).await.unwrap();
         insert(&mut lease, "a").await.unwrap();
         lease.commit().await.unwrap();
         writer.close().await;
         tokio::time::timeout(std::time::Duration::from_secs(10), pool.close())
             .await
             .expect("the pool closes once the writer gave its connection back");
-        assert!(writer.lease("p", false).await.is_err(), "no writes on a closed pool");
+        assert!(writer.lease("p", false, false).await.is_err(), "no writes on a closed pool");
     }
 }

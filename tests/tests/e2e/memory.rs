@@ -255,3 +255,47 @@ async fn deletes_and_concurrent_adds(backend: Backend) {
     assert_eq!(crate::concurrency::replay_memory(&events), expected);
 }
 both!(deletes_and_concurrent_adds);
+
+/// Quotes, backslashes, SQL and non-ASCII text in a project key, a note's key and a request
+/// id (values the Postgres writer sends as literals, `lock_project`) are stored and matched
+/// exactly: the note is written, replayed by its request id, overwritten, listed, deleted.
+async fn quoted_names(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = format!("{}/it's \\ a \"quoted\" ' OR '1'='1 \\'; -- ü/プロジェクト", project());
+    let key = "x'); DROP TABLE memory; --\\";
+    let mut w = write();
+    if let Some(w) = w.as_mut() {
+        w.request_id = format!("req-'\\'-{}", w.request_id);
+    }
+    let first = put_note(&mut c, &p, key, "first 'value' \\", w.clone()).await.unwrap();
+    let first_result = first.result.clone().unwrap();
+    assert_eq!(first_result.outcome, WriteOutcome::Applied as i32);
+    let replay = put_note(&mut c, &p, key, "first 'value' \\", w).await.unwrap().result.unwrap();
+    assert!(replay.replayed, "the same request id is recognised");
+    assert_eq!(replay.revision, first_result.revision);
+    let second = put_note(&mut c, &p, key, "second", write()).await.unwrap();
+    assert_eq!(second.result.unwrap().outcome, WriteOutcome::Applied as i32);
+    let notes = list(&mut c, &p, "note", false).await;
+    assert_eq!(contents(&notes), vec!["second"]);
+    assert_eq!(notes[0].key, key);
+    assert_eq!(notes[0].project, p);
+    let deleted = c
+        .memory
+        .delete_memory(DeleteMemoryRequest {
+            project: p.clone(),
+            target: Some(delete_memory_request::Target::Record(RecordRef {
+                category: "note".into(),
+                branch: String::new(),
+                key: key.into(),
+            })),
+            write: write(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(deleted.deleted_ids, vec![notes[0].id.clone()]);
+    assert!(list(&mut c, &p, "note", false).await.is_empty());
+    assert_gapless(&all_events(&mut c, &p).await);
+}
+both!(quoted_names);

@@ -45,9 +45,19 @@ impl Write {
         Ok(rows.iter().map(MemoryRow::to_proto).collect())
     }
 
-    /// A record's LWW version and its live entries, in one query.
+    /// A record's LWW version and its live entries, in one query (or none: read with the lock).
     async fn record_state(&mut self, record: &str) -> Result<(Option<(RecordVersion, Actor)>, Vec<MemoryEntry>)> {
-        let rows: Vec<RecordStateRow> = sqlx::query_as(
+        let rows = match self.prefetched.take() {
+            Some((read, rows)) if read == record => rows,
+            _ => self.read_record_state(record).await?,
+        };
+        let version = rows.first().and_then(RecordStateRow::version);
+        let entries = rows.into_iter().filter_map(|row| row.entry(&self.project)).collect();
+        Ok((version, entries))
+    }
+
+    async fn read_record_state(&mut self, record: &str) -> Result<Vec<RecordStateRow>> {
+        Ok(sqlx::query_as(
             "SELECT r.revision AS record_revision, r.written_us AS record_written_us, r.author AS record_author, \
              m.id, m.category, m.branch, m.key, m.content, m.rationale, m.author, m.revision, m.created_us \
              FROM (SELECT 1 AS one) k \
@@ -58,10 +68,7 @@ impl Write {
         .bind(&self.project)
         .bind(record)
         .fetch_all(&mut *self.tx)
-        .await?;
-        let version = rows.first().and_then(RecordStateRow::version);
-        let entries = rows.into_iter().filter_map(|row| row.entry(&self.project)).collect();
-        Ok((version, entries))
+        .await?)
     }
 
     /// Applies a record write (sent with the write's log by `finish`): drops `delete_ids`
@@ -309,7 +316,10 @@ impl Write {
 
 impl Backend {
     pub(crate) async fn do_put_memory(&self, ctx: WriteCtx, req: PutMemoryRequest) -> Result<PutMemoryResponse> {
-        let mut w = match self.begin_memory(&req.project, &ctx).await? {
+        // A set or a note is written last-write-wins against its record's current state.
+        let record = (rules::semantics(&req.category)? != Semantics::History)
+            .then(|| rules::record_name(&req.category, &req.branch, &req.key));
+        let mut w = match self.begin_memory_record(&req.project, &ctx, record.as_deref()).await? {
             Begun::Replay(bytes) => return replayed(&bytes, |r: &mut PutMemoryResponse| r.result.as_mut()),
             Begun::Fresh(w) => w,
         };
@@ -330,7 +340,14 @@ impl Backend {
     }
 
     pub(crate) async fn do_delete_memory(&self, ctx: WriteCtx, req: DeleteMemoryRequest) -> Result<DeleteMemoryResponse> {
-        let mut w = match self.begin_memory(&req.project, &ctx).await? {
+        // Deleting from a set or a note is an LWW write of its record.
+        let record = match &req.target {
+            Some(delete_memory_request::Target::Record(r)) if rules::semantics(&r.category)? != Semantics::History => {
+                Some(rules::record_name(&r.category, &r.branch, &r.key))
+            }
+            _ => None,
+        };
+        let mut w = match self.begin_memory_record(&req.project, &ctx, record.as_deref()).await? {
             Begun::Replay(bytes) => return replayed(&bytes, |r: &mut DeleteMemoryResponse| r.result.as_mut()),
             Begun::Fresh(w) => w,
         };

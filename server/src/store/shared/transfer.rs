@@ -68,7 +68,7 @@ impl Backend {
     pub(crate) async fn do_import_batch(&self, project: String, memory_caps: Option<String>, lines: Vec<Line>) -> Result<ImportCounts> {
         let mut counts = ImportCounts::default();
         // Chunks and settings carry no revision: their own transaction.
-        let mut plain = begin_write(self, &project, false).await?;
+        let mut plain = self.writer.lease(&project, false, false).await?;
         if let Some(caps) = &memory_caps {
             sqlx::query("UPDATE projects SET memory_caps = $2 WHERE key = $1 AND memory_caps = '{}'").bind(&project).bind(caps).execute(&mut *plain).await?;
         }

@@ -42,12 +42,15 @@ struct Write {
     conflicts: Vec<(String, i64, Vec<u8>)>,
     /// Changes that need no answer before the commit, sent with the log by `finish`.
     deferred: Combined,
+    /// A memory record's state, read with the lock (`begin_memory_record`).
+    prefetched: Option<(String, Vec<RecordStateRow>)>,
 }
 
 /// A write transaction: a savepoint in the batch of `project`'s lane (see `writer.rs`), or
-/// with `fresh` at the head of a batch of its own.
+/// with `fresh` at the head of a batch of its own. Its first statement is the project lock,
+/// which sends the savepoint's opening where the backend lets writes send it.
 async fn begin_write(store: &Backend, project: &str, fresh: bool) -> Result<Tx> {
-    Ok(store.writer.lease(project, fresh).await?)
+    Ok(store.writer.lease(project, fresh, true).await?)
 }
 
 /// A bounded wait for the project lock ran out (SQLSTATE 55P03, lock_not_available). Only
@@ -74,24 +77,31 @@ enum Begun {
 impl Backend {
     /// Begins a write on `project`: the lock first, then the idempotency check.
     async fn begin(&self, project: &str, ctx: &WriteCtx) -> Result<Begun> {
-        self.begin_with(project, ctx, false).await
+        self.begin_with(project, ctx, false, None).await
     }
 
     /// Begins a write that may change the project's memory: its lock also records the
     /// write's revision as the project's `memory_revision`, which tells briefs that their
     /// cached memory section is out of date (`MemoryCache`).
     async fn begin_memory(&self, project: &str, ctx: &WriteCtx) -> Result<Begun> {
-        self.begin_with(project, ctx, true).await
+        self.begin_with(project, ctx, true, None).await
     }
 
-    async fn begin_with(&self, project: &str, ctx: &WriteCtx, memory: bool) -> Result<Begun> {
+    /// `begin_memory` for a write that will read one memory record's state (LWW): the
+    /// backend may read it together with the lock, so `Write::record_state` needs no query
+    /// of its own.
+    async fn begin_memory_record(&self, project: &str, ctx: &WriteCtx, record: Option<&str>) -> Result<Begun> {
+        self.begin_with(project, ctx, true, record).await
+    }
+
+    async fn begin_with(&self, project: &str, ctx: &WriteCtx, memory: bool, record: Option<&str>) -> Result<Begun> {
         // A write that joins a batch holding other projects waits for its own lock only
         // briefly (`Lease::bounded`); if that runs out, it starts again at the head of a
         // batch of its own, which holds nothing while it waits.
         let mut fresh = false;
-        let (tx, (revision, now_us, caps_json, stored_hash, stored_reply)) = loop {
+        let (tx, ((revision, now_us, caps_json, stored_hash, stored_reply), state)) = loop {
             let mut tx = begin_write(self, project, fresh).await?;
-            match lock_project(&mut tx, project, ctx.request_id.as_deref(), memory).await {
+            match lock_project(&mut tx, project, ctx.request_id.as_deref(), memory, record).await {
                 Ok(locked) => break (tx, locked),
                 Err(e) if tx.bounded() && lock_ran_out(&e) => {
                     tx.rollback().await?;
@@ -124,6 +134,7 @@ impl Backend {
             events: Vec::new(),
             conflicts: Vec::new(),
             deferred: Combined::new(),
+            prefetched: record.zip(state).map(|(record, rows)| (record.to_owned(), rows)),
         }))
     }
 }
