@@ -79,6 +79,7 @@ const DIALECT: Dialect = Dialect {
     // A statement is a hand-off to the connection's thread, not a round trip: the writer
     // sends the savepoints.
     writes_open_savepoints: false,
+    trust_idle_for: std::time::Duration::ZERO,
 };
 
 /// Writes that take no revision (liveness, chunks, token use) go through the writer too, so

@@ -32,6 +32,7 @@ use std::collections::HashSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use sqlx::pool::PoolConnection;
 use sqlx::{Connection, Database, Executor, Pool};
@@ -60,6 +61,11 @@ pub struct Dialect {
     /// statements with its first statement ([`Lease::take_opening`]) instead of the writer
     /// sending them alone: one round trip less per write where each costs one (Postgres).
     pub writes_open_savepoints: bool,
+    /// With `writes_open_savepoints`: a batch's first write also sends its `BEGIN` if the
+    /// lane's connection answered less than this long ago (trusted to be alive, as the
+    /// pool trusts its idle connections); otherwise the writer begins alone, so that a
+    /// connection that broke while idle is replaced before a write sees it.
+    pub trust_idle_for: Duration,
 }
 
 /// One write waiting for the connection.
@@ -235,9 +241,10 @@ where
 {
     // A write that must start a batch of its own, taken off the queue while a batch ran.
     let mut carried: Option<Job<DB>> = None;
-    // The lane keeps its connection between batches: a pool connection is pinged when it
-    // is taken and again when it is given back, two round trips per batch.
-    let mut held: Option<PoolConnection<DB>> = None;
+    // The lane keeps its connection between batches (a pool connection is pinged when it
+    // is taken and again when it is given back, two round trips per batch), with the time
+    // it last answered.
+    let mut held: Option<(PoolConnection<DB>, Instant)> = None;
     let opens = |job: &Job<DB>| dialect.writes_open_savepoints && job.opens;
     loop {
         let first = match carried.take() {
@@ -245,21 +252,31 @@ where
             None => match jobs.recv().await {
                 Some(Message::Write(job)) => job,
                 Some(Message::Close(done)) => {
-                    drop(held.take());
+                    held = None;
                     let _ = done.send(());
                     continue;
                 }
                 None => return,
             },
         };
-        let begin_sql =
-            if opens(&first) { dialect.begin.to_owned() } else { format!("{}; SAVEPOINT w1", dialect.begin) };
-        let mut conn = match begin(&pool, &mut held, &begin_sql).await {
-            Ok(conn) => conn,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot begin a write transaction");
-                let _ = first.reply.send(Err(e.to_string()));
-                continue;
+        let trusted = held.as_ref().is_some_and(|(_, answered)| answered.elapsed() < dialect.trust_idle_for);
+        // Whether BEGIN was sent: else the next opening sent carries it.
+        let (mut conn, mut began) = match held.take() {
+            Some((conn, _)) if trusted && opens(&first) => (conn, false),
+            kept => {
+                let begin_sql = if opens(&first) {
+                    dialect.begin.to_owned()
+                } else {
+                    format!("{}; SAVEPOINT w1", dialect.begin)
+                };
+                match begin(&pool, kept.map(|(conn, _)| conn), &begin_sql).await {
+                    Ok(conn) => (conn, true),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot begin a write transaction");
+                        let _ = first.reply.send(Err(e.to_string()));
+                        continue;
+                    }
+                }
             }
         };
         let mut waiting: Vec<Committed> = Vec::new();
@@ -275,7 +292,8 @@ where
             let savepoint = format!("w{lent}");
             // The write sends its opening (the previous savepoint's release and its own), or
             // the writer already did.
-            let sent_by_write = opens(&job).then(|| opening(release.as_deref(), &savepoint));
+            let begin = (!began).then_some(dialect.begin);
+            let sent_by_write = opens(&job).then(|| opening(begin, release.as_deref(), &savepoint));
             let (back, returned) = oneshot::channel();
             let lease = Lease {
                 conn: Some(conn),
@@ -311,7 +329,8 @@ where
             // What the writer sends before the next write (or to end the batch).
             let mut sql = Vec::new();
             if opened {
-                // The previous savepoint was released with this write's opening.
+                // BEGIN and the previous savepoint's release went with this write's opening.
+                began = true;
                 release = None;
                 if kept {
                     release = Some(savepoint.clone());
@@ -323,11 +342,15 @@ where
             }
             match &next {
                 Some(next) if !opens(next) => {
-                    sql.push(opening(release.take().as_deref(), &format!("w{}", lent + 1)));
+                    let begin = (!began).then_some(dialect.begin);
+                    sql.push(opening(begin, release.take().as_deref(), &format!("w{}", lent + 1)));
+                    began = true;
                 }
                 Some(_) => {}
                 // COMMIT releases every savepoint.
-                None => sql.push("COMMIT".to_owned()),
+                None if began => sql.push("COMMIT".to_owned()),
+                // No write sent anything: there is no transaction.
+                None => {}
             }
             let sent = if sql.is_empty() {
                 Ok(())
@@ -343,7 +366,7 @@ where
                     for w in waiting.drain(..) {
                         let _ = w.send(Ok(()));
                     }
-                    held = Some(conn);
+                    held = Some((conn, Instant::now()));
                     break String::new();
                 }
                 (Err(e), next) => {
@@ -356,7 +379,7 @@ where
             }
         };
         if let Some(done) = closing {
-            drop(held.take());
+            held = None;
             let _ = done.send(());
         }
         if waiting.is_empty() {
@@ -369,25 +392,30 @@ where
     }
 }
 
-/// The statements that open a write's savepoint, after releasing the previous write's.
-fn opening(release: Option<&str>, savepoint: &str) -> String {
-    match release {
-        Some(previous) => format!("RELEASE SAVEPOINT {previous}; SAVEPOINT {savepoint}"),
-        None => format!("SAVEPOINT {savepoint}"),
+/// The statements that open a write's savepoint: the batch's BEGIN if not sent yet, the
+/// previous write's release, its own savepoint.
+fn opening(begin: Option<&str>, release: Option<&str>, savepoint: &str) -> String {
+    let mut sql = String::new();
+    if let Some(begin) = begin {
+        sql = format!("{begin}; ");
     }
+    if let Some(previous) = release {
+        sql += &format!("RELEASE SAVEPOINT {previous}; ");
+    }
+    sql + &format!("SAVEPOINT {savepoint}")
 }
 
 /// Begins a batch on the lane's connection, or on a new one if it has none or it broke while
 /// idle (a database restart).
 async fn begin<DB: Database>(
     pool: &Pool<DB>,
-    held: &mut Option<PoolConnection<DB>>,
+    held: Option<PoolConnection<DB>>,
     sql: &str,
 ) -> Result<PoolConnection<DB>, sqlx::Error>
 where
     for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
 {
-    if let Some(mut conn) = held.take() {
+    if let Some(mut conn) = held {
         match sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&mut *conn).await {
             Ok(_) => return Ok(conn),
             Err(e) => {
@@ -452,6 +480,7 @@ mod tests {
         lanes: 1,
         bound_new_projects: true,
         writes_open_savepoints: false,
+        trust_idle_for: Duration::ZERO,
     };
 
     async fn insert(lease: &mut Lease<Sqlite>, v: &str) -> Result<(), sqlx::Error> {
@@ -607,6 +636,54 @@ mod tests {
             t.await.unwrap();
         }
         assert_eq!(values(&pool).await, vec!["a", "b", "f", "g"]);
+    }
+
+    /// Where writes open their savepoints and the lane's connection answered recently, a
+    /// batch's BEGIN rides with its first write's opening; if that write sends nothing, the
+    /// next write's opening carries it, and a batch in which no write sent anything ends
+    /// without a COMMIT.
+    #[tokio::test]
+    async fn begin_rides_with_the_first_opening_sent() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = pool(&dir).await;
+        let trusting = Dialect { trust_idle_for: Duration::from_secs(3600), ..OPENING };
+        let writer = Writer::spawn(pool.clone(), trusting);
+        // No connection yet: the writer begins alone.
+        let mut lease = writer.lease("p", false, true).await.unwrap();
+        assert_eq!(lease.take_opening().as_deref(), Some("SAVEPOINT w1"));
+        sqlx::raw_sql("SAVEPOINT w1; INSERT INTO t (v) VALUES ('a')").execute(&mut *lease).await.unwrap();
+        lease.commit().await.unwrap();
+        // Its connection answered just now: the next batch's first write sends BEGIN.
+        let mut lease = writer.lease("p", false, true).await.unwrap();
+        assert_eq!(lease.take_opening().as_deref(), Some("BEGIN IMMEDIATE; SAVEPOINT w1"));
+        sqlx::raw_sql("BEGIN IMMEDIATE; SAVEPOINT w1; INSERT INTO t (v) VALUES ('b')")
+            .execute(&mut *lease)
+            .await
+            .unwrap();
+        lease.commit().await.unwrap();
+        // A first write that sends nothing: the next one in its batch begins.
+        let first = writer.lease("p", false, true).await.unwrap();
+        let next = {
+            let writer = writer.clone();
+            tokio::spawn(async move {
+                let mut lease = writer.lease("p", false, true).await.unwrap();
+                assert_eq!(lease.take_opening().as_deref(), Some("BEGIN IMMEDIATE; SAVEPOINT w2"));
+                sqlx::raw_sql("BEGIN IMMEDIATE; SAVEPOINT w2; INSERT INTO t (v) VALUES ('c')")
+                    .execute(&mut *lease)
+                    .await
+                    .unwrap();
+                lease.commit().await.unwrap();
+            })
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        drop(first);
+        next.await.unwrap();
+        // A batch of one write that sends nothing: no transaction to end, and on it goes.
+        drop(writer.lease("p", false, true).await.unwrap());
+        let mut lease = writer.lease("p", false, true).await.unwrap();
+        insert_opening(&mut lease, "d").await.unwrap();
+        lease.commit().await.unwrap();
+        assert_eq!(values(&pool).await, vec!["a", "b", "c", "d"]);
     }
 
     /// A write that took its opening but whose savepoint never reached the database cannot

@@ -42,6 +42,21 @@ fn summary(run: &Run) -> String {
     format!("p50 {} · p99 {} · {:.0}/s", ms(run.p50()), ms(run.p99()), run.throughput())
 }
 
+/// The project of a client's `i`th write in the spread scenarios: one of 100, drawn afresh
+/// for every write (a mix of both numbers), the same draws for Baton and the floor.
+///
+/// Why not simply the next project each time: two clients that once wrote the same project
+/// at the same moment finish in the same batch and then keep meeting on the next ones, until
+/// all 16 move as one over the projects, one hot project at a time.
+fn spread_project(client: usize, i: u64) -> String {
+    let mut x = (client as u64) << 32 ^ i;
+    // splitmix64's finalizer: every input bit moves every output bit.
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d049bb133111eb);
+    x ^= x >> 31;
+    format!("bench/p{}", x % 100)
+}
+
 /// Text that compresses like a real checkpoint's JSON (about 3:1), `len` bytes.
 fn checkpoint_text(len: usize, seed: u64) -> Vec<u8> {
     let words =
@@ -95,16 +110,7 @@ pub async fn run_all(backend: Backend, sizes: Sizes, only: &[String]) -> Results
     }
     if run("spread") {
         eprintln!("[{backend:?}] small writes over 100 projects");
-        table.push(
-            small_writes(
-                &c,
-                &floor,
-                sizes,
-                |client, i| format!("bench/p{}", (client as u64 * 7 + i) % 100),
-                "small writes over 100 projects",
-            )
-            .await,
-        );
+        table.push(small_writes(&c, &floor, sizes, spread_project, "small writes over 100 projects").await);
     }
     if run("checkpoints") {
         eprintln!("[{backend:?}] 50 KB checkpoints");
@@ -148,7 +154,7 @@ async fn rpc_ceiling(c: &Clients, floor: &Floor, sizes: Sizes) -> Row {
     let at_floor = closed_loop(sizes.clients, sizes.window, move |client, i| {
         let f = f.clone();
         async move {
-            f.write(&format!("bench/p{}", (client as u64 * 7 + i) % 100), b"small write").await;
+            f.write(&spread_project(client, i), b"small write").await;
         }
     })
     .await;
