@@ -71,6 +71,11 @@ impl PgStore {
     /// instances' commits.
     pub async fn connect(url: &str, wakers: Wakers) -> anyhow::Result<Self> {
         let options: PgConnectOptions = url.parse()?;
+        // Migrated first, on a connection of its own: the pool's connections prepare
+        // statements on the tables as they connect.
+        let mut conn = <Conn as sqlx::Connection>::connect_with(&options).await?;
+        MIGRATOR.run(&mut conn).await?;
+        sqlx::Connection::close(conn).await?;
         let pool = PgPoolOptions::new()
             .max_connections(16)
             // While the database is unreachable, requests answer UNAVAILABLE after this long.
@@ -86,9 +91,11 @@ impl PgStore {
                     Ok(true)
                 })
             })
+            .after_connect(|conn, _| {
+                Box::pin(async move { sqlx::raw_sql(PREPARE).execute(conn).await.map(drop) })
+            })
             .connect_with(options)
             .await?;
-        MIGRATOR.run(&pool).await?;
         let notifier = Notifier::spawn(pool.clone());
         let writer = Writer::spawn(pool.clone(), DIALECT);
         let store = Self { pool, wakers, notifier, writer, memory_cache: MemoryCache::default() };
@@ -214,15 +221,44 @@ impl std::ops::DerefMut for Plain {
     }
 }
 
-/// The project-row lock (see `shared/write.rs` and the `baton_lock` migrations): the lock,
-/// then the request id's lookup with a snapshot taken after the lock; with `record`, also
-/// that memory record's state (`baton_record_state`, migration 0010), read after the lock.
-/// A bounded lease waits for the lock only `BOUNDED_LOCK_WAIT_MS`.
+/// The statements that start a write, prepared on every connection as it connects, for
+/// `lock_project` to `EXECUTE`: the project lock (creates the project on first use,
+/// allocates the next revision, reads the write's time, never earlier than the project's
+/// previous write, and its memory caps, and with $2 records the write's revision as the
+/// project's `memory_revision`), the request id's stored reply, a memory record's state.
+const PREPARE: &str = concat!(
+    "PREPARE baton_lock_row(text, boolean) AS ",
+    "INSERT INTO projects AS p (key, head_revision, last_write_us, created_us, memory_revision) VALUES ($1, 1, ",
+    now_us!(),
+    ", ",
+    now_us!(),
+    ", CASE WHEN $2 THEN 1 ELSE 0 END) ON CONFLICT (key) DO UPDATE SET head_revision = p.head_revision + 1, ",
+    "last_write_us = GREATEST(p.last_write_us, ",
+    now_us!(),
+    "), memory_revision = CASE WHEN $2 THEN p.head_revision + 1 ELSE p.memory_revision END ",
+    "RETURNING p.head_revision, p.last_write_us, p.memory_caps; ",
+    "PREPARE baton_request(text, text) AS ",
+    "SELECT request_hash, reply FROM requests WHERE project = $1 AND request_id = $2; ",
+    "PREPARE baton_record_state(text, text) AS ",
+    "SELECT r.revision AS record_revision, r.written_us AS record_written_us, r.author AS record_author, ",
+    "m.id, m.category, m.branch, m.key, m.content, m.rationale, m.author, m.revision, m.created_us ",
+    "FROM (SELECT 1 AS one) k ",
+    "LEFT JOIN records r ON r.project = $1 AND r.record = $2 ",
+    "LEFT JOIN memory m ON m.project = $1 AND m.record = $2 AND m.evicted = FALSE ",
+    "ORDER BY m.revision, m.seq"
+);
+
+/// The project-row lock (see `shared/write.rs`), then the request id's lookup; with
+/// `record`, also that memory record's state. Each is a statement of its own, so each
+/// reads with a snapshot taken after the lock is held: a duplicate request or a change of
+/// the record committed while this write waited for the lock is seen. A bounded lease
+/// waits for the lock only `BOUNDED_LOCK_WAIT_MS` (`lock_timeout`, set for the lock alone;
+/// if it runs out, rolling back to the write's savepoint undoes the setting too).
 ///
 /// One round trip in all, with the write's savepoint statements in front: the simple query
-/// protocol runs several statements per message, but takes no bound parameters, so the
-/// values go in as literals (`literal`). Both functions are PL/pgSQL, whose statements are
-/// prepared once per connection; what is parsed per call is the one-line call itself.
+/// protocol runs several statements per message but takes no bound parameters, so the
+/// values go in as literals (`literal`) to statements prepared on the connection
+/// (`PREPARE`), whose plans are kept as those of bound statements are.
 async fn lock_project(
     tx: &mut Tx,
     project: &str,
@@ -233,31 +269,45 @@ async fn lock_project(
     use futures::TryStreamExt;
     use sqlx::FromRow;
 
-    let wait_ms = if tx.bounded() { BOUNDED_LOCK_WAIT_MS } else { 0 };
-    let mut sql = tx.take_opening().map(|opening| opening + "; ").unwrap_or_default();
-    let lock_at = sql.matches(';').count();
-    let request_id = request_id.map_or_else(|| Ok("NULL".to_owned()), literal)?;
-    sql += &format!(
-        "SELECT out_revision, out_now_us, out_caps, out_hash, out_reply FROM baton_lock({}, {request_id}, {memory}, {wait_ms})",
-        literal(project)?
-    );
+    let project = literal(project)?;
+    // The opening is `;`-separated statements: one entry each, so that positions count.
+    let mut statements: Vec<String> =
+        tx.take_opening().map(|opening| opening.split("; ").map(str::to_owned).collect()).unwrap_or_default();
+    let bounded = tx.bounded();
+    if bounded {
+        statements.push(format!("SET LOCAL lock_timeout = '{BOUNDED_LOCK_WAIT_MS}ms'"));
+    }
+    let lock_at = statements.len();
+    statements.push(format!("EXECUTE baton_lock_row({project}, {memory})"));
+    if bounded {
+        statements.push("SET LOCAL lock_timeout TO DEFAULT".to_owned());
+    }
+    let request_at = statements.len();
+    if let Some(request_id) = request_id {
+        statements.push(format!("EXECUTE baton_request({project}, {})", literal(request_id)?));
+    }
     if let Some(record) = record {
-        sql += &format!("; SELECT * FROM baton_record_state({}, {})", literal(project)?, literal(record)?);
+        statements.push(format!("EXECUTE baton_record_state({project}, {})", literal(record)?));
     }
     // Each statement's rows come before its completion: count completions to tell whose.
     let mut completed = 0;
-    let mut locked = None;
+    let mut lock: Option<(i64, i64, String)> = None;
+    let mut request: (Option<Vec<u8>>, Option<Vec<u8>>) = (None, None);
     let mut state = Vec::new();
-    let mut results = sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).fetch_many(&mut **tx);
+    let mut results = sqlx::raw_sql(sqlx::AssertSqlSafe(statements.join("; "))).fetch_many(&mut **tx);
     while let Some(item) = results.try_next().await? {
         match item {
             sqlx::Either::Left(_) => completed += 1,
-            sqlx::Either::Right(row) if completed == lock_at => locked = Some(Locked::from_row(&row)?),
+            sqlx::Either::Right(row) if completed == lock_at => lock = Some(FromRow::from_row(&row)?),
+            sqlx::Either::Right(row) if completed == request_at && request_id.is_some() => {
+                request = FromRow::from_row(&row)?;
+            }
             sqlx::Either::Right(row) => state.push(RecordStateRow::from_row(&row)?),
         }
     }
-    let locked = locked.ok_or_else(|| sqlx::Error::Protocol("baton_lock returned no row".into()))?;
-    Ok((locked, record.map(|_| state)))
+    let (revision, now_us, caps) =
+        lock.ok_or_else(|| sqlx::Error::Protocol("the project lock returned no row".into()))?;
+    Ok(((revision, now_us, caps, request.0, request.1), record.map(|_| state)))
 }
 
 /// A string as a Postgres string literal, for statements sent with the simple query

@@ -147,8 +147,10 @@ fn on_the_same_lane(p: &str) -> String {
     }
 }
 
-/// `baton_lock` with a wait: gives up with SQLSTATE 55P03 while another transaction holds
-/// the project's row, and otherwise takes the lock and leaves lock_timeout unchanged.
+/// `baton_lock` with a wait (migration 0009; servers since use the statements prepared on
+/// their connections, but a server of that version may still share the database during a
+/// rolling upgrade): gives up with SQLSTATE 55P03 while another transaction holds the
+/// project's row, and otherwise takes the lock and leaves lock_timeout unchanged.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bounded_project_lock_gives_up_and_restores_the_timeout() {
     let server = Server::start(Backend::Postgres).await.unwrap();
