@@ -99,6 +99,15 @@ fn free_port() -> Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
+/// Whether clusters started from now on keep Postgres's own durability settings (fsync,
+/// synchronous commit, full page writes) instead of the tests' fast ones: for benchmarks,
+/// which measure what a team's server does. Call before the first cluster starts.
+pub fn use_durable_clusters() {
+    DURABLE.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+static DURABLE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 fn start_cluster() -> Result<String> {
     let cluster = Cluster::create()?;
     let url = cluster.admin_url();
@@ -117,6 +126,7 @@ pub struct Cluster {
     port: u16,
     user: Option<(u32, u32)>,
     pid: Option<u32>,
+    durable: bool,
 }
 
 impl Cluster {
@@ -152,7 +162,8 @@ impl Cluster {
         if !out.status.success() {
             bail!("initdb failed: {}", String::from_utf8_lossy(&out.stderr));
         }
-        let mut cluster = Self { postgres, data, dir, port: free_port()?, user, pid: None };
+        let durable = DURABLE.load(std::sync::atomic::Ordering::Relaxed);
+        let mut cluster = Self { postgres, data, dir, port: free_port()?, user, pid: None, durable };
         cluster.start()?;
         Ok(cluster)
     }
@@ -169,6 +180,7 @@ impl Cluster {
             self.dir.clone(),
             self.port,
             self.user,
+            self.durable,
         )?;
         self.pid = Some(pid);
         wait_ready(self.port)
@@ -220,6 +232,7 @@ fn spawn_postmaster(
     dir: PathBuf,
     port: u16,
     user: Option<(u32, u32)>,
+    durable: bool,
 ) -> Result<u32> {
     let (tx, rx) = std::sync::mpsc::channel::<Result<u32>>();
     std::thread::spawn(move || {
@@ -228,10 +241,14 @@ fn spawn_postmaster(
             .arg(&data)
             .args(["-p", &port.to_string(), "-h", "127.0.0.1", "-k"])
             .arg(&dir)
-            .args(["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"])
             .args(["-c", "max_connections=500", "-c", "shared_buffers=64MB"])
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(dir.join("postgres.log")).map_or(Stdio::null(), Stdio::from));
+        if !durable {
+            // Tests need no durability from the database itself: nothing crashes the
+            // machine, and the test that restarts Postgres under load stops it cleanly.
+            cmd.args(["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]);
+        }
         if let Some((uid, gid)) = user {
             cmd.uid(uid).gid(gid);
         }

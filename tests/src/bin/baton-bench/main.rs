@@ -10,6 +10,9 @@
 //!   ./target/release/baton-bench --only hot,resume    # some scenarios: hot, spread,
 //!                                                     # checkpoints, resume, fanout, catchup, scaling
 //!
+//! Postgres runs with its own durability settings (fsync, synchronous commit), as a team's
+//! server does; `--postgres-no-fsync` uses the tests' fast settings instead.
+//!
 //! Nothing here asserts timings: the numbers are for people to read.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a bench: fail loudly
@@ -21,6 +24,33 @@ mod stats;
 use std::time::Duration;
 
 use baton_tests::Backend;
+use clap::Parser;
+
+/// Baton over gRPC next to the raw storage floor, on SQLite and Postgres.
+#[derive(Parser)]
+#[command(
+    name = "baton-bench",
+    about = "Baton over gRPC next to the raw storage floor (one transaction per write, on the same kind of database), on SQLite and Postgres: p50/p99, throughput and Baton/floor against the targets"
+)]
+struct Args {
+    /// A few seconds per scenario (what CI runs).
+    #[arg(long)]
+    quick: bool,
+    /// sqlite, postgres or both.
+    #[arg(long, default_value = "both", value_parser = ["sqlite", "postgres", "both"])]
+    backend: String,
+    /// Some scenarios only, comma-separated: rpc, hot, spread, checkpoints, resume, fanout,
+    /// catchup, scaling.
+    #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(scenarios::NAMES))]
+    only: Vec<String>,
+    /// Just the scaling tables (`--only scaling`).
+    #[arg(long)]
+    scaling_only: bool,
+    /// Run the throwaway Postgres cluster with fsync, synchronous commit and full page
+    /// writes off, as the tests do (ignored with BATON_TEST_POSTGRES_URL).
+    #[arg(long)]
+    postgres_no_fsync: bool,
+}
 
 /// Run sizes: full by default, `--quick` for CI.
 #[derive(Debug, Clone, Copy)]
@@ -81,37 +111,30 @@ pub struct Row {
 
 #[tokio::main]
 async fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let quick = args.iter().any(|a| a == "--quick");
-    let backends =
-        match args.iter().position(|a| a == "--backend").and_then(|i| args.get(i + 1)).map(String::as_str) {
-            Some("sqlite") => vec![Backend::Sqlite],
-            Some("postgres") => vec![Backend::Postgres],
-            None | Some("both") => vec![Backend::Sqlite, Backend::Postgres],
-            Some(other) => {
-                eprintln!("--backend {other:?}: use sqlite, postgres or both");
-                std::process::exit(2);
-            }
-        };
-    let sizes = Sizes::new(quick);
-    let mut only: Vec<String> = match args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1)) {
-        Some(list) => list.split(',').map(str::to_owned).collect(),
-        None => Vec::new(),
+    let args = Args::parse();
+    let quick = args.quick;
+    let backends = match args.backend.as_str() {
+        "sqlite" => vec![Backend::Sqlite],
+        "postgres" => vec![Backend::Postgres],
+        _ => vec![Backend::Sqlite, Backend::Postgres],
     };
-    if args.iter().any(|a| a == "--scaling-only") {
-        only = vec!["scaling".to_owned()];
-    }
-    if let Some(bad) = only.iter().find(|o| !scenarios::NAMES.contains(&o.as_str())) {
-        eprintln!("--only {bad:?}: use a comma-separated list of {}", scenarios::NAMES.join(", "));
-        std::process::exit(2);
+    let sizes = Sizes::new(quick);
+    let only = if args.scaling_only { vec!["scaling".to_owned()] } else { args.only };
+    if !args.postgres_no_fsync {
+        baton_tests::postgres::use_durable_clusters();
     }
     println!(
-        "baton-bench{}: {} cores, {} MiB RAM, {} {}",
+        "baton-bench{}: {} cores, {} MiB RAM, {} {}; Postgres {}",
         if quick { " --quick" } else { "" },
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         total_ram_mib(),
         std::env::consts::OS,
         std::env::consts::ARCH,
+        match std::env::var("BATON_TEST_POSTGRES_URL") {
+            Ok(_) => "at BATON_TEST_POSTGRES_URL, as configured there",
+            Err(_) if args.postgres_no_fsync => "with fsync, synchronous_commit, full_page_writes off",
+            Err(_) => "with its durability defaults (fsync, synchronous_commit on)",
+        },
     );
     for backend in backends {
         let rows = scenarios::run_all(backend, sizes, &only).await;
