@@ -1,9 +1,9 @@
 //! The Postgres backend (teams; several server instances may share one database).
 //!
 //! The project-row lock is the row lock of `INSERT … ON CONFLICT DO UPDATE`, held to commit,
-//! so revisions are allocated in commit order across instances. Each commit sends a
-//! `NOTIFY baton_events` (project and revision) that wakes the other instances' readers: a
-//! hint only, as readers always read the event table.
+//! so revisions are allocated in commit order across instances. Commits are announced by
+//! `NOTIFY baton_events` (project and newest revision, coalesced at most every 10 ms), which
+//! wakes the other instances' readers: a hint only, as readers always read the event table.
 
 use std::time::Duration;
 
@@ -29,6 +29,9 @@ const DIALECT: Dialect = Dialect {
     writes_open_savepoints: true,
     trust_idle_for: STALE_AFTER,
 };
+
+/// How long the server waits for Postgres to answer a new connection.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long a write that joined a batch holding other projects waits for its own project's
 /// lock before it starts again in a batch of its own.
@@ -73,13 +76,18 @@ impl PgStore {
         let options: PgConnectOptions = url.parse()?;
         // Migrated first, on a connection of its own: the pool's connections prepare
         // statements on the tables as they connect.
-        let mut conn = <Conn as sqlx::Connection>::connect_with(&options).await?;
+        let mut conn =
+            tokio::time::timeout(CONNECT_TIMEOUT, <Conn as sqlx::Connection>::connect_with(&options))
+                .await
+                .map_err(|_| anyhow::anyhow!("no answer from Postgres within {CONNECT_TIMEOUT:?}"))??;
         MIGRATOR.run(&mut conn).await?;
-        sqlx::Connection::close(conn).await?;
+        if let Err(e) = sqlx::Connection::close(conn).await {
+            tracing::debug!(error = %e, "closing the migration connection failed");
+        }
         let pool = PgPoolOptions::new()
             .max_connections(16)
             // While the database is unreachable, requests answer UNAVAILABLE after this long.
-            .acquire_timeout(Duration::from_secs(5))
+            .acquire_timeout(CONNECT_TIMEOUT)
             // sqlx pings every connection it hands out (a round trip before each read):
             // only one that sat idle long enough to have gone stale is tested.
             .test_before_acquire(false)
@@ -221,12 +229,15 @@ impl std::ops::DerefMut for Plain {
     }
 }
 
-/// The statements that start a write, prepared on every connection as it connects, for
+/// Run on every connection as it connects: the statements that start a write, prepared for
 /// `lock_project` to `EXECUTE`: the project lock (creates the project on first use,
 /// allocates the next revision, reads the write's time, never earlier than the project's
 /// previous write, and its memory caps, and with $2 records the write's revision as the
 /// project's `memory_revision`), the request id's stored reply, a memory record's state.
 const PREPARE: &str = concat!(
+    // The simple protocol returns text: bytea must come as hex (the default), which is
+    // what sqlx decodes, whatever the server or role sets.
+    "SET bytea_output = 'hex'; ",
     "PREPARE baton_lock_row(text, boolean) AS ",
     "INSERT INTO projects AS p (key, head_revision, last_write_us, created_us, memory_revision) VALUES ($1, 1, ",
     now_us!(),
@@ -269,7 +280,10 @@ async fn lock_project(
     use futures::TryStreamExt;
     use sqlx::FromRow;
 
+    // Every literal first: once the opening is taken, the writer rolls back to its savepoint.
     let project = literal(project)?;
+    let request_id = request_id.map(literal).transpose()?;
+    let record_name = record.map(literal).transpose()?;
     // The opening is `;`-separated statements: one entry each, so that positions count.
     let mut statements: Vec<String> =
         tx.take_opening().map(|opening| opening.split("; ").map(str::to_owned).collect()).unwrap_or_default();
@@ -283,11 +297,11 @@ async fn lock_project(
         statements.push("SET LOCAL lock_timeout TO DEFAULT".to_owned());
     }
     let request_at = statements.len();
-    if let Some(request_id) = request_id {
-        statements.push(format!("EXECUTE baton_request({project}, {})", literal(request_id)?));
+    if let Some(request_id) = &request_id {
+        statements.push(format!("EXECUTE baton_request({project}, {request_id})"));
     }
-    if let Some(record) = record {
-        statements.push(format!("EXECUTE baton_record_state({project}, {})", literal(record)?));
+    if let Some(record) = &record_name {
+        statements.push(format!("EXECUTE baton_record_state({project}, {record})"));
     }
     // Each statement's rows come before its completion: count completions to tell whose.
     let mut completed = 0;
@@ -365,7 +379,7 @@ impl Notifier {
     fn spawn(pool: Pool) -> Self {
         let (queue, mut commits) = tokio::sync::mpsc::unbounded_channel::<(String, i64)>();
         tokio::spawn(async move {
-            // Kept between sends (a pool connection is pinged when it is given back), and
+            // Kept between sends (sqlx pings a pool connection when it is given back), and
             // given back when the pool closes, which waits for every connection.
             let mut conn: Option<sqlx::pool::PoolConnection<Db>> = None;
             let mut closing = pool.close_event();

@@ -101,7 +101,8 @@ struct Returned<DB: Database> {
     conn: PoolConnection<DB>,
     /// `Some` = keep the write (and tell it when the batch commits); `None` = roll it back.
     keep: Option<Committed>,
-    /// Whether its savepoint may exist: its opening was sent (by the writer or the write).
+    /// Whether its savepoint may exist: its opening was sent by the writer, or taken by the
+    /// write (which may or may not have reached the database).
     opened: bool,
 }
 
@@ -241,9 +242,9 @@ where
 {
     // A write that must start a batch of its own, taken off the queue while a batch ran.
     let mut carried: Option<Job<DB>> = None;
-    // The lane keeps its connection between batches (a pool connection is pinged when it
-    // is taken and again when it is given back, two round trips per batch), with the time
-    // it last answered.
+    // The lane keeps its connection between batches (sqlx pings a pool connection when it
+    // is given back, and the pools may ping one when it is taken), with the time it last
+    // answered the writer.
     let mut held: Option<(PoolConnection<DB>, Instant)> = None;
     let opens = |job: &Job<DB>| dialect.writes_open_savepoints && job.opens;
     loop {
@@ -261,8 +262,8 @@ where
         };
         let trusted = held.as_ref().is_some_and(|(_, answered)| answered.elapsed() < dialect.trust_idle_for);
         // Whether BEGIN was sent: else the next opening sent carries it.
-        let (mut conn, mut began) = match held.take() {
-            Some((conn, _)) if trusted && opens(&first) => (conn, false),
+        let (mut conn, mut began, mut answered) = match held.take() {
+            Some((conn, answered)) if trusted && opens(&first) => (conn, false, answered),
             kept => {
                 let begin_sql = if opens(&first) {
                     dialect.begin.to_owned()
@@ -270,7 +271,7 @@ where
                     format!("{}; SAVEPOINT w1", dialect.begin)
                 };
                 match begin(&pool, kept.map(|(conn, _)| conn), &begin_sql).await {
-                    Ok(conn) => (conn, true),
+                    Ok(conn) => (conn, true, Instant::now()),
                     Err(e) => {
                         tracing::warn!(error = %e, "cannot begin a write transaction");
                         let _ = first.reply.send(Err(e.to_string()));
@@ -329,7 +330,8 @@ where
             // What the writer sends before the next write (or to end the batch).
             let mut sql = Vec::new();
             if opened {
-                // BEGIN and the previous savepoint's release went with this write's opening.
+                // BEGIN and the previous savepoint's release went with this write's opening,
+                // or the writer sent them before lending.
                 began = true;
                 release = None;
                 if kept {
@@ -347,15 +349,23 @@ where
                     began = true;
                 }
                 Some(_) => {}
-                // COMMIT releases every savepoint.
-                None if began => sql.push("COMMIT".to_owned()),
+                // The release is kept at the end because on Postgres a COMMIT of a failed
+                // transaction rolls it back without an error, where the RELEASE fails: a
+                // batch never reports a commit that did not happen.
+                None if began => sql.push(match release.take() {
+                    Some(last) => format!("RELEASE SAVEPOINT {last}; COMMIT"),
+                    None => "COMMIT".to_owned(),
+                }),
                 // No write sent anything: there is no transaction.
                 None => {}
             }
             let sent = if sql.is_empty() {
                 Ok(())
             } else {
-                sqlx::raw_sql(sqlx::AssertSqlSafe(sql.join("; "))).execute(&mut *conn).await.map(drop)
+                let sent =
+                    sqlx::raw_sql(sqlx::AssertSqlSafe(sql.join("; "))).execute(&mut *conn).await.map(drop);
+                answered = Instant::now();
+                sent
             };
             match (sent, next) {
                 (Ok(()), Some(next)) => {
@@ -366,7 +376,7 @@ where
                     for w in waiting.drain(..) {
                         let _ = w.send(Ok(()));
                     }
-                    held = Some((conn, Instant::now()));
+                    held = Some((conn, answered));
                     break String::new();
                 }
                 (Err(e), next) => {
