@@ -100,7 +100,9 @@ impl PgStore {
                 })
             })
             .after_connect(|conn, _| {
-                Box::pin(async move { sqlx::raw_sql(PREPARE).execute(conn).await.map(drop) })
+                Box::pin(async move {
+                    sqlx::raw_sql(sqlx::AssertSqlSafe(SESSION_SETUP.as_str())).execute(conn).await.map(drop)
+                })
             })
             .connect_with(options)
             .await?;
@@ -230,15 +232,24 @@ impl std::ops::DerefMut for Plain {
 }
 
 /// Run on every connection as it connects: the statements that start a write, prepared for
-/// `lock_project` to `EXECUTE`: the project lock (creates the project on first use,
-/// allocates the next revision, reads the write's time, never earlier than the project's
-/// previous write, and its memory caps, and with $2 records the write's revision as the
-/// project's `memory_revision`), the request id's stored reply, a memory record's state.
-const PREPARE: &str = concat!(
+/// `lock_project` to `EXECUTE`: the project lock (`LOCK_ROW`), the request id's stored
+/// reply, a memory record's state (`RECORD_STATE`, the query `Write::record_state` runs
+/// itself when the lock did not read it).
+static SESSION_SETUP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     // The simple protocol returns text: bytea must come as hex (the default), which is
     // what sqlx decodes, whatever the server or role sets.
-    "SET bytea_output = 'hex'; ",
-    "PREPARE baton_lock_row(text, boolean) AS ",
+    format!(
+        "SET bytea_output = 'hex'; \
+         PREPARE baton_lock_row(text, boolean) AS {LOCK_ROW}; \
+         PREPARE baton_request(text, text) AS SELECT request_hash, reply FROM requests WHERE project = $1 AND request_id = $2; \
+         PREPARE baton_record_state(text, text) AS {RECORD_STATE}"
+    )
+});
+
+/// The project lock: creates the project on first use, allocates the next revision, reads
+/// the write's time (never earlier than the project's previous write) and memory caps, and
+/// with $2 records the write's revision as the project's `memory_revision`.
+const LOCK_ROW: &str = concat!(
     "INSERT INTO projects AS p (key, head_revision, last_write_us, created_us, memory_revision) VALUES ($1, 1, ",
     now_us!(),
     ", ",
@@ -247,16 +258,7 @@ const PREPARE: &str = concat!(
     "last_write_us = GREATEST(p.last_write_us, ",
     now_us!(),
     "), memory_revision = CASE WHEN $2 THEN p.head_revision + 1 ELSE p.memory_revision END ",
-    "RETURNING p.head_revision, p.last_write_us, p.memory_caps; ",
-    "PREPARE baton_request(text, text) AS ",
-    "SELECT request_hash, reply FROM requests WHERE project = $1 AND request_id = $2; ",
-    "PREPARE baton_record_state(text, text) AS ",
-    "SELECT r.revision AS record_revision, r.written_us AS record_written_us, r.author AS record_author, ",
-    "m.id, m.category, m.branch, m.key, m.content, m.rationale, m.author, m.revision, m.created_us ",
-    "FROM (SELECT 1 AS one) k ",
-    "LEFT JOIN records r ON r.project = $1 AND r.record = $2 ",
-    "LEFT JOIN memory m ON m.project = $1 AND m.record = $2 AND m.evicted = FALSE ",
-    "ORDER BY m.revision, m.seq"
+    "RETURNING p.head_revision, p.last_write_us, p.memory_caps"
 );
 
 /// The project-row lock (see `shared/write.rs`), then the request id's lookup; with
@@ -269,7 +271,7 @@ const PREPARE: &str = concat!(
 /// One round trip in all, with the write's savepoint statements in front: the simple query
 /// protocol runs several statements per message but takes no bound parameters, so the
 /// values go in as literals (`literal`) to statements prepared on the connection
-/// (`PREPARE`), whose plans are kept as those of bound statements are.
+/// (`SESSION_SETUP`), whose plans are kept as those of bound statements are.
 async fn lock_project(
     tx: &mut Tx,
     project: &str,

@@ -268,7 +268,7 @@ where
                 let begin_sql = if opens(&first) {
                     dialect.begin.to_owned()
                 } else {
-                    format!("{}; SAVEPOINT w1", dialect.begin)
+                    opening(Some(dialect.begin), None, "w1")
                 };
                 match begin(&pool, kept.map(|(conn, _)| conn), &begin_sql).await {
                     Ok(conn) => (conn, true, Instant::now()),

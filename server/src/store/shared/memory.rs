@@ -13,6 +13,15 @@ use crate::store::rows::{MemoryRow, RecordStateRow};
 const MEMORY_SELECT: &str = "SELECT m.*, r.revision AS record_revision FROM memory m \
      LEFT JOIN records r ON r.project = m.project AND r.record = m.record";
 
+/// A memory record's LWW version (NULL columns if never written) and its live entries in
+/// order (NULL entry columns if none), one row per entry; $1 project, $2 record.
+const RECORD_STATE: &str = "SELECT r.revision AS record_revision, r.written_us AS record_written_us, \
+     r.author AS record_author, m.id, m.category, m.branch, m.key, m.content, m.rationale, m.author, \
+     m.revision, m.created_us FROM (SELECT 1 AS one) k \
+     LEFT JOIN records r ON r.project = $1 AND r.record = $2 \
+     LEFT JOIN memory m ON m.project = $1 AND m.record = $2 AND m.evicted = FALSE \
+     ORDER BY m.revision, m.seq";
+
 /// Where a memory write lands.
 struct Target<'a> {
     category: &'a str,
@@ -57,14 +66,7 @@ impl Write {
     }
 
     async fn read_record_state(&mut self, record: &str) -> Result<Vec<RecordStateRow>> {
-        Ok(sqlx::query_as(
-            "SELECT r.revision AS record_revision, r.written_us AS record_written_us, r.author AS record_author, \
-             m.id, m.category, m.branch, m.key, m.content, m.rationale, m.author, m.revision, m.created_us \
-             FROM (SELECT 1 AS one) k \
-             LEFT JOIN records r ON r.project = $1 AND r.record = $2 \
-             LEFT JOIN memory m ON m.project = $1 AND m.record = $2 AND m.evicted = FALSE \
-             ORDER BY m.revision, m.seq",
-        )
+        Ok(sqlx::query_as(RECORD_STATE)
         .bind(&self.project)
         .bind(record)
         .fetch_all(&mut *self.tx)
