@@ -37,18 +37,42 @@ impl<S: Store> Hub<S> {
         self.poll
     }
 
-    /// Live events of `project`, starting from some revision at or after now: subscribers
-    /// replay from the table first and skip what they already have.
-    pub fn subscribe(&self, project: &str) -> broadcast::Receiver<Arc<Event>> {
+    /// Live events of `project`: every event after some revision that was committed
+    /// before this returns. Subscribers replay the table after their cursor next, which
+    /// covers what came before the feed, and skip what they already have.
+    ///
+    /// Why a new reader's starting head is read here, before anyone gets its feed: read by
+    /// the reader later, it could include a write committed after a subscriber's replay,
+    /// which the feed then never carries (a watcher waited for that event until the next
+    /// write to the project).
+    pub async fn subscribe(&self, project: &str) -> broadcast::Receiver<Arc<Event>> {
+        if let Some(feed) = self.feed(project) {
+            return feed;
+        }
+        fail::fail_point!("hub.before_reader_head");
+        let head = match self.store.head_revision(project.to_owned()).await {
+            Ok(head) => head,
+            Err(e) => {
+                tracing::warn!(%project, error = %e, "reader cannot read the head revision; starting from 0");
+                0
+            }
+        };
         let mut feeds = self.feeds.lock().unwrap_or_else(PoisonError::into_inner);
+        // Another subscriber may have started the reader meanwhile (from its own head,
+        // read before this subscriber's replay too).
         if let Some(feed) = feeds.get(project) {
             return feed.subscribe();
         }
         let (tx, rx) = broadcast::channel(FEED_CAPACITY);
         feeds.insert(project.to_owned(), tx.clone());
         let wake = self.wakers.register(project);
-        tokio::spawn(self.clone().read(project.to_owned(), tx, wake));
+        tokio::spawn(self.clone().read(project.to_owned(), tx, wake, head));
         rx
+    }
+
+    fn feed(&self, project: &str) -> Option<broadcast::Receiver<Arc<Event>>> {
+        let feeds = self.feeds.lock().unwrap_or_else(PoisonError::into_inner);
+        feeds.get(project).map(broadcast::Sender::subscribe)
     }
 
     /// Number of projects with a running reader (for stats and tests).
@@ -56,21 +80,26 @@ impl<S: Store> Hub<S> {
         self.feeds.lock().unwrap_or_else(PoisonError::into_inner).len()
     }
 
-    async fn read(self, project: String, tx: broadcast::Sender<Arc<Event>>, wake: Arc<Notify>) {
+    /// Reads the events after `last` (the head when the feed started: watchers replay
+    /// older events themselves) into the feed, on each wake-up and poll.
+    async fn read(
+        self,
+        project: String,
+        tx: broadcast::Sender<Arc<Event>>,
+        wake: Arc<Notify>,
+        mut last: i64,
+    ) {
         let mut shutdown = self.shutdown.clone();
-        // Start at the current end of the log: watchers replay older events themselves.
-        let mut last = match self.store.head_revision(project.clone()).await {
-            Ok(head) => head,
-            Err(e) => {
-                tracing::warn!(%project, error = %e, "reader cannot read the head revision; starting from 0");
-                0
-            }
-        };
+        // The first read at once: a commit after the head was read and before the wake-up
+        // was registered woke no one.
+        let mut first = true;
         loop {
-            tokio::select! {
-                () = wake.notified() => {}
-                () = tokio::time::sleep(self.poll) => {}
-                _ = shutdown.changed() => break,
+            if !std::mem::take(&mut first) {
+                tokio::select! {
+                    () = wake.notified() => {}
+                    () = tokio::time::sleep(self.poll) => {}
+                    _ = shutdown.changed() => break,
+                }
             }
             {
                 // Under the lock, so a concurrent subscribe either sees this feed alive or
@@ -138,7 +167,7 @@ mod tests {
         let a2 = watch(store.clone(), &hub, request("a"), stop_rx.clone(), 8);
         let b = watch(store.clone(), &hub, request("b"), stop_rx.clone(), 8);
         // Two watchers of "a" share one reader.
-        assert_eq!(hub.readers(), 2);
+        until(|| hub.readers() == 2).await;
         drop(a1);
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert_eq!(hub.readers(), 2, "a still has a watcher");
@@ -146,5 +175,43 @@ mod tests {
         drop(a2);
         drop(b);
         until(|| hub.readers() == 0).await;
+    }
+
+    /// A write committed after a new watcher replayed the table, while the project's new
+    /// reader is slow to start (a fail point holds it 300 ms), is delivered. (Polling is
+    /// off, so nothing but the feed or the replay can deliver it.)
+    #[cfg(feature = "failpoints")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_write_while_a_new_reader_starts_is_delivered() {
+        use baton_proto::v1::{MemoryItem, MemoryOp, PutMemoryRequest};
+
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("t.db").display());
+        let wakers = Wakers::default();
+        let store = SqliteStore::connect(&url, wakers.clone()).await.unwrap();
+        let (_stop, stop_rx) = tokio::sync::watch::channel(false);
+        let hub = Hub::new(store.clone(), wakers.clone(), Duration::from_secs(3600), stop_rx.clone());
+        let put = |revision: i64| {
+            let req = PutMemoryRequest {
+                project: "p".into(),
+                category: "note".into(),
+                key: "k".into(),
+                op: MemoryOp::Upsert as i32,
+                items: vec![MemoryItem { content: format!("v{revision}"), rationale: String::new() }],
+                ..Default::default()
+            };
+            store.put_memory(crate::store::WriteCtx::default(), req)
+        };
+        put(1).await.unwrap();
+        fail::cfg("hub.before_reader_head", "sleep(300)").unwrap();
+        let request = Watch { cursors: vec![("p".to_owned(), 1)], kinds: HashSet::new() };
+        let mut events = watch(store.clone(), &hub, request, stop_rx.clone(), 8);
+        // Long enough for the watcher's replay, well before the reader reads its head.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        put(2).await.unwrap();
+        let got = tokio::time::timeout(Duration::from_secs(5), events.recv()).await;
+        fail::remove("hub.before_reader_head");
+        let event = got.expect("the write is delivered").unwrap().unwrap();
+        assert_eq!(event.revision, 2);
     }
 }

@@ -58,16 +58,15 @@ pub(super) fn spawn_follower<S: Store>(
     out: mpsc::Sender<Delivery>,
     shutdown: signal::Receiver<bool>,
 ) {
-    let follower = Follower {
-        store: store.clone(),
-        live: hub.subscribe(&project),
-        hub: hub.clone(),
-        project,
-        cursor,
-        kinds,
-        out,
-    };
-    tokio::spawn(follower.run(shutdown));
+    let (store, hub) = (store.clone(), hub.clone());
+    tokio::spawn(async move {
+        // The feed first, then the replay: together they miss nothing (`Hub::subscribe`).
+        let live = tokio::select! {
+            live = hub.subscribe(&project) => live,
+            () = out.closed() => return,
+        };
+        Follower { store, hub, live, project, cursor, kinds, out }.run(shutdown).await;
+    });
 }
 
 struct Follower<S: Store> {
@@ -164,7 +163,7 @@ impl<S: Store> Follower<S> {
                     if *shutdown.borrow() {
                         return Step::Stop;
                     }
-                    self.live = self.hub.subscribe(&self.project);
+                    self.live = self.hub.subscribe(&self.project).await;
                     return Step::CatchUp;
                 }
             }
