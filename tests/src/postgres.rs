@@ -134,9 +134,11 @@ impl Cluster {
     pub fn create() -> Result<Self> {
         let initdb = find_binary("initdb")?;
         let postgres = find_binary("postgres")?;
-        let dir = std::env::temp_dir().join(format!("baton-test-pg-{}", uuid::Uuid::new_v4().simple()));
+        sweep_stale_clusters();
+        let dir = std::env::temp_dir().join(format!("{DIR_PREFIX}{}", uuid::Uuid::new_v4().simple()));
         let data = dir.join("data");
         std::fs::create_dir_all(&data)?;
+        std::fs::write(dir.join(OWNER), std::process::id().to_string())?;
         let user = if is_root() {
             let (uid, gid) = postgres_user()?;
             std::os::unix::fs::chown(&dir, Some(uid), Some(gid))?;
@@ -216,6 +218,50 @@ impl Cluster {
     }
 }
 
+/// The temp dir entries of clusters: `{DIR_PREFIX}{uuid}`, holding `OWNER`, the id of the
+/// process that created it.
+const DIR_PREFIX: &str = "baton-test-pg-";
+const OWNER: &str = "owner";
+
+/// Deletes the directories of clusters whose process is gone and whose postmaster has
+/// stopped. The shared cluster is never dropped (it lives as long as its process), so
+/// nothing else deletes its directory: each test or bench run would leave its databases
+/// in the temp dir (a bench run's are over a gigabyte).
+fn sweep_stale_clusters() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return };
+    for entry in entries.flatten() {
+        if !entry.file_name().to_string_lossy().starts_with(DIR_PREFIX) {
+            continue;
+        }
+        let dir = entry.path();
+        let pid_in = |file: PathBuf| {
+            let text = std::fs::read_to_string(file).ok()?;
+            text.lines().next()?.trim().parse::<libc::pid_t>().ok().filter(|pid| *pid > 0)
+        };
+        let abandoned = match pid_in(dir.join(OWNER)) {
+            Some(owner) => !alive(owner),
+            // Being created right now, or left by a version that wrote no owner.
+            None => entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|at| at.elapsed().ok())
+                .is_some_and(|age| age > Duration::from_secs(3600)),
+        };
+        let running = pid_in(dir.join("data").join("postmaster.pid")).is_some_and(alive);
+        if abandoned && !running {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+}
+
+/// Whether a process exists (it may belong to another user).
+fn alive(pid: libc::pid_t) -> bool {
+    // SAFETY: kill(2) with signal 0 only checks that the process exists.
+    let sent = unsafe { libc::kill(pid, 0) } == 0;
+    sent || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
 impl Drop for Cluster {
     fn drop(&mut self) {
         self.stop(true);
@@ -285,4 +331,40 @@ fn wait_ready(port: u16) -> Result<()> {
         std::thread::sleep(Duration::from_millis(100));
     }
     bail!("the test Postgres did not start within 30 s")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster_dir(owner: Option<u32>) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("{DIR_PREFIX}{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(dir.join("data")).unwrap();
+        if let Some(owner) = owner {
+            std::fs::write(dir.join(OWNER), owner.to_string()).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn sweeping_deletes_only_clusters_whose_process_is_gone() {
+        let mut child = Command::new("true").spawn().unwrap();
+        let gone = child.id();
+        child.wait().unwrap();
+        let (dead, mine, unowned) =
+            (cluster_dir(Some(gone)), cluster_dir(Some(std::process::id())), cluster_dir(None));
+        // A live postmaster keeps its directory even when its owner is gone.
+        let running = cluster_dir(Some(gone));
+        std::fs::write(
+            running.join("data").join("postmaster.pid"),
+            format!("{}\n/data\n", std::process::id()),
+        )
+        .unwrap();
+        sweep_stale_clusters();
+        assert!(!dead.exists());
+        assert!(mine.exists() && unowned.exists() && running.exists());
+        for dir in [mine, unowned, running] {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
 }
