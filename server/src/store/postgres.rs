@@ -233,8 +233,9 @@ impl std::ops::DerefMut for Plain {
 
 /// Run on every connection as it connects: the statements that start a write, prepared for
 /// `lock_project` to `EXECUTE`: the project lock (`LOCK_ROW`), the request id's stored
-/// reply, a memory record's state (`RECORD_STATE`, the query `Write::record_state` runs
-/// itself when the lock did not read it).
+/// reply, and what a write reads first (`Prefetch`): a memory record's state
+/// (`RECORD_STATE`), a resume's target and start checkpoint (`RESUME_SESSION`,
+/// `RESUME_CHECKPOINT`), the queries the write runs itself when the lock did not read them.
 static SESSION_SETUP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     // The simple protocol returns text: bytea must come as hex (the default), which is
     // what sqlx decodes, whatever the server or role sets.
@@ -242,7 +243,9 @@ static SESSION_SETUP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| 
         "SET bytea_output = 'hex'; \
          PREPARE baton_lock_row(text, boolean) AS {LOCK_ROW}; \
          PREPARE baton_request(text, text) AS SELECT request_hash, reply FROM requests WHERE project = $1 AND request_id = $2; \
-         PREPARE baton_record_state(text, text) AS {RECORD_STATE}"
+         PREPARE baton_record_state(text, text) AS {RECORD_STATE}; \
+         PREPARE baton_resume_session(text, text, text, integer, integer, integer) AS {RESUME_SESSION}; \
+         PREPARE baton_resume_checkpoint(text, text, text, integer, integer, integer) AS {RESUME_CHECKPOINT}"
     )
 });
 
@@ -261,8 +264,8 @@ const LOCK_ROW: &str = concat!(
     "RETURNING p.head_revision, p.last_write_us, p.memory_caps"
 );
 
-/// The project-row lock (see `shared/write.rs`), then the request id's lookup; with
-/// `record`, also that memory record's state. Each is a statement of its own, so each
+/// The project-row lock (see `shared/write.rs`), then the request id's lookup, then what
+/// the write reads first (`prefetch`). Each is a statement of its own, so each
 /// reads with a snapshot taken after the lock is held: a duplicate request or a change of
 /// the record committed while this write waited for the lock is seen. A bounded lease
 /// waits for the lock only `BOUNDED_LOCK_WAIT_MS` (`lock_timeout`, set for the lock alone;
@@ -277,15 +280,36 @@ async fn lock_project(
     project: &str,
     request_id: Option<&str>,
     memory: bool,
-    record: Option<&str>,
-) -> Result<(Locked, Option<Vec<RecordStateRow>>), sqlx::Error> {
+    prefetch: Option<&Prefetch<'_>>,
+) -> Result<(Locked, Option<Prefetched>), sqlx::Error> {
     use futures::TryStreamExt;
     use sqlx::FromRow;
 
     // Every literal first: once the opening is taken, the writer rolls back to its savepoint.
+    let project_name = project;
     let project = literal(project)?;
     let request_id = request_id.map(literal).transpose()?;
-    let record_name = record.map(literal).transpose()?;
+    let or_null = |value: Option<&str>| value.map_or_else(|| Ok("NULL".to_owned()), literal);
+    let prefetch_statements = match prefetch {
+        None => vec![],
+        Some(Prefetch::Record(record)) => {
+            vec![format!("EXECUTE baton_record_state({project}, {})", literal(record)?)]
+        }
+        Some(Prefetch::Resume { session, checkpoint }) => {
+            let args = format!(
+                "{project}, {}, {}, {}, {}, {}",
+                or_null(*session)?,
+                or_null(*checkpoint)?,
+                SessionStatus::Crashed as i32,
+                SessionStatus::Idle as i32,
+                SessionStatus::Completed as i32
+            );
+            vec![
+                format!("EXECUTE baton_resume_session({args})"),
+                format!("EXECUTE baton_resume_checkpoint({args})"),
+            ]
+        }
+    };
     // The opening is `;`-separated statements: one entry each, so that positions count.
     let mut statements: Vec<String> =
         tx.take_opening().map(|opening| opening.split("; ").map(str::to_owned).collect()).unwrap_or_default();
@@ -302,28 +326,44 @@ async fn lock_project(
     if let Some(request_id) = &request_id {
         statements.push(format!("EXECUTE baton_request({project}, {request_id})"));
     }
-    if let Some(record) = &record_name {
-        statements.push(format!("EXECUTE baton_record_state({project}, {record})"));
-    }
+    let prefetch_at = statements.len();
+    statements.extend(prefetch_statements);
     // Each statement's rows come before its completion: count completions to tell whose.
     let mut completed = 0;
     let mut lock: Option<(i64, i64, String)> = None;
     let mut request: (Option<Vec<u8>>, Option<Vec<u8>>) = (None, None);
-    let mut state = Vec::new();
+    let (mut state, mut session, mut checkpoint) = (Vec::new(), None, None);
     let mut results = sqlx::raw_sql(sqlx::AssertSqlSafe(statements.join("; "))).fetch_many(&mut **tx);
     while let Some(item) = results.try_next().await? {
-        match item {
-            sqlx::Either::Left(_) => completed += 1,
-            sqlx::Either::Right(row) if completed == lock_at => lock = Some(FromRow::from_row(&row)?),
-            sqlx::Either::Right(row) if completed == request_at && request_id.is_some() => {
-                request = FromRow::from_row(&row)?;
+        let row = match item {
+            sqlx::Either::Left(_) => {
+                completed += 1;
+                continue;
             }
-            sqlx::Either::Right(row) => state.push(RecordStateRow::from_row(&row)?),
+            sqlx::Either::Right(row) => row,
+        };
+        match (completed, prefetch) {
+            (at, _) if at == lock_at => lock = Some(FromRow::from_row(&row)?),
+            (at, _) if at == request_at && request_id.is_some() => request = FromRow::from_row(&row)?,
+            (_, Some(Prefetch::Record(_))) => state.push(RecordStateRow::from_row(&row)?),
+            (at, Some(Prefetch::Resume { .. })) if at == prefetch_at => {
+                session = Some(SessionRow::from_row(&row)?)
+            }
+            (_, Some(Prefetch::Resume { .. })) => checkpoint = Some(CheckpointRow::from_row(&row)?),
+            (_, None) => {
+                return Err(sqlx::Error::Protocol(format!(
+                    "unexpected rows locking project {project_name:?}"
+                )));
+            }
         }
     }
     let (revision, now_us, caps) =
         lock.ok_or_else(|| sqlx::Error::Protocol("the project lock returned no row".into()))?;
-    Ok(((revision, now_us, caps, request.0, request.1), record.map(|_| state)))
+    let prefetched = prefetch.map(|p| match p {
+        Prefetch::Record(record) => Prefetched::Record((*record).to_owned(), state),
+        Prefetch::Resume { .. } => Prefetched::Resume(Box::new((session, checkpoint))),
+    });
+    Ok(((revision, now_us, caps, request.0, request.1), prefetched))
 }
 
 /// A string as a Postgres string literal, for statements sent with the simple query

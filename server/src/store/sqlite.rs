@@ -114,8 +114,8 @@ async fn lock_project(
     project: &str,
     request_id: Option<&str>,
     memory: bool,
-    _record: Option<&str>,
-) -> Result<(Locked, Option<Vec<RecordStateRow>>), sqlx::Error> {
+    _prefetch: Option<&Prefetch<'_>>,
+) -> Result<(Locked, Option<Prefetched>), sqlx::Error> {
     let locked =
         sqlx::query_as(LOCK_PROJECT).bind(project).bind(request_id).bind(memory).fetch_one(&mut **tx).await?;
     Ok((locked, None))

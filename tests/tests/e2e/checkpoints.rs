@@ -303,3 +303,140 @@ async fn resume_claims_once_and_fences(backend: Backend) {
     assert_gapless(&all_events(&mut c, &p).await);
 }
 both!(resume_claims_once_and_fences);
+
+/// Every kind of resume target, found or not: by session, by one of its checkpoints (which
+/// is where it starts, not the head), the project's latest; and the claimed session as the
+/// reply, the stored row and its event tell it are the same.
+async fn resume_targets(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let (p, other, empty) = (project(), project(), project());
+    let s = start_session(&mut c, &p).await;
+    let first = checkpoint(&mut c, &s.id, None, "first").await.checkpoint.unwrap().id;
+    let head = checkpoint(&mut c, &s.id, None, "head").await.checkpoint.unwrap().id;
+    c.sessions
+        .end_session(EndSessionRequest {
+            session_id: s.id.clone(),
+            status: SessionStatus::Crashed as i32,
+            write: write(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let request = |project: &str, target: Option<resume_session_request::Target>| ResumeSessionRequest {
+        project: project.into(),
+        target,
+        write: write(),
+        ..Default::default()
+    };
+    let unknown = uuid::Uuid::new_v4().to_string();
+    let cases = [
+        (
+            request(&p, Some(resume_session_request::Target::SessionId(unknown.clone()))),
+            Code::NotFound,
+            "session_id",
+        ),
+        (
+            request(&p, Some(resume_session_request::Target::CheckpointId(unknown.clone()))),
+            Code::NotFound,
+            "checkpoint_id",
+        ),
+        (request(&empty, None), Code::NotFound, "no crashed, idle or completed session"),
+        (
+            request(&other, Some(resume_session_request::Target::SessionId(s.id.clone()))),
+            Code::InvalidArgument,
+            "belongs to project",
+        ),
+        (
+            request(&other, Some(resume_session_request::Target::CheckpointId(head.clone()))),
+            Code::InvalidArgument,
+            "belongs to project",
+        ),
+    ];
+    for (req, want, says) in cases {
+        let (got, msg) = code(c.sessions.resume_session(req.clone()).await);
+        assert_eq!(got, want, "{req:?}: {msg}");
+        assert!(msg.contains(says), "{req:?}: {msg}");
+    }
+    // None of these changed anything.
+    let stored = |c: &Clients, id: String| {
+        let mut c = c.clone();
+        async move {
+            c.sessions
+                .get_session(GetSessionRequest { session_id: id })
+                .await
+                .unwrap()
+                .into_inner()
+                .session
+                .unwrap()
+        }
+    };
+    assert_eq!(stored(&c, s.id.clone()).await.status, SessionStatus::Crashed as i32);
+
+    // From a checkpoint that is not the head: that one, and its session is claimed.
+    let req = request(&p, Some(resume_session_request::Target::CheckpointId(first.clone())));
+    let resumed = c.sessions.resume_session(req.clone()).await.unwrap().into_inner();
+    assert_eq!(resumed.checkpoint.as_ref().unwrap().id, first);
+    assert!(resumed.skipped.is_empty());
+    let claimed = resumed.resumed_from.clone().unwrap();
+    let new = resumed.session.clone().unwrap();
+    assert_eq!(
+        (claimed.status, claimed.resumed_by.as_str()),
+        (SessionStatus::Resumed as i32, new.id.as_str())
+    );
+    assert_eq!(stored(&c, s.id.clone()).await, claimed);
+    assert_eq!(stored(&c, new.id.clone()).await, new);
+    let events = all_events(&mut c, &p).await;
+    assert_gapless(&events);
+    let told: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.value {
+            Some(baton_proto::v1::event::Value::Session(v))
+                if e.revision > resumed.result.as_ref().unwrap().revision - 2 =>
+            {
+                Some(v.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(told, vec![claimed.clone(), new.clone()]);
+    // The same request again: the same reply; another one: the claim is taken.
+    let again = c.sessions.resume_session(req).await.unwrap().into_inner();
+    assert_eq!((again.session, again.resumed_from), (Some(new.clone()), Some(claimed)));
+    let (got, msg) = code(
+        c.sessions
+            .resume_session(request(&p, Some(resume_session_request::Target::SessionId(s.id.clone()))))
+            .await,
+    );
+    assert_eq!(got, Code::FailedPrecondition, "{msg}");
+    assert!(msg.contains(&new.id), "{msg}");
+
+    // The latest: an idle session goes before a completed one, and starts from its head.
+    c.sessions
+        .heartbeat(HeartbeatRequest {
+            session_id: new.id.clone(),
+            status: SessionStatus::Idle as i32,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let newest = checkpoint(&mut c, &new.id, None, "newest").await.checkpoint.unwrap().id;
+    c.sessions
+        .heartbeat(HeartbeatRequest {
+            session_id: new.id.clone(),
+            status: SessionStatus::Idle as i32,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let done = start_session(&mut c, &p).await;
+    c.sessions
+        .end_session(EndSessionRequest { session_id: done.id.clone(), write: write(), ..Default::default() })
+        .await
+        .unwrap();
+    let latest = c.sessions.resume_session(request(&p, None)).await.unwrap().into_inner();
+    assert_eq!(latest.resumed_from.unwrap().id, new.id);
+    assert_eq!(latest.checkpoint.unwrap().id, newest);
+    assert_gapless(&all_events(&mut c, &p).await);
+}
+both!(resume_targets);

@@ -57,7 +57,7 @@ impl Write {
     /// A record's LWW version and its live entries, in one query (or none: read with the lock).
     async fn record_state(&mut self, record: &str) -> Result<(Option<(RecordVersion, Actor)>, Vec<MemoryEntry>)> {
         let rows = match self.prefetched.take() {
-            Some((read, rows)) if read == record => rows,
+            Some(Prefetched::Record(read, rows)) if read == record => rows,
             _ => self.read_record_state(record).await?,
         };
         let version = rows.first().and_then(RecordStateRow::version);

@@ -17,6 +17,29 @@ const INSERT_SESSION: &str = "INSERT INTO sessions (id, project, agent, agent_se
      written_us, author, head_revision, head_written_us, head_author) VALUES ($1, $2, $3, $4, $5, $6, $7, \
      $8, $9, $10, $11, $12, NULL, $13, '', '', 0, $14, NULL, $15, $16, $16, $17, $17, $18, $19, 0, 0, $20) ON CONFLICT (id) DO NOTHING RETURNING *";
 
+/// The session a resume takes over ($1 project; $2 its id, or $3 the id of one of its
+/// checkpoints, or neither for the project's latest unfinished session; $4, $5, $6 the
+/// crashed, idle and completed statuses, the last only if nothing else is left). At most
+/// one row: the branches exclude each other. Also prepared on Postgres connections, for
+/// the resume's lock to read it (`Prefetch::Resume`).
+macro_rules! resume_session {
+    () => {
+        "SELECT * FROM sessions WHERE id = $2 \
+         UNION ALL SELECT * FROM sessions WHERE $2 IS NULL AND id = (SELECT session_id FROM checkpoints WHERE id = $3) \
+         UNION ALL SELECT * FROM (SELECT * FROM sessions WHERE $2 IS NULL AND $3 IS NULL AND project = $1 \
+         AND status IN ($4, $5, $6) ORDER BY CASE WHEN status = $6 THEN 1 ELSE 0 END, updated_us DESC, id DESC LIMIT 1) latest"
+    };
+}
+const RESUME_SESSION: &str = resume_session!();
+
+/// The checkpoint a resume starts from (same parameters): the one asked for, or the head
+/// of the session it takes over.
+const RESUME_CHECKPOINT: &str = concat!(
+    "SELECT * FROM checkpoints WHERE id = COALESCE($3, (SELECT head_checkpoint_id FROM (",
+    resume_session!(),
+    ") target))"
+);
+
 /// The fields of a new session row.
 struct NewSession<'a> {
     id: &'a str,
@@ -43,6 +66,20 @@ async fn must_session(conn: &mut Conn, id: &str) -> Result<SessionRow> {
     session_row(conn, id)
         .await?
         .ok_or_else(|| Error::NotFound(format!("session_id: no session {id}; start one with StartSession")))
+}
+
+/// Refuses a status change the session's lifecycle does not allow.
+fn check_transition(row: &SessionRow, to: SessionStatus) -> Result<()> {
+    let from = row.status();
+    if status::allowed(from, to) {
+        return Ok(());
+    }
+    Err(Error::FailedPrecondition(format!(
+        "status: session {} cannot go from {} to {}",
+        row.id,
+        status::name(from),
+        status::name(to)
+    )))
 }
 
 /// Refuses writes to a session that has ended or was taken over (fencing).
@@ -108,54 +145,84 @@ impl Write {
             .await?)
     }
 
+    /// A crashed or idle session taken over by session `by` (ResumeSession), as read in
+    /// this write (`row`). The project lock keeps it as read, so the claimed row is known
+    /// without reading it back: the change goes with the write's log (`finish`).
+    async fn claim(&mut self, row: &SessionRow, by: &str, actor: &Actor) -> Result<SessionRow> {
+        check_transition(row, SessionStatus::Resumed)?;
+        self.revision();
+        let mut claimed = row.clone();
+        claimed.status = SessionStatus::Resumed as i32;
+        claimed.updated_us = self.now_us;
+        claimed.resumed_by = Some(by.to_owned());
+        self.deferred
+            .statement()
+            .push("UPDATE sessions SET status = ")
+            .push_bind(claimed.status)
+            .push(", updated_us = ")
+            .push_bind(claimed.updated_us)
+            .push(", resumed_by = ")
+            .push_bind(by.to_owned())
+            .push(" WHERE id = ")
+            .push_bind(row.id.clone());
+        self.emit_status(&claimed, actor).await?;
+        Ok(claimed)
+    }
+
     /// A status change: its own revision and event.
     /// `activity` says whether the change is the session's own doing (which also counts as
     /// liveness) or the reaper's (which must not move `last_seen_at`).
     async fn set_status(&mut self, row: &SessionRow, to: SessionStatus, actor: &Actor, activity: bool) -> Result<SessionRow> {
-        self.change_status(row, to, actor, activity, None).await
-    }
-
-    /// A crashed or idle session taken over by session `by` (ResumeSession): the claim and
-    /// the status change in one statement.
-    async fn claim(&mut self, row: &SessionRow, by: &str, actor: &Actor) -> Result<SessionRow> {
-        self.change_status(row, SessionStatus::Resumed, actor, false, Some(by)).await
-    }
-
-    async fn change_status(
-        &mut self,
-        row: &SessionRow,
-        to: SessionStatus,
-        actor: &Actor,
-        activity: bool,
-        resumed_by: Option<&str>,
-    ) -> Result<SessionRow> {
-        let from = row.status();
-        if !status::allowed(from, to) {
-            return Err(Error::FailedPrecondition(format!(
-                "status: session {} cannot go from {} to {}",
-                row.id,
-                status::name(from),
-                status::name(to)
-            )));
-        }
+        check_transition(row, to)?;
         self.revision();
-        let sql = match (activity, resumed_by.is_some()) {
-            (true, _) => "UPDATE sessions SET status = $2, updated_us = $3, last_seen_us = $3 WHERE id = $1 RETURNING *",
-            (false, false) => "UPDATE sessions SET status = $2, updated_us = $3 WHERE id = $1 RETURNING *",
-            (false, true) => "UPDATE sessions SET status = $2, updated_us = $3, resumed_by = $4 WHERE id = $1 RETURNING *",
+        let sql = if activity {
+            "UPDATE sessions SET status = $2, updated_us = $3, last_seen_us = $3 WHERE id = $1 RETURNING *"
+        } else {
+            "UPDATE sessions SET status = $2, updated_us = $3 WHERE id = $1 RETURNING *"
         };
-        let mut query = sqlx::query_as(sql).bind(&row.id).bind(to as i32).bind(self.now_us);
-        if let Some(by) = resumed_by {
-            query = query.bind(by.to_owned());
-        }
-        let row: SessionRow = query
+        let row: SessionRow = sqlx::query_as(sql)
+            .bind(&row.id)
+            .bind(to as i32)
+            .bind(self.now_us)
             .fetch_optional(&mut *self.tx)
             .await?
             .ok_or_else(|| Error::NotFound(format!("session_id: no session {}", row.id)))?;
+        self.emit_status(&row, actor).await?;
+        Ok(row)
+    }
+
+    /// The event of a status change (the pending revision's).
+    async fn emit_status(&mut self, row: &SessionRow, actor: &Actor) -> Result<()> {
         let mut ev = event(EventKind::SessionStatusChanged, "session", &row.id, actor);
         ev.value = Some(baton_proto::v1::event::Value::Session(row.to_proto()));
-        self.emit(ev).await?;
-        Ok(row)
+        self.emit(ev).await.map(drop)
+    }
+
+    /// A resume's target session and the checkpoint it starts from (`RESUME_SESSION`,
+    /// `RESUME_CHECKPOINT`): as read with the lock (`Backend::begin_resume`), or read now.
+    async fn resume_target(&mut self, session: Option<&str>, checkpoint: Option<&str>) -> Result<(Option<SessionRow>, Option<CheckpointRow>)> {
+        if let Some(Prefetched::Resume(read)) = self.prefetched.take() {
+            return Ok(*read);
+        }
+        let target = sqlx::query_as(RESUME_SESSION)
+            .bind(&self.project)
+            .bind(session)
+            .bind(checkpoint)
+            .bind(SessionStatus::Crashed as i32)
+            .bind(SessionStatus::Idle as i32)
+            .bind(SessionStatus::Completed as i32)
+            .fetch_optional(&mut *self.tx)
+            .await?;
+        let start = sqlx::query_as(RESUME_CHECKPOINT)
+            .bind(&self.project)
+            .bind(session)
+            .bind(checkpoint)
+            .bind(SessionStatus::Crashed as i32)
+            .bind(SessionStatus::Idle as i32)
+            .bind(SessionStatus::Completed as i32)
+            .fetch_optional(&mut *self.tx)
+            .await?;
+        Ok((target, start))
     }
 
     /// Activity on a session: idle or initializing sessions become active again.
@@ -454,39 +521,30 @@ impl Backend {
     }
 
     pub(crate) async fn do_resume_session(&self, ctx: WriteCtx, req: ResumeSessionRequest, new_id: uuid::Uuid) -> Result<ResumeSessionResponse> {
-        let mut w = match self.begin(&req.project, &ctx).await? {
+        let (session_id, checkpoint_id) = match &req.target {
+            Some(resume_session_request::Target::SessionId(id)) => (Some(id.as_str()), None),
+            Some(resume_session_request::Target::CheckpointId(id)) => (None, Some(id.as_str())),
+            None => (None, None),
+        };
+        let mut w = match self.begin_resume(&req.project, &ctx, session_id, checkpoint_id).await? {
             Begun::Replay(bytes) => return replayed(&bytes, |r: &mut ResumeSessionResponse| r.result.as_mut()),
             Begun::Fresh(w) => w,
         };
         // Which session, and from which checkpoint.
-        let (target, start_checkpoint) = match &req.target {
-            Some(resume_session_request::Target::SessionId(id)) => (must_session(&mut w.tx, id).await?, None),
-            Some(resume_session_request::Target::CheckpointId(cp)) => {
-                let row: Option<CheckpointRow> =
-                    sqlx::query_as("SELECT * FROM checkpoints WHERE id = $1").bind(cp).fetch_optional(&mut *w.tx).await?;
-                let row = row.ok_or_else(|| Error::NotFound(format!("checkpoint_id: no checkpoint {cp}")))?;
-                (must_session(&mut w.tx, &row.session_id).await?, Some(row.id))
+        let (target, start) = w.resume_target(session_id, checkpoint_id).await?;
+        if let (Some(id), None) = (checkpoint_id, &start) {
+            return Err(Error::NotFound(format!("checkpoint_id: no checkpoint {id}")));
+        }
+        let target = target.ok_or_else(|| match (session_id, &start) {
+            (Some(id), _) => Error::NotFound(format!("session_id: no session {id}; start one with StartSession")),
+            (None, Some(cp)) if checkpoint_id.is_some() => {
+                Error::NotFound(format!("checkpoint_id: checkpoint {}'s session {} is gone", cp.id, cp.session_id))
             }
-            None => {
-                let latest: Option<SessionRow> = sqlx::query_as(
-                    "SELECT * FROM sessions WHERE project = $1 AND status IN ($2, $3, $4) \
-                     ORDER BY CASE WHEN status = $4 THEN 1 ELSE 0 END, updated_us DESC, id DESC LIMIT 1",
-                )
-                .bind(&req.project)
-                .bind(SessionStatus::Crashed as i32)
-                .bind(SessionStatus::Idle as i32)
-                .bind(SessionStatus::Completed as i32)
-                .fetch_optional(&mut *w.tx)
-                .await?;
-                let row = latest.ok_or_else(|| {
-                    Error::NotFound(format!(
-                        "project {:?} has no crashed, idle or completed session to resume; start a new session",
-                        req.project
-                    ))
-                })?;
-                (row, None)
-            }
-        };
+            _ => Error::NotFound(format!(
+                "project {:?} has no crashed, idle or completed session to resume; start a new session",
+                req.project
+            )),
+        })?;
         if target.project != req.project {
             return Err(Error::InvalidArgument(format!(
                 "project: session {} belongs to project {:?}, not {:?}",
@@ -513,15 +571,13 @@ impl Backend {
         // The nearest valid checkpoint, from the asked one (or the head) up the tree.
         let mut skipped = Vec::new();
         let mut checkpoint = None;
-        let mut next = start_checkpoint.or_else(|| target.head_checkpoint_id.clone());
+        let mut next = start;
         let mut seen = HashSet::new();
-        while let Some(id) = next.take() {
+        while let Some(row) = next.take() {
+            let id = row.id.clone();
             if !seen.insert(id.clone()) {
                 break;
             }
-            let row: Option<CheckpointRow> =
-                sqlx::query_as("SELECT * FROM checkpoints WHERE id = $1").bind(&id).fetch_optional(&mut *w.tx).await?;
-            let Some(row) = row else { break };
             match row.verified(false) {
                 Ok(cp) => {
                     checkpoint = Some(cp);
@@ -530,12 +586,18 @@ impl Backend {
                 Err(e) => {
                     tracing::warn!(checkpoint = %id, error = %e, "resume skips a corrupt checkpoint");
                     skipped.push(SkippedCheckpoint { checkpoint_id: id, reason: e.to_string() });
-                    next = row.parent_id.clone();
+                    if let Some(parent) = &row.parent_id {
+                        next = sqlx::query_as("SELECT * FROM checkpoints WHERE id = $1")
+                            .bind(parent)
+                            .fetch_optional(&mut *w.tx)
+                            .await?;
+                    }
                 }
             }
         }
-        // Claim the old session (crashed or idle) exactly once.
-        // (A taken new id fails the insert below, which undoes the claim.)
+        // Claim the old session (crashed or idle) exactly once (the project lock is held
+        // from the read above to the commit; a taken new id fails the insert below, and
+        // the claim is never sent).
         let new_id = new_id.to_string();
         let resumed_from = if matches!(target.status(), SessionStatus::Crashed | SessionStatus::Idle) {
             w.claim(&target, &new_id, &ctx.actor).await?

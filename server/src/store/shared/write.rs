@@ -42,8 +42,27 @@ struct Write {
     conflicts: Vec<(String, i64, Vec<u8>)>,
     /// Changes that need no answer before the commit, sent with the log by `finish`.
     deferred: Combined,
-    /// A memory record's state, read with the lock (`begin_memory_record`).
-    prefetched: Option<(String, Vec<RecordStateRow>)>,
+    /// Rows read together with the lock (`Prefetch`), taken by the first to ask.
+    prefetched: Option<Prefetched>,
+}
+
+/// What a write reads first, which a backend may read together with the project lock
+/// (Postgres, in the same round trip), after the lock is held.
+#[allow(dead_code)] // SQLite's lock reads none of it: its statements cost no round trip
+enum Prefetch<'a> {
+    /// A memory record's state (`RECORD_STATE`).
+    Record(&'a str),
+    /// A resume's target: a session id, or a checkpoint id, or neither (the latest).
+    Resume { session: Option<&'a str>, checkpoint: Option<&'a str> },
+}
+
+/// The rows of a `Prefetch`.
+#[allow(dead_code)] // as `Prefetch`
+enum Prefetched {
+    Record(String, Vec<RecordStateRow>),
+    /// The session a resume takes over and the checkpoint it starts from
+    /// (`RESUME_SESSION`, `RESUME_CHECKPOINT`).
+    Resume(Box<(Option<SessionRow>, Option<CheckpointRow>)>),
 }
 
 /// A write transaction: a savepoint in the batch of `project`'s lane (see `writer.rs`), or
@@ -80,6 +99,12 @@ impl Backend {
         self.begin_with(project, ctx, false, None).await
     }
 
+    /// `begin` for a resume: the backend may read its target with the lock
+    /// (`Write::resume_target`).
+    async fn begin_resume(&self, project: &str, ctx: &WriteCtx, session: Option<&str>, checkpoint: Option<&str>) -> Result<Begun> {
+        self.begin_with(project, ctx, false, Some(Prefetch::Resume { session, checkpoint })).await
+    }
+
     /// Begins a write that may change the project's memory: its lock also records the
     /// write's revision as the project's `memory_revision`, which tells briefs that their
     /// cached memory section is out of date (`MemoryCache`).
@@ -91,17 +116,17 @@ impl Backend {
     /// backend may read it together with the lock, so `Write::record_state` needs no query
     /// of its own.
     async fn begin_memory_record(&self, project: &str, ctx: &WriteCtx, record: Option<&str>) -> Result<Begun> {
-        self.begin_with(project, ctx, true, record).await
+        self.begin_with(project, ctx, true, record.map(Prefetch::Record)).await
     }
 
-    async fn begin_with(&self, project: &str, ctx: &WriteCtx, memory: bool, record: Option<&str>) -> Result<Begun> {
+    async fn begin_with(&self, project: &str, ctx: &WriteCtx, memory: bool, prefetch: Option<Prefetch<'_>>) -> Result<Begun> {
         // A write that joins a batch holding other projects waits for its own lock only
         // briefly (`Lease::bounded`); if that runs out, it starts again at the head of a
         // batch of its own, which holds nothing while it waits.
         let mut fresh = false;
-        let (tx, ((revision, now_us, caps_json, stored_hash, stored_reply), state)) = loop {
+        let (tx, ((revision, now_us, caps_json, stored_hash, stored_reply), prefetched)) = loop {
             let mut tx = begin_write(self, project, fresh).await?;
-            match lock_project(&mut tx, project, ctx.request_id.as_deref(), memory, record).await {
+            match lock_project(&mut tx, project, ctx.request_id.as_deref(), memory, prefetch.as_ref()).await {
                 Ok(locked) => break (tx, locked),
                 Err(e) if tx.bounded() && lock_ran_out(&e) => {
                     tx.rollback().await?;
@@ -134,7 +159,7 @@ impl Backend {
             events: Vec::new(),
             conflicts: Vec::new(),
             deferred: Combined::new(),
-            prefetched: record.zip(state).map(|(record, rows)| (record.to_owned(), rows)),
+            prefetched,
         }))
     }
 }
