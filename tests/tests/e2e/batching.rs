@@ -214,4 +214,30 @@ async fn new_tables_are_analyzed_within_seconds() {
         assert!(Instant::now() < deadline, "tables not analyzed after 30 s: only {names:?}");
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+    let analyses = |table: &'static str| {
+        let url = server.database_url.clone();
+        async move {
+            let mut db = sqlx::PgConnection::connect(&url).await.unwrap();
+            let (n,): (i64,) =
+                sqlx::query_as("SELECT analyze_count FROM pg_stat_user_tables WHERE relname = $1")
+                    .bind(table)
+                    .fetch_one(&mut db)
+                    .await
+                    .unwrap();
+            n
+        }
+    };
+    // Again once a table has doubled; never for one that only changes (the project's row,
+    // updated by each write: every ANALYZE costs every connection its plans).
+    assert_eq!(analyses("memory").await, 1);
+    for i in 250..550 {
+        put_note(&mut c, &p, &format!("k{i}"), "a note", write()).await.unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while analyses("memory").await < 2 {
+        assert!(Instant::now() < deadline, "memory not analyzed again after doubling");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(analyses("projects").await, 0, "the projects table grew by nothing");
 }

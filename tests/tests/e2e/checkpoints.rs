@@ -437,6 +437,31 @@ async fn resume_targets(backend: Backend) {
     let latest = c.sessions.resume_session(request(&p, None)).await.unwrap().into_inner();
     assert_eq!(latest.resumed_from.unwrap().id, new.id);
     assert_eq!(latest.checkpoint.unwrap().id, newest);
+    // Between an idle and a crashed session, the one changed last, whichever its status.
+    let idle = start_session(&mut c, &p).await;
+    c.sessions
+        .heartbeat(HeartbeatRequest {
+            session_id: idle.id.clone(),
+            status: SessionStatus::Idle as i32,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let crashed = start_session(&mut c, &p).await;
+    c.sessions
+        .end_session(EndSessionRequest {
+            session_id: crashed.id.clone(),
+            status: SessionStatus::Crashed as i32,
+            write: write(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let latest = c.sessions.resume_session(request(&p, None)).await.unwrap().into_inner();
+    assert_eq!(latest.resumed_from.unwrap().id, crashed.id);
+    assert!(latest.checkpoint.is_none());
+    let latest = c.sessions.resume_session(request(&p, None)).await.unwrap().into_inner();
+    assert_eq!(latest.resumed_from.unwrap().id, idle.id);
     assert_gapless(&all_events(&mut c, &p).await);
 }
 both!(resume_targets);

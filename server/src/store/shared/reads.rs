@@ -194,12 +194,14 @@ impl Backend {
         };
         let previous = match previous {
             Some(p) => Some(p),
-            None => sqlx::query_as("SELECT * FROM sessions WHERE project = $1 AND id <> $2 AND status = $3 ORDER BY id DESC LIMIT 1")
-                .bind(project)
-                .bind(caller)
-                .bind(SessionStatus::Completed as i32)
-                .fetch_optional(&mut *conn)
-                .await?,
+            None => sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                "SELECT * FROM sessions WHERE project = $1 AND id <> $2 AND status = {} ORDER BY id DESC LIMIT 1",
+                status_literal(SessionStatus::Completed)
+            )))
+            .bind(project)
+            .bind(caller)
+            .fetch_optional(&mut *conn)
+            .await?,
         };
         let since = previous.as_ref().map_or(0, |p| p.start_revision);
         let conflicts: Vec<(Vec<u8>,)> = sqlx::query_as(
@@ -244,23 +246,28 @@ async fn newest_sessions(
     by: Recency,
     limit: i64,
 ) -> Result<Vec<SessionRow>> {
-    // One index range per status: an IN over both would sort every session of the project.
-    let sql = match by {
-        Recency::Updated => "SELECT * FROM sessions WHERE project = $1 AND status = $2 AND id <> $3 AND id <> $4 ORDER BY updated_us DESC LIMIT $5",
-        Recency::Seen => "SELECT * FROM sessions WHERE project = $1 AND status = $2 AND id <> $3 AND id <> $4 ORDER BY last_seen_us DESC LIMIT $5",
+    // One index range per status (an IN over both would sort every session of the
+    // project), both in one statement. The statuses are literals, not bound: see
+    // `status_literal`.
+    let column = match by {
+        Recency::Updated => "updated_us",
+        Recency::Seen => "last_seen_us",
     };
-    let mut rows: Vec<SessionRow> = Vec::new();
-    for status in statuses {
-        let found: Vec<SessionRow> = sqlx::query_as(sql)
-            .bind(project)
-            .bind(status as i32)
-            .bind(left_out[0])
-            .bind(left_out[1])
-            .bind(limit)
-            .fetch_all(&mut *conn)
-            .await?;
-        rows.extend(found);
-    }
+    let [a, b] = statuses.map(|status| {
+        format!(
+            "SELECT * FROM (SELECT * FROM sessions WHERE project = $1 AND status = {} AND id <> $2 AND id <> $3 \
+             ORDER BY {column} DESC LIMIT $4) s{}",
+            status_literal(status),
+            status as i32
+        )
+    });
+    let mut rows: Vec<SessionRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!("{a} UNION ALL {b}")))
+        .bind(project)
+        .bind(left_out[0])
+        .bind(left_out[1])
+        .bind(limit)
+        .fetch_all(&mut *conn)
+        .await?;
     let key = |r: &SessionRow| match by {
         Recency::Updated => r.updated_us,
         Recency::Seen => r.last_seen_us,
