@@ -21,6 +21,9 @@ pub struct Hub<S: Store> {
     store: S,
     wakers: Wakers,
     feeds: Arc<Mutex<HashMap<String, broadcast::Sender<Arc<Event>>>>>,
+    /// Projects whose reader is being started: later subscribers wait for it (one head
+    /// read per new reader, however many watchers connect at once).
+    starting: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
     /// How often readers read the table without a wake-up (a lost wake-up costs at most
     /// this much delay).
     poll: Duration,
@@ -29,7 +32,7 @@ pub struct Hub<S: Store> {
 
 impl<S: Store> Hub<S> {
     pub fn new(store: S, wakers: Wakers, poll: Duration, shutdown: watch::Receiver<bool>) -> Self {
-        Self { store, wakers, feeds: Arc::default(), poll, shutdown }
+        Self { store, wakers, feeds: Arc::default(), starting: Arc::default(), poll, shutdown }
     }
 
     /// How often readers poll the table when nothing woke them.
@@ -49,6 +52,25 @@ impl<S: Store> Hub<S> {
         if let Some(feed) = self.feed(project) {
             return feed;
         }
+        let gate = {
+            let mut starting = self.starting.lock().unwrap_or_else(PoisonError::into_inner);
+            starting.entry(project.to_owned()).or_default().clone()
+        };
+        let turn = gate.lock().await;
+        let feed = match self.feed(project) {
+            Some(feed) => feed,
+            None => self.start_reader(project).await,
+        };
+        drop(turn);
+        let mut starting = self.starting.lock().unwrap_or_else(PoisonError::into_inner);
+        if starting.get(project).is_some_and(|g| Arc::ptr_eq(g, &gate)) {
+            starting.remove(project);
+        }
+        feed
+    }
+
+    /// Reads the head and starts the reader from it (see `subscribe`).
+    async fn start_reader(&self, project: &str) -> broadcast::Receiver<Arc<Event>> {
         fail::fail_point!("hub.before_reader_head");
         let head = match self.store.head_revision(project.to_owned()).await {
             Ok(head) => head,
@@ -58,9 +80,8 @@ impl<S: Store> Hub<S> {
             }
         };
         let mut feeds = self.feeds.lock().unwrap_or_else(PoisonError::into_inner);
-        // Another subscriber may have started the reader meanwhile (from its own head,
-        // read before this subscriber's replay too).
         if let Some(feed) = feeds.get(project) {
+            // Started meanwhile by a subscriber whose turn was cancelled mid-start.
             return feed.subscribe();
         }
         let (tx, rx) = broadcast::channel(FEED_CAPACITY);
@@ -203,15 +224,57 @@ mod tests {
             store.put_memory(crate::store::WriteCtx::default(), req)
         };
         put(1).await.unwrap();
+        let _only = FAIL_POINT.lock().await;
         fail::cfg("hub.before_reader_head", "sleep(300)").unwrap();
         let request = Watch { cursors: vec![("p".to_owned(), 1)], kinds: HashSet::new() };
         let mut events = watch(store.clone(), &hub, request, stop_rx.clone(), 8);
-        // Long enough for the watcher's replay, well before the reader reads its head.
+        // The write lands while the new reader is held, before it reads its head. (Read by
+        // the reader itself, after the watcher's replay had run, the head included the
+        // write and the feed skipped it.)
         tokio::time::sleep(Duration::from_millis(100)).await;
         put(2).await.unwrap();
         let got = tokio::time::timeout(Duration::from_secs(5), events.recv()).await;
         fail::remove("hub.before_reader_head");
         let event = got.expect("the write is delivered").unwrap().unwrap();
         assert_eq!(event.revision, 2);
+    }
+
+    /// The fail point is the process's: one test at a time sets it.
+    #[cfg(feature = "failpoints")]
+    static FAIL_POINT: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+    /// Many watchers of a project without a reader, connecting at once, start one reader,
+    /// which reads the head once.
+    #[cfg(feature = "failpoints")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn watchers_connecting_at_once_start_one_reader() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("t.db").display());
+        let wakers = Wakers::default();
+        let store = SqliteStore::connect(&url, wakers.clone()).await.unwrap();
+        let (_stop, stop_rx) = tokio::sync::watch::channel(false);
+        let hub = Hub::new(store.clone(), wakers.clone(), Duration::from_secs(3600), stop_rx.clone());
+        let _only = FAIL_POINT.lock().await;
+        let heads = Arc::new(AtomicUsize::new(0));
+        let counted = heads.clone();
+        fail::cfg_callback("hub.before_reader_head", move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(50));
+        })
+        .unwrap();
+        let watchers: Vec<_> = (0..50)
+            .map(|_| {
+                let request = Watch { cursors: vec![("p".to_owned(), 0)], kinds: HashSet::new() };
+                watch(store.clone(), &hub, request, stop_rx.clone(), 8)
+            })
+            .collect();
+        until(|| hub.readers() == 1).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        fail::remove("hub.before_reader_head");
+        assert_eq!(heads.load(Ordering::SeqCst), 1);
+        assert!(hub.starting.lock().unwrap().is_empty());
+        drop(watchers);
     }
 }

@@ -152,8 +152,8 @@ impl PgStore {
     }
 }
 
-/// Analyzes Baton's tables while they grow: each one that holds twice the rows it held
-/// when it was last analyzed (and at least 200), checked every 2 s.
+/// Analyzes Baton's tables while they grow: each one that holds twice the rows Postgres
+/// last counted for it (at its last ANALYZE or VACUUM; at least 200), checked every 2 s.
 ///
 /// Why: a connection plans a prepared statement once for all (a generic plan) after five
 /// runs, from the statistics of that moment, and plans again only when the table is

@@ -165,8 +165,11 @@ impl Write {
     }
 
     /// A crashed or idle session taken over by session `by` (ResumeSession), as read in
-    /// this write (`row`). The project lock keeps it as read, so the claimed row is known
-    /// without reading it back: the change goes with the write's log (`finish`).
+    /// this write (`row`). Every change of a session's status holds the project lock, so
+    /// the claimed row is known without reading it back, and the change goes with the
+    /// write's log (`finish`). (Only the liveness fields, `last_seen_us` and `tool_count`,
+    /// may move meanwhile, by a heartbeat that changes nothing else: the reply and the
+    /// event carry them as read.)
     async fn claim(&mut self, row: &SessionRow, by: &str, actor: &Actor) -> Result<SessionRow> {
         check_transition(row, SessionStatus::Resumed)?;
         self.revision();

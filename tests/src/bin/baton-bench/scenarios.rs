@@ -14,7 +14,7 @@ use prost::Message;
 use tokio_stream::StreamExt as _;
 
 use crate::floor::Floor;
-use crate::stats::{Run, closed_loop, ms, rss_mib, sequential};
+use crate::stats::{Run, alternating, closed_loop, ms, rss_mib, sequential};
 use crate::{Row, Sizes};
 
 pub struct Results {
@@ -180,23 +180,29 @@ async fn small_writes(
 ) -> Row {
     let memory = c.memory.clone();
     let p = project.clone();
-    let baton = closed_loop(sizes.clients, sizes.window, move |client, i| {
-        let mut memory = memory.clone();
-        let request =
-            note(&p(client, i), format!("c{client}-{i}"), format!("small write {i} from client {client}"));
-        async move {
-            memory.put_memory(request).await.unwrap();
-        }
-    })
-    .await;
     let f = floor.clone();
-    let at_floor = closed_loop(sizes.clients, sizes.window, move |client, i| {
-        let f = f.clone();
-        let project = project(client, i);
-        async move {
-            f.write(&project, format!("small write {i} from client {client}").as_bytes()).await;
-        }
-    })
+    let (baton, at_floor) = alternating(
+        sizes.clients,
+        sizes.window,
+        move |client, i| {
+            let mut memory = memory.clone();
+            let request = note(
+                &p(client, i),
+                format!("c{client}-{i}"),
+                format!("small write {i} from client {client}"),
+            );
+            async move {
+                memory.put_memory(request).await.unwrap();
+            }
+        },
+        move |client, i| {
+            let f = f.clone();
+            let project = project(client, i);
+            async move {
+                f.write(&project, format!("small write {i} from client {client}").as_bytes()).await;
+            }
+        },
+    )
     .await;
     let ratio = baton.throughput() / at_floor.throughput();
     Row {
@@ -229,30 +235,33 @@ async fn checkpoints(c: &Clients, floor: &Floor, sizes: Sizes) -> Row {
     }
     let sessions = Arc::new(sessions);
     let checkpoints = c.checkpoints.clone();
-    let baton = closed_loop(sizes.clients, sizes.window, move |client, i| {
-        let mut checkpoints = checkpoints.clone();
-        let request = CreateCheckpointRequest {
-            session_id: sessions[client].clone(),
-            kind: CheckpointKind::Auto as i32,
-            reason: "bench".into(),
-            state: Some(CheckpointState { phase: format!("step {i}"), ..Default::default() }),
-            payload: checkpoint_text(50 * 1024, i * 31 + client as u64),
-            payload_content_type: "application/json".into(),
-            write: write_opts(),
-            ..Default::default()
-        };
-        async move {
-            checkpoints.create_checkpoint(request).await.unwrap();
-        }
-    })
-    .await;
     let f = floor.clone();
-    let at_floor = closed_loop(sizes.clients, sizes.window, move |client, i| {
-        let f = f.clone();
-        async move {
-            f.write("bench/checkpoints", &checkpoint_text(50 * 1024, i * 31 + client as u64)).await;
-        }
-    })
+    let (baton, at_floor) = alternating(
+        sizes.clients,
+        sizes.window,
+        move |client, i| {
+            let mut checkpoints = checkpoints.clone();
+            let request = CreateCheckpointRequest {
+                session_id: sessions[client].clone(),
+                kind: CheckpointKind::Auto as i32,
+                reason: "bench".into(),
+                state: Some(CheckpointState { phase: format!("step {i}"), ..Default::default() }),
+                payload: checkpoint_text(50 * 1024, i * 31 + client as u64),
+                payload_content_type: "application/json".into(),
+                write: write_opts(),
+                ..Default::default()
+            };
+            async move {
+                checkpoints.create_checkpoint(request).await.unwrap();
+            }
+        },
+        move |client, i| {
+            let f = f.clone();
+            async move {
+                f.write("bench/checkpoints", &checkpoint_text(50 * 1024, i * 31 + client as u64)).await;
+            }
+        },
+    )
     .await;
     let ratio = baton.p99().as_secs_f64() / at_floor.p99().as_secs_f64();
     Row {
@@ -394,7 +403,10 @@ async fn resume(c: &Clients, floor: &Floor, n: usize) -> Row {
     sequential(RESUME_WARMUP, |i| floor.resume_reads(project, i as i64 + 1)).await;
     let at_floor = sequential(n, |i| floor.resume_reads(project, (RESUME_WARMUP + i) as i64 + 1)).await;
     Row {
-        scenario: format!("resume (latest valid checkpoint + brief), project with {n} sessions"),
+        scenario: format!(
+            "resume (latest valid checkpoint + brief), project with {} sessions",
+            n + RESUME_WARMUP
+        ),
         baton: summary(&baton),
         floor: summary(&at_floor),
         ratio: format!("{:.1}× the p99", baton.p99().as_secs_f64() / at_floor.p99().as_secs_f64()),

@@ -72,6 +72,37 @@ where
     run
 }
 
+/// Rounds of each side of a ratio: see `alternating`.
+pub const ROUNDS: u64 = 4;
+
+/// Baton's and the floor's closed loops in alternating rounds, `window` in all for each
+/// (B F B F …), merged per side. On a shared machine, load that comes and goes over tens
+/// of seconds would otherwise land on one side of the ratio only. Each round's operations
+/// are numbered after the previous round's (`i` never repeats).
+pub async fn alternating<A, AF, B, BF>(clients: usize, window: Duration, baton: A, floor: B) -> (Run, Run)
+where
+    A: Fn(usize, u64) -> AF + Send + Sync + 'static,
+    AF: Future<Output = ()> + Send + 'static,
+    B: Fn(usize, u64) -> BF + Send + Sync + 'static,
+    BF: Future<Output = ()> + Send + 'static,
+{
+    let (baton, floor) = (Arc::new(baton), Arc::new(floor));
+    let round = window / ROUNDS as u32;
+    let (mut a, mut b) = (Run::default(), Run::default());
+    for r in 0..ROUNDS {
+        let base = r * 1_000_000_000;
+        let op = baton.clone();
+        let run = closed_loop(clients, round, move |client, i| op(client, base + i)).await;
+        a.latencies.extend(run.latencies);
+        a.elapsed += run.elapsed;
+        let op = floor.clone();
+        let run = closed_loop(clients, round, move |client, i| op(client, base + i)).await;
+        b.latencies.extend(run.latencies);
+        b.elapsed += run.elapsed;
+    }
+    (a, b)
+}
+
 /// `n` calls one after another.
 pub async fn sequential<F, Fut>(n: usize, op: F) -> Run
 where
