@@ -66,13 +66,18 @@ impl Backend {
         let project = &q.project;
         // The head first: everything read after it is at least as new as `as_of_revision`
         // (and the memory section at least as new as `memory_revision`, its cache key).
-        let (as_of_revision, memory_revision, now_us): (Option<i64>, Option<i64>, i64) = sqlx::query_as(concat!(
-            "SELECT (SELECT head_revision FROM projects WHERE key = $1), (SELECT memory_revision FROM projects WHERE key = $1), ",
-            now_us!()
-        ))
-        .bind(project)
-        .fetch_one(&self.pool)
-        .await?;
+        // With it, the branch of the session being resumed, whose memory the brief shows
+        // when no branch is asked for: a cached memory section then needs no query at all.
+        let (as_of_revision, memory_revision, now_us, resumed_branch): (Option<i64>, Option<i64>, i64, Option<String>) =
+            sqlx::query_as(concat!(
+                "SELECT (SELECT head_revision FROM projects WHERE key = $1), (SELECT memory_revision FROM projects WHERE key = $1), ",
+                now_us!(),
+                ", (SELECT branch FROM sessions WHERE id = $2)"
+            ))
+            .bind(project)
+            .bind(q.resuming.as_deref())
+            .fetch_one(&self.pool)
+            .await?;
         let as_of_revision = as_of_revision.unwrap_or(0);
         // Left out of the lists: the caller, and the session it is taking over.
         let caller = q.session_id.map(|s| s.to_string()).unwrap_or_default();
@@ -82,7 +87,7 @@ impl Backend {
         // them side by side instead of in a row is most of a brief's latency.
         let (unfinished, memory, active, (previous, conflict_rows)) = tokio::try_join!(
             self.brief_unfinished(project, left_out, UNFINISHED_LIMIT),
-            self.brief_memory(&q, memory_revision),
+            self.brief_memory(&q, memory_revision, resumed_branch),
             async {
                 let mut conn = self.pool.acquire().await?;
                 newest_sessions(&mut conn, project, [SessionStatus::Active, SessionStatus::Initializing], left_out, Recency::Seen, ACTIVE_LIMIT).await
@@ -137,14 +142,10 @@ impl Backend {
     /// The brief's memory section: the newest live entries, project-wide and of the branch
     /// (when resuming with no branch given, the resumed session's), from the cache while the
     /// project's memory is unchanged.
-    async fn brief_memory(&self, q: &BriefFor, memory_revision: Option<i64>) -> Result<Arc<Vec<MemoryEntry>>> {
+    async fn brief_memory(&self, q: &BriefFor, memory_revision: Option<i64>, resumed_branch: Option<String>) -> Result<Arc<Vec<MemoryEntry>>> {
         const MEMORY_LIMIT: i64 = 500;
         let branch = match (&q.resuming, q.branch.is_empty()) {
-            (Some(resumed), true) => {
-                let row: Option<(String,)> =
-                    sqlx::query_as("SELECT branch FROM sessions WHERE id = $1").bind(resumed).fetch_optional(&self.pool).await?;
-                row.map(|(b,)| b).unwrap_or_default()
-            }
+            (Some(_), true) => resumed_branch.unwrap_or_default(),
             _ => q.branch.clone(),
         };
         if let Some(entries) = memory_revision.and_then(|m| self.memory_cache.get(&q.project, &branch, m)) {
