@@ -164,6 +164,26 @@ mod tests {
     use crate::events::{Watch, watch};
     use crate::store::SqliteStore;
 
+    /// A hub over a fresh SQLite store, polling every `poll`; keep the directory and the
+    /// sender while the test runs.
+    async fn sqlite_hub(
+        poll: Duration,
+    ) -> (
+        tempfile::TempDir,
+        SqliteStore,
+        Hub<SqliteStore>,
+        tokio::sync::watch::Sender<bool>,
+        tokio::sync::watch::Receiver<bool>,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("t.db").display());
+        let wakers = Wakers::default();
+        let store = SqliteStore::connect(&url, wakers.clone()).await.unwrap();
+        let (stop, stop_rx) = tokio::sync::watch::channel(false);
+        let hub = Hub::new(store.clone(), wakers, poll, stop_rx.clone());
+        (dir, store, hub, stop, stop_rx)
+    }
+
     async fn until(mut f: impl FnMut() -> bool) {
         for _ in 0..200 {
             if f() {
@@ -176,12 +196,7 @@ mod tests {
 
     #[tokio::test]
     async fn one_reader_per_project_freed_when_watchers_leave() {
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("t.db").display());
-        let wakers = Wakers::default();
-        let store = SqliteStore::connect(&url, wakers.clone()).await.unwrap();
-        let (_stop, stop_rx) = tokio::sync::watch::channel(false);
-        let hub = Hub::new(store.clone(), wakers.clone(), Duration::from_millis(20), stop_rx.clone());
+        let (_dir, store, hub, _stop, stop_rx) = sqlite_hub(Duration::from_millis(20)).await;
 
         let request = |p: &str| Watch { cursors: vec![(p.to_owned(), 0)], kinds: HashSet::new() };
         let a1 = watch(store.clone(), &hub, request("a"), stop_rx.clone(), 8);
@@ -206,12 +221,7 @@ mod tests {
     async fn a_write_while_a_new_reader_starts_is_delivered() {
         use baton_proto::v1::{MemoryItem, MemoryOp, PutMemoryRequest};
 
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("t.db").display());
-        let wakers = Wakers::default();
-        let store = SqliteStore::connect(&url, wakers.clone()).await.unwrap();
-        let (_stop, stop_rx) = tokio::sync::watch::channel(false);
-        let hub = Hub::new(store.clone(), wakers.clone(), Duration::from_secs(3600), stop_rx.clone());
+        let (_dir, store, hub, _stop, stop_rx) = sqlite_hub(Duration::from_secs(3600)).await;
         let put = |revision: i64| {
             let req = PutMemoryRequest {
                 project: "p".into(),
@@ -250,12 +260,7 @@ mod tests {
     async fn watchers_connecting_at_once_start_one_reader() {
         use std::sync::atomic::{AtomicUsize, Ordering};
 
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("t.db").display());
-        let wakers = Wakers::default();
-        let store = SqliteStore::connect(&url, wakers.clone()).await.unwrap();
-        let (_stop, stop_rx) = tokio::sync::watch::channel(false);
-        let hub = Hub::new(store.clone(), wakers.clone(), Duration::from_secs(3600), stop_rx.clone());
+        let (_dir, store, hub, _stop, stop_rx) = sqlite_hub(Duration::from_secs(3600)).await;
         let _only = FAIL_POINT.lock().await;
         let heads = Arc::new(AtomicUsize::new(0));
         let counted = heads.clone();

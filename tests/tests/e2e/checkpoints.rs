@@ -314,15 +314,7 @@ async fn resume_targets(backend: Backend) {
     let s = start_session(&mut c, &p).await;
     let first = checkpoint(&mut c, &s.id, None, "first").await.checkpoint.unwrap().id;
     let head = checkpoint(&mut c, &s.id, None, "head").await.checkpoint.unwrap().id;
-    c.sessions
-        .end_session(EndSessionRequest {
-            session_id: s.id.clone(),
-            status: SessionStatus::Crashed as i32,
-            write: write(),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    crate::end_crashed(&mut c, &s.id).await;
     let request = |project: &str, target: Option<resume_session_request::Target>| ResumeSessionRequest {
         project: project.into(),
         target,
@@ -359,19 +351,7 @@ async fn resume_targets(backend: Backend) {
         assert!(msg.contains(says), "{req:?}: {msg}");
     }
     // None of these changed anything.
-    let stored = |c: &Clients, id: String| {
-        let mut c = c.clone();
-        async move {
-            c.sessions
-                .get_session(GetSessionRequest { session_id: id })
-                .await
-                .unwrap()
-                .into_inner()
-                .session
-                .unwrap()
-        }
-    };
-    assert_eq!(stored(&c, s.id.clone()).await.status, SessionStatus::Crashed as i32);
+    assert_eq!(crate::stored_session(&c, &s.id).await.status, SessionStatus::Crashed as i32);
 
     // From a checkpoint that is not the head: that one, and its session is claimed.
     let req = request(&p, Some(resume_session_request::Target::CheckpointId(first.clone())));
@@ -384,8 +364,8 @@ async fn resume_targets(backend: Backend) {
         (claimed.status, claimed.resumed_by.as_str()),
         (SessionStatus::Resumed as i32, new.id.as_str())
     );
-    assert_eq!(stored(&c, s.id.clone()).await, claimed);
-    assert_eq!(stored(&c, new.id.clone()).await, new);
+    assert_eq!(crate::stored_session(&c, &s.id).await, claimed);
+    assert_eq!(crate::stored_session(&c, &new.id).await, new);
     let events = all_events(&mut c, &p).await;
     assert_gapless(&events);
     let told: Vec<_> = events
@@ -412,23 +392,9 @@ async fn resume_targets(backend: Backend) {
     assert!(msg.contains(&new.id), "{msg}");
 
     // The latest: an idle session goes before a completed one, and starts from its head.
-    c.sessions
-        .heartbeat(HeartbeatRequest {
-            session_id: new.id.clone(),
-            status: SessionStatus::Idle as i32,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    crate::go_idle(&mut c, &new.id).await;
     let newest = checkpoint(&mut c, &new.id, None, "newest").await.checkpoint.unwrap().id;
-    c.sessions
-        .heartbeat(HeartbeatRequest {
-            session_id: new.id.clone(),
-            status: SessionStatus::Idle as i32,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    crate::go_idle(&mut c, &new.id).await;
     let done = start_session(&mut c, &p).await;
     c.sessions
         .end_session(EndSessionRequest { session_id: done.id.clone(), write: write(), ..Default::default() })
@@ -439,24 +405,9 @@ async fn resume_targets(backend: Backend) {
     assert_eq!(latest.checkpoint.unwrap().id, newest);
     // Between an idle and a crashed session, the one changed last, whichever its status.
     let idle = start_session(&mut c, &p).await;
-    c.sessions
-        .heartbeat(HeartbeatRequest {
-            session_id: idle.id.clone(),
-            status: SessionStatus::Idle as i32,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    crate::go_idle(&mut c, &idle.id).await;
     let crashed = start_session(&mut c, &p).await;
-    c.sessions
-        .end_session(EndSessionRequest {
-            session_id: crashed.id.clone(),
-            status: SessionStatus::Crashed as i32,
-            write: write(),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    crate::end_crashed(&mut c, &crashed.id).await;
     let latest = c.sessions.resume_session(request(&p, None)).await.unwrap().into_inner();
     assert_eq!(latest.resumed_from.unwrap().id, crashed.id);
     assert!(latest.checkpoint.is_none());

@@ -94,6 +94,34 @@ pub async fn start_session(c: &mut Clients, project: &str) -> Session {
     .await
 }
 
+/// A session as stored.
+pub async fn stored_session(c: &Clients, id: &str) -> Session {
+    let mut c = c.clone();
+    let request = baton_proto::v1::GetSessionRequest { session_id: id.into() };
+    c.sessions.get_session(request).await.unwrap().into_inner().session.unwrap()
+}
+
+/// The session reports itself idle.
+pub async fn go_idle(c: &mut Clients, id: &str) {
+    let request = baton_proto::v1::HeartbeatRequest {
+        session_id: id.into(),
+        status: baton_proto::v1::SessionStatus::Idle as i32,
+        ..Default::default()
+    };
+    c.sessions.heartbeat(request).await.unwrap();
+}
+
+/// The session ends crashed.
+pub async fn end_crashed(c: &mut Clients, id: &str) {
+    let request = baton_proto::v1::EndSessionRequest {
+        session_id: id.into(),
+        status: baton_proto::v1::SessionStatus::Crashed as i32,
+        write: write(),
+        ..Default::default()
+    };
+    c.sessions.end_session(request).await.unwrap();
+}
+
 pub async fn put_note(
     c: &mut Clients,
     project: &str,

@@ -304,17 +304,8 @@ async fn idle_and_lease_expiry(backend: Backend) {
     )
     .await;
     let status = |id: String| {
-        let mut c = c.clone();
-        async move {
-            c.sessions
-                .get_session(GetSessionRequest { session_id: id })
-                .await
-                .unwrap()
-                .into_inner()
-                .session
-                .unwrap()
-                .status
-        }
+        let c = c.clone();
+        async move { crate::stored_session(&c, &id).await.status }
     };
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     loop {

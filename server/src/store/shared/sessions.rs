@@ -226,19 +226,22 @@ impl Write {
         if let Some(Prefetched::Resume(read)) = self.prefetched.take() {
             return Ok(*read);
         }
-        let target = sqlx::query_as(sqlx::AssertSqlSafe(RESUME_SESSION.as_str()))
-            .bind(&self.project)
-            .bind(session)
-            .bind(checkpoint)
-            .fetch_optional(&mut *self.tx)
-            .await?;
-        let start = sqlx::query_as(sqlx::AssertSqlSafe(RESUME_CHECKPOINT.as_str()))
-            .bind(&self.project)
-            .bind(session)
-            .bind(checkpoint)
-            .fetch_optional(&mut *self.tx)
-            .await?;
+        let target = self.resume_read(&RESUME_SESSION, session, checkpoint).await?;
+        let start = self.resume_read(&RESUME_CHECKPOINT, session, checkpoint).await?;
         Ok((target, start))
+    }
+
+    /// One of the resume target's queries, with its parameters.
+    async fn resume_read<T>(&mut self, sql: &'static str, session: Option<&str>, checkpoint: Option<&str>) -> Result<Option<T>>
+    where
+        T: Send + Unpin + for<'r> sqlx::FromRow<'r, <Db as sqlx::Database>::Row>,
+    {
+        Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            .bind(&self.project)
+            .bind(session)
+            .bind(checkpoint)
+            .fetch_optional(&mut *self.tx)
+            .await?)
     }
 
     /// Activity on a session: idle or initializing sessions become active again.
