@@ -28,6 +28,8 @@ const DIALECT: Dialect = Dialect {
     bound_new_projects: true,
     writes_open_savepoints: true,
     trust_idle_for: STALE_AFTER,
+    // A statement with bound parameters travels alone (the extended query protocol).
+    writer_sends_last: false,
 };
 
 /// How long the server waits for Postgres to answer a new connection.
@@ -289,9 +291,6 @@ async fn lock_project(
     memory: bool,
     prefetch: Option<&Prefetch<'_>>,
 ) -> Result<(Locked, Option<Prefetched>), sqlx::Error> {
-    use futures::TryStreamExt;
-    use sqlx::FromRow;
-
     // Every literal first: once the opening is taken, the writer rolls back to its savepoint.
     let project_name = project;
     let project = literal(project)?;
@@ -328,41 +327,9 @@ async fn lock_project(
     }
     let prefetch_at = statements.len();
     statements.extend(prefetch_statements);
-    // Each statement's rows come before its completion: count completions to tell whose.
-    let mut completed = 0;
-    let mut lock: Option<(i64, i64, String)> = None;
-    let mut request: (Option<Vec<u8>>, Option<Vec<u8>>) = (None, None);
-    let (mut state, mut session, mut checkpoint) = (Vec::new(), None, None);
-    let mut results = sqlx::raw_sql(sqlx::AssertSqlSafe(statements.join("; "))).fetch_many(&mut **tx);
-    while let Some(item) = results.try_next().await? {
-        let row = match item {
-            sqlx::Either::Left(_) => {
-                completed += 1;
-                continue;
-            }
-            sqlx::Either::Right(row) => row,
-        };
-        match (completed, prefetch) {
-            (at, _) if at == lock_at => lock = Some(FromRow::from_row(&row)?),
-            (at, _) if at == request_at && request_id.is_some() => request = FromRow::from_row(&row)?,
-            (_, Some(Prefetch::Record(_))) => state.push(RecordStateRow::from_row(&row)?),
-            (at, Some(Prefetch::Resume { .. })) if at == prefetch_at => {
-                session = Some(SessionRow::from_row(&row)?)
-            }
-            (_, Some(Prefetch::Resume { .. })) => checkpoint = Some(CheckpointRow::from_row(&row)?),
-            (_, None) => {
-                return Err(sqlx::Error::Protocol(format!(
-                    "unexpected rows locking project {project_name:?}"
-                )));
-            }
-        }
-    }
-    let (revision, now_us, caps) =
-        lock.ok_or_else(|| sqlx::Error::Protocol("the project lock returned no row".into()))?;
-    let prefetched = prefetch.map(|p| match p {
-        Prefetch::Record(record) => Prefetched::Record((*record).to_owned(), state),
-        Prefetch::Resume { .. } => Prefetched::Resume(Box::new((session, checkpoint))),
-    });
+    let layout = LockLayout { lock: lock_at, request: request_id.is_some().then_some(request_at), prefetch: prefetch_at };
+    let results = sqlx::raw_sql(sqlx::AssertSqlSafe(statements.join("; "))).fetch_many(&mut **tx);
+    let ((revision, now_us, caps), request, prefetched) = lock_rows(results, layout, prefetch, project_name).await?;
     Ok(((revision, now_us, caps, request.0, request.1), prefetched))
 }
 

@@ -76,10 +76,13 @@ const DIALECT: Dialect = Dialect {
     max_batch: 64,
     lanes: 1,
     bound_new_projects: false,
-    // A statement is a hand-off to the connection's thread, not a round trip: the writer
-    // sends the savepoints.
-    writes_open_savepoints: false,
-    trust_idle_for: std::time::Duration::ZERO,
+    // Every statement is a hand-off to the connection's thread, and a query may hold
+    // several statements with bound parameters: a write's savepoint goes with its project
+    // lock, and its log with the writer's COMMIT.
+    writes_open_savepoints: true,
+    // An embedded database's connection does not go stale while idle.
+    trust_idle_for: std::time::Duration::MAX,
+    writer_sends_last: true,
 };
 
 /// Writes that take no revision (liveness, chunks, token use) go through the writer too, so
@@ -107,18 +110,61 @@ const LOCK_PROJECT: &str = concat!(
     "(SELECT reply FROM requests WHERE project = $1 AND request_id = $2)"
 );
 
-/// Reads no record with the lock: here a statement is a hand-off to the connection's thread,
-/// not a round trip, so the write reads it when it needs it.
+/// The project lock (`LOCK_PROJECT`), with the write's savepoint statements in front and
+/// what it reads first (`prefetch`) behind: one hand-off to the connection's thread.
 async fn lock_project(
     tx: &mut Tx,
     project: &str,
     request_id: Option<&str>,
     memory: bool,
-    _prefetch: Option<&Prefetch<'_>>,
+    prefetch: Option<&Prefetch<'_>>,
 ) -> Result<(Locked, Option<Prefetched>), sqlx::Error> {
-    let locked =
-        sqlx::query_as(LOCK_PROJECT).bind(project).bind(request_id).bind(memory).fetch_one(&mut **tx).await?;
-    Ok((locked, None))
+    let opening = tx.take_opening().unwrap_or_default();
+    let opened = if opening.is_empty() { 0 } else { opening.split("; ").count() };
+    let after_lock = match prefetch {
+        None => "",
+        Some(Prefetch::Record(_)) => PREFETCH_RECORD.as_str(),
+        Some(Prefetch::Resume { .. }) => PREFETCH_RESUME.as_str(),
+    };
+    let sql = [opening.as_str(), LOCK_PROJECT, after_lock].into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>().join("; ");
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(project).bind(request_id).bind(memory);
+    query = match prefetch {
+        None => query,
+        Some(Prefetch::Record(record)) => query.bind(project).bind(*record),
+        Some(Prefetch::Resume { session, checkpoint }) => query.bind(project).bind(*session).bind(*checkpoint),
+    };
+    let layout = LockLayout { lock: opened, request: None, prefetch: opened + 1 };
+    // Several statements in one prepared query: SQLite's own way (sqlx's driver steps
+    // through them, as for every `Combined`).
+    let results = sqlx::Executor::fetch_many(&mut **tx, query);
+    let (locked, _, prefetched) = lock_rows(results, layout, prefetch, project).await?;
+    Ok((locked, prefetched))
+}
+
+/// What the lock reads with it: a record's state (`RECORD_STATE`) or a resume's target
+/// (`RESUME_SESSION`, `RESUME_CHECKPOINT`). Their parameters come after the lock's three.
+static PREFETCH_RECORD: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| shift_parameters(RECORD_STATE, 3));
+static PREFETCH_RESUME: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!("{}; {}", shift_parameters(&RESUME_SESSION, 3), shift_parameters(&RESUME_CHECKPOINT, 3))
+});
+
+/// `sql` with each parameter `$n` renumbered `$n+by`, to follow another statement's in one
+/// query (SQLite binds `$n` to the query's n-th value, whichever statement it is in). Only
+/// for Baton's own statements: a `$` in a string literal would be renumbered too.
+fn shift_parameters(sql: &str, by: usize) -> String {
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut rest = sql;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..=at]);
+        rest = &rest[at + 1..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        match rest[..digits].parse::<usize>() {
+            Ok(n) => out.push_str(&(n + by).to_string()),
+            Err(_) => out.push_str(&rest[..digits]),
+        }
+        rest = &rest[digits..];
+    }
+    out + rest
 }
 
 /// Joins the statements of a `Combined` query: SQLite runs `;`-separated statements in order.
@@ -143,3 +189,14 @@ include!("shared/retention.rs");
 include!("shared/purge.rs");
 include!("shared/transfer.rs");
 include!("shared/store_impl.rs");
+
+#[cfg(test)]
+mod tests {
+    use super::shift_parameters;
+
+    #[test]
+    fn parameters_are_renumbered_whole() {
+        assert_eq!(shift_parameters("a = $1 AND b IN ($2, $10) OR $3", 3), "a = $4 AND b IN ($5, $13) OR $6");
+        assert_eq!(shift_parameters("no parameters, a $ alone", 3), "no parameters, a $ alone");
+    }
+}

@@ -35,13 +35,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sqlx::pool::PoolConnection;
-use sqlx::{Connection, Database, Executor, Pool};
+use sqlx::{Connection, Database, Executor, IntoArguments, Pool, QueryBuilder};
 use tokio::sync::{mpsc, oneshot};
 
 const LOST: &str = "the write's connection was lost";
 
 type Reply<DB> = oneshot::Sender<Result<Lease<DB>, String>>;
-type Committed = oneshot::Sender<Result<(), String>>;
+type Committed = oneshot::Sender<Result<(), sqlx::Error>>;
 
 /// How a backend batches its writes.
 #[derive(Clone, Copy, Debug)]
@@ -66,6 +66,11 @@ pub struct Dialect {
     /// pool trusts its idle connections); otherwise the writer begins alone, so that a
     /// connection that broke while idle is replaced before a write sees it.
     pub trust_idle_for: Duration,
+    /// Whether the writer sends a write's last statements ([`Lease::commit_after`]) in
+    /// front of its own next ones (the batch's COMMIT, the next write's savepoint), as one
+    /// query: one hand-off less per write. Only where a query may hold several statements
+    /// with bound parameters (SQLite); elsewhere the write sends them itself.
+    pub writer_sends_last: bool,
 }
 
 /// One write waiting for the connection.
@@ -104,6 +109,8 @@ struct Returned<DB: Database> {
     /// Whether its savepoint may exist: its opening was sent by the writer, or taken by the
     /// write (which may or may not have reached the database).
     opened: bool,
+    /// A kept write's last statements, for the writer to send (`Dialect::writer_sends_last`).
+    last: Option<QueryBuilder<DB>>,
 }
 
 /// The writer's connection, lent to one write inside its savepoint.
@@ -114,11 +121,14 @@ pub struct Lease<DB: Database> {
     /// The savepoint statements the write is to send ahead of its first statement.
     opening: Option<String>,
     opened: bool,
+    /// `Dialect::writer_sends_last`.
+    writer_sends_last: bool,
 }
 
 impl<DB: Database> Writer<DB>
 where
     for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
 {
     /// Starts the writer tasks for `pool`; they end when the last handle is dropped.
     pub fn spawn(pool: Pool<DB>, dialect: Dialect) -> Self {
@@ -186,10 +196,35 @@ impl<DB: Database> Lease<DB> {
     /// Keeps the write and waits until its transaction commits (durable on return).
     pub async fn commit(mut self) -> Result<(), sqlx::Error> {
         let (committed, outcome) = oneshot::channel();
-        self.give_back(Some(committed));
+        self.give_back(Some(committed), None);
         match outcome.await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(message)) => Err(io_error(message)),
+            Ok(result) => result,
+            Err(_) => Err(stopped()),
+        }
+    }
+
+    /// Runs the write's `last` statements, then keeps it as `commit` does. Where the
+    /// dialect lets it (`Dialect::writer_sends_last`), the writer sends them together with
+    /// what it sends next anyway; if they fail, the write alone is rolled back and gets
+    /// their error.
+    pub async fn commit_after(mut self, last: QueryBuilder<DB>) -> Result<(), sqlx::Error>
+    where
+        for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+        DB::Arguments: IntoArguments<DB>,
+    {
+        if let Some(opening) = self.take_opening() {
+            // Nothing was sent yet: the savepoint goes first, so `last` runs inside it.
+            sqlx::raw_sql(sqlx::AssertSqlSafe(opening)).execute(&mut *self).await?;
+        }
+        let mut last = last;
+        if !self.writer_sends_last {
+            last.build().execute(&mut *self).await?;
+            return self.commit().await;
+        }
+        let (committed, outcome) = oneshot::channel();
+        self.give_back(Some(committed), Some(last));
+        match outcome.await {
+            Ok(result) => result,
             Err(_) => Err(stopped()),
         }
     }
@@ -197,21 +232,21 @@ impl<DB: Database> Lease<DB> {
     /// Rolls the write back (to its savepoint; the other writes of the batch are kept).
     #[allow(clippy::unused_async)] // the same shape as `sqlx::Transaction::rollback`
     pub async fn rollback(mut self) -> Result<(), sqlx::Error> {
-        self.give_back(None);
+        self.give_back(None, None);
         Ok(())
     }
 
-    fn give_back(&mut self, keep: Option<Committed>) {
+    fn give_back(&mut self, keep: Option<Committed>, last: Option<QueryBuilder<DB>>) {
         if let (Some(conn), Some(back)) = (self.conn.take(), self.back.take()) {
             // If the writer is gone, so is the transaction: nothing to keep either way.
-            let _ = back.send(Returned { conn, keep, opened: self.opened });
+            let _ = back.send(Returned { conn, keep, opened: self.opened, last });
         }
     }
 }
 
 impl<DB: Database> Drop for Lease<DB> {
     fn drop(&mut self) {
-        self.give_back(None);
+        self.give_back(None, None);
     }
 }
 
@@ -239,6 +274,7 @@ impl<DB: Database> DerefMut for Lease<DB> {
 async fn run<DB: Database>(pool: Pool<DB>, dialect: Dialect, mut jobs: mpsc::UnboundedReceiver<Message<DB>>)
 where
     for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
 {
     // A write that must start a batch of its own, taken off the queue while a batch ran.
     let mut carried: Option<Job<DB>> = None;
@@ -286,15 +322,17 @@ where
         let mut job = first;
         let mut lent = 1;
         // A kept write's savepoint, released with the next write's opening (or by COMMIT).
-        let mut release: Option<String> = None;
+        let mut release: Option<&'static str> = None;
+        // The next write's savepoint, when the writer opened it.
+        let mut upcoming: Option<&'static str> = None;
         let mut closing: Option<oneshot::Sender<()>> = None;
         let error = loop {
             let bounded = dialect.bound_new_projects && !locked.is_empty() && !locked.contains(&job.project);
-            let savepoint = format!("w{lent}");
+            let savepoint = upcoming.take().unwrap_or_else(|| savepoint_after(release));
             // The write sends its opening (the previous savepoint's release and its own), or
             // the writer already did.
             let begin = (!began).then_some(dialect.begin);
-            let sent_by_write = opens(&job).then(|| opening(begin, release.as_deref(), &savepoint));
+            let sent_by_write = opens(&job).then(|| opening(begin, release, savepoint));
             let (back, returned) = oneshot::channel();
             let lease = Lease {
                 conn: Some(conn),
@@ -302,20 +340,21 @@ where
                 bounded,
                 opened: sent_by_write.is_none(),
                 opening: sent_by_write,
+                writer_sends_last: dialect.writer_sends_last,
             };
             // If the write is gone (its request was cancelled), the lease is dropped here and
             // comes straight back as a rollback.
             let _ = job.reply.send(Ok(lease));
-            let Ok(Returned { conn: back, keep, opened }) = returned.await else {
+            let Ok(Returned { conn: back, keep, opened, last }) = returned.await else {
                 // The connection went with the lease: so did the transaction.
                 break LOST.to_owned();
             };
             conn = back;
             let kept = keep.is_some();
-            if kept {
-                locked.insert(job.project);
-            }
+            let newly_locked = kept && locked.insert(job.project.clone());
             waiting.extend(keep);
+            // A rolled-back write's last statements are never sent.
+            let last = last.filter(|_| kept);
             let mut next = None;
             if lent < dialect.max_batch {
                 match jobs.try_recv() {
@@ -327,7 +366,8 @@ where
                     Err(_) => {}
                 }
             }
-            // What the writer sends before the next write (or to end the batch).
+            // What the writer sends before the next write (or to end the batch): first
+            // what becomes of this write.
             let mut sql = Vec::new();
             if opened {
                 // BEGIN and the previous savepoint's release went with this write's opening,
@@ -335,38 +375,49 @@ where
                 began = true;
                 release = None;
                 if kept {
-                    release = Some(savepoint.clone());
+                    release = Some(savepoint);
                 } else {
                     // Fails if the savepoint does not exist (the opening never reached the
                     // database): then the batch is abandoned, never another write undone.
-                    sql.push(format!("ROLLBACK TO SAVEPOINT {savepoint}; RELEASE SAVEPOINT {savepoint}"));
+                    sql.push(undo(savepoint));
                 }
             }
-            match &next {
-                Some(next) if !opens(next) => {
-                    let begin = (!began).then_some(dialect.begin);
-                    sql.push(opening(begin, release.take().as_deref(), &format!("w{}", lent + 1)));
-                    began = true;
+            let began_before = began;
+            sql.extend(then_send(dialect, next.as_ref(), &mut began, &mut release, &mut upcoming));
+            let sends = !sql.is_empty() || last.is_some();
+            let sent = match last {
+                None => send(&mut conn, &sql).await,
+                Some(mut last) => {
+                    if !sql.is_empty() {
+                        last.push("; ").push(sql.join("; "));
+                    }
+                    match last.build().execute(&mut *conn).await {
+                        Ok(_) => Ok(()),
+                        // If the write's savepoint is still there, its own statements failed
+                        // (else the writer's did: the savepoint was released): it alone is
+                        // rolled back, gets their error, and the writer sends its next
+                        // statements again, without its release.
+                        Err(e) => match send(&mut conn, &[undo(savepoint)]).await {
+                            Ok(()) => {
+                                if let Some(committed) = waiting.pop() {
+                                    let _ = committed.send(Err(e));
+                                }
+                                if newly_locked {
+                                    locked.remove(&job.project);
+                                }
+                                began = began_before;
+                                release = None;
+                                let sql = then_send(dialect, next.as_ref(), &mut began, &mut release, &mut upcoming);
+                                send(&mut conn, &sql).await
+                            }
+                            Err(_) => Err(e),
+                        },
+                    }
                 }
-                Some(_) => {}
-                // The release is kept at the end because on Postgres a COMMIT of a failed
-                // transaction rolls it back without an error, where the RELEASE fails: a
-                // batch never reports a commit that did not happen.
-                None if began => sql.push(match release.take() {
-                    Some(last) => format!("RELEASE SAVEPOINT {last}; COMMIT"),
-                    None => "COMMIT".to_owned(),
-                }),
-                // No write sent anything: there is no transaction.
-                None => {}
-            }
-            let sent = if sql.is_empty() {
-                Ok(())
-            } else {
-                let sent =
-                    sqlx::raw_sql(sqlx::AssertSqlSafe(sql.join("; "))).execute(&mut *conn).await.map(drop);
-                answered = Instant::now();
-                sent
             };
+            if sends {
+                answered = Instant::now();
+            }
             match (sent, next) {
                 (Ok(()), Some(next)) => {
                     job = next;
@@ -397,9 +448,65 @@ where
         }
         tracing::warn!(error, writes = waiting.len(), "write transaction failed; its writes are not kept");
         for w in waiting {
-            let _ = w.send(Err(format!("the write's transaction did not commit: {error}")));
+            let _ = w.send(Err(io_error(format!("the write's transaction did not commit: {error}"))));
         }
     }
+}
+
+/// What the writer sends once a write is done with, after what becomes of that write: the
+/// next write's opening if the writer sends it, or the end of the batch. Updates whether
+/// BEGIN was sent, the savepoint still to release and the next write's savepoint.
+fn then_send<DB: Database>(
+    dialect: Dialect,
+    next: Option<&Job<DB>>,
+    began: &mut bool,
+    release: &mut Option<&'static str>,
+    upcoming: &mut Option<&'static str>,
+) -> Vec<String> {
+    match next {
+        Some(next) if !(dialect.writes_open_savepoints && next.opens) => {
+            let begin = (!*began).then_some(dialect.begin);
+            let savepoint = savepoint_after(*release);
+            *upcoming = Some(savepoint);
+            *began = true;
+            vec![opening(begin, release.take(), savepoint)]
+        }
+        Some(_) => vec![],
+        // The release is kept at the end because on Postgres a COMMIT of a failed
+        // transaction rolls it back without an error, where the RELEASE fails: a batch
+        // never reports a commit that did not happen.
+        None if *began => vec![match release.take() {
+            Some(last) => format!("RELEASE SAVEPOINT {last}; COMMIT"),
+            None => "COMMIT".to_owned(),
+        }],
+        // No write sent anything: there is no transaction.
+        None => vec![],
+    }
+}
+
+/// Sends the writer's own statements (none: nothing to send).
+async fn send<DB: Database>(conn: &mut PoolConnection<DB>, sql: &[String]) -> Result<(), sqlx::Error>
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+{
+    if sql.is_empty() {
+        return Ok(());
+    }
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql.join("; "))).execute(&mut **conn).await.map(drop)
+}
+
+/// Rolls a write back to its savepoint; fails if the savepoint does not exist.
+fn undo(savepoint: &str) -> String {
+    format!("ROLLBACK TO SAVEPOINT {savepoint}; RELEASE SAVEPOINT {savepoint}")
+}
+
+/// The next write's savepoint: any name but that of the kept write whose release is still
+/// to be sent (`pending`), which is the only one of the batch that may exist while the next
+/// is opened. So two names do, and a write's opening, which a backend may send in front of
+/// its first statement, comes in a handful of texts (each a statement the connection keeps
+/// prepared), not one per place in the batch.
+fn savepoint_after(pending: Option<&str>) -> &'static str {
+    if pending == Some("w1") { "w2" } else { "w1" }
 }
 
 /// The statements that open a write's savepoint: the batch's BEGIN if not sent yet, the
@@ -491,6 +598,7 @@ mod tests {
         bound_new_projects: true,
         writes_open_savepoints: false,
         trust_idle_for: Duration::ZERO,
+        writer_sends_last: false,
     };
 
     async fn insert(lease: &mut Lease<Sqlite>, v: &str) -> Result<(), sqlx::Error> {
@@ -677,8 +785,9 @@ mod tests {
             let writer = writer.clone();
             tokio::spawn(async move {
                 let mut lease = writer.lease("p", false, true).await.unwrap();
-                assert_eq!(lease.take_opening().as_deref(), Some("BEGIN IMMEDIATE; SAVEPOINT w2"));
-                sqlx::raw_sql("BEGIN IMMEDIATE; SAVEPOINT w2; INSERT INTO t (v) VALUES ('c')")
+                // No savepoint of the batch exists: any name will do.
+                assert_eq!(lease.take_opening().as_deref(), Some("BEGIN IMMEDIATE; SAVEPOINT w1"));
+                sqlx::raw_sql("BEGIN IMMEDIATE; SAVEPOINT w1; INSERT INTO t (v) VALUES ('c')")
                     .execute(&mut *lease)
                     .await
                     .unwrap();
@@ -698,7 +807,9 @@ mod tests {
 
     /// A write that took its opening but whose savepoint never reached the database cannot
     /// be rolled back to it: the writer then abandons the batch (its writes are told they
-    /// were not kept) instead of rolling back to another write's savepoint.
+    /// were not kept) instead of rolling back to another write's savepoint. Also when a
+    /// write that sent nothing came in between: the savepoint names alternate, but never
+    /// onto the name of a savepoint still to be released.
     #[tokio::test]
     async fn an_opening_that_never_ran_abandons_the_batch() {
         let dir = tempfile::tempdir().unwrap();
@@ -706,23 +817,80 @@ mod tests {
         let writer = Writer::spawn(pool.clone(), OPENING);
         let mut first = writer.lease("p", false, true).await.unwrap();
         insert_opening(&mut first, "a").await.unwrap();
-        let second = {
+        let lease_then = |expected: &'static str, take: bool| {
             let writer = writer.clone();
             tokio::spawn(async move {
                 let mut lease = writer.lease("p", false, true).await.unwrap();
-                assert_eq!(lease.take_opening().as_deref(), Some("RELEASE SAVEPOINT w1; SAVEPOINT w2"));
+                if take {
+                    assert_eq!(lease.take_opening().as_deref(), Some(expected));
+                }
                 lease.rollback().await.unwrap();
             })
         };
+        // Sends nothing: the first write's savepoint stays to be released.
+        let second = lease_then("", false);
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        let third = lease_then("RELEASE SAVEPOINT w1; SAVEPOINT w2", true);
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         assert!(first.commit().await.is_err(), "the batch was abandoned: its write is not acknowledged");
         second.await.unwrap();
+        third.await.unwrap();
         assert!(values(&pool).await.is_empty(), "nothing of the abandoned batch was committed");
         // The writer carries on with a new connection.
         let mut lease = writer.lease("p", false, true).await.unwrap();
         insert_opening(&mut lease, "b").await.unwrap();
         lease.commit().await.unwrap();
         assert_eq!(values(&pool).await, vec!["b"]);
+    }
+
+    const SENDS_LAST: Dialect = Dialect { writer_sends_last: true, trust_idle_for: Duration::MAX, ..OPENING };
+
+    fn insert_query(v: &str) -> QueryBuilder<Sqlite> {
+        let mut query = QueryBuilder::new("INSERT INTO t (v) VALUES (");
+        query.push_bind(v.to_owned()).push(")");
+        query
+    }
+
+    /// A write whose last statements the writer sends with its own (`commit_after`) is kept
+    /// with them; if they fail, it alone is rolled back and gets their error (the
+    /// database's, not a lost transaction's), alone in its batch or among others.
+    #[tokio::test]
+    async fn the_writer_sends_a_writes_last_statements() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = pool(&dir).await;
+        let writer = Writer::spawn(pool.clone(), SENDS_LAST);
+        // Alone in its batch: the last statements ride with the COMMIT.
+        let mut lease = writer.lease("p", false, true).await.unwrap();
+        insert_opening(&mut lease, "a").await.unwrap();
+        lease.commit_after(insert_query("b")).await.unwrap();
+        assert_eq!(values(&pool).await, vec!["a", "b"]);
+        let mut lease = writer.lease("p", false, true).await.unwrap();
+        insert_opening(&mut lease, "c").await.unwrap();
+        let error = lease.commit_after(insert_query("a")).await.unwrap_err();
+        assert!(matches!(error, sqlx::Error::Database(_)), "the duplicate key's own error: {error:?}");
+        assert_eq!(values(&pool).await, vec!["a", "b"], "c went with its failed last statement");
+        // In a batch: each write's last statements go with the next write's opening.
+        let mut first = writer.lease("p", false, true).await.unwrap();
+        insert_opening(&mut first, "d").await.unwrap();
+        let spawn = |v: &'static str, last: &'static str, opens: bool| {
+            let writer = writer.clone();
+            tokio::spawn(async move {
+                let mut lease = writer.lease("p", false, opens).await.unwrap();
+                insert_opening(&mut lease, v).await.unwrap();
+                lease.commit_after(insert_query(last)).await
+            })
+        };
+        let tasks = [spawn("e", "f", true), spawn("g", "a", true), spawn("h", "i", false), spawn("j", "b", true)];
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        first.commit().await.unwrap();
+        let outcomes: Vec<bool> = futures::future::join_all(tasks).await.into_iter().map(|t| t.unwrap().is_ok()).collect();
+        assert_eq!(outcomes, vec![true, false, true, false]);
+        assert_eq!(values(&pool).await, vec!["a", "b", "d", "e", "f", "h", "i"]);
+        // And the writer carries on.
+        let mut lease = writer.lease("p", false, true).await.unwrap();
+        insert_opening(&mut lease, "k").await.unwrap();
+        lease.commit().await.unwrap();
+        assert_eq!(values(&pool).await.last().map(String::as_str), Some("k"));
     }
 
     /// The writer keeps its connection between batches; `close` gives it back, so the

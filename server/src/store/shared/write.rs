@@ -46,9 +46,8 @@ struct Write {
     prefetched: Option<Prefetched>,
 }
 
-/// What a write reads first, which a backend may read together with the project lock
-/// (Postgres, in the same round trip), after the lock is held.
-#[allow(dead_code)] // SQLite's lock reads none of it: its statements cost no round trip
+/// What a write reads first, which the backend reads together with the project lock (in
+/// the same round trip or hand-off), after the lock is held.
 enum Prefetch<'a> {
     /// A memory record's state (`RECORD_STATE`).
     Record(&'a str),
@@ -57,12 +56,67 @@ enum Prefetch<'a> {
 }
 
 /// The rows of a `Prefetch`.
-#[allow(dead_code)] // as `Prefetch`
 enum Prefetched {
     Record(String, Vec<RecordStateRow>),
     /// The session a resume takes over and the checkpoint it starts from
     /// (`RESUME_SESSION`, `RESUME_CHECKPOINT`).
     Resume(Box<(Option<SessionRow>, Option<CheckpointRow>)>),
+}
+
+/// Where each part of a project lock's query is, counted in statements: each statement's
+/// rows come before its completion.
+struct LockLayout {
+    lock: usize,
+    /// The request id lookup, where it is a statement of its own.
+    request: Option<usize>,
+    prefetch: usize,
+}
+
+/// Sorts the rows of a project lock's query (`lock_project`) by statement: the lock's row
+/// (`L`), the request id lookup's row where it has its own statement, and the prefetched
+/// rows.
+async fn lock_rows<L, S>(
+    mut results: S,
+    layout: LockLayout,
+    prefetch: Option<&Prefetch<'_>>,
+    project: &str,
+) -> Result<(L, (Option<Vec<u8>>, Option<Vec<u8>>), Option<Prefetched>), sqlx::Error>
+where
+    L: for<'r> sqlx::FromRow<'r, <Db as sqlx::Database>::Row>,
+    S: futures::Stream<
+            Item = Result<sqlx::Either<<Db as sqlx::Database>::QueryResult, <Db as sqlx::Database>::Row>, sqlx::Error>,
+        > + Unpin,
+{
+    use futures::TryStreamExt;
+    use sqlx::FromRow;
+
+    let mut completed = 0;
+    let mut lock: Option<L> = None;
+    let mut request = (None, None);
+    let (mut state, mut session, mut checkpoint) = (Vec::new(), None, None);
+    while let Some(item) = results.try_next().await? {
+        let row = match item {
+            sqlx::Either::Left(_) => {
+                completed += 1;
+                continue;
+            }
+            sqlx::Either::Right(row) => row,
+        };
+        match (completed, prefetch) {
+            (at, _) if at == layout.lock => lock = Some(L::from_row(&row)?),
+            (at, _) if Some(at) == layout.request => request = FromRow::from_row(&row)?,
+            (at, Some(Prefetch::Record(_))) if at >= layout.prefetch => state.push(RecordStateRow::from_row(&row)?),
+            (at, Some(Prefetch::Resume { .. })) if at == layout.prefetch => session = Some(SessionRow::from_row(&row)?),
+            (at, Some(Prefetch::Resume { .. })) if at > layout.prefetch => checkpoint = Some(CheckpointRow::from_row(&row)?),
+            _ => return Err(sqlx::Error::Protocol(format!("unexpected rows locking project {project:?}"))),
+        }
+    }
+    let lock = lock.ok_or_else(|| sqlx::Error::Protocol("the project lock returned no row".into()))?;
+    let prefetched = prefetch.map(|p| match p {
+        Prefetch::Record(record) => Prefetched::Record((*record).to_owned(), state),
+        Prefetch::Resume { .. } => Prefetched::Resume(Box::new((session, checkpoint))),
+    });
+    Ok((lock, request, prefetched))
 }
 
 /// A write transaction: a savepoint in the batch of `project`'s lane (see `writer.rs`), or
@@ -252,9 +306,12 @@ impl Write {
                 .push(" WHERE key = ")
                 .push_bind(self.project.clone());
         }
-        log.execute(&mut self.tx).await?;
         fail::fail_point!("write.before_commit", |_| Err(injected("write.before_commit")));
-        self.tx.commit().await?;
+        // The log rides with the commit where the backend's writer can send them together.
+        match log.into_query() {
+            Some(last) => self.tx.commit_after(last).await?,
+            None => self.tx.commit().await?,
+        }
         crate::metrics::record_commit(&self.emitted);
         store.wakers.wake(&self.project);
         announce(store, &self.project, self.last);
@@ -286,12 +343,19 @@ impl Combined {
         &mut self.sql
     }
 
-    async fn execute(mut self, conn: &mut Conn) -> Result<()> {
-        if self.statements > 0 {
-            close_statements(&mut self.sql);
-            self.sql.build().execute(conn).await?;
+    async fn execute(self, conn: &mut Conn) -> Result<()> {
+        if let Some(mut query) = self.into_query() {
+            query.build().execute(conn).await?;
         }
         Ok(())
+    }
+
+    /// The finished query; `None` if it has no statement.
+    fn into_query(mut self) -> Option<sqlx::QueryBuilder<Db>> {
+        (self.statements > 0).then(|| {
+            close_statements(&mut self.sql);
+            self.sql
+        })
     }
 }
 
