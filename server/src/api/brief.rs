@@ -43,10 +43,11 @@ pub async fn resume_with_brief<S: Store>(
     budget: usize,
 ) -> Result<ResumeSessionResponse> {
     let project = req.project.clone();
-    // Resuming a named session, the brief is read side by side with the write instead of
-    // after it (it would otherwise be about half of a resume's latency): it leaves out
-    // the session being resumed and takes it as the previous one, which is what the
-    // write makes true. A replayed reply (another new session) gets its brief after.
+    // Resuming a named session, the brief is read side by side with the write (from when
+    // the backend says, see `RESUME_BRIEF_WAITS`) instead of after it, which would be about
+    // half of a resume's latency: it leaves out the session being resumed and takes it as
+    // the previous one, which is what the write makes true. A replayed reply (another new
+    // session) gets its brief after.
     let ahead = match &req.target {
         Some(resume_session_request::Target::SessionId(target)) => Some(BriefFor {
             project: project.clone(),
@@ -58,10 +59,17 @@ pub async fn resume_with_brief<S: Store>(
     };
     let (mut reply, ahead) = match ahead {
         Some(q) => {
-            let (reply, data) = tokio::join!(store.resume_session(ctx, req, new_id), store.brief_data(q));
-            (reply?, Some(data))
+            let (settled, committing) = tokio::sync::oneshot::channel();
+            let (reply, data) = tokio::join!(store.resume_session(ctx, req, new_id, Some(settled)), async {
+                // Told only if the write gets that far.
+                match committing.await {
+                    Ok(()) => Some(store.brief_data(q).await),
+                    Err(_) => None,
+                }
+            });
+            (reply?, data)
         }
-        None => (store.resume_session(ctx, req, new_id).await?, None),
+        None => (store.resume_session(ctx, req, new_id, None).await?, None),
     };
     let session = reply.session.as_ref().map(|s| (s.id.clone(), s.branch.clone()));
     let (session_id, branch) = session.unwrap_or_default();

@@ -148,11 +148,16 @@ pub trait Store: Clone + Send + Sync + 'static {
         status: SessionStatus,
     ) -> impl Future<Output = Result<EndSessionResponse>> + Send;
     /// Claims the target and starts the successor; the brief is added by the caller.
+    /// `settled` is told when the brief may be read side by side with the write: at once,
+    /// or (SQLite) once the write has read all it needs and only its commit is left, so
+    /// that the two no longer compete for the cores. Never, if the write fails before or
+    /// replays an earlier reply.
     fn resume_session(
         &self,
         ctx: WriteCtx,
         req: ResumeSessionRequest,
         new_id: Uuid,
+        settled: Option<tokio::sync::oneshot::Sender<()>>,
     ) -> impl Future<Output = Result<ResumeSessionResponse>> + Send;
     fn create_checkpoint(
         &self,

@@ -327,10 +327,35 @@ async fn lock_project(
     }
     let prefetch_at = statements.len();
     statements.extend(prefetch_statements);
-    let layout = LockLayout { lock: lock_at, request: request_id.is_some().then_some(request_at), prefetch: prefetch_at };
+    let layout = LockLayout {
+        lock: lock_at,
+        request: request_id.is_some().then_some(request_at),
+        prefetch: prefetch_at,
+    };
     let results = sqlx::raw_sql(sqlx::AssertSqlSafe(statements.join("; "))).fetch_many(&mut **tx);
-    let ((revision, now_us, caps), request, prefetched) = lock_rows(results, layout, prefetch, project_name).await?;
+    let ((revision, now_us, caps), request, prefetched) =
+        lock_rows(results, layout, prefetch, project_name).await?;
     Ok(((revision, now_us, caps, request.0, request.1), prefetched))
+}
+
+impl PgStore {
+    /// Runs `first`, then the statements of `rest` side by side, each on its own
+    /// connection: every statement is a round trip, and waiting on them side by side is
+    /// most of the latency (one round trip with all of them, by the simple query protocol,
+    /// was slower: 1.1 against 0.7–0.9 ms for a brief). All of `rest` reads at least what
+    /// `first` read. The rows come back by statement.
+    async fn read_together(&self, first: Read, rest: Vec<Read>) -> Result<(Vec<Row>, Vec<Vec<Row>>)> {
+        let fetch = |read: Read| async move {
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(read.sql));
+            for value in read.binds {
+                query = query.bind(value);
+            }
+            query.fetch_all(&self.pool).await
+        };
+        let first = fetch(first).await?;
+        let rest = futures::future::try_join_all(rest.into_iter().map(fetch)).await?;
+        Ok((first, rest))
+    }
 }
 
 /// A string as a Postgres string literal, for statements sent with the simple query
@@ -440,6 +465,11 @@ async fn notify(
     .await
     .map(drop)
 }
+
+/// A resume's brief is read side by side with the whole write (`Store::resume_session`): a
+/// Postgres statement mostly waits for its round trip, and waiting for the write's reads
+/// made resumes 0.4–0.6 ms slower (p50).
+const RESUME_BRIEF_WAITS: bool = false;
 
 include!("shared/write.rs");
 include!("shared/sessions.rs");

@@ -66,7 +66,6 @@ pub struct SessionRow {
     pub metadata: String,
     pub created_us: i64,
     pub updated_us: i64,
-    pub start_revision: i64,
     pub revision: i64,
     pub written_us: i64,
     pub author: Vec<u8>,

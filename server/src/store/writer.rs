@@ -407,7 +407,13 @@ where
                                 }
                                 began = began_before;
                                 release = None;
-                                let sql = then_send(dialect, next.as_ref(), &mut began, &mut release, &mut upcoming);
+                                let sql = then_send(
+                                    dialect,
+                                    next.as_ref(),
+                                    &mut began,
+                                    &mut release,
+                                    &mut upcoming,
+                                );
                                 send(&mut conn, &sql).await
                             }
                             Err(_) => Err(e),
@@ -880,10 +886,12 @@ mod tests {
                 lease.commit_after(insert_query(last)).await
             })
         };
-        let tasks = [spawn("e", "f", true), spawn("g", "a", true), spawn("h", "i", false), spawn("j", "b", true)];
+        let tasks =
+            [spawn("e", "f", true), spawn("g", "a", true), spawn("h", "i", false), spawn("j", "b", true)];
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         first.commit().await.unwrap();
-        let outcomes: Vec<bool> = futures::future::join_all(tasks).await.into_iter().map(|t| t.unwrap().is_ok()).collect();
+        let outcomes: Vec<bool> =
+            futures::future::join_all(tasks).await.into_iter().map(|t| t.unwrap().is_ok()).collect();
         assert_eq!(outcomes, vec![true, false, true, false]);
         assert_eq!(values(&pool).await, vec!["a", "b", "d", "e", "f", "h", "i"]);
         // And the writer carries on.

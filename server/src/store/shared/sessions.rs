@@ -539,7 +539,19 @@ impl Backend {
         Ok(reply)
     }
 
-    pub(crate) async fn do_resume_session(&self, ctx: WriteCtx, req: ResumeSessionRequest, new_id: uuid::Uuid) -> Result<ResumeSessionResponse> {
+    pub(crate) async fn do_resume_session(
+        &self,
+        ctx: WriteCtx,
+        req: ResumeSessionRequest,
+        new_id: uuid::Uuid,
+        mut settled: Option<tokio::sync::oneshot::Sender<()>>,
+    ) -> Result<ResumeSessionResponse> {
+        // Where the brief need not wait for the write's reads, it starts now.
+        if !RESUME_BRIEF_WAITS
+            && let Some(settled) = settled.take()
+        {
+            let _ = settled.send(());
+        }
         let (session_id, checkpoint_id) = match &req.target {
             Some(resume_session_request::Target::SessionId(id)) => (Some(id.as_str()), None),
             Some(resume_session_request::Target::CheckpointId(id)) => (None, Some(id.as_str())),
@@ -667,6 +679,10 @@ impl Backend {
             brief: None,
             result: Some(write_result(revision, Decision::Applied, None, &ctx)),
         };
+        // Only the log and the commit are left: mostly a wait for the disk.
+        if let Some(settled) = settled {
+            let _ = settled.send(());
+        }
         w.finish(self, &ctx, &reply).await?;
         Ok(reply)
     }

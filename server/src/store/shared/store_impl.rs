@@ -21,8 +21,14 @@ impl crate::store::Store for Backend {
     async fn end_session(&self, ctx: WriteCtx, req: pb::EndSessionRequest, id: uuid::Uuid, status: SessionStatus) -> Result<pb::EndSessionResponse> {
         self.do_end_session(ctx, req, id, status).await
     }
-    async fn resume_session(&self, ctx: WriteCtx, req: pb::ResumeSessionRequest, new_id: uuid::Uuid) -> Result<pb::ResumeSessionResponse> {
-        self.do_resume_session(ctx, req, new_id).await
+    async fn resume_session(
+        &self,
+        ctx: WriteCtx,
+        req: pb::ResumeSessionRequest,
+        new_id: uuid::Uuid,
+        settled: Option<tokio::sync::oneshot::Sender<()>>,
+    ) -> Result<pb::ResumeSessionResponse> {
+        self.do_resume_session(ctx, req, new_id, settled).await
     }
     async fn create_checkpoint(&self, ctx: WriteCtx, checkpoint: NewCheckpoint) -> Result<pb::CreateCheckpointResponse> {
         self.do_create_checkpoint(ctx, checkpoint).await
