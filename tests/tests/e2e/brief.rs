@@ -290,3 +290,66 @@ async fn a_resumes_brief_is_the_new_sessions(backend: Backend) {
     }
 }
 both!(a_resumes_brief_is_the_new_sessions);
+
+/// The brief's previous session (its last commit is `last_git_head`) is the first that
+/// exists of: the session the caller resumed; the caller's latest earlier session on the
+/// same host and user; the project's latest completed session. With no caller, or one
+/// that does not exist, the latest completed one.
+async fn the_previous_session_is_the_first_that_applies(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    let on = |host: &str| StartSessionRequest {
+        project: p.clone(),
+        agent: AgentKind::Codex as i32,
+        host: host.into(),
+        user: "dev".into(),
+        write: write(),
+        ..Default::default()
+    };
+    let end = async |c: &mut Clients, id: &str, head: &str| {
+        c.sessions
+            .end_session(EndSessionRequest {
+                session_id: id.into(),
+                status: SessionStatus::Completed as i32,
+                git_head: head.into(),
+                write: write(),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+    };
+    let mine = start(&mut c, on("laptop")).await;
+    end(&mut c, &mine.id, "aaaa1111").await;
+    let theirs = start(&mut c, on("desk")).await;
+    end(&mut c, &theirs.id, "bbbb2222").await;
+    let previous_head = async |c: &mut Clients, session_id: &str| {
+        let request =
+            GetBriefRequest { project: p.clone(), session_id: session_id.into(), ..Default::default() };
+        c.brief.get_brief(request).await.unwrap().into_inner().brief.unwrap().last_git_head
+    };
+    // No caller, or an unknown one: the latest completed session.
+    assert_eq!(previous_head(&mut c, "").await, "bbbb2222");
+    assert_eq!(previous_head(&mut c, &uuid::Uuid::now_v7().to_string()).await, "bbbb2222");
+    // A new session on the laptop: the laptop's earlier one, though another ended later.
+    let next = start(&mut c, on("laptop")).await;
+    assert_eq!(previous_head(&mut c, &next.id).await, "aaaa1111");
+    // A session that resumed the desk's, on the laptop: the one it resumed.
+    let resumed = c
+        .sessions
+        .resume_session(ResumeSessionRequest {
+            project: p.clone(),
+            target: Some(resume_session_request::Target::SessionId(theirs.id.clone())),
+            host: "laptop".into(),
+            user: "dev".into(),
+            write: write(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .session
+        .unwrap();
+    assert_eq!(previous_head(&mut c, &resumed.id).await, "bbbb2222");
+}
+both!(the_previous_session_is_the_first_that_applies);
