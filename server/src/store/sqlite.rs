@@ -54,7 +54,11 @@ impl SqliteStore {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Full)
             .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(30));
+            .busy_timeout(Duration::from_secs(30))
+            // The writer's connection keeps each write's log prepared together with the
+            // statements the writer sends after it (`writer_sends_last`): a few texts per
+            // kind of write, more than sqlx's default of 100 in all.
+            .statement_cache_capacity(400);
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
             // An embedded database's connections do not go stale like network ones: no ping
