@@ -205,8 +205,11 @@ impl<DB: Database> Lease<DB> {
 
     /// Runs the write's `last` statements, then keeps it as `commit` does. Where the
     /// dialect lets it (`Dialect::writer_sends_last`), the writer sends them together with
-    /// what it sends next anyway; if they fail, the write alone is rolled back and gets
-    /// their error.
+    /// what it sends next anyway. If that query fails while the write's savepoint still
+    /// exists, the write alone is rolled back and gets the error (its own statements'
+    /// almost always: the writer's `RELEASE` of it does not fail in practice); if the
+    /// savepoint is gone (released, or the whole transaction rolled back by an error such
+    /// as a full disk), the batch is abandoned and none of its writes is kept.
     pub async fn commit_after(mut self, last: QueryBuilder<DB>) -> Result<(), sqlx::Error>
     where
         for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
@@ -265,10 +268,12 @@ impl<DB: Database> DerefMut for Lease<DB> {
     }
 }
 
-/// A lane's writer task: one transaction per batch of queued writes, a savepoint per write
-/// (`w1`, `w2`, … within a batch, so that rolling back to one can never undo another
-/// write). The savepoint statements ride with others: the transaction's own (`BEGIN; SAVEPOINT
-/// w1`, `COMMIT`), the write's first statement (`Dialect::writes_open_savepoints`), or the
+/// A lane's writer task: one transaction per batch of queued writes, a savepoint per write.
+/// Rolling back to one can never undo another write: its name is never that of the only
+/// other savepoint that may exist, the kept one still to be released (`savepoint_after`),
+/// and a rollback to a savepoint that does not exist fails and abandons the batch. The
+/// savepoint statements ride with others: the transaction's own (`BEGIN; SAVEPOINT w1`,
+/// `COMMIT`), the write's first statement (`Dialect::writes_open_savepoints`), or the
 /// previous write's end (`RELEASE w1; SAVEPOINT w2`). So a lone write costs no more
 /// hand-offs than a plain transaction, and on Postgres a batched write none of its own.
 async fn run<DB: Database>(pool: Pool<DB>, dialect: Dialect, mut jobs: mpsc::UnboundedReceiver<Message<DB>>)
@@ -393,10 +398,11 @@ where
                     }
                     match last.build().execute(&mut *conn).await {
                         Ok(_) => Ok(()),
-                        // If the write's savepoint is still there, its own statements failed
-                        // (else the writer's did: the savepoint was released): it alone is
-                        // rolled back, gets their error, and the writer sends its next
-                        // statements again, without its release.
+                        // If the write's savepoint is still there, its own statements failed:
+                        // it alone is rolled back, gets their error, and the writer sends its
+                        // next statements again, without its release. If not (the writer's
+                        // statements failed after the release, or the error rolled back the
+                        // whole transaction), the batch is abandoned.
                         Err(e) => match send(&mut conn, &[undo(savepoint)]).await {
                             Ok(()) => {
                                 if let Some(committed) = waiting.pop() {

@@ -334,7 +334,10 @@ async fn the_previous_session_is_the_first_that_applies(backend: Backend) {
     // A new session on the laptop: the laptop's earlier one, though another ended later.
     let next = start(&mut c, on("laptop")).await;
     assert_eq!(previous_head(&mut c, &next.id).await, "aaaa1111");
-    // A session that resumed the desk's, on the laptop: the one it resumed.
+    // A session that resumed the desk's, on the laptop: the one it resumed, though another
+    // ended later.
+    let later = start(&mut c, on("tablet")).await;
+    end(&mut c, &later.id, "cccc3333").await;
     let resumed = c
         .sessions
         .resume_session(ResumeSessionRequest {

@@ -92,9 +92,24 @@ impl Backend {
                 None => return Err(Error::internal("the brief's head read returned no row")),
             };
         let memory = self.brief_memory(&q, memory_revision, resumed_branch).await?;
+        let unfinished = rows_as::<SessionRow>(&unfinished)?;
         let mut heads: HashMap<String, CheckpointRow> =
             rows_as::<CheckpointRow>(&heads)?.into_iter().map(|r| (r.id.clone(), r)).collect();
-        let unfinished = rows_as::<SessionRow>(&unfinished)?
+        // The head checkpoints were read by a statement of their own: a checkpoint written
+        // between the two reads moved a session's head, and the one its row names is read now.
+        let missing: Vec<&str> =
+            unfinished.iter().filter_map(|r| r.head_checkpoint_id.as_deref()).filter(|id| !heads.contains_key(*id)).collect();
+        if !missing.is_empty() {
+            let mut sql = sqlx::QueryBuilder::<Db>::new("SELECT * FROM checkpoints WHERE id IN (");
+            let mut list = sql.separated(", ");
+            for id in missing {
+                list.push_bind(id.to_owned());
+            }
+            sql.push(")");
+            let found: Vec<CheckpointRow> = sql.build_query_as().fetch_all(&self.pool).await?;
+            heads.extend(found.into_iter().map(|r| (r.id.clone(), r)));
+        }
+        let unfinished = unfinished
             .into_iter()
             .map(|row| {
                 // A corrupt head checkpoint gives no state.
