@@ -292,7 +292,6 @@ async fn lock_project(
     prefetch: Option<&Prefetch<'_>>,
 ) -> Result<(Locked, Option<Prefetched>), sqlx::Error> {
     // Every literal first: once the opening is taken, the writer rolls back to its savepoint.
-    let project_name = project;
     let project = literal(project)?;
     let request_id = request_id.map(literal).transpose()?;
     let or_null = |value: Option<&str>| value.map_or_else(|| Ok("NULL".to_owned()), literal);
@@ -333,18 +332,17 @@ async fn lock_project(
         prefetch: prefetch_at,
     };
     let results = sqlx::raw_sql(sqlx::AssertSqlSafe(statements.join("; "))).fetch_many(&mut **tx);
-    let ((revision, now_us, caps), request, prefetched) =
-        lock_rows(results, layout, prefetch, project_name).await?;
+    let ((revision, now_us, caps), request, prefetched) = lock_rows(results, layout, prefetch).await?;
     Ok(((revision, now_us, caps, request.0, request.1), prefetched))
 }
 
 impl PgStore {
-    /// Runs `first`, then the statements of `rest` side by side, each on its own
+    /// Runs the first of `reads`, then the others side by side, each on its own
     /// connection: every statement is a round trip, and waiting on them side by side is
     /// most of the latency (one round trip with all of them, by the simple query protocol,
-    /// was slower: 1.1 against 0.7–0.9 ms for a brief). All of `rest` reads at least what
-    /// `first` read. The rows come back by statement.
-    async fn read_together(&self, first: Read, rest: Vec<Read>) -> Result<(Vec<Row>, Vec<Vec<Row>>)> {
+    /// was slower: 1.1 against 0.7–0.9 ms for a brief). Every read sees at least what the
+    /// first one saw. The rows come back by statement.
+    async fn read_together(&self, reads: Vec<Read>) -> Result<Vec<Vec<Row>>> {
         let fetch = |read: Read| async move {
             let mut query = sqlx::query(sqlx::AssertSqlSafe(read.sql));
             for value in read.binds {
@@ -352,9 +350,11 @@ impl PgStore {
             }
             query.fetch_all(&self.pool).await
         };
+        let mut reads = reads.into_iter();
+        let Some(first) = reads.next() else { return Ok(Vec::new()) };
         let first = fetch(first).await?;
-        let rest = futures::future::try_join_all(rest.into_iter().map(fetch)).await?;
-        Ok((first, rest))
+        let rest = futures::future::try_join_all(reads.map(fetch)).await?;
+        Ok(std::iter::once(first).chain(rest).collect())
     }
 }
 

@@ -147,18 +147,15 @@ async fn lock_project(
     // Several statements in one prepared query: SQLite's own way (sqlx's driver steps
     // through them, as for every `Combined`).
     let results = sqlx::Executor::fetch_many(&mut **tx, query);
-    let (locked, _, prefetched) = lock_rows(results, layout, prefetch, project).await?;
+    let (locked, _, prefetched) = lock_rows(results, layout, prefetch).await?;
     Ok((locked, prefetched))
 }
 
 impl SqliteStore {
-    /// Runs `first`, then `rest`, as one query on one connection: one hand-off in all. Each
-    /// statement reads the database as its turn comes, so all of `rest` reads at least what
-    /// `first` read. The rows come back by statement.
-    async fn read_together(&self, first: Read, rest: Vec<Read>) -> Result<(Vec<Row>, Vec<Vec<Row>>)> {
-        use futures::TryStreamExt;
-
-        let reads: Vec<Read> = std::iter::once(first).chain(rest).collect();
+    /// Runs `reads` in order as one query on one connection: one hand-off in all. Each
+    /// statement reads the database as its turn comes, so every read sees at least what
+    /// the first one saw. The rows come back by statement.
+    async fn read_together(&self, reads: Vec<Read>) -> Result<Vec<Vec<Row>>> {
         let mut sql = String::new();
         let mut bound = 0;
         for read in &reads {
@@ -169,24 +166,11 @@ impl SqliteStore {
             bound += read.binds.len();
         }
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-        for value in reads.iter().flat_map(|r| &r.binds) {
-            query = query.bind(value.clone());
+        for value in reads.into_iter().flat_map(|r| r.binds) {
+            query = query.bind(value);
         }
         let mut conn = self.pool.acquire().await?;
-        let mut rows: Vec<Vec<Row>> = reads.iter().map(|_| Vec::new()).collect();
-        let mut at = 0;
-        let mut results = sqlx::Executor::fetch_many(&mut *conn, query);
-        while let Some(item) = results.try_next().await? {
-            match item {
-                sqlx::Either::Left(_) => at += 1,
-                sqlx::Either::Right(row) => match rows.get_mut(at) {
-                    Some(of) => of.push(row),
-                    None => return Err(Error::internal("rows after the last statement of a read")),
-                },
-            }
-        }
-        let first = rows.remove(0);
-        Ok((first, rows))
+        Ok(rows_by_statement(sqlx::Executor::fetch_many(&mut *conn, query)).await?)
     }
 }
 

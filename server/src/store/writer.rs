@@ -599,6 +599,14 @@ mod tests {
         pool
     }
 
+    /// A writer with `dialect` on a new database (which lives as long as the directory).
+    async fn writer(dialect: Dialect) -> (tempfile::TempDir, SqlitePool, Writer<Sqlite>) {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = pool(&dir).await;
+        let writer = Writer::spawn(pool.clone(), dialect);
+        (dir, pool, writer)
+    }
+
     async fn values(pool: &SqlitePool) -> Vec<String> {
         sqlx::query_scalar("SELECT v FROM t ORDER BY v").fetch_all(pool).await.unwrap()
     }
@@ -622,9 +630,7 @@ mod tests {
     /// other connections as soon as their `commit` returns.
     #[tokio::test]
     async fn each_write_rolls_back_alone_within_a_batch() {
-        let dir = tempfile::tempdir().unwrap();
-        let pool = pool(&dir).await;
-        let writer = Writer::spawn(pool.clone(), DIALECT);
+        let (_dir, pool, writer) = writer(DIALECT).await;
         // Hold the connection so the next writes queue up and join one batch.
         let mut first = writer.lease("p", false, false).await.unwrap();
         insert(&mut first, "a").await.unwrap();
@@ -672,9 +678,7 @@ mod tests {
     /// the batch before it (what is committed is visible when it runs) and is not bounded.
     #[tokio::test]
     async fn leases_are_bounded_for_projects_the_batch_does_not_hold() {
-        let dir = tempfile::tempdir().unwrap();
-        let pool = pool(&dir).await;
-        let writer = Writer::spawn(pool.clone(), DIALECT);
+        let (_dir, pool, writer) = writer(DIALECT).await;
         let mut first = writer.lease("a", false, false).await.unwrap();
         assert!(!first.bounded(), "the first write of a batch holds nothing while it waits");
         insert(&mut first, "a1").await.unwrap();
@@ -723,9 +727,7 @@ mod tests {
     /// just like those whose savepoint the writer sends, in one batch with them.
     #[tokio::test]
     async fn writes_that_open_their_savepoints_roll_back_alone() {
-        let dir = tempfile::tempdir().unwrap();
-        let pool = pool(&dir).await;
-        let writer = Writer::spawn(pool.clone(), OPENING);
+        let (_dir, pool, writer) = writer(OPENING).await;
         let mut first = writer.lease("p", false, true).await.unwrap();
         assert_eq!(first.take_opening().as_deref(), Some("SAVEPOINT w1"));
         sqlx::raw_sql("SAVEPOINT w1; INSERT INTO t (v) VALUES ('a')").execute(&mut *first).await.unwrap();
@@ -774,10 +776,8 @@ mod tests {
     /// without a COMMIT.
     #[tokio::test]
     async fn begin_rides_with_the_first_opening_sent() {
-        let dir = tempfile::tempdir().unwrap();
-        let pool = pool(&dir).await;
-        let trusting = Dialect { trust_idle_for: Duration::from_secs(3600), ..OPENING };
-        let writer = Writer::spawn(pool.clone(), trusting);
+        let (_dir, pool, writer) =
+            writer(Dialect { trust_idle_for: Duration::from_secs(3600), ..OPENING }).await;
         // No connection yet: the writer begins alone.
         let mut lease = writer.lease("p", false, true).await.unwrap();
         assert_eq!(lease.take_opening().as_deref(), Some("SAVEPOINT w1"));
@@ -824,9 +824,7 @@ mod tests {
     /// onto the name of a savepoint still to be released.
     #[tokio::test]
     async fn an_opening_that_never_ran_abandons_the_batch() {
-        let dir = tempfile::tempdir().unwrap();
-        let pool = pool(&dir).await;
-        let writer = Writer::spawn(pool.clone(), OPENING);
+        let (_dir, pool, writer) = writer(OPENING).await;
         let mut first = writer.lease("p", false, true).await.unwrap();
         insert_opening(&mut first, "a").await.unwrap();
         let lease_then = |expected: &'static str, take: bool| {
@@ -868,9 +866,7 @@ mod tests {
     /// database's, not a lost transaction's), alone in its batch or among others.
     #[tokio::test]
     async fn the_writer_sends_a_writes_last_statements() {
-        let dir = tempfile::tempdir().unwrap();
-        let pool = pool(&dir).await;
-        let writer = Writer::spawn(pool.clone(), SENDS_LAST);
+        let (_dir, pool, writer) = writer(SENDS_LAST).await;
         // Alone in its batch: the last statements ride with the COMMIT.
         let mut lease = writer.lease("p", false, true).await.unwrap();
         insert_opening(&mut lease, "a").await.unwrap();
@@ -911,9 +907,7 @@ mod tests {
     /// pool's close (which waits for every connection) finishes.
     #[tokio::test]
     async fn close_gives_the_connection_back_to_the_pool() {
-        let dir = tempfile::tempdir().unwrap();
-        let pool = pool(&dir).await;
-        let writer = Writer::spawn(pool.clone(), DIALECT);
+        let (_dir, pool, writer) = writer(DIALECT).await;
         let mut lease = writer.lease("p", false, false).await.unwrap();
         insert(&mut lease, "a").await.unwrap();
         lease.commit().await.unwrap();

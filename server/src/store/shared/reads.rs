@@ -75,17 +75,17 @@ impl Backend {
         let read = |sql: &'static String, binds: &Vec<String>| Read { sql, binds: binds.clone() };
         // The head first: everything read after it is at least as new as `as_of_revision`
         // (and the memory section at least as new as `memory_revision`, its cache key).
-        let head = read(&BRIEF_STATEMENTS[0], &vec![project, resuming]);
-        let rest = vec![
+        let reads = vec![
+            read(&BRIEF_STATEMENTS[0], &vec![project, resuming]),
             read(&BRIEF_STATEMENTS[1], &left_out),
             read(&BRIEF_STATEMENTS[2], &left_out),
             read(&BRIEF_STATEMENTS[3], &left_out),
             read(&BRIEF_STATEMENTS[4], &history),
             read(&BRIEF_STATEMENTS[5], &history),
         ];
-        let (head, rows) = self.read_together(head, rest).await?;
-        let [unfinished, heads, active, previous, conflicts]: [Vec<Row>; 5] =
-            rows.try_into().map_err(|_| Error::internal("the brief's reads came back short"))?;
+        let mut rows = self.read_together(reads).await?.into_iter();
+        let mut next = || rows.next().unwrap_or_default();
+        let [head, unfinished, heads, active, previous, conflicts] = std::array::from_fn(|_| next());
         let (as_of_revision, memory_revision, now_us, resumed_branch): (Option<i64>, Option<i64>, i64, Option<String>) =
             match head.first() {
                 Some(row) => sqlx::FromRow::from_row(row)?,

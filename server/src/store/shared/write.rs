@@ -72,50 +72,61 @@ struct LockLayout {
     prefetch: usize,
 }
 
-/// Sorts the rows of a project lock's query (`lock_project`) by statement: the lock's row
-/// (`L`), the request id lookup's row where it has its own statement, and the prefetched
-/// rows.
-async fn lock_rows<L, S>(
-    mut results: S,
-    layout: LockLayout,
-    prefetch: Option<&Prefetch<'_>>,
-    project: &str,
-) -> Result<(L, (Option<Vec<u8>>, Option<Vec<u8>>), Option<Prefetched>), sqlx::Error>
+/// The rows of a query of several statements, by statement: each statement's rows come
+/// before its completion. One list per statement, and one more (empty) after the last.
+async fn rows_by_statement<S>(mut results: S) -> Result<Vec<Vec<Row>>, sqlx::Error>
 where
-    L: for<'r> sqlx::FromRow<'r, <Db as sqlx::Database>::Row>,
-    S: futures::Stream<
-            Item = Result<sqlx::Either<<Db as sqlx::Database>::QueryResult, <Db as sqlx::Database>::Row>, sqlx::Error>,
-        > + Unpin,
+    S: futures::Stream<Item = Result<sqlx::Either<<Db as sqlx::Database>::QueryResult, Row>, sqlx::Error>> + Unpin,
 {
     use futures::TryStreamExt;
-    use sqlx::FromRow;
 
-    let mut completed = 0;
-    let mut lock: Option<L> = None;
-    let mut request = (None, None);
-    let (mut state, mut session, mut checkpoint) = (Vec::new(), None, None);
+    let (mut rows, mut current) = (Vec::new(), Vec::new());
     while let Some(item) = results.try_next().await? {
-        let row = match item {
-            sqlx::Either::Left(_) => {
-                completed += 1;
-                continue;
-            }
-            sqlx::Either::Right(row) => row,
-        };
-        match (completed, prefetch) {
-            (at, _) if at == layout.lock => lock = Some(L::from_row(&row)?),
-            (at, _) if Some(at) == layout.request => request = FromRow::from_row(&row)?,
-            (at, Some(Prefetch::Record(_))) if at >= layout.prefetch => state.push(RecordStateRow::from_row(&row)?),
-            (at, Some(Prefetch::Resume { .. })) if at == layout.prefetch => session = Some(SessionRow::from_row(&row)?),
-            (at, Some(Prefetch::Resume { .. })) if at > layout.prefetch => checkpoint = Some(CheckpointRow::from_row(&row)?),
-            _ => return Err(sqlx::Error::Protocol(format!("unexpected rows locking project {project:?}"))),
+        match item {
+            sqlx::Either::Left(_) => rows.push(std::mem::take(&mut current)),
+            sqlx::Either::Right(row) => current.push(row),
         }
     }
-    let lock = lock.ok_or_else(|| sqlx::Error::Protocol("the project lock returned no row".into()))?;
-    let prefetched = prefetch.map(|p| match p {
-        Prefetch::Record(record) => Prefetched::Record((*record).to_owned(), state),
-        Prefetch::Resume { .. } => Prefetched::Resume(Box::new((session, checkpoint))),
-    });
+    rows.push(current);
+    Ok(rows)
+}
+
+/// Decodes the rows of a project lock's query (`lock_project`), by statement: the lock's
+/// row (`L`), the request id lookup's row where it has its own statement, and the
+/// prefetched rows.
+async fn lock_rows<L, S>(
+    results: S,
+    layout: LockLayout,
+    prefetch: Option<&Prefetch<'_>>,
+) -> Result<(L, (Option<Vec<u8>>, Option<Vec<u8>>), Option<Prefetched>), sqlx::Error>
+where
+    L: for<'r> sqlx::FromRow<'r, Row>,
+    S: futures::Stream<Item = Result<sqlx::Either<<Db as sqlx::Database>::QueryResult, Row>, sqlx::Error>> + Unpin,
+{
+    use sqlx::FromRow;
+
+    let rows = rows_by_statement(results).await?;
+    let of = |at: usize| rows.get(at).map(Vec::as_slice).unwrap_or_default();
+    let lock = of(layout.lock)
+        .first()
+        .ok_or_else(|| sqlx::Error::Protocol("the project lock returned no row".into()))
+        .and_then(L::from_row)?;
+    let request = match layout.request.and_then(|at| of(at).first()) {
+        Some(row) => FromRow::from_row(row)?,
+        None => (None, None),
+    };
+    let prefetched = match prefetch {
+        None => None,
+        Some(Prefetch::Record(record)) => Some(Prefetched::Record(
+            (*record).to_owned(),
+            of(layout.prefetch).iter().map(RecordStateRow::from_row).collect::<Result<_, _>>()?,
+        )),
+        Some(Prefetch::Resume { .. }) => {
+            let session = of(layout.prefetch).first().map(SessionRow::from_row).transpose()?;
+            let checkpoint = of(layout.prefetch + 1).first().map(CheckpointRow::from_row).transpose()?;
+            Some(Prefetched::Resume(Box::new((session, checkpoint))))
+        }
+    };
     Ok((lock, request, prefetched))
 }
 
