@@ -2,7 +2,9 @@
 //! checked against the stored sha256, its role and its project scope.
 //!
 //! Lookups are cached briefly (a revoked token stops working within `TTL`), and
-//! `last_used` is written at most once a minute per token, off the request path.
+//! `last_used` is written at most once a minute per token, off the request path. Rates are
+//! counted here, once the caller is known (`limits::rate`): per token, and per client
+//! address for lookups and failures.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -12,10 +14,17 @@ use tonic::metadata::MetadataMap;
 
 use crate::core::access::{Need, Role, hash_secret};
 use crate::error::Error;
+use crate::limits::rate::{Origin, RateLimits};
 use crate::store::{Entity, Store, TokenRow};
 
-/// How long a token lookup (or "no tokens yet") is trusted.
+/// How long a token lookup is trusted: a revoked token stops working within this, and a
+/// watch stream of a revoked token ends within it (and `WATCH_RECHECK`).
 pub const TTL: Duration = Duration::from_secs(2);
+/// How long "no token exists" is trusted: the first `token create` closes a running hub
+/// within this.
+pub const OPEN_TTL: Duration = Duration::from_millis(100);
+/// How often an open watch stream checks its caller again.
+pub const WATCH_RECHECK: Duration = Duration::from_millis(250);
 const TOUCH_EVERY: Duration = Duration::from_secs(60);
 
 /// The caller of a request.
@@ -78,8 +87,12 @@ impl Principal {
         }
     }
 
-    fn scoped(&self) -> bool {
-        matches!(self, Self::Token { project: Some(_), .. })
+    /// The one project a scoped token is limited to.
+    pub fn scope_project(&self) -> Option<&str> {
+        match self {
+            Self::Token { project: Some(scope), .. } => Some(scope),
+            _ => None,
+        }
     }
 }
 
@@ -90,72 +103,133 @@ struct Cache {
     touched: HashMap<String, Instant>,
 }
 
+/// What a request says about its caller: its bearer secret and where it comes from. Kept by
+/// a watch stream to check its caller again while it runs.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    secret: Option<String>,
+    origin: Origin,
+}
+
+impl Caller {
+    pub fn of<T>(request: &tonic::Request<T>) -> Self {
+        Self { secret: bearer(request.metadata()), origin: Origin::of(request.remote_addr().map(|a| a.ip())) }
+    }
+}
+
 #[derive(Clone)]
 pub struct Auth<S: Store> {
     store: S,
     cache: Arc<Mutex<Cache>>,
+    limits: Arc<RateLimits>,
 }
 
+/// The secret of an `authorization: Bearer <secret>` header (any case of "bearer", any
+/// spacing around the secret).
 fn bearer(metadata: &MetadataMap) -> Option<String> {
     let value = metadata.get("authorization")?.to_str().ok()?;
-    let (scheme, token) = value.split_once(' ')?;
+    let (scheme, token) = value.trim().split_once(|c: char| c.is_ascii_whitespace())?;
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim().to_owned()).filter(|t| !t.is_empty())
 }
 
+fn unauthenticated(message: &str) -> Error {
+    Error::Unauthenticated(message.to_owned())
+}
+
 impl<S: Store> Auth<S> {
-    pub fn new(store: S) -> Self {
-        Self { store, cache: Arc::default() }
+    pub fn new(store: S, limits: Arc<RateLimits>) -> Self {
+        Self { store, cache: Arc::default(), limits }
     }
 
     fn cache(&self) -> std::sync::MutexGuard<'_, Cache> {
         self.cache.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Whether the hub is closed. A closed hub never looks again (a hub never reopens);
+    /// an open one looks at most every `OPEN_TTL`, one request at a time (the others go on
+    /// with what was last read meanwhile).
     async fn any_tokens(&self) -> Result<bool, Error> {
-        if let Some((any, at)) = self.cache().any
-            && (any || at.elapsed() < TTL)
         {
-            // Once a token exists the hub never goes back to open.
-            return Ok(any);
+            let mut cache = self.cache();
+            match cache.any {
+                Some((true, _)) => return Ok(true),
+                Some((false, at)) if at.elapsed() < OPEN_TTL => return Ok(false),
+                Some((false, _)) => cache.any = Some((false, Instant::now())),
+                None => {}
+            }
         }
         let any = self.store.any_tokens().await?;
-        self.cache().any = Some((any, Instant::now()));
+        let mut cache = self.cache();
+        if !matches!(cache.any, Some((true, _))) {
+            cache.any = Some((any, Instant::now()));
+        }
         Ok(any)
     }
 
+    /// A token looked up less than `TTL` ago (`Some(None)`: known not to exist).
+    fn cached(&self, hash: &str) -> Option<Option<TokenRow>> {
+        let cache = self.cache();
+        let (row, at) = cache.tokens.get(hash)?;
+        (at.elapsed() < TTL).then(|| row.clone())
+    }
+
     async fn lookup(&self, hash: &str) -> Result<Option<TokenRow>, Error> {
-        if let Some((row, at)) = self.cache().tokens.get(hash)
-            && at.elapsed() < TTL
-        {
-            return Ok(row.clone());
-        }
         let row = self.store.token_by_hash(hash.to_owned()).await?;
         let mut cache = self.cache();
         if cache.tokens.len() > 10_000 {
-            cache.tokens.clear();
+            cache.tokens.retain(|_, (_, at)| at.elapsed() < TTL);
+            if cache.tokens.len() > 10_000 {
+                cache.tokens.clear();
+            }
         }
         cache.tokens.insert(hash.to_owned(), (row.clone(), Instant::now()));
         Ok(row)
     }
 
-    /// Identifies the caller of a request.
-    pub async fn principal(&self, metadata: &MetadataMap) -> Result<Principal, Error> {
-        if !self.any_tokens().await? {
-            return Ok(Principal::Open);
+    /// Identifies the caller of a request, and counts it against its token's rate.
+    pub async fn principal<T>(&self, request: &tonic::Request<T>) -> Result<Principal, Error> {
+        let caller = Caller::of(request);
+        let (who, token_id) = self.identify(&caller).await?;
+        if let (Principal::Token { name, .. }, Some(id)) = (&who, token_id) {
+            self.limits.token(&id, name)?;
         }
-        let Some(secret) = bearer(metadata) else {
-            return Err(Error::Unauthenticated(
+        Ok(who)
+    }
+
+    /// Identifies a caller (again, for a stream that is still open), without counting a
+    /// request. Lookups and failures count against the caller's address.
+    pub async fn identify(&self, caller: &Caller) -> Result<(Principal, Option<String>), Error> {
+        if !self.any_tokens().await? {
+            return Ok((Principal::Open, None));
+        }
+        let Some(secret) = &caller.secret else {
+            self.limits.attempt(caller.origin)?;
+            return Err(unauthenticated(
                 "this hub requires an access token: send `authorization: Bearer <token>` (baton: set BATON_TOKEN or \
-                 --token); an admin creates one with `baton-server token create`"
-                    .into(),
+                 --token); an admin creates one with `baton-server token create`",
             ));
         };
-        let Some(row) = self.lookup(&hash_secret(&secret)).await? else {
-            return Err(Error::Unauthenticated(
-                "unknown access token: check BATON_TOKEN, or ask an admin for a new one".into(),
+        let hash = hash_secret(secret);
+        let (row, counted) = match self.cached(&hash) {
+            Some(Some(row)) => (Some(row), false),
+            Some(None) => {
+                self.limits.attempt(caller.origin)?;
+                (None, true)
+            }
+            None => {
+                self.limits.attempt(caller.origin)?;
+                (self.lookup(&hash).await?, true)
+            }
+        };
+        let Some(row) = row else {
+            return Err(unauthenticated(
+                "unknown access token: check BATON_TOKEN, or ask an admin for a new one",
             ));
         };
         if row.revoked_us.is_some() {
+            if !counted {
+                self.limits.attempt(caller.origin)?;
+            }
             return Err(Error::Unauthenticated(format!(
                 "token {:?} was revoked; ask an admin for a new one",
                 row.name
@@ -164,7 +238,8 @@ impl<S: Store> Auth<S> {
         let role = Role::parse(&row.role)
             .ok_or_else(|| Error::internal(format!("token {} has unknown role {}", row.name, row.role)))?;
         self.touch(&row);
-        Ok(Principal::Token { name: row.name, role, project: row.project })
+        let id = row.id.clone();
+        Ok((Principal::Token { name: row.name, role, project: row.project }, Some(id)))
     }
 
     /// Records use, at most once a minute per token, without delaying the request.
@@ -187,28 +262,52 @@ impl<S: Store> Auth<S> {
     }
 
     /// Identifies the caller and checks role and project.
-    pub async fn check(&self, metadata: &MetadataMap, need: Need, project: &str) -> Result<Principal, Error> {
-        let who = self.principal(metadata).await?;
+    pub async fn check<T>(
+        &self,
+        request: &tonic::Request<T>,
+        need: Need,
+        project: &str,
+    ) -> Result<Principal, Error> {
+        let who = self.principal(request).await?;
         who.allow(need)?;
         who.scope(project)?;
         Ok(who)
     }
 
     /// Like `check`, for requests that name a session or checkpoint instead of a project.
-    pub async fn check_entity(
+    /// The id is parsed (any spelling a uuid parser accepts) and canonical before anything
+    /// is looked up by it; a scoped token gets NOT_FOUND for an id it cannot resolve (never
+    /// a pass), and the store is given the project the request is authorized for, so that
+    /// its own queries by that id stay inside it.
+    pub async fn check_entity<T>(
         &self,
-        metadata: &MetadataMap,
+        request: &tonic::Request<T>,
         need: Need,
         kind: Entity,
-        id: &str,
-    ) -> Result<Principal, Error> {
-        let who = self.principal(metadata).await?;
+        field: &str,
+        raw_id: &str,
+    ) -> Result<Authorized, Error> {
+        let who = self.principal(request).await?;
         who.allow(need)?;
-        if who.scoped()
-            && let Some(project) = self.store.project_of(kind, id.to_owned()).await?
-        {
-            who.scope(&project)?;
+        let id = crate::core::validate::uuid(field, raw_id)?;
+        let within = who.scope_project().map(str::to_owned);
+        if let Some(scope) = &within {
+            match self.store.project_of(kind, id.to_string()).await? {
+                Some(project) if &project == scope => {}
+                Some(project) => who.scope(&project)?,
+                None => return Err(Error::NotFound(format!("{field}: no {} {id}", kind.noun()))),
+            }
         }
-        Ok(who)
+        Ok(Authorized { who, id, within })
     }
+}
+
+/// A request by id that passed `Auth::check_entity`.
+#[derive(Debug)]
+pub struct Authorized {
+    pub who: Principal,
+    /// The id, canonical.
+    pub id: uuid::Uuid,
+    /// The project a scoped token is limited to (`None`: any project).
+    pub within: Option<String>,
 }

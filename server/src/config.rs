@@ -11,97 +11,107 @@ use clap::{Parser, Subcommand};
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7437";
 
 /// Baton's session hub: sessions, checkpoints and project memory for AI coding agents,
-/// over gRPC, on SQLite (default) or Postgres.
+/// over gRPC, on SQLite (default) or Postgres. Every option works before or after a
+/// subcommand (`baton-server token create --database-url …`).
 #[derive(Debug, Clone, Parser)]
 #[command(name = "baton-server", version, about, long_about = None)]
 pub struct Config {
     /// Address to listen on (gRPC over HTTP/2).
-    #[arg(long, env = "BATON_LISTEN", default_value = DEFAULT_LISTEN)]
+    #[arg(long, global = true, env = "BATON_LISTEN", default_value = DEFAULT_LISTEN)]
     pub listen: SocketAddr,
 
     /// Database URL: `sqlite://PATH` or `postgres://USER:PASS@HOST/DB`. Default: an SQLite
     /// file `baton.db` in the platform data directory (e.g. ~/.local/share/baton).
-    #[arg(long, env = "BATON_DATABASE_URL", hide_env_values = true)]
+    #[arg(long, global = true, env = "BATON_DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
 
     /// Log filter: error, warn, info, debug, trace, or a tracing directive list.
-    #[arg(long, env = "BATON_LOG_LEVEL", default_value = "info")]
+    #[arg(long, global = true, env = "BATON_LOG_LEVEL", default_value = "info")]
     pub log_level: String,
 
     /// Allow listening on a non-loopback address while the server has no access tokens
     /// (anyone who can reach it can then read and write everything).
-    #[arg(long, env = "BATON_ALLOW_OPEN_NETWORK")]
+    #[arg(long, global = true, env = "BATON_ALLOW_OPEN_NETWORK")]
     pub allow_open_network: bool,
 
     /// Sessions without a lease go idle after this long without activity.
-    #[arg(long, env = "BATON_IDLE_AFTER", default_value = "30m", value_parser = humantime::parse_duration)]
+    #[arg(long, global = true, env = "BATON_IDLE_AFTER", default_value = "30m", value_parser = humantime::parse_duration)]
     pub idle_after: Duration,
 
     /// How often leases and inactivity are checked.
-    #[arg(long, env = "BATON_REAPER_INTERVAL", default_value = "5s", value_parser = humantime::parse_duration)]
+    #[arg(long, global = true, env = "BATON_REAPER_INTERVAL", default_value = "5s", value_parser = humantime::parse_duration)]
     pub reaper_interval: Duration,
 
     /// How often watch readers poll the event table when nothing woke them.
-    #[arg(long, env = "BATON_WATCH_POLL", default_value = "1s", value_parser = humantime::parse_duration)]
+    #[arg(long, global = true, env = "BATON_WATCH_POLL", default_value = "1s", value_parser = humantime::parse_duration)]
     pub watch_poll: Duration,
 
     /// Largest checkpoint accepted (state plus payload, uncompressed), in bytes.
-    #[arg(long, env = "BATON_MAX_CHECKPOINT_BYTES", default_value_t = 8 * 1024 * 1024)]
+    #[arg(long, global = true, env = "BATON_MAX_CHECKPOINT_BYTES", default_value_t = 8 * 1024 * 1024)]
     pub max_checkpoint_bytes: usize,
 
     /// Largest PutMemory request, in bytes.
-    #[arg(long, env = "BATON_MAX_MEMORY_REQUEST_BYTES", default_value_t = 4 * 1024 * 1024)]
+    #[arg(long, global = true, env = "BATON_MAX_MEMORY_REQUEST_BYTES", default_value_t = 4 * 1024 * 1024)]
     pub max_memory_request_bytes: usize,
 
     /// Largest request of any other kind (sessions, reads, watch), in bytes.
-    #[arg(long, env = "BATON_MAX_REQUEST_BYTES", default_value_t = 1024 * 1024)]
+    #[arg(long, global = true, env = "BATON_MAX_REQUEST_BYTES", default_value_t = 1024 * 1024)]
     pub max_request_bytes: usize,
 
     /// Requests per second each access token may send, sustained (0 = no limit). Requests
     /// without a token (an open hub) are not rate-limited.
-    #[arg(long, env = "BATON_RATE_LIMIT", default_value_t = 100)]
+    #[arg(long, global = true, env = "BATON_RATE_LIMIT", default_value_t = 100)]
     pub rate_limit: u32,
 
     /// Requests a token may send in a burst above --rate-limit.
-    #[arg(long, env = "BATON_RATE_BURST", default_value_t = 200)]
+    #[arg(long, global = true, env = "BATON_RATE_BURST", default_value_t = 200)]
     pub rate_burst: u32,
 
+    /// Authentication attempts per second per client address that fail or need a lookup (a
+    /// missing, unknown or revoked token, or one not used in the last 2 s); 0 = off.
+    #[arg(long, global = true, env = "BATON_AUTH_FAILURE_RATE", default_value_t = 5)]
+    pub auth_failure_rate: u32,
+
+    /// Such attempts a client address may make in a burst above --auth-failure-rate.
+    #[arg(long, global = true, env = "BATON_AUTH_FAILURE_BURST", default_value_t = 50)]
+    pub auth_failure_burst: u32,
+
     /// Projects one Watch may follow (named, or all a token may read).
-    #[arg(long, env = "BATON_MAX_WATCH_PROJECTS", default_value_t = 100)]
+    #[arg(long, global = true, env = "BATON_MAX_WATCH_PROJECTS", default_value_t = 100)]
     pub max_watch_projects: usize,
 
     /// Watch streams each token (or, on an open hub, each client address) may hold open.
-    #[arg(long, env = "BATON_MAX_WATCHES_PER_TOKEN", default_value_t = 32)]
+    #[arg(long, global = true, env = "BATON_MAX_WATCHES_PER_TOKEN", default_value_t = 32)]
     pub max_watches_per_token: usize,
 
     /// Retention: keep every checkpoint younger than this many days.
-    #[arg(long, env = "BATON_KEEP_DAYS", default_value_t = 90)]
+    #[arg(long, global = true, env = "BATON_KEEP_DAYS", default_value_t = 90)]
     pub keep_days: u32,
 
     /// Retention: beyond --keep-days, keep each session's head and this many of its nearest
     /// valid ancestors.
-    #[arg(long, env = "BATON_KEEP_ANCESTORS", default_value_t = 5)]
+    #[arg(long, global = true, env = "BATON_KEEP_ANCESTORS", default_value_t = 5)]
     pub keep_ancestors: usize,
 
     /// How often retention runs (0s = never; `baton-server prune` runs it by hand).
-    #[arg(long, env = "BATON_RETENTION_INTERVAL", default_value = "1h", value_parser = humantime::parse_duration)]
+    #[arg(long, global = true, env = "BATON_RETENTION_INTERVAL", default_value = "1h", value_parser = humantime::parse_duration)]
     pub retention_interval: Duration,
 
     /// On a database with no token yet, create the first admin token with this secret
     /// (for containers; otherwise use `baton-server token create`).
-    #[arg(long, env = "BATON_BOOTSTRAP_ADMIN_TOKEN", hide_env_values = true)]
+    #[arg(long, global = true, env = "BATON_BOOTSTRAP_ADMIN_TOKEN", hide_env_values = true)]
     pub bootstrap_admin_token: Option<String>,
 
     /// Serve Prometheus metrics at http://ADDR/metrics (a separate port; off by default).
-    #[arg(long, env = "BATON_METRICS_LISTEN")]
+    #[arg(long, global = true, env = "BATON_METRICS_LISTEN")]
     pub metrics_listen: Option<SocketAddr>,
 
     /// Serve TLS with this certificate chain (PEM; leaf first). Needs --tls-key.
-    #[arg(long, env = "BATON_TLS_CERT", requires = "tls_key")]
+    #[arg(long, global = true, env = "BATON_TLS_CERT", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
 
     /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
-    #[arg(long, env = "BATON_TLS_KEY", requires = "tls_cert")]
+    #[arg(long, global = true, env = "BATON_TLS_KEY", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
 
     #[command(subcommand)]
@@ -236,5 +246,32 @@ mod tests {
             "postgres://baton:****@db:5432/baton"
         );
         assert_eq!(redacted_url("sqlite:///tmp/x.db"), "sqlite:///tmp/x.db");
+    }
+
+    #[test]
+    fn options_work_before_and_after_a_subcommand() {
+        use clap::CommandFactory;
+        Config::command().debug_assert();
+        for args in [
+            &["baton-server", "--database-url", "sqlite:///x.db", "token", "list"][..],
+            &["baton-server", "token", "--database-url", "sqlite:///x.db", "list"],
+            &["baton-server", "token", "list", "--database-url", "sqlite:///x.db"],
+            &[
+                "baton-server",
+                "token",
+                "create",
+                "--name",
+                "a",
+                "--role",
+                "admin",
+                "--database-url",
+                "sqlite:///x.db",
+            ],
+            &["baton-server", "prune", "--dry-run", "--keep-days", "3", "--database-url", "sqlite:///x.db"],
+        ] {
+            let config = Config::try_parse_from(args).map_err(|e| e.to_string());
+            let url = config.as_ref().ok().and_then(|c| c.database_url.clone());
+            assert_eq!(url.as_deref(), Some("sqlite:///x.db"), "{args:?}: {config:?}");
+        }
     }
 }

@@ -83,29 +83,92 @@ impl Error {
     }
 }
 
-/// Whether a driver error is transient (the database is down, restarting or busy).
-fn is_transient(error: &sqlx::Error) -> bool {
+/// Postgres SQLSTATEs after which a retry may work: the connection broke, the transaction
+/// lost a serialization race or a deadlock, the server ran short of resources or is
+/// shutting down or starting up.
+const POSTGRES_TRANSIENT: &[&str] = &[
+    "08000", // connection_exception
+    "08003", // connection_does_not_exist
+    "08006", // connection_failure
+    "08001", // sqlclient_unable_to_establish_sqlconnection
+    "08004", // sqlserver_rejected_establishment_of_sqlconnection
+    "40001", // serialization_failure
+    "40P01", // deadlock_detected
+    "53000", // insufficient_resources
+    "53100", // disk_full
+    "53200", // out_of_memory
+    "53300", // too_many_connections
+    "57014", // query_canceled (a statement timeout)
+    "57P01", // admin_shutdown
+    "57P02", // crash_shutdown
+    "57P03", // cannot_connect_now
+];
+
+/// Postgres data exceptions a request's value caused (class 22): text the database cannot
+/// store. Validation refuses what it can foresee (a NUL byte); these are the rest.
+const POSTGRES_BAD_VALUE: &[&str] = &[
+    "22021", // character_not_in_repertoire (a NUL byte in text)
+    "22P05", // untranslatable_character
+    "22001", // string_data_right_truncation
+];
+
+/// SQLite's primary result codes after which a retry may work: SQLITE_BUSY and
+/// SQLITE_LOCKED (extended codes carry the primary one in their low byte).
+const SQLITE_BUSY: i32 = 5;
+const SQLITE_LOCKED: i32 = 6;
+
+/// What a driver error means for the client, told apart per backend by its own codes.
+enum Kind {
+    Transient,
+    BadValue,
+    Other,
+}
+
+fn kind(error: &sqlx::Error) -> Kind {
     match error {
         sqlx::Error::Io(_)
         | sqlx::Error::Tls(_)
         | sqlx::Error::PoolTimedOut
         | sqlx::Error::PoolClosed
-        | sqlx::Error::WorkerCrashed => true,
+        | sqlx::Error::WorkerCrashed => Kind::Transient,
         sqlx::Error::Database(db) => {
-            let code = db.code().unwrap_or_default();
-            // SQLite: SQLITE_BUSY (5) and SQLITE_LOCKED (6), extended codes included.
-            // Postgres: connection exceptions (08…), serialization and deadlock (40…),
-            // insufficient resources (53…), operator intervention such as shutdown (57…).
-            let sqlite_busy = code.parse::<i32>().is_ok_and(|c| matches!(c & 0xff, 5 | 6));
-            sqlite_busy || ["08", "40", "53", "57"].iter().any(|class| code.starts_with(class))
+            if let Some(pg) = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
+                let code = pg.code();
+                if POSTGRES_TRANSIENT.contains(&code) {
+                    Kind::Transient
+                } else if POSTGRES_BAD_VALUE.contains(&code) {
+                    Kind::BadValue
+                } else {
+                    Kind::Other
+                }
+            } else if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+                let primary = db.code().and_then(|c| c.parse::<i32>().ok()).map(|c| c & 0xff);
+                if matches!(primary, Some(SQLITE_BUSY | SQLITE_LOCKED)) {
+                    Kind::Transient
+                } else {
+                    Kind::Other
+                }
+            } else {
+                Kind::Other
+            }
         }
-        _ => false,
+        _ => Kind::Other,
     }
 }
 
 impl From<sqlx::Error> for Error {
     fn from(error: sqlx::Error) -> Self {
-        if is_transient(&error) { Self::Unavailable(error) } else { Self::Internal(error.into()) }
+        match kind(&error) {
+            Kind::Transient => Self::Unavailable(error),
+            Kind::BadValue => {
+                tracing::debug!(error = %error, "the database refused a value");
+                Self::InvalidArgument(
+                    "a text field holds a character the database cannot store (such as a NUL byte); remove it and retry"
+                        .into(),
+                )
+            }
+            Kind::Other => Self::Internal(error.into()),
+        }
     }
 }
 

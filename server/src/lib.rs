@@ -136,7 +136,14 @@ async fn serve<S: Store>(
         max_watch_projects: config.max_watch_projects.max(1),
         retention: retention_policy,
     };
-    let auth = auth::Auth::new(store.clone());
+    let rates = Arc::new(limits::rate::RateLimits::new(
+        config.rate_limit,
+        config.rate_burst,
+        config.auth_failure_rate,
+        config.auth_failure_burst,
+    ));
+    tokio::spawn(limits::rate::prune_every_minute(rates.clone(), stop_rx.clone()));
+    let auth = auth::Auth::new(store.clone(), rates);
     let watch_slots = limits::WatchSlots::new(config.max_watches_per_token.max(1));
     let api = Api {
         store: store.clone(),
@@ -180,6 +187,12 @@ async fn serve<S: Store>(
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1()
         .context("building the reflection service")?;
+    // v1alpha too: Python's grpcio-reflection, older grpcurl and grpcui, Postman speak only it.
+    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(baton_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1alpha()
+        .context("building the reflection service (v1alpha)")?;
 
     // Checked on each request's frame header, before it is read: RESOURCE_EXHAUSTED naming
     // the limit. Tonic's own decoding cap is the largest of them, as a backstop.
@@ -191,10 +204,6 @@ async fn serve<S: Store>(
         config.max_request_bytes,
     );
     let max_message = sizes.largest();
-    let rate_limit = match config.rate_limit {
-        0 => None,
-        n => Some(limits::RateLimitLayer::new(n, config.rate_burst).context("--rate-limit/--rate-burst")?),
-    };
     let addr = listener.local_addr()?;
     // `addr` last: the test harness reads the port from the end of this line.
     tracing::info!(tls = config.tls_cert.is_some(), %addr, "baton-server listening");
@@ -208,7 +217,6 @@ async fn serve<S: Store>(
     // Outermost first: metrics see every reply, including the limits' refusals.
     let layers = tower::ServiceBuilder::new()
         .option_layer(config.metrics_listen.map(|_| metrics::MetricsLayer))
-        .option_layer(rate_limit)
         .layer(limits::SizeLimitLayer(Arc::new(sizes)));
     let mut server = Server::builder().layer(layers);
     if let Some(tls) = tls_config(&config)? {
@@ -217,6 +225,7 @@ async fn serve<S: Store>(
     server
         .add_service(health_service)
         .add_service(reflection)
+        .add_service(reflection_v1alpha)
         .add_service(SessionServiceServer::new(api.clone()).max_decoding_message_size(max_message))
         .add_service(CheckpointServiceServer::new(api.clone()).max_decoding_message_size(max_message))
         .add_service(MemoryServiceServer::new(api.clone()).max_decoding_message_size(max_message))

@@ -23,7 +23,7 @@ fn actor(who: &crate::auth::Principal) -> Actor {
 #[tonic::async_trait]
 impl<S: Store> AdminService for Api<S> {
     async fn prune(&self, request: Request<PruneRequest>) -> Result<Response<PruneResponse>, Status> {
-        let who = self.auth.principal(request.metadata()).await?;
+        let who = self.auth.principal(&request).await?;
         who.allow(Need::Admin)?;
         let req = request.into_inner();
         let project = if req.project.is_empty() {
@@ -55,14 +55,14 @@ impl<S: Store> AdminService for Api<S> {
         &self,
         request: Request<CompactEventsRequest>,
     ) -> Result<Response<CompactEventsResponse>, Status> {
-        let who = self.auth.check(request.metadata(), Need::Admin, &request.get_ref().project).await?;
+        let who = self.auth.check(&request, Need::Admin, &request.get_ref().project).await?;
         let req = request.into_inner();
         validate::project("project", &req.project)?;
         Ok(Response::new(self.store.compact_events(req.project, req.below_revision, actor(&who)).await?))
     }
 
     async fn purge(&self, request: Request<PurgeRequest>) -> Result<Response<PurgeResponse>, Status> {
-        let who = self.auth.check(request.metadata(), Need::Admin, &request.get_ref().project).await?;
+        let who = self.auth.check(&request, Need::Admin, &request.get_ref().project).await?;
         let req = request.into_inner();
         validate::project("project", &req.project)?;
         check_purge_value(&req.value)?;
@@ -73,7 +73,7 @@ impl<S: Store> AdminService for Api<S> {
         &self,
         request: Request<CreateTokenRequest>,
     ) -> Result<Response<CreateTokenResponse>, Status> {
-        let who = self.auth.principal(request.metadata()).await?;
+        let who = self.auth.principal(&request).await?;
         who.allow(Need::Admin)?;
         who.all_projects()?;
         let req = request.into_inner();
@@ -105,7 +105,7 @@ impl<S: Store> AdminService for Api<S> {
         &self,
         request: Request<ListTokensRequest>,
     ) -> Result<Response<ListTokensResponse>, Status> {
-        let who = self.auth.principal(request.metadata()).await?;
+        let who = self.auth.principal(&request).await?;
         who.allow(Need::Admin)?;
         who.all_projects()?;
         let tokens = self.store.list_tokens().await?.into_iter().map(token_proto).collect();
@@ -116,7 +116,7 @@ impl<S: Store> AdminService for Api<S> {
         &self,
         request: Request<RevokeTokenRequest>,
     ) -> Result<Response<RevokeTokenResponse>, Status> {
-        let who = self.auth.principal(request.metadata()).await?;
+        let who = self.auth.principal(&request).await?;
         who.allow(Need::Admin)?;
         who.all_projects()?;
         let name = request.into_inner().name;
@@ -131,7 +131,7 @@ impl<S: Store> AdminService for Api<S> {
         &self,
         request: Request<GetStatsRequest>,
     ) -> Result<Response<GetStatsResponse>, Status> {
-        let who = self.auth.principal(request.metadata()).await?;
+        let who = self.auth.principal(&request).await?;
         who.allow(Need::Read)?;
         let req = request.into_inner();
         let named = !req.project.is_empty();

@@ -97,7 +97,7 @@ impl<S: Store> BriefService for Api<S> {
         &self,
         request: Request<GetBriefRequest>,
     ) -> Result<Response<GetBriefResponse>, Status> {
-        self.auth.check(request.metadata(), Need::Read, &request.get_ref().project).await?;
+        self.auth.check(&request, Need::Read, &request.get_ref().project).await?;
         let req = request.into_inner();
         validate::project("project", &req.project)?;
         let session = if req.session_id.is_empty() {

@@ -84,7 +84,7 @@ fn check_blobs(blobs: &[BlobRef]) -> Result<Vec<String>, Error> {
         }
         validate::single_line(&format!("blobs[{i}].role"), &b.role, 64)?;
         validate::single_line(&format!("blobs[{i}].content_type"), &b.content_type, 256)?;
-        validate::single_line(&format!("blobs[{i}].agent_session_id"), &b.agent_session_id, limits::SHORT)?;
+        validate::agent_session_id(&format!("blobs[{i}].agent_session_id"), &b.agent_session_id)?;
         validate::single_line(&format!("blobs[{i}].cwd"), &b.cwd, limits::PATH)?;
         chunks.extend(b.chunks.iter().cloned());
     }
@@ -99,17 +99,17 @@ impl<S: Store> CheckpointService for Api<S> {
         &self,
         request: Request<CreateCheckpointRequest>,
     ) -> Result<Response<CreateCheckpointResponse>, Status> {
-        let who = self
+        let auth = self
             .auth
-            .check_entity(request.metadata(), Need::Write, Entity::Session, &request.get_ref().session_id)
+            .check_entity(&request, Need::Write, Entity::Session, "session_id", &request.get_ref().session_id)
             .await?;
         let mut req = request.into_inner();
-        let session_id = validate::uuid("session_id", &req.session_id)?;
+        let session_id = auth.id;
         let id = validate::new_id("checkpoint_id", &req.checkpoint_id)?;
-        if let Some(parent) = &req.parent_id
+        if let Some(parent) = &mut req.parent_id
             && !parent.is_empty()
         {
-            validate::uuid("parent_id", parent)?;
+            *parent = validate::uuid("parent_id", parent)?.to_string();
         }
         validate::enum_value::<CheckpointKind>("kind", req.kind, false)?;
         validate::optional("reason", &req.reason, limits::TEXT)?;
@@ -132,7 +132,7 @@ impl<S: Store> CheckpointService for Api<S> {
         let mut redactor = Redactor::default();
         redactor.field(&mut req.reason);
         redactor.fields(crate::core::redact::state_texts(&mut state));
-        let ctx = write_ctx("CreateCheckpoint", &hash_view, req.write.as_ref(), redactor.count, &who)?;
+        let ctx = write_ctx("CreateCheckpoint", &hash_view, req.write.as_ref(), redactor.count, &auth.who)?;
         let chunk_digests = check_blobs(&req.blobs)?;
         let blobs = if req.blobs.is_empty() {
             Vec::new()
@@ -153,43 +153,44 @@ impl<S: Store> CheckpointService for Api<S> {
         req.payload = Vec::new();
         let new =
             NewCheckpoint { request: req, session_id, id, content, state_tool_count, blobs, chunk_digests };
-        Ok(Response::new(self.store.create_checkpoint(ctx, new).await?))
+        Ok(Response::new(self.store.create_checkpoint(ctx, new, auth.within).await?))
     }
 
     async fn get_checkpoint(
         &self,
         request: Request<GetCheckpointRequest>,
     ) -> Result<Response<GetCheckpointResponse>, Status> {
-        self.auth
+        let auth = self
+            .auth
             .check_entity(
-                request.metadata(),
+                &request,
                 Need::Read,
                 Entity::Checkpoint,
+                "checkpoint_id",
                 &request.get_ref().checkpoint_id,
             )
             .await?;
-        let req = request.into_inner();
-        let id = validate::uuid("checkpoint_id", &req.checkpoint_id)?;
-        Ok(Response::new(self.store.get_checkpoint(id, req.include_payload).await?))
+        let include_payload = request.get_ref().include_payload;
+        Ok(Response::new(self.store.get_checkpoint(auth.id, include_payload, auth.within).await?))
     }
 
     async fn list_checkpoints(
         &self,
         request: Request<ListCheckpointsRequest>,
     ) -> Result<Response<ListCheckpointsResponse>, Status> {
-        self.auth
-            .check_entity(request.metadata(), Need::Read, Entity::Session, &request.get_ref().session_id)
+        let auth = self
+            .auth
+            .check_entity(&request, Need::Read, Entity::Session, "session_id", &request.get_ref().session_id)
             .await?;
-        let req = request.into_inner();
-        let id = validate::uuid("session_id", &req.session_id)?;
-        Ok(Response::new(self.store.list_checkpoints(id, req.include_state).await?))
+        let include_state = request.get_ref().include_state;
+        Ok(Response::new(self.store.list_checkpoints(auth.id, include_state, auth.within).await?))
     }
 
     async fn missing_chunks(
         &self,
         request: Request<MissingChunksRequest>,
     ) -> Result<Response<MissingChunksResponse>, Status> {
-        self.auth.check(request.metadata(), Need::Write, &request.get_ref().project).await?;
+        self.auth.check(&request, Need::Write, &request.get_ref().project).await?;
         let req = request.into_inner();
         validate::project("project", &req.project)?;
         validate::count("digests", req.digests.len(), MAX_DIGESTS)?;
@@ -204,7 +205,7 @@ impl<S: Store> CheckpointService for Api<S> {
         &self,
         request: Request<PutChunksRequest>,
     ) -> Result<Response<PutChunksResponse>, Status> {
-        self.auth.check(request.metadata(), Need::Write, &request.get_ref().project).await?;
+        self.auth.check(&request, Need::Write, &request.get_ref().project).await?;
         let req = request.into_inner();
         validate::project("project", &req.project)?;
         if req.chunks.len() > MAX_CHUNKS_PER_CALL {
@@ -250,7 +251,7 @@ impl<S: Store> CheckpointService for Api<S> {
         &self,
         request: Request<GetChunksRequest>,
     ) -> Result<Response<GetChunksResponse>, Status> {
-        self.auth.check(request.metadata(), Need::Read, &request.get_ref().project).await?;
+        self.auth.check(&request, Need::Read, &request.get_ref().project).await?;
         let req = request.into_inner();
         validate::project("project", &req.project)?;
         validate::count("digests", req.digests.len(), MAX_CHUNKS_PER_CALL)?;

@@ -13,7 +13,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 use super::Api;
-use crate::auth::Principal;
+use crate::auth::{Auth, Caller, Principal, WATCH_RECHECK};
 use crate::core::access::Need;
 use crate::core::validate;
 use crate::error::Error;
@@ -42,7 +42,7 @@ impl<S: Store> EventService for Api<S> {
         &self,
         request: Request<ListEventsRequest>,
     ) -> Result<Response<ListEventsResponse>, Status> {
-        self.auth.check(request.metadata(), Need::Read, &request.get_ref().project).await?;
+        self.auth.check(&request, Need::Read, &request.get_ref().project).await?;
         let req = request.into_inner();
         validate::project("project", &req.project)?;
         check_cursor("after_revision", req.after_revision)?;
@@ -54,7 +54,8 @@ impl<S: Store> EventService for Api<S> {
     type WatchStream = Pin<Box<dyn Stream<Item = Result<Event, Status>> + Send + 'static>>;
 
     async fn watch(&self, request: Request<WatchRequest>) -> Result<Response<Self::WatchStream>, Status> {
-        let who = self.auth.principal(request.metadata()).await?;
+        let who = self.auth.principal(&request).await?;
+        let caller = Caller::of(&request);
         let (key, label) = match &who {
             Principal::Token { name, .. } => (format!("token:{name}"), format!("token {name:?}")),
             // Open hub: no tokens to tell callers apart, so each client address gets the cap.
@@ -83,10 +84,11 @@ impl<S: Store> EventService for Api<S> {
                 self.hub.poll(),
             )
             .await?;
-            return Ok(Response::new(Box::pin(ReceiverStream::new(rx).map(move |delivery| {
+            let stream = ReceiverStream::new(rx).map(move |delivery| {
                 let _held = &slot;
                 unshare(delivery)
-            }))));
+            });
+            return Ok(Response::new(Box::pin(until_refused(self.auth.clone(), caller, stream))));
         }
         validate::count("cursors", req.cursors.len(), self.limits.max_watch_projects)?;
         let mut cursors = Vec::with_capacity(req.cursors.len());
@@ -108,23 +110,52 @@ impl<S: Store> EventService for Api<S> {
         let slot = self.watch_slots.acquire(&key, &label)?;
         let rx = watch(self.store.clone(), &self.hub, request, self.shutdown.clone(), 256);
         // The slot lives as long as the stream: dropped when the client goes away.
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx).map(move |delivery| {
+        let stream = ReceiverStream::new(rx).map(move |delivery| {
             let _held = &slot;
             unshare(delivery)
-        }))))
+        });
+        Ok(Response::new(Box::pin(until_refused(self.auth.clone(), caller, stream))))
     }
 
     async fn list_conflicts(
         &self,
         request: Request<ListConflictsRequest>,
     ) -> Result<Response<ListConflictsResponse>, Status> {
-        self.auth.check(request.metadata(), Need::Read, &request.get_ref().project).await?;
+        self.auth.check(&request, Need::Read, &request.get_ref().project).await?;
         let req = request.into_inner();
         validate::project("project", &req.project)?;
         check_cursor("after_revision", req.after_revision)?;
         let limit = validate::page_size("limit", req.limit, 1000, 10_000)?;
         Ok(Response::new(self.store.list_conflicts(req.project, req.after_revision, limit).await?))
     }
+}
+
+/// A watch stream that ends with the caller's authentication error once the caller would be
+/// refused a new request (its token revoked, or the hub closed by a first token): checked
+/// every `WATCH_RECHECK` against the same cache as every request, so a stream stops within
+/// the window a unary call does. Other errors (the database unreachable for a moment) do not
+/// end it.
+fn until_refused<S: Store>(
+    auth: Auth<S>,
+    caller: Caller,
+    events: impl Stream<Item = Result<Event, Status>> + Send + 'static,
+) -> impl Stream<Item = Result<Event, Status>> + Send + 'static {
+    let mut every = tokio::time::interval(WATCH_RECHECK);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let events = Box::pin(events);
+    futures::stream::unfold(Some((events, every, auth, caller)), |state| async move {
+        let (mut events, mut every, auth, caller) = state?;
+        loop {
+            tokio::select! {
+                event = events.next() => return event.map(|e| (e, Some((events, every, auth, caller)))),
+                _ = every.tick() => match auth.identify(&caller).await {
+                    Err(e @ Error::Unauthenticated(_)) => return Some((Err(Status::from(e)), None)),
+                    Err(e) => tracing::debug!(error = %e, "watch: could not check the caller again"),
+                    Ok(_) => {}
+                },
+            }
+        }
+    })
 }
 
 /// This stream's own copy of a delivered event (the encoder takes it by value), made as it is

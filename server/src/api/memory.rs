@@ -29,7 +29,7 @@ impl<S: Store> MemoryService for Api<S> {
         &self,
         request: Request<PutMemoryRequest>,
     ) -> Result<Response<PutMemoryResponse>, Status> {
-        let who = self.auth.check(request.metadata(), Need::Write, &request.get_ref().project).await?;
+        let who = self.auth.check(&request, Need::Write, &request.get_ref().project).await?;
         let mut req = request.into_inner();
         validate::project("project", &req.project)?;
         rules::semantics(&req.category).map_err(Error::from)?;
@@ -52,7 +52,7 @@ impl<S: Store> MemoryService for Api<S> {
         &self,
         request: Request<ListMemoryRequest>,
     ) -> Result<Response<ListMemoryResponse>, Status> {
-        self.auth.check(request.metadata(), Need::Read, &request.get_ref().project).await?;
+        self.auth.check(&request, Need::Read, &request.get_ref().project).await?;
         let req = request.into_inner();
         validate::project("project", &req.project)?;
         if !req.category.is_empty() {
@@ -68,7 +68,7 @@ impl<S: Store> MemoryService for Api<S> {
         &self,
         request: Request<DeleteMemoryRequest>,
     ) -> Result<Response<DeleteMemoryResponse>, Status> {
-        let who = self.auth.check(request.metadata(), Need::Write, &request.get_ref().project).await?;
+        let who = self.auth.check(&request, Need::Write, &request.get_ref().project).await?;
         let req = request.into_inner();
         validate::project("project", &req.project)?;
         match &req.target {
@@ -100,7 +100,7 @@ impl<S: Store> MemoryService for Api<S> {
         &self,
         request: Request<SetMemoryCapsRequest>,
     ) -> Result<Response<SetMemoryCapsResponse>, Status> {
-        let who = self.auth.check(request.metadata(), Need::Write, &request.get_ref().project).await?;
+        let who = self.auth.check(&request, Need::Write, &request.get_ref().project).await?;
         let req = request.into_inner();
         validate::project("project", &req.project)?;
         if req.caps.is_empty() {

@@ -28,7 +28,7 @@ fn check_labels(
     validate::single_line("user", user, limits::SHORT)?;
     validate::single_line("cwd", cwd, limits::PATH)?;
     validate::single_line("branch", branch, limits::SHORT)?;
-    validate::single_line("agent_session_id", agent_session_id, limits::SHORT)?;
+    validate::agent_session_id("agent_session_id", agent_session_id)?;
     Ok(())
 }
 
@@ -57,7 +57,7 @@ impl<S: Store> SessionService for Api<S> {
         &self,
         request: Request<StartSessionRequest>,
     ) -> Result<Response<StartSessionResponse>, Status> {
-        let who = self.auth.check(request.metadata(), Need::Write, &request.get_ref().project).await?;
+        let who = self.auth.check(&request, Need::Write, &request.get_ref().project).await?;
         let mut req = request.into_inner();
         validate::project("project", &req.project)?;
         let id = validate::new_id("session_id", &req.session_id)?;
@@ -85,18 +85,18 @@ impl<S: Store> SessionService for Api<S> {
         &self,
         request: Request<GetSessionRequest>,
     ) -> Result<Response<GetSessionResponse>, Status> {
-        self.auth
-            .check_entity(request.metadata(), Need::Read, Entity::Session, &request.get_ref().session_id)
+        let auth = self
+            .auth
+            .check_entity(&request, Need::Read, Entity::Session, "session_id", &request.get_ref().session_id)
             .await?;
-        let id = validate::uuid("session_id", &request.get_ref().session_id)?;
-        Ok(Response::new(self.store.get_session(id).await?))
+        Ok(Response::new(self.store.get_session(auth.id, auth.within).await?))
     }
 
     async fn list_sessions(
         &self,
         request: Request<ListSessionsRequest>,
     ) -> Result<Response<ListSessionsResponse>, Status> {
-        self.auth.check(request.metadata(), Need::Read, &request.get_ref().project).await?;
+        self.auth.check(&request, Need::Read, &request.get_ref().project).await?;
         let req = request.into_inner();
         validate::project("project", &req.project)?;
         let mut statuses = Vec::new();
@@ -130,12 +130,11 @@ impl<S: Store> SessionService for Api<S> {
         &self,
         request: Request<UpdateSessionRequest>,
     ) -> Result<Response<UpdateSessionResponse>, Status> {
-        let who = self
+        let auth = self
             .auth
-            .check_entity(request.metadata(), Need::Write, Entity::Session, &request.get_ref().session_id)
+            .check_entity(&request, Need::Write, Entity::Session, "session_id", &request.get_ref().session_id)
             .await?;
         let mut req = request.into_inner();
-        let id = validate::uuid("session_id", &req.session_id)?;
         if let Some(goal) = &req.goal {
             validate::optional("goal", goal, limits::TEXT)?;
         }
@@ -146,26 +145,26 @@ impl<S: Store> SessionService for Api<S> {
             validate::optional("summary", summary, limits::TEXT)?;
         }
         if let Some(agent_session_id) = &req.agent_session_id {
-            validate::single_line("agent_session_id", agent_session_id, limits::SHORT)?;
+            validate::agent_session_id("agent_session_id", agent_session_id)?;
         }
         check_metadata(&req.metadata)?;
         let mut hash_view = req.clone();
         without_clock(&mut hash_view.write);
         let mut redactor = Redactor::default();
         redactor.fields(req.goal.iter_mut().chain(req.summary.iter_mut()).chain(req.metadata.values_mut()));
-        let ctx = write_ctx("UpdateSession", &hash_view, req.write.as_ref(), redactor.count, &who)?;
-        Ok(Response::new(self.store.update_session(ctx, req, id).await?))
+        let ctx = write_ctx("UpdateSession", &hash_view, req.write.as_ref(), redactor.count, &auth.who)?;
+        Ok(Response::new(self.store.update_session(ctx, req, auth.id, auth.within).await?))
     }
 
     async fn heartbeat(
         &self,
         request: Request<HeartbeatRequest>,
     ) -> Result<Response<HeartbeatResponse>, Status> {
-        self.auth
-            .check_entity(request.metadata(), Need::Write, Entity::Session, &request.get_ref().session_id)
+        let auth = self
+            .auth
+            .check_entity(&request, Need::Write, Entity::Session, "session_id", &request.get_ref().session_id)
             .await?;
         let req = request.into_inner();
-        let id = validate::uuid("session_id", &req.session_id)?;
         let status = match validate::enum_value::<SessionStatus>("status", req.status, true)? {
             SessionStatus::Unspecified | SessionStatus::Active => SessionStatus::Active,
             SessionStatus::Idle => SessionStatus::Idle,
@@ -184,19 +183,18 @@ impl<S: Store> SessionService for Api<S> {
         {
             return Err(Error::from(invalid("tool_count", "must not be negative")).into());
         }
-        Ok(Response::new(self.store.heartbeat(id, status, req.tool_count).await?))
+        Ok(Response::new(self.store.heartbeat(auth.id, status, req.tool_count, auth.within).await?))
     }
 
     async fn end_session(
         &self,
         request: Request<EndSessionRequest>,
     ) -> Result<Response<EndSessionResponse>, Status> {
-        let who = self
+        let auth = self
             .auth
-            .check_entity(request.metadata(), Need::Write, Entity::Session, &request.get_ref().session_id)
+            .check_entity(&request, Need::Write, Entity::Session, "session_id", &request.get_ref().session_id)
             .await?;
         let mut req = request.into_inner();
-        let id = validate::uuid("session_id", &req.session_id)?;
         let status = match validate::enum_value::<SessionStatus>("status", req.status, true)? {
             SessionStatus::Unspecified | SessionStatus::Completed => SessionStatus::Completed,
             SessionStatus::Crashed => SessionStatus::Crashed,
@@ -214,23 +212,25 @@ impl<S: Store> SessionService for Api<S> {
         without_clock(&mut hash_view.write);
         let mut redactor = Redactor::default();
         redactor.field(&mut req.summary);
-        let ctx = write_ctx("EndSession", &hash_view, req.write.as_ref(), redactor.count, &who)?;
-        Ok(Response::new(self.store.end_session(ctx, req, id, status).await?))
+        let ctx = write_ctx("EndSession", &hash_view, req.write.as_ref(), redactor.count, &auth.who)?;
+        Ok(Response::new(self.store.end_session(ctx, req, auth.id, status, auth.within).await?))
     }
 
     async fn resume_session(
         &self,
         request: Request<ResumeSessionRequest>,
     ) -> Result<Response<ResumeSessionResponse>, Status> {
-        let who = self.auth.check(request.metadata(), Need::Write, &request.get_ref().project).await?;
-        let req = request.into_inner();
+        let who = self.auth.check(&request, Need::Write, &request.get_ref().project).await?;
+        let mut req = request.into_inner();
         validate::project("project", &req.project)?;
-        match &req.target {
+        // Canonical ids before anything is looked up by them (the store reads them inside
+        // the request's project only).
+        match &mut req.target {
             Some(resume_session_request::Target::SessionId(id)) => {
-                validate::uuid("session_id", id)?;
+                *id = validate::uuid("session_id", id)?.to_string();
             }
             Some(resume_session_request::Target::CheckpointId(id)) => {
-                validate::uuid("checkpoint_id", id)?;
+                *id = validate::uuid("checkpoint_id", id)?.to_string();
             }
             None => {}
         }

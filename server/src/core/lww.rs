@@ -80,9 +80,17 @@ pub fn decide(current: Option<RecordVersion>, intent: WriteIntent) -> Decision {
 }
 
 /// The server-clock time of a queued write: `written_at + (server_now - client_now)`,
-/// which removes the client's clock offset. Saturating, so absurd inputs cannot overflow.
+/// which removes the client's clock offset. A `written_at` after `client_now` (a write
+/// from the future: a hostile client, or a clock that stepped back while the write was
+/// queued) is clamped to `client_now`, so the result is never after the server's now and
+/// one write cannot make every later honest write to the record STALE; the write is kept,
+/// not refused, so work queued offline is never lost. Saturating, so absurd inputs cannot
+/// overflow.
 pub fn corrected_written_at(written_at_us: i64, client_now_us: i64, server_now_us: i64) -> i64 {
-    written_at_us.saturating_add(server_now_us.saturating_sub(client_now_us))
+    written_at_us
+        .min(client_now_us)
+        .saturating_add(server_now_us.saturating_sub(client_now_us))
+        .min(server_now_us)
 }
 
 #[cfg(test)]
@@ -127,6 +135,14 @@ mod tests {
     #[test]
     fn matching_base_is_never_stale() {
         assert_eq!(decide(Some(REC), intent(Some(7), Policy::Overwrite, Some(1))), Decision::Applied);
+    }
+
+    #[test]
+    fn a_write_from_the_future_is_clamped_to_now() {
+        // written_at a year past client_now: recorded at the server's now, no later.
+        let year = 365 * 24 * 3600 * 1_000_000i64;
+        assert_eq!(corrected_written_at(200 + year, 200, 10_000_200), 10_000_200);
+        assert!(corrected_written_at(i64::MAX, i64::MIN, 5) <= 5);
     }
 
     #[test]

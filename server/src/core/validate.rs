@@ -32,10 +32,34 @@ pub fn required(field: &str, value: &str, max: usize) -> Result<(), Invalid> {
     optional(field, value, max)
 }
 
-/// A string of at most `max` bytes.
+/// A string of at most `max` bytes, without NUL (which Postgres cannot store in text, so
+/// that both backends refuse it alike).
 pub fn optional(field: &str, value: &str, max: usize) -> Result<(), Invalid> {
     if value.len() > max {
         return Err(invalid(field, format!("is {} bytes; the limit is {max}", value.len())));
+    }
+    if value.contains('\0') {
+        return Err(invalid(field, "must not contain NUL bytes (\\0); remove them and retry"));
+    }
+    Ok(())
+}
+
+/// An agent's own session (conversation) id: empty, or up to 128 of `A-Z a-z 0-9 . _ -`
+/// starting with a letter or digit. Clients name files and print commands with it (a
+/// transcript restored as `<id>.jsonl`, `claude --resume <id>`), so nothing else is stored.
+pub fn agent_session_id(field: &str, value: &str) -> Result<(), Invalid> {
+    if value.is_empty() {
+        return Ok(());
+    }
+    let safe = value.len() <= 128
+        && value.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        && value.as_bytes()[0].is_ascii_alphanumeric();
+    if !safe {
+        return Err(invalid(
+            field,
+            "must be at most 128 characters of A-Z, a-z, 0-9, '.', '_' and '-', starting with a letter or digit \
+             (the agent's own conversation id, e.g. a uuid)",
+        ));
     }
     Ok(())
 }
@@ -122,6 +146,27 @@ mod tests {
         assert_eq!(new_id("id", "").unwrap().get_version_num(), 7);
         let v4 = Uuid::new_v4().to_string();
         assert!(new_id("id", &v4).unwrap_err().to_string().contains("uuid v7"));
+    }
+
+    #[test]
+    fn agent_session_ids_are_one_safe_name() {
+        for good in ["", "0b1e2c3d-0000-7000-8000-000000000001", "agent-conv-1", "g_1.2"] {
+            assert_eq!(agent_session_id("agent_session_id", good), Ok(()), "{good}");
+        }
+        for bad in [
+            "../../work/repo/planted",
+            "/etc/passwd",
+            "x; echo INJECTED-$(id -u) #",
+            ".hidden",
+            "-rf",
+            "a b",
+            "a/b",
+            "é",
+            &"a".repeat(129),
+        ] {
+            assert!(agent_session_id("agent_session_id", bad).is_err(), "{bad}");
+        }
+        assert!(optional("goal", "a\0b", 10).unwrap_err().message.contains("NUL"));
     }
 
     #[test]

@@ -1,113 +1,206 @@
-//! Request rate limits per access token, by `tower_governor` (a GCRA limiter keyed by the
-//! token). Requests without a token are not limited here: on an open hub there is no token
-//! to tell callers apart (it listens on loopback by default), and once tokens exist a
-//! request without one is refused by authentication before it costs anything.
+//! Request rates, checked by authentication (`auth::Auth`) with `governor`'s GCRA limiters:
+//! - per *authenticated* token (its id): however the `authorization` header is spelled,
+//!   one token is one bucket, and a request that does not authenticate never makes one;
+//! - per client address, for authentication attempts that cost a lookup or fail (a missing,
+//!   unknown or revoked token, or a token not seen in the last `auth::TTL`): guessing and
+//!   floods of made-up tokens are slowed down before they reach the database.
+//!
+//! Requests on an open hub (no token exists) are not limited: it listens on loopback by
+//! default and has no token to tell callers apart.
+//!
+//! Both tables are bounded: idle keys are forgotten every minute, and a table that grows
+//! past `MAX_KEYS` is pruned at once (and emptied if pruning is not enough).
 
-use std::hash::{BuildHasher, RandomState};
-use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::net::IpAddr;
+use std::num::NonZeroU32;
+use std::sync::{PoisonError, RwLock};
 use std::time::Duration;
 
-use futures::future::BoxFuture;
-use governor::middleware::NoOpMiddleware;
-use tonic::Status;
-use tonic::body::Body;
-use tower_governor::GovernorError;
-use tower_governor::governor::{GovernorConfig, GovernorConfigBuilder};
-use tower_governor::key_extractor::KeyExtractor;
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultKeyedRateLimiter, Quota};
 
-/// Keys a request by (a hash of) its `authorization` header: one bucket per token.
-#[derive(Clone)]
-pub struct TokenKey(RandomState);
+use crate::error::Error;
 
-impl KeyExtractor for TokenKey {
-    type Key = u64;
+/// Keys one table may hold before it is pruned.
+const MAX_KEYS: usize = 65_536;
 
-    fn extract<T>(&self, request: &http::Request<T>) -> Result<u64, GovernorError> {
-        let header =
-            request.headers().get(http::header::AUTHORIZATION).map(|v| v.as_bytes()).unwrap_or_default();
-        Ok(self.0.hash_one(header))
+/// Where a request comes from, for the failed-authentication limit: an IPv4 address, or
+/// the /64 of an IPv6 one (one host usually holds a whole /64).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Origin(u128);
+
+impl Origin {
+    pub fn of(ip: Option<IpAddr>) -> Self {
+        match ip.map(|ip| ip.to_canonical()) {
+            Some(IpAddr::V4(v4)) => Self(u128::from(u32::from(v4))),
+            Some(IpAddr::V6(v6)) => Self(u128::from(v6) & !((1u128 << 64) - 1) | 1 << 32),
+            None => Self(u128::MAX),
+        }
     }
 }
 
-type Config = GovernorConfig<TokenKey, NoOpMiddleware>;
-type Limited<S> = tower_governor::governor::Governor<TokenKey, NoOpMiddleware, S, Body>;
-
-#[derive(Clone)]
-pub struct RateLimitLayer {
-    layer: tower_governor::GovernorLayer<TokenKey, NoOpMiddleware, Body>,
+/// One keyed limiter, replaced by an empty one when pruning cannot bound it.
+struct Table<K: std::hash::Hash + Eq + Clone> {
+    limiter: RwLock<DefaultKeyedRateLimiter<K>>,
+    quota: Quota,
+    per_second: u32,
+    burst: u32,
 }
 
-impl RateLimitLayer {
-    /// `per_second` sustained requests per token, bursts up to `burst`. Spawns a task that
-    /// forgets idle tokens' buckets every minute, so memory stays bounded.
-    pub fn new(per_second: u32, burst: u32) -> Option<Self> {
-        let per_second = per_second.max(1);
-        let config: Arc<Config> = Arc::new(
-            GovernorConfigBuilder::default()
-                .key_extractor(TokenKey(RandomState::new()))
-                .period(Duration::from_secs(1) / per_second)
-                .burst_size(burst.max(1))
-                .finish()?,
-        );
-        let limiter = config.clone();
-        tokio::spawn(async move {
-            let mut every = tokio::time::interval(Duration::from_secs(60));
-            loop {
-                every.tick().await;
-                limiter.limiter().retain_recent();
-            }
-        });
-        let layer = tower_governor::GovernorLayer::new(config).error_handler(move |e| {
-            let message = match e {
-                GovernorError::TooManyRequests { wait_time, .. } => format!(
-                    "rate limit exceeded: this token may send {per_second} requests/s (bursts of {burst}; \
-                     --rate-limit, --rate-burst); retry in {wait_time} s or slow down"
-                ),
-                other => format!("rate limiter: {other}"),
-            };
-            Status::resource_exhausted(message).into_http()
-        });
-        Some(Self { layer })
+impl<K: std::hash::Hash + Eq + Clone> Table<K> {
+    fn new(per_second: u32, burst: u32) -> Option<Self> {
+        let rate = NonZeroU32::new(per_second)?;
+        let burst = burst.max(per_second);
+        let quota = Quota::per_second(rate).allow_burst(NonZeroU32::new(burst).unwrap_or(rate));
+        Some(Self { limiter: RwLock::new(governor::RateLimiter::keyed(quota)), quota, per_second, burst })
     }
-}
 
-impl<S: Clone> tower::Layer<S> for RateLimitLayer {
-    type Service = RateLimit<S>;
-    fn layer(&self, inner: S) -> Self::Service {
-        RateLimit { limited: self.layer.layer(inner.clone()), plain: inner }
+    /// One request of `key`: `Err(seconds to wait)` when over the limit.
+    fn check(&self, key: &K) -> Result<(), String> {
+        let (result, len) = {
+            let limiter = self.limiter.read().unwrap_or_else(PoisonError::into_inner);
+            (limiter.check_key(key), limiter.len())
+        };
+        if len > MAX_KEYS {
+            self.bound();
+        }
+        result.map_err(|not_until| {
+            let wait = not_until.wait_time_from(DefaultClock::default().now());
+            format!("{:.1}", wait.as_secs_f64().max(0.1))
+        })
     }
-}
 
-/// Token-bearing requests go through the limiter; the rest straight to the service.
-#[derive(Clone)]
-pub struct RateLimit<S> {
-    limited: Limited<S>,
-    plain: S,
-}
-
-impl<S> tower::Service<http::Request<Body>> for RateLimit<S>
-where
-    S: tower::Service<http::Request<Body>, Response = http::Response<Body>> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Send + 'static,
-{
-    type Response = http::Response<Body>;
-    type Error = S::Error;
-    type Future = BoxFuture<'static, Result<Self::Response, Self::Error>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        match self.plain.poll_ready(cx) {
-            Poll::Ready(Ok(())) => self.limited.poll_ready(cx),
-            other => other,
+    /// Forgets idle keys; empties a table that is still over `MAX_KEYS` (only a flood of
+    /// distinct keys gets there, and forgetting them costs each honest client at most one
+    /// fresh burst).
+    fn bound(&self) {
+        let mut limiter = self.limiter.write().unwrap_or_else(PoisonError::into_inner);
+        limiter.retain_recent();
+        limiter.shrink_to_fit();
+        if limiter.len() > MAX_KEYS {
+            tracing::warn!(keys = limiter.len(), "rate limiter table full: emptied");
+            *limiter = governor::RateLimiter::keyed(self.quota);
         }
     }
 
-    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
-        if request.headers().contains_key(http::header::AUTHORIZATION) {
-            Box::pin(self.limited.call(request))
-        } else {
-            Box::pin(self.plain.call(request))
+    fn len(&self) -> usize {
+        self.limiter.read().unwrap_or_else(PoisonError::into_inner).len()
+    }
+}
+
+/// The limiters and what to tell a client that hits one.
+pub struct RateLimits {
+    tokens: Option<Table<String>>,
+    failures: Option<Table<Origin>>,
+}
+
+impl RateLimits {
+    /// `per_second` sustained requests per token with bursts up to `burst` (0 = off), and
+    /// `failures_per_second` / `failure_burst` authentication attempts per client address.
+    pub fn new(per_second: u32, burst: u32, failures_per_second: u32, failure_burst: u32) -> Self {
+        Self {
+            tokens: Table::new(per_second, burst),
+            failures: Table::new(failures_per_second, failure_burst),
         }
+    }
+
+    /// No limits (admin commands, tests of other parts).
+    pub fn off() -> Self {
+        Self { tokens: None, failures: None }
+    }
+
+    /// Forgets idle keys; run every minute.
+    pub fn prune(&self) {
+        if let Some(t) = &self.tokens {
+            t.bound();
+        }
+        if let Some(t) = &self.failures {
+            t.bound();
+        }
+    }
+
+    /// One request of an authenticated token.
+    pub fn token(&self, token_id: &str, name: &str) -> Result<(), Error> {
+        let Some(table) = &self.tokens else {
+            return Ok(());
+        };
+        table.check(&token_id.to_owned()).map_err(|wait| {
+            Error::ResourceExhausted(format!(
+                "rate limit exceeded: token {name:?} may send {} requests/s (bursts of {}; \
+                 --rate-limit, --rate-burst); retry in {wait} s or slow down",
+                table.per_second, table.burst
+            ))
+        })
+    }
+
+    /// One authentication attempt from `origin` that costs a lookup or failed.
+    pub fn attempt(&self, origin: Origin) -> Result<(), Error> {
+        let Some(table) = &self.failures else {
+            return Ok(());
+        };
+        table.check(&origin).map_err(|wait| {
+            Error::ResourceExhausted(format!(
+                "too many failed authentications from this address: {}/s are allowed (bursts of {}; \
+                 --auth-failure-rate, --auth-failure-burst); check the token, then retry in {wait} s",
+                table.per_second, table.burst
+            ))
+        })
+    }
+
+    /// Keys held, per table (tests).
+    pub fn keys(&self) -> (usize, usize) {
+        (self.tokens.as_ref().map_or(0, Table::len), self.failures.as_ref().map_or(0, Table::len))
+    }
+}
+
+/// Prunes the tables every minute until the server stops.
+pub async fn prune_every_minute(
+    limits: std::sync::Arc<RateLimits>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut every = tokio::time::interval(Duration::from_secs(60));
+    loop {
+        tokio::select! {
+            _ = every.tick() => limits.prune(),
+            _ = stop.wait_for(|s| *s) => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ipv6_hosts_share_their_64() {
+        let a: IpAddr = "2001:db8:1:2::1".parse().unwrap_or(IpAddr::from([0u8; 4]));
+        let b: IpAddr = "2001:db8:1:2:ffff::9".parse().unwrap_or(IpAddr::from([0u8; 4]));
+        let c: IpAddr = "2001:db8:1:3::1".parse().unwrap_or(IpAddr::from([0u8; 4]));
+        assert_eq!(Origin::of(Some(a)), Origin::of(Some(b)));
+        assert_ne!(Origin::of(Some(a)), Origin::of(Some(c)));
+        let v4: IpAddr = "10.0.0.1".parse().unwrap_or(IpAddr::from([0u8; 4]));
+        let mapped: IpAddr = "::ffff:10.0.0.1".parse().unwrap_or(IpAddr::from([0u8; 4]));
+        assert_eq!(Origin::of(Some(v4)), Origin::of(Some(mapped)));
+    }
+
+    #[test]
+    fn tables_stay_bounded() {
+        let limits = RateLimits::new(1, 1, 1, 1);
+        for i in 0..(MAX_KEYS as u32 + 5_000) {
+            let _ = limits.attempt(Origin::of(Some(IpAddr::from(i.to_be_bytes()))));
+        }
+        assert!(limits.keys().1 <= MAX_KEYS + 1, "{:?}", limits.keys());
+    }
+
+    #[test]
+    fn a_token_over_its_rate_is_refused_naming_the_flags() {
+        let limits = RateLimits::new(1, 3, 0, 0);
+        for _ in 0..3 {
+            assert!(limits.token("id-1", "ci").is_ok());
+        }
+        let refused = limits.token("id-1", "ci").err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(refused.contains("--rate-limit") && refused.contains("\"ci\""), "{refused}");
+        // Another token is not affected.
+        assert!(limits.token("id-2", "alice").is_ok());
     }
 }

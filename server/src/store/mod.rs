@@ -78,6 +78,13 @@ impl WriteCtx {
         }
     }
 
+    /// Whether the write claims to have been made after the client sent it (`written_at`
+    /// past `client_now`): its time is clamped (`corrected_written_at`) and its events and
+    /// reply say so.
+    pub fn clamped(&self) -> bool {
+        self.queued.is_some_and(|(at, client_now)| at > client_now)
+    }
+
     /// The time a write is recorded at: the corrected client time for queued writes.
     pub fn written_us(&self, now_us: i64) -> i64 {
         self.intent(now_us).queued_at_us.unwrap_or(now_us)
@@ -125,7 +132,11 @@ pub trait Store: Clone + Send + Sync + 'static {
         req: StartSessionRequest,
         id: Uuid,
     ) -> impl Future<Output = Result<StartSessionResponse>> + Send;
-    fn get_session(&self, id: Uuid) -> impl Future<Output = Result<GetSessionResponse>> + Send;
+    fn get_session(
+        &self,
+        id: Uuid,
+        within: Within,
+    ) -> impl Future<Output = Result<GetSessionResponse>> + Send;
     fn list_sessions(&self, query: SessionQuery)
     -> impl Future<Output = Result<ListSessionsResponse>> + Send;
     fn update_session(
@@ -133,12 +144,14 @@ pub trait Store: Clone + Send + Sync + 'static {
         ctx: WriteCtx,
         req: UpdateSessionRequest,
         id: Uuid,
+        within: Within,
     ) -> impl Future<Output = Result<UpdateSessionResponse>> + Send;
     fn heartbeat(
         &self,
         id: Uuid,
         status: SessionStatus,
         tool_count: Option<i64>,
+        within: Within,
     ) -> impl Future<Output = Result<HeartbeatResponse>> + Send;
     fn end_session(
         &self,
@@ -146,6 +159,7 @@ pub trait Store: Clone + Send + Sync + 'static {
         req: EndSessionRequest,
         id: Uuid,
         status: SessionStatus,
+        within: Within,
     ) -> impl Future<Output = Result<EndSessionResponse>> + Send;
     /// Claims the target and starts the successor; the brief is added by the caller.
     /// `settled` is told when the brief may be read side by side with the write: at once,
@@ -163,16 +177,19 @@ pub trait Store: Clone + Send + Sync + 'static {
         &self,
         ctx: WriteCtx,
         checkpoint: NewCheckpoint,
+        within: Within,
     ) -> impl Future<Output = Result<CreateCheckpointResponse>> + Send;
     fn get_checkpoint(
         &self,
         id: Uuid,
         include_payload: bool,
+        within: Within,
     ) -> impl Future<Output = Result<GetCheckpointResponse>> + Send;
     fn list_checkpoints(
         &self,
         session_id: Uuid,
         include_state: bool,
+        within: Within,
     ) -> impl Future<Output = Result<ListCheckpointsResponse>> + Send;
     fn put_memory(
         &self,
@@ -328,6 +345,26 @@ pub struct TokenRow {
 pub enum Entity {
     Session,
     Checkpoint,
+}
+
+impl Entity {
+    pub fn noun(self) -> &'static str {
+        match self {
+            Self::Session => "session",
+            Self::Checkpoint => "checkpoint",
+        }
+    }
+}
+
+/// The project a request by id was authorized for: `Some` for a token scoped to one
+/// project, `None` for any. A record outside it is answered as if it did not exist, in the
+/// store as well as in `Auth::check_entity`, so that a mistake in one layer cannot reach
+/// another project.
+pub type Within = Option<String>;
+
+/// Whether a record of `project` may be seen by a request `within`.
+pub(crate) fn is_within(project: &str, within: &Within) -> bool {
+    within.as_deref().is_none_or(|w| w == project)
 }
 
 /// Which backend a database URL names.

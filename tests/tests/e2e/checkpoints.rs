@@ -334,15 +334,16 @@ async fn resume_targets(backend: Backend) {
             "checkpoint_id",
         ),
         (request(&empty, None), Code::NotFound, "no crashed, idle or completed session"),
+        // Another project's ids are answered as ids that do not exist (attacks.rs).
         (
             request(&other, Some(resume_session_request::Target::SessionId(s.id.clone()))),
-            Code::InvalidArgument,
-            "belongs to project",
+            Code::NotFound,
+            "session_id",
         ),
         (
             request(&other, Some(resume_session_request::Target::CheckpointId(head.clone()))),
-            Code::InvalidArgument,
-            "belongs to project",
+            Code::NotFound,
+            "checkpoint_id",
         ),
     ];
     for (req, want, says) in cases {

@@ -5,6 +5,7 @@
 
 mod access;
 mod archive;
+mod attacks;
 mod bad_input;
 mod batching;
 mod brief;

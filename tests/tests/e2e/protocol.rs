@@ -32,6 +32,26 @@ async fn health_and_reflection(backend: Backend) {
     assert!(up.status.success() && String::from_utf8_lossy(&up.stdout).contains("serving"), "{up:?}");
     let down = check("127.0.0.1:1".into());
     assert!(!down.status.success());
+    let names = list_services(channel.clone()).await;
+    // v1alpha too: Python's grpcio-reflection, older grpcurl and grpcui, Postman speak it.
+    let names_v1alpha = list_services_v1alpha(channel).await;
+    for expected in [
+        "baton.v1.SessionService",
+        "baton.v1.CheckpointService",
+        "baton.v1.MemoryService",
+        "baton.v1.BriefService",
+        "baton.v1.EventService",
+        "grpc.health.v1.Health",
+    ] {
+        assert!(names.iter().any(|n| n == expected), "{expected} missing from {names:?}");
+        assert!(
+            names_v1alpha.iter().any(|n| n == expected),
+            "v1alpha: {expected} missing from {names_v1alpha:?}"
+        );
+    }
+}
+
+async fn list_services(channel: tonic::transport::Channel) -> Vec<String> {
     let mut reflection = ServerReflectionClient::new(channel);
     let request = ServerReflectionRequest {
         host: String::new(),
@@ -43,17 +63,26 @@ async fn health_and_reflection(backend: Backend) {
     let Some(MessageResponse::ListServicesResponse(list)) = reply.message_response else {
         panic!("{reply:?}")
     };
-    let names: Vec<String> = list.service.into_iter().map(|s| s.name).collect();
-    for expected in [
-        "baton.v1.SessionService",
-        "baton.v1.CheckpointService",
-        "baton.v1.MemoryService",
-        "baton.v1.BriefService",
-        "baton.v1.EventService",
-        "grpc.health.v1.Health",
-    ] {
-        assert!(names.iter().any(|n| n == expected), "{expected} missing from {names:?}");
-    }
+    list.service.into_iter().map(|s| s.name).collect()
+}
+
+async fn list_services_v1alpha(channel: tonic::transport::Channel) -> Vec<String> {
+    use tonic_reflection::pb::v1alpha::ServerReflectionRequest;
+    use tonic_reflection::pb::v1alpha::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1alpha::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1alpha::server_reflection_response::MessageResponse;
+    let mut reflection = ServerReflectionClient::new(channel);
+    let request = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut replies =
+        reflection.server_reflection_info(futures::stream::iter([request])).await.unwrap().into_inner();
+    let reply = replies.next().await.unwrap().unwrap();
+    let Some(MessageResponse::ListServicesResponse(list)) = reply.message_response else {
+        panic!("{reply:?}")
+    };
+    list.service.into_iter().map(|s| s.name).collect()
 }
 both!(health_and_reflection);
 

@@ -5,10 +5,10 @@ use baton_proto::v1::{Checkpoint, CreateCheckpointResponse, GetCheckpointRespons
 use crate::store::NewCheckpoint;
 
 impl Backend {
-    pub(crate) async fn do_create_checkpoint(&self, ctx: WriteCtx, new: NewCheckpoint) -> Result<CreateCheckpointResponse> {
+    pub(crate) async fn do_create_checkpoint(&self, ctx: WriteCtx, new: NewCheckpoint, within: crate::store::Within) -> Result<CreateCheckpointResponse> {
         let session_id = new.session_id.to_string();
         let id = new.id.to_string();
-        let project = self.project_of(&session_id).await?;
+        let project = self.project_of(&session_id, &within).await?;
         let mut w = match self.begin(&project, &ctx).await? {
             Begun::Replay(bytes) => return replayed(&bytes, |r: &mut CreateCheckpointResponse| r.result.as_mut()),
             Begun::Fresh(w) => w,
@@ -25,8 +25,12 @@ impl Backend {
             None => head.clone(),
             Some(p) if p.is_empty() => None,
             Some(p) => {
-                let parent: Option<(String,)> =
-                    sqlx::query_as("SELECT session_id FROM checkpoints WHERE id = $1").bind(p).fetch_optional(&mut *w.tx).await?;
+                // Another project's checkpoint is answered as one that does not exist.
+                let parent: Option<(String,)> = sqlx::query_as("SELECT session_id FROM checkpoints WHERE id = $1 AND project = $2")
+                    .bind(p)
+                    .bind(&project)
+                    .fetch_optional(&mut *w.tx)
+                    .await?;
                 match parent {
                     None => return Err(Error::NotFound(format!("parent_id: no checkpoint {p}"))),
                     Some((s,)) if s != session_id => {
@@ -145,12 +149,12 @@ impl Backend {
         Ok(reply)
     }
 
-    pub(crate) async fn do_get_checkpoint(&self, id: uuid::Uuid, include_payload: bool) -> Result<GetCheckpointResponse> {
+    pub(crate) async fn do_get_checkpoint(&self, id: uuid::Uuid, include_payload: bool, within: crate::store::Within) -> Result<GetCheckpointResponse> {
         let id = id.to_string();
         let mut conn = self.pool.acquire().await?;
         let project: Option<(String,)> =
             sqlx::query_as("SELECT project FROM checkpoints WHERE id = $1").bind(&id).fetch_optional(&mut *conn).await?;
-        let Some((project,)) = project else {
+        let Some((project,)) = project.filter(|(p,)| crate::store::is_within(p, &within)) else {
             return Err(Error::NotFound(format!("checkpoint_id: no checkpoint {id}")));
         };
         let as_of_revision = head_revision(&mut conn, &project).await?;
@@ -158,14 +162,14 @@ impl Backend {
         Ok(GetCheckpointResponse { checkpoint: Some(row.verified(include_payload)?), as_of_revision })
     }
 
-    pub(crate) async fn do_list_checkpoints(&self, session_id: uuid::Uuid, include_state: bool) -> Result<ListCheckpointsResponse> {
+    pub(crate) async fn do_list_checkpoints(&self, session_id: uuid::Uuid, include_state: bool, within: crate::store::Within) -> Result<ListCheckpointsResponse> {
         let session_id = session_id.to_string();
         let mut conn = self.pool.acquire().await?;
         let project: Option<(String,)> = sqlx::query_as("SELECT project FROM sessions WHERE id = $1")
             .bind(&session_id)
             .fetch_optional(&mut *conn)
             .await?;
-        let Some((project,)) = project else {
+        let Some((project,)) = project.filter(|(p,)| crate::store::is_within(p, &within)) else {
             return Err(Error::NotFound(format!("session_id: no session {session_id}")));
         };
         // Head revision first, then the data: what is read is at least as new as as_of.

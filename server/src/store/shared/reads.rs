@@ -167,7 +167,7 @@ static BRIEF_STATEMENTS: std::sync::LazyLock<[String; 6]> = std::sync::LazyLock:
         concat!(
             "SELECT (SELECT head_revision FROM projects WHERE key = $1), (SELECT memory_revision FROM projects WHERE key = $1), ",
             now_us!(),
-            ", (SELECT branch FROM sessions WHERE id = $2)"
+            ", (SELECT branch FROM sessions WHERE id = $2 AND project = $1)"
         )
         .to_owned(),
         unfinished.clone(),
@@ -185,18 +185,19 @@ static BRIEF_STATEMENTS: std::sync::LazyLock<[String; 6]> = std::sync::LazyLock:
 /// is resuming, $4 the session it resumes): the session being resumed; else the one the
 /// caller resumed; else the latest earlier session of the caller's user and host, any
 /// agent; else, and whenever the one picked is gone, the project's latest completed
-/// session other than the caller. The first that exists: COALESCE reads no further (a
+/// session other than the caller. Every candidate is of the project: ids of another
+/// project count as ids that do not exist. The first that exists: COALESCE reads no further (a
 /// UNION of all four, ordered, read them all). The caller's own row is read by scalar
 /// subqueries, not joined: as a join, Postgres's generic plan walked every session of
 /// the project by id (1.2 ms at 2,000 sessions) even when the caller had none to match.
 fn previous_session() -> String {
     format!(
         "SELECT * FROM sessions WHERE id = COALESCE(\
-         (SELECT id FROM sessions WHERE id = $4), \
-         (SELECT r.id FROM sessions me JOIN sessions r ON r.id = me.resumed_from WHERE me.id = $3), \
+         (SELECT id FROM sessions WHERE id = $4 AND project = $1), \
+         (SELECT r.id FROM sessions me JOIN sessions r ON r.id = me.resumed_from WHERE me.id = $3 AND me.project = $1 AND r.project = $1), \
          (SELECT id FROM sessions WHERE project = $1 AND id < $3 \
-           AND host = (SELECT host FROM sessions WHERE id = $3 AND resumed_from IS NULL) \
-           AND user_name = (SELECT user_name FROM sessions WHERE id = $3) ORDER BY id DESC LIMIT 1), \
+           AND host = (SELECT host FROM sessions WHERE id = $3 AND project = $1 AND resumed_from IS NULL) \
+           AND user_name = (SELECT user_name FROM sessions WHERE id = $3 AND project = $1) ORDER BY id DESC LIMIT 1), \
          (SELECT id FROM sessions WHERE project = $1 AND id <> $2 AND status = {} ORDER BY id DESC LIMIT 1))",
         status_literal(SessionStatus::Completed)
     )

@@ -19,7 +19,7 @@ const INSERT_SESSION: &str = "INSERT INTO sessions (id, project, agent, agent_se
 
 /// The session a resume takes over ($1 project; $2 its id, or $3 the id of one of its
 /// checkpoints, or neither: the project's latest crashed or idle session, else its latest
-/// completed one). At most one row: the branches exclude each other. The latest is one
+/// completed one). Ids of another project are not found, like ids that do not exist. At most one row: the branches exclude each other. The latest is one
 /// index range per status, not a sort of all the project's sessions. Also prepared on
 /// Postgres connections, for the resume's lock to read it (`Prefetch::Resume`).
 static RESUME_SESSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
@@ -33,8 +33,8 @@ static RESUME_SESSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(||
         )
     });
     format!(
-        "SELECT * FROM sessions WHERE id = $2 \
-         UNION ALL SELECT * FROM sessions WHERE $2 IS NULL AND id = (SELECT session_id FROM checkpoints WHERE id = $3) \
+        "SELECT * FROM sessions WHERE id = $2 AND project = $1 \
+         UNION ALL SELECT * FROM sessions WHERE $2 IS NULL AND id = (SELECT session_id FROM checkpoints WHERE id = $3 AND project = $1) \
          UNION ALL SELECT * FROM (SELECT * FROM ({}) latest \
          ORDER BY CASE WHEN status = {completed} THEN 1 ELSE 0 END, updated_us DESC, id DESC LIMIT 1) latest",
         latest.join(" UNION ALL ")
@@ -45,7 +45,7 @@ static RESUME_SESSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(||
 /// of the session it takes over.
 static RESUME_CHECKPOINT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
-        "SELECT * FROM checkpoints WHERE id = COALESCE($3, (SELECT head_checkpoint_id FROM ({}) target))",
+        "SELECT * FROM checkpoints WHERE id = COALESCE($3, (SELECT head_checkpoint_id FROM ({}) target)) AND project = $1",
         RESUME_SESSION.as_str()
     )
 });
@@ -121,13 +121,14 @@ fn check_open(row: &SessionRow) -> Result<()> {
 
 impl Backend {
     /// The project of a session (outside the write, to know which row to lock; a
-    /// session's project never changes).
-    async fn project_of(&self, session_id: &str) -> Result<String> {
+    /// session's project never changes); a session outside `within` is not found.
+    async fn project_of(&self, session_id: &str, within: &crate::store::Within) -> Result<String> {
         let row: Option<(String,)> = sqlx::query_as("SELECT project FROM sessions WHERE id = $1")
             .bind(session_id)
             .fetch_optional(&self.pool)
             .await?;
         row.map(|(p,)| p)
+            .filter(|p| crate::store::is_within(p, within))
             .ok_or_else(|| Error::NotFound(format!("session_id: no session {session_id}; start one with StartSession")))
     }
 }
@@ -314,12 +315,12 @@ impl Backend {
         Ok(reply)
     }
 
-    pub(crate) async fn do_get_session(&self, id: uuid::Uuid) -> Result<GetSessionResponse> {
+    pub(crate) async fn do_get_session(&self, id: uuid::Uuid, within: crate::store::Within) -> Result<GetSessionResponse> {
         let mut conn = self.pool.acquire().await?;
         let id = id.to_string();
         let project: Option<(String,)> =
             sqlx::query_as("SELECT project FROM sessions WHERE id = $1").bind(&id).fetch_optional(&mut *conn).await?;
-        let Some((project,)) = project else {
+        let Some((project,)) = project.filter(|(p,)| crate::store::is_within(p, &within)) else {
             return Err(Error::NotFound(format!("session_id: no session {id}")));
         };
         // Head first: the data read after it is at least that new.
@@ -361,9 +362,9 @@ impl Backend {
         Ok(ListSessionsResponse { sessions: rows.iter().map(SessionRow::to_proto).collect(), next_page_token, as_of_revision })
     }
 
-    pub(crate) async fn do_update_session(&self, ctx: WriteCtx, req: UpdateSessionRequest, id: uuid::Uuid) -> Result<UpdateSessionResponse> {
+    pub(crate) async fn do_update_session(&self, ctx: WriteCtx, req: UpdateSessionRequest, id: uuid::Uuid, within: crate::store::Within) -> Result<UpdateSessionResponse> {
         let id = id.to_string();
-        let project = self.project_of(&id).await?;
+        let project = self.project_of(&id, &within).await?;
         let mut w = match self.begin(&project, &ctx).await? {
             Begun::Replay(bytes) => return replayed(&bytes, |r: &mut UpdateSessionResponse| r.result.as_mut()),
             Begun::Fresh(w) => w,
@@ -440,7 +441,7 @@ impl Backend {
         Ok(reply)
     }
 
-    pub(crate) async fn do_heartbeat(&self, id: uuid::Uuid, to: SessionStatus, tool_count: Option<i64>) -> Result<HeartbeatResponse> {
+    pub(crate) async fn do_heartbeat(&self, id: uuid::Uuid, to: SessionStatus, tool_count: Option<i64>, within: crate::store::Within) -> Result<HeartbeatResponse> {
         let id = id.to_string();
         let tool_count = tool_count.unwrap_or(0);
         if to == SessionStatus::Active {
@@ -451,11 +452,12 @@ impl Backend {
                 now_us!(),
                 ", tool_count = ",
                 greatest!(),
-                "(tool_count, $2) WHERE id = $1 AND status = $3 RETURNING last_seen_us"
+                "(tool_count, $2) WHERE id = $1 AND status = $3 AND project = COALESCE($4, project) RETURNING last_seen_us"
             ))
             .bind(&id)
             .bind(tool_count)
             .bind(SessionStatus::Active as i32)
+            .bind(&within)
             .fetch_optional(&mut *write)
             .await?;
             write.commit().await?;
@@ -463,7 +465,7 @@ impl Backend {
                 return Ok(HeartbeatResponse { status: to as i32, last_seen_at: Some(ts(seen)), revision: 0 });
             }
         }
-        let project = self.project_of(&id).await?;
+        let project = self.project_of(&id, &within).await?;
         let ctx = WriteCtx::default();
         let Begun::Fresh(mut w) = self.begin(&project, &ctx).await? else {
             return Err(Error::internal("heartbeat has no request id to replay"));
@@ -501,9 +503,9 @@ impl Backend {
         Ok(HeartbeatResponse { status: row.status, last_seen_at: Some(ts(row.last_seen_us)), revision })
     }
 
-    pub(crate) async fn do_end_session(&self, ctx: WriteCtx, req: EndSessionRequest, id: uuid::Uuid, to: SessionStatus) -> Result<EndSessionResponse> {
+    pub(crate) async fn do_end_session(&self, ctx: WriteCtx, req: EndSessionRequest, id: uuid::Uuid, to: SessionStatus, within: crate::store::Within) -> Result<EndSessionResponse> {
         let id = id.to_string();
-        let project = self.project_of(&id).await?;
+        let project = self.project_of(&id, &within).await?;
         let mut w = match self.begin(&project, &ctx).await? {
             Begun::Replay(bytes) => return replayed(&bytes, |r: &mut EndSessionResponse| r.result.as_mut()),
             Begun::Fresh(w) => w,
@@ -577,10 +579,9 @@ impl Backend {
             )),
         })?;
         if target.project != req.project {
-            return Err(Error::InvalidArgument(format!(
-                "project: session {} belongs to project {:?}, not {:?}",
-                target.id, target.project, req.project
-            )));
+            // The queries above read only this project's rows: never reached, and never
+            // telling another project's name if it were.
+            return Err(Error::NotFound(format!("session_id: no session {}", target.id)));
         }
         match target.status() {
             SessionStatus::Resumed => {

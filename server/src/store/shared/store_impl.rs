@@ -6,20 +6,20 @@ impl crate::store::Store for Backend {
     async fn start_session(&self, ctx: WriteCtx, req: pb::StartSessionRequest, id: uuid::Uuid) -> Result<pb::StartSessionResponse> {
         self.do_start_session(ctx, req, id).await
     }
-    async fn get_session(&self, id: uuid::Uuid) -> Result<pb::GetSessionResponse> {
-        self.do_get_session(id).await
+    async fn get_session(&self, id: uuid::Uuid, within: crate::store::Within) -> Result<pb::GetSessionResponse> {
+        self.do_get_session(id, within).await
     }
     async fn list_sessions(&self, query: SessionQuery) -> Result<pb::ListSessionsResponse> {
         self.do_list_sessions(query).await
     }
-    async fn update_session(&self, ctx: WriteCtx, req: pb::UpdateSessionRequest, id: uuid::Uuid) -> Result<pb::UpdateSessionResponse> {
-        self.do_update_session(ctx, req, id).await
+    async fn update_session(&self, ctx: WriteCtx, req: pb::UpdateSessionRequest, id: uuid::Uuid, within: crate::store::Within) -> Result<pb::UpdateSessionResponse> {
+        self.do_update_session(ctx, req, id, within).await
     }
-    async fn heartbeat(&self, id: uuid::Uuid, status: SessionStatus, tool_count: Option<i64>) -> Result<pb::HeartbeatResponse> {
-        self.do_heartbeat(id, status, tool_count).await
+    async fn heartbeat(&self, id: uuid::Uuid, status: SessionStatus, tool_count: Option<i64>, within: crate::store::Within) -> Result<pb::HeartbeatResponse> {
+        self.do_heartbeat(id, status, tool_count, within).await
     }
-    async fn end_session(&self, ctx: WriteCtx, req: pb::EndSessionRequest, id: uuid::Uuid, status: SessionStatus) -> Result<pb::EndSessionResponse> {
-        self.do_end_session(ctx, req, id, status).await
+    async fn end_session(&self, ctx: WriteCtx, req: pb::EndSessionRequest, id: uuid::Uuid, status: SessionStatus, within: crate::store::Within) -> Result<pb::EndSessionResponse> {
+        self.do_end_session(ctx, req, id, status, within).await
     }
     async fn resume_session(
         &self,
@@ -30,14 +30,14 @@ impl crate::store::Store for Backend {
     ) -> Result<pb::ResumeSessionResponse> {
         self.do_resume_session(ctx, req, new_id, settled).await
     }
-    async fn create_checkpoint(&self, ctx: WriteCtx, checkpoint: NewCheckpoint) -> Result<pb::CreateCheckpointResponse> {
-        self.do_create_checkpoint(ctx, checkpoint).await
+    async fn create_checkpoint(&self, ctx: WriteCtx, checkpoint: NewCheckpoint, within: crate::store::Within) -> Result<pb::CreateCheckpointResponse> {
+        self.do_create_checkpoint(ctx, checkpoint, within).await
     }
-    async fn get_checkpoint(&self, id: uuid::Uuid, include_payload: bool) -> Result<pb::GetCheckpointResponse> {
-        self.do_get_checkpoint(id, include_payload).await
+    async fn get_checkpoint(&self, id: uuid::Uuid, include_payload: bool, within: crate::store::Within) -> Result<pb::GetCheckpointResponse> {
+        self.do_get_checkpoint(id, include_payload, within).await
     }
-    async fn list_checkpoints(&self, session_id: uuid::Uuid, include_state: bool) -> Result<pb::ListCheckpointsResponse> {
-        self.do_list_checkpoints(session_id, include_state).await
+    async fn list_checkpoints(&self, session_id: uuid::Uuid, include_state: bool, within: crate::store::Within) -> Result<pb::ListCheckpointsResponse> {
+        self.do_list_checkpoints(session_id, include_state, within).await
     }
     async fn put_memory(&self, ctx: WriteCtx, req: pb::PutMemoryRequest) -> Result<pb::PutMemoryResponse> {
         self.do_put_memory(ctx, req).await

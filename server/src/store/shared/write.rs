@@ -44,6 +44,8 @@ struct Write {
     deferred: Combined,
     /// Rows read together with the lock (`Prefetch`), taken by the first to ask.
     prefetched: Option<Prefetched>,
+    /// The write's `written_at` was after its `client_now` and was clamped (its events say so).
+    clamped: bool,
 }
 
 /// What a write reads first, which the backend reads together with the project lock (in
@@ -225,6 +227,7 @@ impl Backend {
             conflicts: Vec::new(),
             deferred: Combined::new(),
             prefetched,
+            clamped: ctx.clamped(),
         }))
     }
 }
@@ -250,6 +253,7 @@ impl Write {
         event.project = self.project.clone();
         event.revision = revision;
         event.at = Some(ts(self.now_us));
+        event.written_at_clamped = self.clamped;
         if let Some(conflict) = event.conflict.as_mut() {
             conflict.project = self.project.clone();
             conflict.revision = revision;
@@ -432,6 +436,7 @@ fn write_result(revision: i64, decision: Decision, conflict: Option<Conflict>, c
         conflict,
         redacted: i32::try_from(ctx.redacted).unwrap_or(i32::MAX),
         replayed: false,
+        written_at_clamped: ctx.clamped(),
     }
 }
 

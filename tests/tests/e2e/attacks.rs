@@ -1,0 +1,554 @@
+//! Attacks that once worked (issue 16), each kept as a test: a hostile teammate's scoped
+//! token, an anonymous client, a hostile hub. Every one of them failed before its fix.
+
+use std::time::{Duration, Instant};
+
+use baton_proto::v1::{
+    CheckpointKind, CreateCheckpointRequest, EndSessionRequest, GetBriefRequest, GetCheckpointRequest,
+    GetSessionRequest, HeartbeatRequest, ListCheckpointsRequest, ListMemoryRequest, ResumeSessionRequest,
+    SessionStatus, UpdateSessionRequest, WatchCursor, WatchRequest, resume_session_request,
+};
+use baton_tests::{Backend, Server, both};
+use futures::StreamExt as _;
+use tonic::Code;
+
+use crate::access::{token, with};
+use crate::{all_events, project, put_note, start_session, write};
+
+/// Every spelling of a uuid that a uuid parser accepts, besides the canonical one.
+fn spellings(id: &str) -> Vec<String> {
+    let simple = id.replace('-', "");
+    vec![
+        id.to_uppercase(),
+        simple.clone(),
+        simple.to_uppercase(),
+        format!("{{{id}}}"),
+        format!("urn:uuid:{id}"),
+        format!("URN:UUID:{}", id.to_uppercase()),
+    ]
+}
+
+/// Refused as a scoped token must be for another project's record: never a pass.
+fn refused<T: std::fmt::Debug>(what: &str, r: Result<T, tonic::Status>) {
+    match r {
+        Ok(reply) => panic!("{what}: a project-B token reached project A: {reply:?}"),
+        Err(s) => assert!(
+            matches!(s.code(), Code::NotFound | Code::PermissionDenied),
+            "{what}: {:?} {}",
+            s.code(),
+            s.message()
+        ),
+    }
+}
+
+/// Attack 1: a token scoped to project B names project A's session and checkpoint by
+/// every other spelling of their ids, on every RPC that takes one.
+async fn scope_holds_for_every_uuid_spelling(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let (a, b) = (project(), project());
+    let victim = start_session(&mut c, &a).await;
+    let head = c
+        .checkpoints
+        .create_checkpoint(CreateCheckpointRequest {
+            session_id: victim.id.clone(),
+            kind: CheckpointKind::Manual as i32,
+            reason: "A's own head".into(),
+            write: write(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .checkpoint
+        .unwrap();
+    let mine = start_session(&mut c, &b).await;
+    let before = all_events(&mut c.clone(), &a).await.len();
+    let admin = token(&server, &["create", "--name", "admin", "--role", "admin"]);
+    let hostile = token(&server, &["create", "--name", "b-writer", "--role", "writer", "--project", &b]);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut c = server.clients().await;
+    // Admin-side view of the victim, for the checks after.
+    let stored = |c: &mut baton_tests::Clients| {
+        let mut c = c.clone();
+        let (admin, id) = (admin.clone(), victim.id.clone());
+        async move {
+            c.sessions
+                .get_session(with(GetSessionRequest { session_id: id }, &admin))
+                .await
+                .unwrap()
+                .into_inner()
+                .session
+                .unwrap()
+        }
+    };
+
+    for id in std::iter::once(victim.id.clone()).chain(spellings(&victim.id)) {
+        let s = &mut c.sessions;
+        refused(
+            &format!("GetSession {id}"),
+            s.get_session(with(GetSessionRequest { session_id: id.clone() }, &hostile)).await,
+        );
+        refused(
+            &format!("UpdateSession {id}"),
+            s.update_session(with(
+                UpdateSessionRequest {
+                    session_id: id.clone(),
+                    goal: Some("rewritten by B".into()),
+                    write: write(),
+                    ..Default::default()
+                },
+                &hostile,
+            ))
+            .await,
+        );
+        refused(
+            &format!("Heartbeat {id}"),
+            s.heartbeat(with(HeartbeatRequest { session_id: id.clone(), ..Default::default() }, &hostile))
+                .await,
+        );
+        refused(
+            &format!("Heartbeat IDLE {id}"),
+            s.heartbeat(with(
+                HeartbeatRequest {
+                    session_id: id.clone(),
+                    status: SessionStatus::Idle as i32,
+                    ..Default::default()
+                },
+                &hostile,
+            ))
+            .await,
+        );
+        refused(
+            &format!("EndSession {id}"),
+            s.end_session(with(
+                EndSessionRequest { session_id: id.clone(), write: write(), ..Default::default() },
+                &hostile,
+            ))
+            .await,
+        );
+        let cp = &mut c.checkpoints;
+        refused(
+            &format!("ListCheckpoints {id}"),
+            cp.list_checkpoints(with(
+                ListCheckpointsRequest { session_id: id.clone(), include_state: true },
+                &hostile,
+            ))
+            .await,
+        );
+        refused(
+            &format!("CreateCheckpoint {id}"),
+            cp.create_checkpoint(with(
+                CreateCheckpointRequest {
+                    session_id: id.clone(),
+                    kind: CheckpointKind::Manual as i32,
+                    reason: "B's text as A's head".into(),
+                    write: write(),
+                    ..Default::default()
+                },
+                &hostile,
+            ))
+            .await,
+        );
+    }
+    for id in std::iter::once(head.id.clone()).chain(spellings(&head.id)) {
+        refused(
+            &format!("GetCheckpoint {id}"),
+            c.checkpoints
+                .get_checkpoint(with(
+                    GetCheckpointRequest { checkpoint_id: id.clone(), include_payload: true },
+                    &hostile,
+                ))
+                .await,
+        );
+        // A's checkpoint as the parent of one in B's own session: as if it did not exist.
+        let (code, message) = crate::code(
+            c.checkpoints
+                .create_checkpoint(with(
+                    CreateCheckpointRequest {
+                        session_id: mine.id.clone(),
+                        parent_id: Some(id.clone()),
+                        kind: CheckpointKind::Manual as i32,
+                        write: write(),
+                        ..Default::default()
+                    },
+                    &hostile,
+                ))
+                .await,
+        );
+        assert_eq!(code, Code::NotFound, "{message}");
+        assert!(!message.contains(&victim.id), "{message}");
+    }
+    // An id the scoped token cannot resolve is not found, never passed on.
+    let nowhere = uuid::Uuid::now_v7().to_string().to_uppercase();
+    let (code, _) =
+        crate::code(c.sessions.get_session(with(GetSessionRequest { session_id: nowhere }, &hostile)).await);
+    assert_eq!(code, Code::NotFound);
+
+    // Nothing of A changed.
+    let after = stored(&mut c).await;
+    assert_eq!(after.goal, victim.goal);
+    assert_eq!(after.status, SessionStatus::Active as i32);
+    assert_eq!(after.head_checkpoint_id, head.id);
+    let mut admin_c = c.clone();
+    let events = admin_c
+        .events
+        .list_events(with(
+            baton_proto::v1::ListEventsRequest { project: a.clone(), limit: 1000, ..Default::default() },
+            &admin,
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .events;
+    assert_eq!(events.len(), before, "project A's log changed");
+    // B's token still works in B, with any spelling of B's own ids.
+    for id in spellings(&mine.id) {
+        let got = c.sessions.get_session(with(GetSessionRequest { session_id: id }, &hostile)).await.unwrap();
+        assert_eq!(got.into_inner().session.unwrap().id, mine.id);
+    }
+}
+both!(scope_holds_for_every_uuid_spelling);
+
+/// Attack 2: a project-B reader asks for B's brief as a session of A that was resumed from
+/// another of A's (the brief used to follow it and tell A's last git head), and resumes A's
+/// session or checkpoint in B (the error used to name A).
+async fn foreign_ids_are_not_followed(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let (a, b) = (project(), project());
+    let first = start_session(&mut c, &a).await;
+    c.sessions
+        .end_session(EndSessionRequest {
+            session_id: first.id.clone(),
+            git_head: "a11ce0ffa11ce0ffa11ce0ffa11ce0ffa11ce0ff".into(),
+            summary: "A's secret plan".into(),
+            write: write(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let resumed = c
+        .sessions
+        .resume_session(ResumeSessionRequest {
+            project: a.clone(),
+            target: Some(resume_session_request::Target::SessionId(first.id.clone())),
+            write: write(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let second = resumed.session.unwrap();
+    let cp = c
+        .checkpoints
+        .create_checkpoint(CreateCheckpointRequest {
+            session_id: second.id.clone(),
+            kind: CheckpointKind::Manual as i32,
+            write: write(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .checkpoint
+        .unwrap();
+    c.sessions
+        .end_session(EndSessionRequest {
+            session_id: second.id.clone(),
+            write: write(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let admin = token(&server, &["create", "--name", "admin", "--role", "admin"]);
+    let reader = token(&server, &["create", "--name", "b-reader", "--role", "reader", "--project", &b]);
+    let writer = token(&server, &["create", "--name", "b-writer", "--role", "writer", "--project", &b]);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let brief = c
+        .brief
+        .get_brief(with(
+            GetBriefRequest { project: b.clone(), session_id: second.id.clone(), ..Default::default() },
+            &reader,
+        ))
+        .await
+        .unwrap()
+        .into_inner()
+        .brief
+        .unwrap();
+    assert_eq!(brief.last_git_head, "", "B's brief followed A's session");
+    assert!(!brief.text.contains("secret plan") && !brief.text.contains("a11ce0ff"), "{}", brief.text);
+
+    let targets = [
+        resume_session_request::Target::SessionId(second.id.clone()),
+        resume_session_request::Target::SessionId(second.id.to_uppercase()),
+        resume_session_request::Target::CheckpointId(cp.id.clone()),
+        resume_session_request::Target::CheckpointId(format!("urn:uuid:{}", cp.id)),
+    ];
+    for target in targets {
+        let (code, message) = crate::code(
+            c.sessions
+                .resume_session(with(
+                    ResumeSessionRequest {
+                        project: b.clone(),
+                        target: Some(target.clone()),
+                        write: write(),
+                        ..Default::default()
+                    },
+                    &writer,
+                ))
+                .await,
+        );
+        assert_eq!(code, Code::NotFound, "{target:?}: {message}");
+        assert!(!message.contains(&a) && !message.contains("belongs"), "{message}");
+    }
+    // A's session was not claimed.
+    let stored = c
+        .sessions
+        .get_session(with(GetSessionRequest { session_id: second.id.clone() }, &admin))
+        .await
+        .unwrap()
+        .into_inner()
+        .session
+        .unwrap();
+    assert_eq!(stored.status, SessionStatus::Completed as i32);
+    assert_eq!(stored.resumed_by, "");
+}
+both!(foreign_ids_are_not_followed);
+
+/// Attack 3: an open watch stream kept delivering events after its token was revoked.
+async fn watch_streams_end_when_their_token_is_revoked(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    let admin = token(&server, &["create", "--name", "admin", "--role", "admin"]);
+    let named = token(&server, &["create", "--name", "watcher", "--role", "reader"]);
+    let every = token(&server, &["create", "--name", "all-watcher", "--role", "reader"]);
+    write_as(&mut c, &p, "v0", &admin).await;
+    let mut one = c
+        .events
+        .watch(with(
+            WatchRequest {
+                cursors: vec![WatchCursor { project: p.clone(), after_revision: 0 }],
+                ..Default::default()
+            },
+            &named,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut all = c.events.watch(with(WatchRequest::default(), &every)).await.unwrap().into_inner();
+    // Both deliver while the tokens are good.
+    let mut w = server.clients().await;
+    write_as(&mut w, &p, "v1", &admin).await;
+    assert!(one.next().await.unwrap().is_ok());
+    let first_all = tokio::time::timeout(Duration::from_secs(10), all.next()).await.unwrap().unwrap();
+    assert!(first_all.is_ok(), "{first_all:?}");
+
+    token(&server, &["revoke", "watcher"]);
+    token(&server, &["revoke", "all-watcher"]);
+    let revoked = Instant::now();
+    // Writes keep coming; each stream must end with UNAUTHENTICATED, soon.
+    let writer = tokio::spawn({
+        let (p, admin) = (p.clone(), admin.clone());
+        async move {
+            for i in 0..40 {
+                write_as(&mut w, &p, &format!("after-{i}"), &admin).await;
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        }
+    });
+    for (label, stream) in [("named", &mut one), ("all", &mut all)] {
+        let ended = tokio::time::timeout(Duration::from_secs(8), async {
+            loop {
+                match stream.next().await {
+                    Some(Ok(_)) => continue,
+                    Some(Err(status)) => return Some(status),
+                    None => return None,
+                }
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("{label}: the stream of a revoked token still runs 8 s later"));
+        let status = ended.unwrap_or_else(|| panic!("{label}: ended without an error"));
+        assert_eq!(status.code(), Code::Unauthenticated, "{label}: {status:?}");
+        assert!(status.message().contains("revoked"), "{}", status.message());
+    }
+    println!("streams ended {:?} after the revocation", revoked.elapsed());
+    writer.abort();
+}
+both!(watch_streams_end_when_their_token_is_revoked);
+
+async fn write_as(c: &mut baton_tests::Clients, p: &str, content: &str, secret: &str) {
+    let request = baton_proto::v1::PutMemoryRequest {
+        project: p.into(),
+        category: "note".into(),
+        key: "k".into(),
+        op: baton_proto::v1::MemoryOp::Upsert as i32,
+        items: vec![baton_proto::v1::MemoryItem { content: content.into(), rationale: String::new() }],
+        write: write(),
+        ..Default::default()
+    };
+    c.memory.put_memory(with(request, secret)).await.unwrap();
+}
+
+/// Attack 4: after the first `token create` a running hub stayed open for about 2 s. An
+/// anonymous write well after the command returned (a fifth of a second: the promise is
+/// 100 ms) must be refused; so must a watch opened anonymously before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_token_closes_a_running_hub_at_once() {
+    let server = Server::start(Backend::Sqlite).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    // The hub is open, and has just said so (its answer is cached).
+    put_note(&mut c, &p, "k", "open", write()).await.unwrap();
+    let mut anonymous = c
+        .events
+        .watch(WatchRequest {
+            cursors: vec![WatchCursor { project: p.clone(), after_revision: 0 }],
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(anonymous.next().await.unwrap().is_ok());
+    token(&server, &["create", "--name", "first", "--role", "admin"]);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (code, message) = crate::code(put_note(&mut c, &p, "k", "anonymous, after closing", write()).await);
+    assert_eq!(code, Code::Unauthenticated, "{message}");
+    let ended = tokio::time::timeout(Duration::from_secs(5), anonymous.next()).await.unwrap();
+    assert_eq!(ended.unwrap().unwrap_err().code(), Code::Unauthenticated);
+}
+
+/// Attack 5: the rate limit was keyed on the header's raw bytes, so spelling "Bearer" and
+/// the spaces differently passed every request; invalid tokens were not limited at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_limits_hold_whatever_the_spelling() {
+    let server = Server::start_with(
+        Backend::Sqlite,
+        &["--rate-limit", "1", "--rate-burst", "5", "--auth-failure-rate", "1", "--auth-failure-burst", "5"],
+    )
+    .await
+    .unwrap();
+    let secret = token(&server, &["create", "--name", "greedy", "--role", "writer"]);
+    let c = server.clients().await;
+    let p = project();
+    let spellings = ["Bearer", "bearer", "BEARER", "bEaReR"].map(|scheme| {
+        [
+            format!("{scheme} {secret}"),
+            format!("{scheme}   {secret}"),
+            format!("{scheme}\t{secret} "),
+            format!("  {scheme} {secret}"),
+        ]
+    });
+    let (mut passed, mut limited) = (0, 0);
+    for header in spellings.iter().flatten().cycle().take(40) {
+        let mut request = tonic::Request::new(ListMemoryRequest { project: p.clone(), ..Default::default() });
+        request.metadata_mut().insert("authorization", header.parse().unwrap());
+        match c.memory.clone().list_memory(request).await {
+            Ok(_) => passed += 1,
+            Err(s) if s.code() == Code::ResourceExhausted => limited += 1,
+            Err(s) => panic!("{header:?}: {s:?}"),
+        }
+    }
+    // A burst of 5 and 1/s: however long 40 calls take here, most must be refused.
+    assert!(limited >= 20 && passed < 20, "passed {passed}, limited {limited}");
+
+    // Made-up tokens from one address: refused, then limited before any lookup.
+    let mut codes = Vec::new();
+    for i in 0..30 {
+        let request =
+            with(ListMemoryRequest { project: p.clone(), ..Default::default() }, &format!("baton_guess{i}"));
+        codes.push(c.memory.clone().list_memory(request).await.unwrap_err().code());
+    }
+    let unauthenticated = codes.iter().filter(|c| **c == Code::Unauthenticated).count();
+    let exhausted = codes.iter().filter(|c| **c == Code::ResourceExhausted).count();
+    assert!(unauthenticated <= 10 && exhausted >= 20, "{codes:?}");
+    let message = c
+        .memory
+        .clone()
+        .list_memory(with(ListMemoryRequest { project: p.clone(), ..Default::default() }, "baton_guess-last"))
+        .await
+        .unwrap_err();
+    assert!(message.message().contains("--auth-failure-rate"), "{message:?}");
+}
+
+/// Attack 14: a NUL byte in text. Postgres refused it (22021) and the error mapping took it
+/// for SQLite's "busy" (22021 & 0xff = 5): UNAVAILABLE, so a client kept the write at the
+/// head of its queue for good. Both backends must answer INVALID_ARGUMENT naming the field.
+async fn nul_bytes_are_invalid_arguments(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    let (code, message) = crate::code(put_note(&mut c, &p, "k", "before\0after", write()).await);
+    assert_eq!(code, Code::InvalidArgument, "{message}");
+    assert!(message.contains("NUL"), "{message}");
+    let s = start_session(&mut c, &p).await;
+    let (code, message) = crate::code(
+        c.sessions
+            .update_session(UpdateSessionRequest {
+                session_id: s.id.clone(),
+                goal: Some("a\0b".into()),
+                write: write(),
+                ..Default::default()
+            })
+            .await,
+    );
+    assert_eq!((code, message.contains("goal")), (Code::InvalidArgument, true), "{message}");
+    let (code, message) = crate::code(
+        c.checkpoints
+            .create_checkpoint(CreateCheckpointRequest {
+                session_id: s.id.clone(),
+                kind: CheckpointKind::Manual as i32,
+                reason: "\0".into(),
+                write: write(),
+                ..Default::default()
+            })
+            .await,
+    );
+    assert_eq!((code, message.contains("reason")), (Code::InvalidArgument, true), "{message}");
+    // Nothing was stored, and the project still takes writes.
+    put_note(&mut c, &p, "k", "fine", write()).await.unwrap();
+}
+both!(nul_bytes_are_invalid_arguments);
+
+/// Attack 16: a queued write whose `written_at` is far past its `client_now` became the
+/// record's time, so every honest queued write to it afterwards was STALE. It is clamped
+/// (kept, not refused), and the reply and the event say so.
+async fn writes_from_the_future_are_clamped(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    let now = std::time::SystemTime::now();
+    let year = Duration::from_secs(365 * 24 * 3600);
+    let queued = |written_at: std::time::SystemTime| {
+        let mut w = write().unwrap();
+        w.written_at = Some(written_at.into());
+        w.client_now = Some(std::time::SystemTime::now().into());
+        Some(w)
+    };
+    let hostile = put_note(&mut c, &p, "k", "from the future", queued(now + year)).await.unwrap();
+    let result = hostile.result.unwrap();
+    assert_eq!(result.outcome, baton_proto::v1::WriteOutcome::Applied as i32);
+    assert!(result.written_at_clamped);
+    let events = all_events(&mut c, &p).await;
+    assert!(events.last().unwrap().written_at_clamped);
+    // An honest write queued a second ago, sent now: newer than the clamped one, applied.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let honest = put_note(
+        &mut c,
+        &p,
+        "k",
+        "honest",
+        queued(std::time::SystemTime::now() - Duration::from_millis(500)),
+    )
+    .await
+    .unwrap()
+    .result
+    .unwrap();
+    assert_eq!(honest.outcome, baton_proto::v1::WriteOutcome::Applied as i32, "{honest:?}");
+    assert!(!honest.written_at_clamped);
+    assert!(!all_events(&mut c, &p).await.last().unwrap().written_at_clamped);
+}
+both!(writes_from_the_future_are_clamped);
