@@ -14,7 +14,15 @@ use crate::remote::{self, Hub};
 pub const CHUNK: usize = 512 * 1024;
 /// Chunks per PutChunks call (the server takes up to 8 MiB).
 const PUT_BATCH: usize = 8;
-const GET_BATCH: usize = 16;
+/// Chunks per GetChunks call: the server's chunks are at most 1 MiB (this client makes
+/// 512 KiB ones), so a reply stays under `MAX_REPLY`.
+pub const GET_BATCH: usize = 8;
+/// The largest GetChunks reply the client decodes.
+pub const MAX_REPLY: usize = GET_BATCH * 1024 * 1024 + 64 * 1024;
+/// The largest chunk the server stores.
+const MAX_SERVER_CHUNK: i64 = 1024 * 1024;
+/// The largest transcript the client restores.
+pub const MAX_TRANSCRIPT: i64 = 1 << 30;
 
 fn sha(data: &[u8]) -> String {
     hex::encode(Sha256::digest(data))
@@ -70,9 +78,31 @@ pub async fn upload(
     })
 }
 
-/// Downloads a blob and checks it against its digest.
+/// Checks what a blob reference claims before anything is fetched or written for it: its
+/// size is a remote number (never trusted for an allocation), its agent session id will
+/// name a file.
+pub fn check(blob: &BlobRef) -> anyhow::Result<()> {
+    crate::safe::agent_session_id(&blob.agent_session_id)?;
+    let chunks = i64::try_from(blob.chunks.len()).unwrap_or(i64::MAX);
+    if blob.size_bytes < 0
+        || blob.size_bytes > MAX_TRANSCRIPT
+        || blob.size_bytes > chunks.saturating_mul(MAX_SERVER_CHUNK)
+    {
+        anyhow::bail!(
+            "the transcript's stated size ({} bytes in {} chunks) is not possible (at most {MAX_TRANSCRIPT} bytes, 1 MiB per chunk)",
+            blob.size_bytes,
+            blob.chunks.len()
+        );
+    }
+    Ok(())
+}
+
+/// Downloads a blob and checks it against its size and digest.
 pub async fn download(hub: &mut Hub, project: &str, blob: &BlobRef) -> anyhow::Result<Vec<u8>> {
-    let mut data = Vec::with_capacity(usize::try_from(blob.size_bytes).unwrap_or(0));
+    check(blob)?;
+    let size = usize::try_from(blob.size_bytes).unwrap_or(0);
+    // Grows as chunks arrive: the stated size only bounds it.
+    let mut data = Vec::with_capacity(size.min(CHUNK * GET_BATCH));
     for batch in blob.chunks.chunks(GET_BATCH) {
         let reply = hub
             .checkpoints
@@ -85,12 +115,18 @@ pub async fn download(hub: &mut Hub, project: &str, blob: &BlobRef) -> anyhow::R
                 .chunks
                 .iter()
                 .find(|c| &c.digest == digest)
-                .ok_or_else(|| anyhow::anyhow!("chunk {digest} missing"))?;
+                .ok_or_else(|| anyhow::anyhow!("chunk {} missing", crate::safe::line(digest)))?;
+            if sha(&chunk.data) != *digest {
+                anyhow::bail!("a downloaded chunk does not match its digest");
+            }
+            if data.len() + chunk.data.len() > size {
+                anyhow::bail!("the transcript's chunks are larger than its stated size ({size} bytes)");
+            }
             data.extend_from_slice(&chunk.data);
         }
     }
-    if sha(&data) != blob.digest {
-        anyhow::bail!("the downloaded transcript does not match its digest");
+    if data.len() != size || sha(&data) != blob.digest {
+        anyhow::bail!("the downloaded transcript does not match its size and digest");
     }
     Ok(data)
 }
@@ -110,12 +146,14 @@ pub fn restore_claude(data: &[u8], blob: &BlobRef, cwd: &Path, home: &Path) -> a
     } else {
         text.replace(&blob.cwd, &new_cwd)
     };
+    // One plain name, or nothing is written (the hub or a teammate chose it).
+    let name = crate::safe::agent_session_id(&blob.agent_session_id)?;
     let root = std::env::var_os("CLAUDE_CONFIG_DIR").map_or_else(|| home.join(".claude"), PathBuf::from);
     let dir = root.join("projects").join(claude_project_dir(cwd));
-    std::fs::create_dir_all(&dir)?;
-    let file = dir.join(format!("{}.jsonl", blob.agent_session_id));
+    crate::fsperm::create_private_dir(&dir)?;
+    let file = dir.join(format!("{name}.jsonl"));
     let tmp = file.with_extension("jsonl.baton-tmp");
-    std::fs::write(&tmp, text)?;
+    crate::fsperm::write_private(&tmp, text.as_bytes())?;
     std::fs::rename(&tmp, &file)?;
     Ok(file)
 }
@@ -123,6 +161,36 @@ pub fn restore_claude(data: &[u8], blob: &BlobRef, cwd: &Path, home: &Path) -> a
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn restore_refuses_names_that_are_not_one_plain_component() {
+        let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let cwd = home.path().join("repo");
+        for id in ["../../work/repo/planted", "/tmp/abs", "..", "a/b"] {
+            let blob = BlobRef { agent_session_id: id.into(), ..Default::default() };
+            assert!(restore_claude(b"x", &blob, &cwd, home.path()).is_err(), "{id}");
+        }
+        let mut written = Vec::new();
+        for entry in std::fs::read_dir(home.path()).into_iter().flatten().flatten() {
+            written.push(entry.path());
+        }
+        assert!(written.is_empty(), "{written:?}");
+    }
+
+    #[test]
+    fn impossible_sizes_are_refused_before_any_allocation() {
+        let blob = BlobRef {
+            agent_session_id: "abc".into(),
+            size_bytes: 1 << 62,
+            chunks: vec!["0".repeat(64)],
+            ..Default::default()
+        };
+        assert!(check(&blob).is_err());
+        let negative = BlobRef { size_bytes: -1, ..blob.clone() };
+        assert!(check(&negative).is_err());
+        let fine = BlobRef { size_bytes: 1000, ..blob };
+        assert!(check(&fine).is_ok());
+    }
 
     #[test]
     fn project_dir_names() {

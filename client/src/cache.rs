@@ -20,7 +20,7 @@ fn path(data_dir: &Path, project: &str) -> PathBuf {
 pub fn store(data_dir: &Path, project: &str, text: &str) -> anyhow::Result<()> {
     let p = path(data_dir, project);
     if let Some(dir) = p.parent() {
-        std::fs::create_dir_all(dir)?;
+        crate::fsperm::create_private_dir(dir)?;
     }
     let brief = CachedBrief {
         project: project.to_owned(),
@@ -28,7 +28,7 @@ pub fn store(data_dir: &Path, project: &str, text: &str) -> anyhow::Result<()> {
         cached_at_us: crate::write::now_us(),
     };
     let tmp = p.with_extension("tmp");
-    std::fs::write(&tmp, serde_json::to_vec(&brief)?)?;
+    crate::fsperm::write_private(&tmp, &serde_json::to_vec(&brief)?)?;
     std::fs::rename(tmp, p)?;
     Ok(())
 }

@@ -101,8 +101,8 @@ pub fn set_key(file: &std::path::Path, key: &str, value: toml::Value) -> anyhow:
     };
     table.insert(key.to_owned(), value);
     if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir)?;
+        crate::fsperm::create_private_dir(dir)?;
     }
-    std::fs::write(file, toml::to_string(&table)?)?;
+    crate::fsperm::write_private(file, toml::to_string(&table)?.as_bytes())?;
     Ok(())
 }

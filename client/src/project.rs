@@ -62,19 +62,16 @@ pub fn identify(dir: &Path) -> Project {
 
 /// Finds the project of `dir`, its git toplevel already known.
 pub fn identify_in(dir: &Path, toplevel: Option<PathBuf>) -> Project {
-    // A .baton.toml names the project explicitly, wherever it is above `dir`.
-    for ancestor in dir.ancestors() {
-        let file = ancestor.join(".baton.toml");
-        if let Ok(text) = std::fs::read_to_string(&file)
-            && let Ok(BatonToml { project: Some(name) }) = toml::from_str::<BatonToml>(&text)
-            && !name.trim().is_empty()
-        {
-            return Project {
-                key: name.trim().to_owned(),
-                source: Source::BatonToml(file),
-                root: ancestor.to_path_buf(),
-            };
-        }
+    // A .baton.toml names the project explicitly: at the repository's root, or in `dir`
+    // itself outside a repository; never in another parent (anyone can write one in /tmp
+    // or a shared folder above your checkout and take its writes).
+    let home = toplevel.clone().unwrap_or_else(|| dir.to_path_buf());
+    let file = home.join(".baton.toml");
+    if let Ok(text) = std::fs::read_to_string(&file)
+        && let Ok(BatonToml { project: Some(name) }) = toml::from_str::<BatonToml>(&text)
+        && !name.trim().is_empty()
+    {
+        return Project { key: name.trim().to_owned(), source: Source::BatonToml(file), root: home };
     }
     if let Some(root) = toplevel {
         let data_dir = crate::config::dirs().ok().map(|(_, data)| data);
@@ -92,6 +89,24 @@ pub fn identify_in(dir: &Path, toplevel: Option<PathBuf>) -> Project {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_baton_toml_counts_only_at_the_root() -> std::io::Result<()> {
+        let parent = tempfile::tempdir()?;
+        std::fs::write(parent.path().join(".baton.toml"), "project = \"planted\"\n")?;
+        let dir = parent.path().join("work");
+        std::fs::create_dir(&dir)?;
+        // Outside a repository: only the working directory's own file.
+        assert_ne!(identify_in(&dir, None).key, "planted");
+        std::fs::write(dir.join(".baton.toml"), "project = \"mine\"\n")?;
+        assert_eq!(identify_in(&dir, None).key, "mine");
+        // In a repository: only the root's, also from a subdirectory.
+        let sub = dir.join("src");
+        std::fs::create_dir(&sub)?;
+        assert_eq!(identify_in(&sub, Some(dir.clone())).key, "mine");
+        assert_ne!(identify_in(&sub, None).key, "mine");
+        Ok(())
+    }
 
     #[test]
     fn remote_forms_are_one_project() {

@@ -79,8 +79,8 @@ impl Queue {
 
     /// Takes the lock, waiting at most `wait` (hooks) or as long as it takes (None).
     pub fn lock(&self, wait: Option<Duration>) -> anyhow::Result<Option<Locked<'_>>> {
-        fs::create_dir_all(self.pending_dir())?;
-        fs::create_dir_all(self.dead_dir())?;
+        crate::fsperm::create_private_dir(&self.pending_dir())?;
+        crate::fsperm::create_private_dir(&self.dead_dir())?;
         let file = File::options().create(true).truncate(false).write(true).open(self.dir.join("lock"))?;
         match wait {
             None => {
@@ -176,7 +176,7 @@ impl Locked<'_> {
             write_atomic(&path, &json)?;
         } else {
             let tmp = path.with_extension("tmp");
-            fs::write(&tmp, &json)?;
+            crate::fsperm::write_private(&tmp, &json)?;
             fs::rename(&tmp, &path)?;
         }
         Ok(path)
@@ -224,12 +224,7 @@ pub fn sync(path: &Path) -> anyhow::Result<()> {
 
 fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let tmp = path.with_extension("tmp");
-    {
-        use std::io::Write as _;
-        let mut f = File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
+    crate::fsperm::write_private_synced(&tmp, bytes)?;
     fs::rename(&tmp, path)?;
     Ok(())
 }

@@ -100,16 +100,45 @@ pub async fn connect(settings: &Settings, timeouts: Timeouts) -> Result<Hub, Con
         Some(t) => Some(format!("Bearer {t}").parse().map_err(|_| ConnectError::BadToken)?),
         None => None,
     };
+    if token.is_some() && plain_http_off_loopback(&settings.server) {
+        warn_plain_http_once(&settings.server);
+    }
     let auth = Auth(token);
     let ch = || InterceptedService::new(channel.clone(), auth.clone());
     Ok(Hub {
         sessions: SessionServiceClient::new(ch()),
-        checkpoints: CheckpointServiceClient::new(ch()),
+        // Chunk downloads: up to `blob::GET_BATCH` chunks of at most 1 MiB each per reply.
+        checkpoints: CheckpointServiceClient::new(ch()).max_decoding_message_size(crate::blob::MAX_REPLY),
         memory: MemoryServiceClient::new(ch()),
         brief: BriefServiceClient::new(ch()),
         events: EventServiceClient::new(ch()),
         channel,
     })
+}
+
+/// Whether a URL is plain `http://` to a host other than this machine: a token sent there
+/// travels in the clear.
+pub fn plain_http_off_loopback(server: &str) -> bool {
+    let Some(rest) = server.strip_prefix("http://") else { return false };
+    let authority = rest.split('/').next().unwrap_or_default();
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
+    };
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    !loopback
+}
+
+fn warn_plain_http_once(server: &str) {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    WARNED.call_once(|| {
+        eprintln!(
+            "baton: warning: sending the access token over plain http to {} (not this machine): anyone on the \
+             network path can read it; use https:// (the server's --tls-cert)",
+            crate::safe::line(server)
+        );
+    });
 }
 
 /// The innermost error's message: "connection refused", "invalid peer certificate: UnknownIssuer".
@@ -147,5 +176,25 @@ pub fn explain(status: &Status) -> String {
         }
         Code::PermissionDenied => format!("the token may not do this: {}", status.message()),
         _ => format!("{:?}: {}", status.code(), status.message()),
+    }
+}
+
+#[cfg(test)]
+mod plain_http_tests {
+    use super::plain_http_off_loopback;
+
+    #[test]
+    fn tokens_over_plain_http_off_this_machine_are_flagged() {
+        for off in ["http://baton.acme.internal:7437", "http://10.0.0.5:7437", "http://[2001:db8::1]:7437/"] {
+            assert!(plain_http_off_loopback(off), "{off}");
+        }
+        for fine in [
+            "http://127.0.0.1:7437",
+            "http://localhost:7437",
+            "http://[::1]:7437",
+            "https://baton.acme.internal",
+        ] {
+            assert!(!plain_http_off_loopback(fine), "{fine}");
+        }
     }
 }

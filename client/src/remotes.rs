@@ -59,11 +59,11 @@ pub fn url(data_dir: Option<&Path>, root: &Path) -> Option<String> {
 
 fn store(file: &Path, remembered: &Remembered) -> anyhow::Result<()> {
     if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir)?;
+        crate::fsperm::create_private_dir(dir)?;
     }
     // Unique per process: hooks of several agents may write the same repository's at once.
     let tmp = file.with_extension(format!("{}.tmp", std::process::id()));
-    std::fs::write(&tmp, serde_json::to_vec(remembered)?)?;
+    crate::fsperm::write_private(&tmp, &serde_json::to_vec(remembered)?)?;
     std::fs::rename(tmp, file)?;
     Ok(())
 }

@@ -68,7 +68,7 @@ impl Store {
         agent_session_id: &str,
         f: impl FnOnce(&mut AgentSession) -> T,
     ) -> anyhow::Result<T> {
-        fs::create_dir_all(&self.dir)?;
+        crate::fsperm::create_private_dir(&self.dir)?;
         let path = self.path(agent, agent_session_id);
         let lock =
             File::options().create(true).truncate(false).write(true).open(path.with_extension("lock"))?;
@@ -77,7 +77,7 @@ impl Store {
             fs::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
         let out = f(&mut state);
         let tmp = path.with_extension("tmp");
-        fs::write(&tmp, serde_json::to_vec(&state)?)?;
+        crate::fsperm::write_private(&tmp, &serde_json::to_vec(&state)?)?;
         fs::rename(&tmp, &path)?;
         Ok(out)
     }

@@ -76,7 +76,7 @@ pub async fn list(
                 view::short(&c.id),
                 view::kind(c.kind),
                 view::age(c.created_at.as_ref()),
-                c.reason
+                crate::safe::line(&c.reason)
             );
         }
         return Ok(());
@@ -93,7 +93,7 @@ pub async fn list(
             crate::clip(&c.reason, 60),
         ]);
     }
-    println!("session {id} (* = head)\n{t}");
+    println!("{}", crate::safe::text(&format!("session {id} (* = head)\n{t}")));
     Ok(())
 }
 

@@ -26,7 +26,7 @@ pub async fn list(ctx: &Ctx, dir: &Path, after: i64, limit: i32, json: bool) -> 
         if json {
             println!("{}", view::event_json(e));
         } else {
-            println!("{}", view::event_line(e));
+            println!("{}", crate::safe::line(&view::event_line(e)));
         }
     }
     Ok(())
@@ -69,7 +69,7 @@ pub async fn watch(ctx: &Ctx, dir: &Path, after: Option<i64>, json: bool) -> any
         if json {
             println!("{}", view::event_json(&event));
         } else {
-            println!("{}", view::event_line(&event));
+            println!("{}", crate::safe::line(&view::event_line(&event)));
         }
     }
     Ok(())
@@ -111,6 +111,6 @@ pub async fn conflicts(ctx: &Ctx, dir: &Path, after: i64, json: bool) -> anyhow:
             by,
         ]);
     }
-    println!("{}\n{t}", project.key);
+    println!("{}", crate::safe::text(&format!("{}\n{t}", project.key)));
     Ok(())
 }

@@ -202,7 +202,7 @@ pub async fn list(
             e.record_revision.to_string(),
         ]);
     }
-    println!("{}  (revision {})\n{t}", project.key, reply.as_of_revision);
+    println!("{}", crate::safe::text(&format!("{}  (revision {})\n{t}", project.key, reply.as_of_revision)));
     Ok(())
 }
 

@@ -10,33 +10,37 @@ use crate::remote::{self, Timeouts};
 use crate::{Ctx, git, project, view, write};
 
 /// The resumed checkpoint's own state: what the brief of that point adds to the project's.
+/// Stored text is data: each item is one line with its control characters made visible,
+/// so a teammate's text can never become a heading or an instruction line of its own.
 fn where_it_stopped(state: &baton_proto::v1::CheckpointState) -> String {
+    let one = |text: &str, max: usize| crate::safe::line(&crate::clip(text, max)).into_owned();
     let mut lines = Vec::new();
     for t in state.active_tasks.iter().filter(|t| t.status != "completed") {
-        lines.push(format!("- [{}] {}", if t.status.is_empty() { "pending" } else { &t.status }, t.content));
+        let status = if t.status.is_empty() { "pending" } else { &t.status };
+        lines.push(format!("- [{}] {}", one(status, 40), one(&t.content, 500)));
     }
     for q in &state.open_questions {
-        lines.push(format!("- open question: {q}"));
+        lines.push(format!("- open question: {}", one(q, 500)));
     }
     for b in &state.blockers {
-        lines.push(format!("- blocker: {b}"));
+        lines.push(format!("- blocker: {}", one(b, 500)));
     }
     let files: Vec<&String> =
         state.files_created.iter().chain(&state.files_modified).chain(&state.files_deleted).collect();
     if !files.is_empty() {
         lines.push(format!(
             "- files touched: {}",
-            files.iter().take(20).map(|f| f.as_str()).collect::<Vec<_>>().join(", ")
+            files.iter().take(20).map(|f| one(f, 300)).collect::<Vec<_>>().join(", ")
         ));
     }
     if let Some(e) = state.errors.last() {
-        lines.push(format!("- last error: {}", crate::clip(e, 200)));
+        lines.push(format!("- last error: {}", one(e, 200)));
     }
     if !state.last_prompt.is_empty() {
-        lines.push(format!("- last prompt: {}", crate::clip(&state.last_prompt.replace('\n', " "), 300)));
+        lines.push(format!("- last prompt: {}", one(&state.last_prompt, 300)));
     }
     if !state.last_answer.is_empty() {
-        lines.push(format!("- last answer: {}", crate::clip(&state.last_answer.replace('\n', " "), 300)));
+        lines.push(format!("- last answer: {}", one(&state.last_answer, 300)));
     }
     if lines.is_empty() {
         return String::new();
@@ -46,9 +50,9 @@ fn where_it_stopped(state: &baton_proto::v1::CheckpointState) -> String {
 
 /// Whether the agent's conversation is stored on this machine (so its own resume works).
 pub fn conversation_here(agent: i32, agent_session_id: &str) -> bool {
-    if agent_session_id.is_empty() {
+    let Ok(agent_session_id) = crate::safe::agent_session_id(agent_session_id) else {
         return false;
-    }
+    };
     let Some(home) = directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()) else { return false };
     match baton_proto::v1::AgentKind::try_from(agent).unwrap_or_default() {
         baton_proto::v1::AgentKind::ClaudeCode => {
@@ -100,13 +104,27 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     let project = project::identify(dir);
     let mut hub = remote::connect(&ctx.settings, Timeouts::CLI).await?;
-    let target = match (session, checkpoint) {
+    let mut target = match (session, checkpoint) {
         (Some(s), _) => Some(resume_session_request::Target::SessionId(
             crate::cmd::sessions::resolve(&mut hub, &project.key, &s).await?,
         )),
         (None, Some(c)) => Some(resume_session_request::Target::CheckpointId(c)),
         (None, None) => None,
     };
+    // --restore fetches and verifies the transcript before the session is claimed: a
+    // resume of a crashed session can be made once, and must not be spent on a transcript
+    // that cannot be restored.
+    let mut fetched = None;
+    if restore {
+        if target.is_none() {
+            target = Some(resume_session_request::Target::SessionId(
+                latest_to_resume(&mut hub, &project.key).await?,
+            ));
+        }
+        let (checkpoint_id, blob) = transcript_of(&mut hub, target.as_ref()).await?;
+        let data = crate::blob::download(&mut hub, &project.key, &blob).await?;
+        fetched = Some((checkpoint_id, blob, data));
+    }
     let reply = hub
         .sessions
         .resume_session(ResumeSessionRequest {
@@ -127,23 +145,26 @@ pub async fn run(
     let old = reply.resumed_from.clone().unwrap_or_default();
     let new = reply.session.clone().unwrap_or_default();
     let mut restored = None;
-    if restore {
-        let blob =
-            reply.checkpoint.as_ref().and_then(|c| c.blobs.iter().find(|b| b.role == "transcript")).cloned();
-        let Some(blob) = blob else {
-            anyhow::bail!(
-                "session {} has no uploaded transcript at its last checkpoint (turn uploads on with `baton init claude --sync-transcripts` on the machine it ran on); `baton resume` without --restore starts a fresh session with the brief",
-                old.id
-            );
-        };
+    if let Some((checkpoint_id, blob, data)) = fetched {
         let home = directories::BaseDirs::new()
             .map(|b| b.home_dir().to_path_buf())
             .ok_or_else(|| anyhow::anyhow!("no home directory"))?;
-        let data = crate::blob::download(&mut hub, &project.key, &blob).await?;
+        // The resume starts where the transcript was read, unless a checkpoint came in
+        // between (or the head failed its check): then that one's transcript.
+        let started = reply.checkpoint.as_ref().map(|c| c.id.as_str()).unwrap_or_default();
+        let (blob, data) = match reply.checkpoint.as_ref().and_then(transcript_blob) {
+            Some(other) if started != checkpoint_id => {
+                let data = crate::blob::download(&mut hub, &project.key, &other).await?;
+                (other, data)
+            }
+            _ => (blob, data),
+        };
         restored = Some(crate::blob::restore_claude(&data, &blob, dir, &home)?);
     }
     let here = conversation_here(old.agent, &old.agent_session_id);
-    let command = if here { reply.resume_command.clone() } else { String::new() };
+    // Built here from the checked id, never taken from the hub's text.
+    let argv = if here { crate::safe::resume_argv(old.agent, &old.agent_session_id) } else { None };
+    let command = argv.as_deref().map(crate::safe::shell_line).unwrap_or_default();
     // The agent's next SessionStart for that conversation (or a fresh one here) continues
     // the successor session rather than starting another.
     let key = if here { old.agent_session_id.clone() } else { format!("pending:{}", project.key) };
@@ -157,6 +178,7 @@ pub async fn run(
     let stopped =
         reply.checkpoint.as_ref().and_then(|c| c.state.as_ref()).map(where_it_stopped).unwrap_or_default();
     let brief = format!("{stopped}{}", reply.brief.map(|b| b.text).unwrap_or_default());
+    let brief = crate::safe::text(&brief).into_owned();
     if json {
         println!(
             "{}",
@@ -164,22 +186,26 @@ pub async fn run(
                 "session": view::session_json(&new), "resumed_from": view::session_json(&old),
                 "checkpoint": reply.checkpoint.as_ref().map(view::checkpoint_json),
                 "skipped": reply.skipped.iter().map(|s| serde_json::json!({"checkpoint_id": s.checkpoint_id, "reason": s.reason})).collect::<Vec<_>>(),
-                "resume_command": command, "brief": brief, "restored": restored,
+                "resume_command": command, "resume_argv": argv.unwrap_or_default(), "brief": brief, "restored": restored,
             })
         );
         return Ok(());
     }
-    print!("{brief}");
+    print!("{}", crate::safe::text(&brief));
     if let Some(file) = &restored {
-        println!("restored the transcript to {}", file.display());
+        println!("restored the transcript to {}", crate::safe::line(&file.display().to_string()));
     }
     for s in &reply.skipped {
-        println!("skipped corrupt checkpoint {}: {}", s.checkpoint_id, s.reason);
+        println!(
+            "skipped corrupt checkpoint {}: {}",
+            crate::safe::line(&s.checkpoint_id),
+            crate::safe::line(&s.reason)
+        );
     }
     if let Some(cp) = &reply.checkpoint {
         println!(
             "resuming from checkpoint {} ({}, {})",
-            cp.id,
+            crate::safe::line(&cp.id),
             view::kind(cp.kind),
             view::age(cp.created_at.as_ref())
         );
@@ -188,10 +214,85 @@ pub async fn run(
         println!(
             "Start a new {} session here: the brief above carries the context (session {}).",
             agent.name(),
-            new.id
+            crate::safe::line(&new.id)
         );
     } else {
         println!("Continue the conversation with:\n  {command}");
     }
     Ok(())
+}
+
+/// The transcript a checkpoint references.
+fn transcript_blob(checkpoint: &baton_proto::v1::Checkpoint) -> Option<baton_proto::v1::BlobRef> {
+    checkpoint.blobs.iter().find(|b| b.role == "transcript").cloned()
+}
+
+/// The session a resume without a target takes over, as the hub picks it: the latest
+/// crashed or idle one, else the latest completed one.
+async fn latest_to_resume(hub: &mut remote::Hub, project: &str) -> anyhow::Result<String> {
+    use baton_proto::v1::{ListSessionsRequest, SessionStatus};
+    for statuses in [vec![SessionStatus::Crashed, SessionStatus::Idle], vec![SessionStatus::Completed]] {
+        let reply = hub
+            .sessions
+            .list_sessions(ListSessionsRequest {
+                project: project.to_owned(),
+                statuses: statuses.into_iter().map(|s| s as i32).collect(),
+                page_size: 1000,
+                ..Default::default()
+            })
+            .await
+            .map_err(remote::fail)?
+            .into_inner();
+        let at = |s: &baton_proto::v1::Session| s.updated_at.as_ref().map(|t| (t.seconds, t.nanos));
+        if let Some(latest) = reply.sessions.iter().max_by(|a, b| at(a).cmp(&at(b)).then(a.id.cmp(&b.id))) {
+            return Ok(latest.id.clone());
+        }
+    }
+    anyhow::bail!(
+        "project {} has no crashed, idle or completed session to resume",
+        crate::safe::line(project)
+    )
+}
+
+/// The checkpoint a resume of `target` starts from and its transcript, checked.
+async fn transcript_of(
+    hub: &mut remote::Hub,
+    target: Option<&resume_session_request::Target>,
+) -> anyhow::Result<(String, baton_proto::v1::BlobRef)> {
+    use baton_proto::v1::{GetCheckpointRequest, GetSessionRequest};
+    let (checkpoint_id, session_id) = match target {
+        Some(resume_session_request::Target::CheckpointId(c)) => (c.clone(), None),
+        Some(resume_session_request::Target::SessionId(s)) => {
+            let session = hub
+                .sessions
+                .get_session(GetSessionRequest { session_id: s.clone() })
+                .await
+                .map_err(remote::fail)?
+                .into_inner()
+                .session
+                .unwrap_or_default();
+            (session.head_checkpoint_id, Some(s.clone()))
+        }
+        None => anyhow::bail!("no session to resume"),
+    };
+    let no_transcript = || {
+        anyhow::anyhow!(
+            "session {} has no uploaded transcript at its last checkpoint (turn uploads on with `baton init claude --sync-transcripts` on the machine it ran on); `baton resume` without --restore starts a fresh session with the brief",
+            crate::safe::line(session_id.as_deref().unwrap_or(&checkpoint_id))
+        )
+    };
+    if checkpoint_id.is_empty() {
+        return Err(no_transcript());
+    }
+    let checkpoint = hub
+        .checkpoints
+        .get_checkpoint(GetCheckpointRequest { checkpoint_id: checkpoint_id.clone(), include_payload: false })
+        .await
+        .map_err(remote::fail)?
+        .into_inner()
+        .checkpoint
+        .unwrap_or_default();
+    let blob = transcript_blob(&checkpoint).ok_or_else(no_transcript)?;
+    crate::blob::check(&blob)?;
+    Ok((checkpoint.id, blob))
 }

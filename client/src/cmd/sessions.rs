@@ -75,7 +75,15 @@ pub async fn list(ctx: &Ctx, dir: &Path, f: Filters, json: bool) -> anyhow::Resu
             crate::clip(&s.goal, 50),
         ]);
     }
-    println!("{}  ({} sessions, revision {})\n{t}", project.key, reply.sessions.len(), reply.as_of_revision);
+    println!(
+        "{}",
+        crate::safe::text(&format!(
+            "{}  ({} sessions, revision {})\n{t}",
+            project.key,
+            reply.sessions.len(),
+            reply.as_of_revision
+        ))
+    );
     Ok(())
 }
 
@@ -135,7 +143,7 @@ pub async fn show(ctx: &Ctx, dir: &Path, id: &str, json: bool) -> anyhow::Result
         ("revision", s.revision.to_string()),
     ];
     for (k, v) in rows {
-        println!("{k:>18}  {v}");
+        println!("{k:>18}  {}", crate::safe::line(&v));
     }
     Ok(())
 }

@@ -60,7 +60,14 @@ pub async fn run(ctx: &Ctx, dir: &Path, json: bool) -> anyhow::Result<()> {
         }
         println!("dead     {} refused by the hub", dead.len());
         for (_, e) in &dead {
-            println!("  - {} {} ({}): {}", e.rpc, e.project, e.request_id, e.error.as_deref().unwrap_or("?"));
+            let line = format!(
+                "  - {} {} ({}): {}",
+                e.rpc,
+                e.project,
+                e.request_id,
+                e.error.as_deref().unwrap_or("?")
+            );
+            println!("{}", crate::safe::line(&line));
         }
     }
     if hub != "serving" && !json {

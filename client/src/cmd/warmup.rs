@@ -24,7 +24,7 @@ pub async fn run(ctx: &Ctx, dir: &Path, budget: Option<u32>, json: bool) -> anyh
     if json {
         println!("{}", serde_json::json!({ "project": project.key, "brief": text }));
     } else {
-        print!("{text}");
+        print!("{}", crate::safe::text(&text));
     }
     Ok(())
 }

@@ -449,7 +449,7 @@ async fn session_end(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<()>
 fn spawn_detached(ctx: &Ctx, agent: Agent, event: &str, p: &Payload) -> anyhow::Result<()> {
     use std::os::unix::process::CommandExt;
     let dir = ctx.settings.data_dir.join("tmp");
-    std::fs::create_dir_all(&dir)?;
+    crate::fsperm::create_private_dir(&dir)?;
     let file = dir.join(format!("{event}-{}.json", uuid::Uuid::now_v7()));
     let payload = serde_json::json!({
         "session_id": p.agent_session_id(),
@@ -459,7 +459,7 @@ fn spawn_detached(ctx: &Ctx, agent: Agent, event: &str, p: &Payload) -> anyhow::
         "trigger": p.trigger,
         "last_assistant_message": p.last_answer(),
     });
-    std::fs::write(&file, payload.to_string())?;
+    crate::fsperm::write_private(&file, payload.to_string().as_bytes())?;
     std::process::Command::new(std::env::current_exe()?)
         .args(["hook", agent.name(), event, "--payload-file"])
         .arg(&file)
@@ -495,12 +495,12 @@ fn runs_under_cursor_with_its_own_hooks(cwd: &Path) -> bool {
 /// Appends to `hook.log` (hooks print nothing to the agent on failure).
 pub fn log(ctx: &Ctx, line: &str) {
     let path = ctx.settings.data_dir.join("hook.log");
-    let _ = std::fs::create_dir_all(&ctx.settings.data_dir);
+    let _ = crate::fsperm::create_private_dir(&ctx.settings.data_dir);
     // Keep the log small: start over past 1 MiB.
     if std::fs::metadata(&path).is_ok_and(|m| m.len() > 1024 * 1024) {
         let _ = std::fs::rename(&path, path.with_extension("log.old"));
     }
-    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(&path) {
+    if let Ok(mut f) = crate::fsperm::open_private(&path, true) {
         let _ = writeln!(f, "{} {line}", chrono::Utc::now().to_rfc3339());
     }
 }

@@ -79,8 +79,18 @@ fn check_blobs(blobs: &[BlobRef]) -> Result<Vec<String>, Error> {
         for (j, c) in b.chunks.iter().enumerate() {
             check_digest(&format!("blobs[{i}].chunks[{j}]"), c)?;
         }
-        if b.size_bytes < 0 {
-            return Err(validate::invalid(format!("blobs[{i}].size_bytes"), "must not be negative").into());
+        // A remote number a client may allocate by: never more than its chunks can hold.
+        let most = i64::try_from(b.chunks.len()).unwrap_or(i64::MAX).saturating_mul(MAX_CHUNK as i64);
+        if !(0..=most).contains(&b.size_bytes) {
+            return Err(validate::invalid(
+                format!("blobs[{i}].size_bytes"),
+                format!(
+                    "{} is outside 0..={most} ({} chunks of at most {MAX_CHUNK} bytes)",
+                    b.size_bytes,
+                    b.chunks.len()
+                ),
+            )
+            .into());
         }
         validate::single_line(&format!("blobs[{i}].role"), &b.role, 64)?;
         validate::single_line(&format!("blobs[{i}].content_type"), &b.content_type, 256)?;
