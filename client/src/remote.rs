@@ -175,6 +175,22 @@ pub fn explain(status: &Status) -> String {
             format!("the hub refused the token: {} (check BATON_TOKEN or the config file)", status.message())
         }
         Code::PermissionDenied => format!("the token may not do this: {}", status.message()),
+        // A REJECT write: the current state travels as `baton.v1.RejectedWrite` in the
+        // standard details (google.rpc.Status).
+        Code::Aborted => match baton_proto::details::rejected_write(status).and_then(|r| r.conflict) {
+            Some(c) => format!(
+                "{}: {} is now at revision {}, written by {}",
+                status.message(),
+                crate::safe::line(&c.record),
+                c.current_revision,
+                c.current_author.as_ref().map_or_else(String::new, |a| crate::safe::line(&format!(
+                    "{}@{}",
+                    a.token, a.host
+                ))
+                .into_owned())
+            ),
+            None => format!("{:?}: {}", status.code(), status.message()),
+        },
         _ => format!("{:?}: {}", status.code(), status.message()),
     }
 }

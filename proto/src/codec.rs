@@ -46,7 +46,12 @@ impl<U: Message + Default> Decoder for BatonDecoder<U> {
     fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
         U::decode(buf).map(Some).map_err(|e| {
             let name = std::any::type_name::<U>().rsplit("::").next().unwrap_or("message");
-            Status::invalid_argument(format!("the message is not a valid baton.v1.{name} (protobuf: {e})"))
+            crate::details::status(
+                tonic::Code::InvalidArgument,
+                format!("the message is not a valid baton.v1.{name} (protobuf: {e})"),
+                crate::details::reason::MALFORMED_MESSAGE,
+                Vec::new(),
+            )
         })
     }
 

@@ -6,6 +6,7 @@
 //! client must apply identically (secret redaction), so that neither depends on the other.
 
 pub mod codec;
+pub mod details;
 pub mod redact;
 
 /// `baton.v1`: every message and service.

@@ -4,8 +4,8 @@
 //! internal failures are logged with their detail and answered without it: no SQL text or
 //! driver message ever reaches a client.
 
+use baton_proto::details::{self, Detail, reason};
 use baton_proto::v1::{Conflict, RejectedWrite};
-use prost::Message;
 use tonic::{Code, Status};
 
 use crate::core::checkpoint::IntegrityError;
@@ -184,13 +184,67 @@ impl From<Error> for Status {
             _ => tracing::debug!(%code, error = %error, "request refused"),
         }
         let message = clip(error.to_string());
-        match error {
-            Error::Rejected(conflict) => {
-                let details = RejectedWrite { conflict: Some(*conflict) }.encode_to_vec();
-                Status::with_details(code, message, details.into())
-            }
-            _ => Status::new(code, message),
+        let (reason, details) = detail_of(error, &message);
+        details::status(code, message, reason, details)
+    }
+}
+
+/// The `ErrorInfo` reason and the standard details of an error (`baton_proto::details`).
+fn detail_of(error: Error, message: &str) -> (&'static str, Vec<Detail>) {
+    let described = || message.to_owned();
+    match error {
+        Error::Invalid(Invalid { field, message }) => {
+            (reason::INVALID_ARGUMENT, vec![Detail::Field { field, description: message }])
         }
+        Error::MemoryRule(_) | Error::InvalidArgument(_) => {
+            let field = message.split_once(':').map(|(f, _)| f).filter(|f| is_field(f)).unwrap_or_default();
+            (
+                reason::INVALID_ARGUMENT,
+                vec![Detail::Field { field: field.to_owned(), description: described() }],
+            )
+        }
+        Error::NotFound(_) => {
+            let (resource_type, resource_name) = missing(message);
+            (
+                reason::NOT_FOUND,
+                vec![Detail::Resource { resource_type, resource_name, description: described() }],
+            )
+        }
+        Error::AlreadyExists(_) => (reason::ALREADY_EXISTS, Vec::new()),
+        Error::FailedPrecondition(_) => (reason::FAILED_PRECONDITION, Vec::new()),
+        Error::Rejected(conflict) => (
+            reason::WRITE_REJECTED,
+            vec![Detail::Rejected(Box::new(RejectedWrite { conflict: Some(*conflict) }))],
+        ),
+        Error::ResourceExhausted(_) => {
+            // The flag that sets the limit names it.
+            let subject = message
+                .split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | ',' | ';'))
+                .find(|w| w.starts_with("--"))
+                .unwrap_or_default()
+                .to_owned();
+            (reason::RESOURCE_EXHAUSTED, vec![Detail::Quota { subject, description: described() }])
+        }
+        Error::OutOfRange(_) => (reason::CURSOR_COMPACTED, Vec::new()),
+        Error::Unauthenticated(_) => (reason::UNAUTHENTICATED, Vec::new()),
+        Error::PermissionDenied(_) => (reason::PERMISSION_DENIED, Vec::new()),
+        Error::DataLoss { .. } => (reason::CHECKPOINT_CORRUPT, Vec::new()),
+        Error::Unavailable(_) => (reason::STORAGE_UNAVAILABLE, Vec::new()),
+        Error::Internal(_) => (reason::INTERNAL, Vec::new()),
+    }
+}
+
+/// A request field name as messages begin with it (`session_id: …`, `blobs[0].digest: …`).
+fn is_field(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'[' | b']'))
+}
+
+/// What a NOT_FOUND message says is missing: "… no session X …" → ("session", "X").
+fn missing(message: &str) -> (String, String) {
+    let mut words = message.split_whitespace().skip_while(|w| *w != "no").skip(1);
+    match (words.next(), words.next()) {
+        (Some(kind), Some(name)) => (kind.to_owned(), name.trim_end_matches([';', ',', '.', ':']).to_owned()),
+        _ => (String::new(), String::new()),
     }
 }
 
@@ -227,5 +281,22 @@ mod tests {
         assert!(status.message().len() < MAX_MESSAGE + 20, "{}", status.message().len());
         assert!(status.message().ends_with("… (truncated)"));
         assert_eq!(Status::from(Error::NotFound("short".into())).message(), "short");
+    }
+
+    #[test]
+    fn details_are_the_standard_ones() {
+        let s =
+            Status::from(Error::NotFound("session_id: no session 0190; start one with StartSession".into()));
+        assert_eq!(details::error_info(&s).map(|i| i.reason), Some("NOT_FOUND".to_owned()));
+        let body = details::decode(&s).unwrap_or_default();
+        assert_eq!(body.details[1].type_url, "type.googleapis.com/google.rpc.ResourceInfo");
+        assert_eq!(missing("session_id: no session 0190; start"), ("session".to_owned(), "0190".to_owned()));
+        let s = Status::from(Error::ResourceExhausted(
+            "rate limit exceeded: 5 requests/s (--rate-limit, --rate-burst)".into(),
+        ));
+        let body = details::decode(&s).unwrap_or_default();
+        let quota = <details::pb::QuotaFailure as prost::Message>::decode(body.details[1].value.as_slice())
+            .unwrap_or_default();
+        assert_eq!(quota.violations[0].subject, "--rate-limit");
     }
 }

@@ -50,6 +50,43 @@ def main() -> None:
         raise AssertionError("expected ABORTED")
     except grpc.RpcError as e:
         assert e.code() == grpc.StatusCode.ABORTED, e
+        # The richer error model, decoded by stock grpcio-status: an ErrorInfo with a stable
+        # reason, and the current state as a baton.v1.RejectedWrite.
+        from grpc_status import rpc_status
+        from google.rpc import error_details_pb2
+        status = rpc_status.from_call(e)
+        assert status is not None and status.code == grpc.StatusCode.ABORTED.value[0], status
+        info = error_details_pb2.ErrorInfo()
+        rejected = model_pb2.RejectedWrite()
+        found = set()
+        for detail in status.details:
+            if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+                detail.Unpack(info)
+                found.add("info")
+            elif detail.Is(model_pb2.RejectedWrite.DESCRIPTOR):
+                detail.Unpack(rejected)
+                found.add("rejected")
+        assert found == {"info", "rejected"}, status
+        assert (info.reason, info.domain) == ("WRITE_REJECTED", "baton.v1"), info
+        assert rejected.conflict.current_revision >= 1, rejected
+        assert [e.content for e in rejected.conflict.current_value.memory_set.entries] == ["polyglot"], rejected
+
+    # A bad field: INVALID_ARGUMENT with a BadRequest naming it.
+    try:
+        sessions.GetSession(session_pb2.GetSessionRequest(session_id="not-a-uuid"))
+        raise AssertionError("expected INVALID_ARGUMENT")
+    except grpc.RpcError as e:
+        from grpc_status import rpc_status
+        from google.rpc import error_details_pb2
+        status = rpc_status.from_call(e)
+        bad = error_details_pb2.BadRequest()
+        assert any(d.Unpack(bad) for d in status.details if d.Is(error_details_pb2.BadRequest.DESCRIPTOR)), status
+        assert bad.field_violations[0].field == "session_id", bad
+
+    # Server reflection as Python's stock grpcio-reflection speaks it (v1alpha).
+    from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
+    services = set(ProtoReflectionDescriptorDatabase(channel).get_services())
+    assert {"baton.v1.SessionService", "baton.v1.MemoryService", "grpc.health.v1.Health"} <= services, services
 
     brief = brief_pb2_grpc.BriefServiceStub(channel).GetBrief(brief_pb2.GetBriefRequest(project=project))
     assert "polyglot" in brief.brief.text, brief

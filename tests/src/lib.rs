@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failure should panic loudly
 
 pub mod postgres;
+pub mod python;
 pub mod tls;
 
 use std::io::{BufRead, BufReader};

@@ -5,13 +5,14 @@
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use baton_proto::details::{self, Detail, reason};
 use bytes::{Buf, Bytes};
 use futures::StreamExt as _;
 use futures::future::BoxFuture;
 use http_body::Frame;
 use http_body_util::{BodyExt as _, BodyStream, StreamBody};
-use tonic::Status;
 use tonic::body::Body;
+use tonic::{Code, Status};
 
 /// The largest request each RPC accepts, in bytes of its encoded message.
 #[derive(Debug, Clone)]
@@ -90,10 +91,17 @@ where
                 && len > limit
             {
                 tracing::info!(rpc, bytes = len, limit, "request over the size limit");
-                return Ok(Status::resource_exhausted(format!(
+                let message = format!(
                     "{rpc} request of {len} bytes is over this server's limit of {limit} bytes ({flag}); \
                      send less per call"
-                ))
+                );
+                let quota = Detail::Quota { subject: format!("request:{rpc}"), description: message.clone() };
+                return Ok(details::status(
+                    Code::ResourceExhausted,
+                    message,
+                    reason::REQUEST_TOO_LARGE,
+                    vec![quota],
+                )
                 .into_http());
             }
             let body = Body::new(StreamBody::new(futures::stream::iter(head).chain(BodyStream::new(rest))));

@@ -370,11 +370,18 @@ async fn one_project_across_clones_and_agents(backend: Backend) {
     };
     assert_eq!(key(a.path()), "github.com/Acme/Shared");
     assert_eq!(key(a.path()), key(b.path()));
-    // A .baton.toml names the project, wherever the directory is.
+    // A .baton.toml names the project, wherever the directory is: in the directory itself
+    // outside a repository, never in a parent such as /tmp (attacks.rs).
     let plain = tempfile::tempdir().unwrap();
     std::fs::write(plain.path().join(".baton.toml"), "project = \"team/widget\"\n").unwrap();
     std::fs::create_dir_all(plain.path().join("sub")).unwrap();
-    assert_eq!(key(&plain.path().join("sub")), "team/widget");
+    assert_eq!(key(plain.path()), "team/widget");
+    assert!(key(&plain.path().join("sub")).starts_with("path:/"));
+    // In a repository, at its root, also from a subdirectory.
+    std::fs::write(a.path().join(".baton.toml"), "project = \"team/gadget\"\n").unwrap();
+    std::fs::create_dir_all(a.path().join("src")).unwrap();
+    assert_eq!(key(&a.path().join("src")), "team/gadget");
+    std::fs::remove_file(a.path().join(".baton.toml")).unwrap();
     // Neither: the path.
     let bare = tempfile::tempdir().unwrap();
     assert!(key(bare.path()).starts_with("path:/"));

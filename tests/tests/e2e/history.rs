@@ -7,12 +7,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use baton_proto::v1::{
-    ConflictPolicy, Event, ListMemoryRequest, RecordValue, RejectedWrite, WatchCursor, WatchRequest,
-    WriteOptions, WriteOutcome, record_value,
+    ConflictPolicy, Event, ListMemoryRequest, RecordValue, WatchCursor, WatchRequest, WriteOptions,
+    WriteOutcome, record_value,
 };
 use baton_server::core::lww::{self, Decision, Policy, RecordVersion, WriteIntent};
 use baton_tests::{Backend, Clients, Server, both};
-use prost::Message;
 use tokio_stream::StreamExt as _;
 use tonic::Code;
 
@@ -114,7 +113,8 @@ async fn serial_history(backend: Backend) {
                         }
                         Err(s) => {
                             assert_eq!(s.code(), Code::Aborted, "{s:?}");
-                            let rejected = RejectedWrite::decode(s.details()).unwrap().conflict.unwrap();
+                            let rejected =
+                                baton_proto::details::rejected_write(&s).unwrap().conflict.unwrap();
                             Reply::Rejected {
                                 current_revision: rejected.current_revision,
                                 current: note_content(&rejected.current_value),

@@ -86,26 +86,14 @@ async fn list_services_v1alpha(channel: tonic::transport::Channel) -> Vec<String
 }
 both!(health_and_reflection);
 
-/// Python with grpcio and grpcio-tools (`.ci/run` installs them).
-fn python() -> String {
-    std::env::var("BATON_TEST_PYTHON").unwrap_or_else(|_| "python3".into())
-}
-
 async fn python_client(backend: Backend) {
+    // Made once under target/ with pinned packages (baton_tests::python).
+    let python = baton_tests::python::python().unwrap();
     let server = Server::start(backend).await.unwrap();
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let out = tempfile::tempdir().unwrap();
-    let check = Command::new(python())
-        .args(["-c", "import grpc, grpc_tools"])
-        .output()
-        .expect("python3 is needed for the cross-language test");
-    assert!(
-        check.status.success(),
-        "the cross-language test needs Python's grpcio and grpcio-tools: pip install grpcio grpcio-tools ({})",
-        String::from_utf8_lossy(&check.stderr)
-    );
     let script = root.join("tests/python/smoke.py");
-    let run = Command::new(python())
+    let run = Command::new(&python)
         .arg(&script)
         .args([
             &server.addr.to_string(),

@@ -1,11 +1,10 @@
 //! The decision table of ARCHITECTURE.md, row by row, and request idempotency.
 
 use baton_proto::v1::{
-    ConflictPolicy, GetSessionRequest, ListConflictsRequest, ListMemoryRequest, RejectedWrite,
-    UpdateSessionRequest, WriteOptions, WriteOutcome, record_value,
+    ConflictPolicy, GetSessionRequest, ListConflictsRequest, ListMemoryRequest, UpdateSessionRequest,
+    WriteOptions, WriteOutcome, record_value,
 };
 use baton_tests::{Backend, Server, both};
-use prost::Message;
 use prost_types::Timestamp;
 use tonic::Code;
 
@@ -53,7 +52,10 @@ async fn decision_table_on_a_note(backend: Backend) {
     let status = put_note(&mut c, &p, "arch", "v4", based(2, ConflictPolicy::Reject)).await.unwrap_err();
     assert_eq!(status.code(), Code::Aborted, "{}", status.message());
     assert!(status.message().contains("note/arch"), "{}", status.message());
-    let details = RejectedWrite::decode(status.details()).unwrap().conflict.unwrap();
+    // The standard error model: google.rpc.Status with an ErrorInfo and the RejectedWrite.
+    let info = baton_proto::details::error_info(&status).unwrap();
+    assert_eq!((info.reason.as_str(), info.domain.as_str()), ("WRITE_REJECTED", "baton.v1"));
+    let details = baton_proto::details::rejected_write(&status).unwrap().conflict.unwrap();
     assert_eq!(details.outcome, WriteOutcome::Rejected as i32);
     assert_eq!(details.current_revision, 3);
     match details.current_value.unwrap().value.unwrap() {
