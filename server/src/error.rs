@@ -193,8 +193,9 @@ impl From<Error> for Status {
 fn detail_of(error: Error, message: &str) -> (&'static str, Vec<Detail>) {
     let described = || message.to_owned();
     match error {
+        // Details travel in the headers too: everything in them is clipped like the message.
         Error::Invalid(Invalid { field, message }) => {
-            (reason::INVALID_ARGUMENT, vec![Detail::Field { field, description: message }])
+            (reason::INVALID_ARGUMENT, vec![Detail::Field { field: clip(field), description: clip(message) }])
         }
         Error::MemoryRule(_) | Error::InvalidArgument(_) => {
             let field = message.split_once(':').map(|(f, _)| f).filter(|f| is_field(f)).unwrap_or_default();

@@ -58,7 +58,7 @@ fn check_state(state: &CheckpointState) -> Result<(), Error> {
 }
 
 /// Chunk limits: per chunk, per request.
-const MAX_CHUNK: usize = 1024 * 1024;
+use crate::core::chunk::MAX_CHUNK;
 pub const MAX_CHUNKS_BYTES: usize = 8 * 1024 * 1024;
 const MAX_CHUNKS_PER_CALL: usize = 64;
 const MAX_DIGESTS: usize = 10_000;
@@ -249,7 +249,7 @@ impl<S: Store> CheckpointService for Api<S> {
                 )
                 .into());
             }
-            let packed = zstd::bulk::compress(&c.data, 3)
+            let packed = crate::core::chunk::pack(&c.data)
                 .map_err(|e| Error::internal(format!("compressing a chunk: {e}")))?;
             stored.push((c.digest.clone(), packed, i64::try_from(c.data.len()).unwrap_or(i64::MAX)));
         }
@@ -269,20 +269,26 @@ impl<S: Store> CheckpointService for Api<S> {
             check_digest(&format!("digests[{i}]"), d)?;
         }
         let found = self.store.get_chunks(req.project.clone(), req.digests.clone()).await?;
+        // A reply is bounded in bytes as well as in count (by the sizes the chunks were
+        // stored with, before anything is decompressed).
+        let total: i64 = found.iter().map(|(_, _, size)| (*size).max(0)).sum();
+        if total > MAX_CHUNKS_BYTES as i64 {
+            return Err(Error::ResourceExhausted(format!(
+                "digests: these {} chunks hold {total} bytes, over the {MAX_CHUNKS_BYTES} bytes one GetChunks reply \
+                 carries; ask for fewer per call",
+                found.len()
+            ))
+            .into());
+        }
         let mut chunks = Vec::with_capacity(found.len());
-        for (digest, packed) in found {
-            let corrupt = |why: String| Error::DataLoss {
+        for (digest, packed, size) in found {
+            let data = crate::core::chunk::unpack(&digest, &packed, size).map_err(|e| Error::DataLoss {
                 id: format!("chunk {digest}"),
                 source: crate::core::checkpoint::IntegrityError::Digest {
                     expected: digest.clone(),
-                    computed: why,
+                    computed: e.to_string(),
                 },
-            };
-            let data = zstd::stream::decode_all(packed.as_slice()).map_err(|e| corrupt(e.to_string()))?;
-            let computed = hex::encode(Sha256::digest(&data));
-            if computed != digest {
-                return Err(corrupt(computed).into());
-            }
+            })?;
             chunks.push(Chunk { digest, data });
         }
         if let Some(missing) = req.digests.iter().find(|d| !chunks.iter().any(|c| &c.digest == *d)) {

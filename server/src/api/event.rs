@@ -20,7 +20,10 @@ use crate::error::Error;
 use crate::events::{Delivery, Watch, watch};
 use crate::store::Store;
 
+/// Kinds to filter by: known values, each once. A list longer than there are kinds is a
+/// mistake (or an attempt to go past the database's parameter limit).
 fn check_kinds(kinds: &[i32]) -> Result<(), Error> {
+    validate::count("kinds", kinds.len(), MAX_FILTER_VALUES)?;
     for k in kinds {
         validate::enum_value::<EventKind>("kinds", *k, false)?;
     }
@@ -36,6 +39,9 @@ fn check_cursor(field: &str, revision: i64) -> Result<(), Error> {
     Ok(())
 }
 
+/// Values one filter field may list.
+const MAX_FILTER_VALUES: usize = 64;
+
 #[tonic::async_trait]
 impl<S: Store> EventService for Api<S> {
     async fn list_events(
@@ -47,8 +53,11 @@ impl<S: Store> EventService for Api<S> {
         validate::project("project", &req.project)?;
         check_cursor("after_revision", req.after_revision)?;
         check_kinds(&req.kinds)?;
+        let mut kinds = req.kinds;
+        kinds.sort_unstable();
+        kinds.dedup();
         let limit = validate::page_size("limit", req.limit, 1000, 10_000)?;
-        Ok(Response::new(self.store.list_events(req.project, req.after_revision, limit, req.kinds).await?))
+        Ok(Response::new(self.store.list_events(req.project, req.after_revision, limit, kinds).await?))
     }
 
     type WatchStream = Pin<Box<dyn Stream<Item = Result<Event, Status>> + Send + 'static>>;

@@ -99,9 +99,15 @@ impl<S: Store> SessionService for Api<S> {
         self.auth.check(&request, Need::Read, &request.get_ref().project).await?;
         let req = request.into_inner();
         validate::project("project", &req.project)?;
+        // Each status once; a longer list is a mistake (or an attempt to go past the
+        // database's parameter limit).
+        validate::count("statuses", req.statuses.len(), 64)?;
         let mut statuses = Vec::new();
         for s in &req.statuses {
-            statuses.push(validate::enum_value::<SessionStatus>("statuses", *s, false)?);
+            let status = validate::enum_value::<SessionStatus>("statuses", *s, false)?;
+            if !statuses.contains(&status) {
+                statuses.push(status);
+            }
         }
         let agent = if req.agent == 0 {
             None

@@ -4,6 +4,7 @@
 pub mod access;
 pub mod brief;
 pub mod checkpoint;
+pub mod chunk;
 pub mod lww;
 pub mod memory;
 pub mod purge;

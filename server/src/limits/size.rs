@@ -83,7 +83,8 @@ where
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let (limit, flag) = self.limits.for_path(request.uri().path());
-        let rpc = request.uri().path().rsplit('/').next().unwrap_or_default().to_owned();
+        let rpc: String =
+            request.uri().path().rsplit('/').next().unwrap_or_default().chars().take(128).collect();
         Box::pin(async move {
             let (parts, body) = request.into_parts();
             let (head, declared, rest) = read_frame_header(body).await;

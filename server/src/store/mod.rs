@@ -242,12 +242,12 @@ pub trait Store: Clone + Send + Sync + 'static {
         project: String,
         chunks: Vec<(String, Vec<u8>, i64)>,
     ) -> impl Future<Output = Result<i32>> + Send;
-    /// Stored chunk bytes by digest (absent ones left out).
+    /// Stored (compressed) chunk bytes and their declared size by digest (absent ones left out).
     fn get_chunks(
         &self,
         project: String,
         digests: Vec<String>,
-    ) -> impl Future<Output = Result<Vec<(String, Vec<u8>)>>> + Send;
+    ) -> impl Future<Output = Result<Vec<(String, Vec<u8>, i64)>>> + Send;
     fn create_token(
         &self,
         name: String,

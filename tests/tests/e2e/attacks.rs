@@ -838,3 +838,127 @@ async fn the_clients_files_are_private() {
         assert!(seen >= 2, "{} holds {seen} files", home.display());
     }
 }
+
+/// Attack 13: filters longer than the database's parameter limit answered INTERNAL (with a
+/// backtrace logged per request); they are INVALID_ARGUMENT.
+async fn oversize_filters_are_invalid_arguments(backend: Backend) {
+    use baton_proto::v1::{ListEventsRequest, ListSessionsRequest};
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    start_session(&mut c, &p).await;
+    let statuses = vec![SessionStatus::Active as i32; 70_000];
+    let (code, message) = crate::code(
+        c.sessions
+            .list_sessions(ListSessionsRequest { project: p.clone(), statuses, ..Default::default() })
+            .await,
+    );
+    assert_eq!((code, message.contains("statuses")), (Code::InvalidArgument, true), "{message}");
+    let kinds = vec![1; 70_000];
+    let (code, message) = crate::code(
+        c.events.list_events(ListEventsRequest { project: p.clone(), kinds, ..Default::default() }).await,
+    );
+    assert_eq!((code, message.contains("kinds")), (Code::InvalidArgument, true), "{message}");
+    // Repeated values within the limit are one filter value each.
+    let listed = c
+        .sessions
+        .list_sessions(ListSessionsRequest {
+            project: p.clone(),
+            statuses: vec![SessionStatus::Active as i32; 60],
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(listed.sessions.len(), 1);
+}
+both!(oversize_filters_are_invalid_arguments);
+
+/// A zstd frame of 64 MiB of zeros: a few KiB stored.
+fn bomb() -> Vec<u8> {
+    zstd::bulk::compress(&vec![0u8; 64 * 1024 * 1024], 3).unwrap()
+}
+
+/// Attack 13, continued: GetChunks decompressed whatever was stored, without a bound, and
+/// `import` stored chunk bytes without checking them.
+async fn stored_chunks_are_bounded_and_checked(backend: Backend) {
+    use baton_proto::v1::GetChunksRequest;
+    use sha2::{Digest, Sha256};
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    let data = vec![1u8; 10];
+    let digest = hex::encode(Sha256::digest(&data));
+    // Planted behind the server's back: a bomb declared as 10 bytes.
+    let bytes = hex::encode(bomb());
+    let literal = match backend {
+        Backend::Sqlite => format!("X'{bytes}'"),
+        Backend::Postgres => format!("'\\x{bytes}'::bytea"),
+    };
+    server
+        .execute(&format!(
+            "INSERT INTO chunks (project, digest, data, size_bytes, created_us) VALUES ('{p}', '{digest}', {literal}, 10, 0)"
+        ))
+        .await
+        .unwrap();
+    let (code, message) = crate::code(
+        c.checkpoints
+            .get_chunks(GetChunksRequest { project: p.clone(), digests: vec![digest.clone()] })
+            .await,
+    );
+    assert_eq!(code, Code::DataLoss, "{message}");
+
+    // An archive whose chunk is a bomb is refused by import, and nothing of it is stored.
+    let other = project();
+    start_session(&mut c, &other).await;
+    let good = vec![2u8; 1000];
+    let good_digest = hex::encode(Sha256::digest(&good));
+    c.checkpoints
+        .put_chunks(baton_proto::v1::PutChunksRequest {
+            project: other.clone(),
+            chunks: vec![baton_proto::v1::Chunk { digest: good_digest.clone(), data: good }],
+        })
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("a.baton");
+    let (ok, _, err) =
+        server.admin_command(&["export", "--project", &other, "--output", archive.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let text =
+        String::from_utf8(zstd::decode_all(std::fs::read(&archive).unwrap().as_slice()).unwrap()).unwrap();
+    let planted_b64 = {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(bomb())
+    };
+    let mut tampered = String::new();
+    for line in text.lines() {
+        let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+        plant(&mut v, &planted_b64);
+        tampered.push_str(&v.to_string());
+        tampered.push('\n');
+    }
+    assert!(tampered.contains(&planted_b64));
+    std::fs::write(&archive, zstd::encode_all(tampered.as_bytes(), 3).unwrap()).unwrap();
+    let target = Server::start(backend).await.unwrap();
+    let (ok, _, err) = target.admin_command(&["import", "--input", archive.to_str().unwrap()]);
+    assert!(!ok && err.contains("chunk"), "{err}");
+    assert_eq!(target.count_chunks().await.unwrap(), 0);
+}
+both!(stored_chunks_are_bounded_and_checked);
+
+/// Replaces the `data` of every chunk line (an object with `digest`, `data`, `size_bytes`).
+fn plant(v: &mut serde_json::Value, data: &str) {
+    match v {
+        serde_json::Value::Object(map) => {
+            if map.contains_key("digest") && map.contains_key("size_bytes") && map.contains_key("data") {
+                map.insert("data".into(), serde_json::Value::String(data.into()));
+            }
+            for child in map.values_mut() {
+                plant(child, data);
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(|i| plant(i, data)),
+        _ => {}
+    }
+}

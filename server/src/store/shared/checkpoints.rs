@@ -226,17 +226,17 @@ impl Backend {
         Ok(stored)
     }
 
-    pub(crate) async fn do_get_chunks(&self, project: String, digests: Vec<String>) -> Result<Vec<(String, Vec<u8>)>> {
+    pub(crate) async fn do_get_chunks(&self, project: String, digests: Vec<String>) -> Result<Vec<(String, Vec<u8>, i64)>> {
         let mut out = Vec::with_capacity(digests.len());
         let mut conn = self.pool.acquire().await?;
         for digest in digests {
-            let row: Option<(Vec<u8>,)> = sqlx::query_as("SELECT data FROM chunks WHERE project = $1 AND digest = $2")
+            let row: Option<(Vec<u8>, i64)> = sqlx::query_as("SELECT data, size_bytes FROM chunks WHERE project = $1 AND digest = $2")
                 .bind(&project)
                 .bind(&digest)
                 .fetch_optional(&mut *conn)
                 .await?;
-            if let Some((data,)) = row {
-                out.push((digest, data));
+            if let Some((data, size)) = row {
+                out.push((digest, data, size));
             }
         }
         Ok(out)

@@ -73,7 +73,7 @@ impl crate::store::Store for Backend {
     async fn put_chunks(&self, project: String, chunks: Vec<(String, Vec<u8>, i64)>) -> Result<i32> {
         self.do_put_chunks(project, chunks).await
     }
-    async fn get_chunks(&self, project: String, digests: Vec<String>) -> Result<Vec<(String, Vec<u8>)>> {
+    async fn get_chunks(&self, project: String, digests: Vec<String>) -> Result<Vec<(String, Vec<u8>, i64)>> {
         self.do_get_chunks(project, digests).await
     }
     async fn create_token(&self, name: String, role: String, project: Option<String>, secret_hash: String) -> Result<crate::store::TokenRow> {

@@ -74,6 +74,11 @@ impl Backend {
         }
         for line in &lines {
             if let Line::Chunk(c) = line {
+                // An archive is not trusted more than a client: what it stores must unpack to
+                // its declared size and digest.
+                if let Err(e) = crate::core::chunk::unpack(&c.digest, &c.data, c.size_bytes) {
+                    return Err(Error::InvalidArgument(format!("archive: chunk {} of project {project:?}: {e}", c.digest)));
+                }
                 let done = sqlx::query(
                     "INSERT INTO chunks (project, digest, data, size_bytes, created_us) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (project, digest) DO NOTHING",
                 )
