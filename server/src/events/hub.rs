@@ -28,11 +28,35 @@ pub struct Hub<S: Store> {
     /// this much delay).
     poll: Duration,
     shutdown: watch::Receiver<bool>,
+    /// Readers of projects that do not exist yet: they do not poll. One task (started with
+    /// the first) asks the database every `poll` which of them exist now, in one query,
+    /// and wakes those, and those whose watchers left; writes through this process (and,
+    /// on Postgres, NOTIFY from other instances) wake them as they wake every reader.
+    dormant: Arc<Mutex<HashMap<String, Dormant>>>,
+    checking: Arc<std::sync::atomic::AtomicBool>,
 }
+
+/// A dormant reader: how to wake it, and its feed (to tell whether anyone still listens).
+struct Dormant {
+    wake: Arc<Notify>,
+    feed: broadcast::Sender<Arc<Event>>,
+}
+
+/// Projects one existence query asks about.
+const DORMANT_BATCH: usize = 500;
 
 impl<S: Store> Hub<S> {
     pub fn new(store: S, wakers: Wakers, poll: Duration, shutdown: watch::Receiver<bool>) -> Self {
-        Self { store, wakers, feeds: Arc::default(), starting: Arc::default(), poll, shutdown }
+        Self {
+            store,
+            wakers,
+            feeds: Arc::default(),
+            starting: Arc::default(),
+            poll,
+            shutdown,
+            dormant: Arc::default(),
+            checking: Arc::default(),
+        }
     }
 
     /// How often readers poll the table when nothing woke them.
@@ -91,6 +115,61 @@ impl<S: Store> Hub<S> {
         rx
     }
 
+    /// Number of readers waiting for their project to exist (stats and tests).
+    pub fn dormant(&self) -> usize {
+        self.dormant.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+
+    /// Puts a reader to sleep until its project exists (or its watchers leave).
+    fn sleep_until_created(&self, project: &str, wake: &Arc<Notify>, feed: &broadcast::Sender<Arc<Event>>) {
+        self.dormant
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(project.to_owned(), Dormant { wake: wake.clone(), feed: feed.clone() });
+        if !self.checking.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            tokio::spawn(self.clone().check_dormant());
+        }
+    }
+
+    /// Every `poll`: one query for all dormant projects; wakes those that exist now and
+    /// those nobody watches any more.
+    async fn check_dormant(self) {
+        let mut shutdown = self.shutdown.clone();
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(self.poll) => {}
+                _ = shutdown.changed() => return,
+            }
+            let keys: Vec<String> = {
+                let mut dormant = self.dormant.lock().unwrap_or_else(PoisonError::into_inner);
+                dormant.retain(|_, d| {
+                    let watched = d.feed.receiver_count() > 0;
+                    if !watched {
+                        d.wake.notify_one();
+                    }
+                    watched
+                });
+                dormant.keys().cloned().collect()
+            };
+            for batch in keys.chunks(DORMANT_BATCH) {
+                fail::fail_point!("hub.dormant_check");
+                match self.store.existing_projects(batch.to_vec()).await {
+                    Ok(existing) => {
+                        let mut dormant = self.dormant.lock().unwrap_or_else(PoisonError::into_inner);
+                        for key in existing {
+                            if let Some(d) = dormant.remove(&key) {
+                                d.wake.notify_one();
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot tell which watched projects exist; will retry")
+                    }
+                }
+            }
+        }
+    }
+
     fn feed(&self, project: &str) -> Option<broadcast::Receiver<Arc<Event>>> {
         let feeds = self.feeds.lock().unwrap_or_else(PoisonError::into_inner);
         feeds.get(project).map(broadcast::Sender::subscribe)
@@ -116,10 +195,20 @@ impl<S: Store> Hub<S> {
         let mut first = true;
         loop {
             if !std::mem::take(&mut first) {
-                tokio::select! {
-                    () = wake.notified() => {}
-                    () = tokio::time::sleep(self.poll) => {}
-                    _ = shutdown.changed() => break,
+                if last == 0 {
+                    // Nothing to read yet (the project does not exist): no polling.
+                    self.sleep_until_created(&project, &wake, &tx);
+                    tokio::select! {
+                        () = wake.notified() => {}
+                        _ = shutdown.changed() => break,
+                    }
+                    self.dormant.lock().unwrap_or_else(PoisonError::into_inner).remove(&project);
+                } else {
+                    tokio::select! {
+                        () = wake.notified() => {}
+                        () = tokio::time::sleep(self.poll) => {}
+                        _ = shutdown.changed() => break,
+                    }
                 }
             }
             {
@@ -247,6 +336,61 @@ mod tests {
         fail::remove("hub.before_reader_head");
         let event = got.expect("the write is delivered").unwrap().unwrap();
         assert_eq!(event.revision, 2);
+    }
+
+    /// Readers of projects that do not exist do not poll: one query per poll asks about all
+    /// of them; a project created by another process (no wake-up) is found by it, and its
+    /// watchers get the write.
+    #[cfg(feature = "failpoints")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn watching_projects_that_do_not_exist_costs_one_query_per_poll() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+
+        use baton_proto::v1::{MemoryItem, MemoryOp, PutMemoryRequest};
+
+        let (dir, store, hub, _stop, stop_rx) = sqlite_hub(Duration::from_millis(50)).await;
+        let _only = FAIL_POINT.lock().await;
+        let checks = Arc::new(AtomicUsize::new(0));
+        let counted = checks.clone();
+        fail::cfg_callback("hub.dormant_check", move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+        let mut watchers: Vec<_> = (0..300)
+            .map(|i| {
+                let request = Watch { cursors: vec![(format!("nowhere/{i}"), 0)], kinds: HashSet::new() };
+                watch(store.clone(), &hub, request, stop_rx.clone(), 8)
+            })
+            .collect();
+        until(|| hub.dormant() == 300).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let polls = checks.load(Ordering::SeqCst);
+        fail::remove("hub.dormant_check");
+        // About 10 polls of 50 ms: one query each, not one per project.
+        assert!((3..=20).contains(&polls), "{polls} existence queries for 300 projects in 0.5 s");
+
+        // Another process (its own store on the same file: no wake-up here) creates one.
+        let other = SqliteStore::connect(
+            &format!("sqlite://{}", dir.path().join("t.db").display()),
+            Wakers::default(),
+        )
+        .await
+        .unwrap();
+        let req = PutMemoryRequest {
+            project: "nowhere/7".into(),
+            category: "note".into(),
+            key: "k".into(),
+            op: MemoryOp::Upsert as i32,
+            items: vec![MemoryItem { content: "hello".into(), rationale: String::new() }],
+            ..Default::default()
+        };
+        other.put_memory(crate::store::WriteCtx::default(), req).await.unwrap();
+        let got = tokio::time::timeout(Duration::from_secs(5), watchers[7].recv()).await;
+        assert_eq!(got.expect("delivered").unwrap().unwrap().revision, 1);
+        until(|| hub.dormant() == 299).await;
+        // Watchers that leave free their dormant readers.
+        watchers.clear();
+        until(|| hub.readers() == 0 && hub.dormant() == 0).await;
     }
 
     /// The fail point is the process's: one test at a time sets it.

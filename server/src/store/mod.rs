@@ -264,6 +264,8 @@ pub trait Store: Clone + Send + Sync + 'static {
     fn touch_token(&self, id: String, now_us: i64) -> impl Future<Output = Result<()>> + Send;
     /// The project of a session or checkpoint.
     fn project_of(&self, kind: Entity, id: String) -> impl Future<Output = Result<Option<String>>> + Send;
+    /// Which of these project keys exist.
+    fn existing_projects(&self, keys: Vec<String>) -> impl Future<Output = Result<Vec<String>>> + Send;
     /// The project's current revision (0 for an unknown project).
     fn head_revision(&self, project: String) -> impl Future<Output = Result<i64>> + Send;
     /// Projects that have checkpoints older than the cut-off.

@@ -97,6 +97,9 @@ impl crate::store::Store for Backend {
     async fn project_of(&self, kind: crate::store::Entity, id: String) -> Result<Option<String>> {
         self.do_project_of(kind, id).await
     }
+    async fn existing_projects(&self, keys: Vec<String>) -> Result<Vec<String>> {
+        self.do_existing_projects(keys).await
+    }
     async fn head_revision(&self, project: String) -> Result<i64> {
         head_revision(&mut *self.pool.acquire().await?, &project).await
     }

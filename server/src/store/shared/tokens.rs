@@ -65,6 +65,20 @@ impl Backend {
         Ok(())
     }
 
+    pub(crate) async fn do_existing_projects(&self, keys: Vec<String>) -> Result<Vec<String>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut sql = sqlx::QueryBuilder::<Db>::new("SELECT key FROM projects WHERE key IN (");
+        let mut list = sql.separated(", ");
+        for key in keys {
+            list.push_bind(key);
+        }
+        sql.push(")");
+        let rows: Vec<(String,)> = sql.build_query_as().fetch_all(&self.pool).await?;
+        Ok(rows.into_iter().map(|(k,)| k).collect())
+    }
+
     pub(crate) async fn do_project_of(&self, kind: crate::store::Entity, id: String) -> Result<Option<String>> {
         let sql = match kind {
             crate::store::Entity::Session => "SELECT project FROM sessions WHERE id = $1",
