@@ -76,6 +76,29 @@ pub struct Config {
     #[arg(long, global = true, env = "BATON_AUTH_FAILURE_BURST", default_value_t = 50)]
     pub auth_failure_burst: u32,
 
+    /// Open TCP connections in all; more are closed as they are accepted.
+    #[arg(long, global = true, env = "BATON_MAX_CONNECTIONS", default_value_t = 4096)]
+    pub max_connections: usize,
+
+    /// Open TCP connections per client address (an IPv6 /64 counts as one address).
+    #[arg(long, global = true, env = "BATON_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = 512)]
+    pub max_connections_per_address: usize,
+
+    /// A new connection must send the HTTP/2 preface (and finish its TLS handshake) within
+    /// this.
+    #[arg(long, global = true, env = "BATON_HANDSHAKE_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub handshake_timeout: Duration,
+
+    /// A connection without an open stream (a request or a Watch) for this long is closed;
+    /// 0s = never.
+    #[arg(long, global = true, env = "BATON_IDLE_TIMEOUT", default_value = "10m", value_parser = humantime::parse_duration)]
+    pub idle_timeout: Duration,
+
+    /// HTTP/2 keepalive: ping a connection after this long without frames, and close it if
+    /// the ping is not answered within the same time; 0s = off.
+    #[arg(long, global = true, env = "BATON_HTTP2_KEEPALIVE", default_value = "60s", value_parser = humantime::parse_duration)]
+    pub http2_keepalive: Duration,
+
     /// Projects one Watch may follow (named, or all a token may read).
     #[arg(long, global = true, env = "BATON_MAX_WATCH_PROJECTS", default_value_t = 100)]
     pub max_watch_projects: usize,

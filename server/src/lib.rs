@@ -31,7 +31,6 @@ use baton_proto::v1::session_service_server::SessionServiceServer;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tonic::transport::Server;
-use tonic::transport::server::TcpIncoming;
 
 use crate::api::{Api, Limits};
 use crate::config::{Config, redacted_url};
@@ -218,9 +217,20 @@ async fn serve<S: Store>(
     let layers = tower::ServiceBuilder::new()
         .option_layer(config.metrics_listen.map(|_| metrics::MetricsLayer))
         .layer(limits::SizeLimitLayer(Arc::new(sizes)));
-    let mut server = Server::builder().layer(layers);
+    let tracker = limits::conn::Tracker::new(limits::conn::ConnLimits {
+        max_total: config.max_connections.max(1),
+        max_per_address: config.max_connections_per_address.max(1),
+        preface_timeout: config.handshake_timeout,
+        idle_timeout: (!config.idle_timeout.is_zero()).then_some(config.idle_timeout),
+    });
+    let layers = layers.layer(limits::conn::StreamCountLayer(tracker.clone()));
+    let keepalive = (!config.http2_keepalive.is_zero()).then_some(config.http2_keepalive);
+    let mut server = Server::builder()
+        .http2_keepalive_interval(keepalive)
+        .http2_keepalive_timeout(keepalive)
+        .layer(layers);
     if let Some(tls) = tls_config(&config)? {
-        server = server.tls_config(tls).context("configuring TLS")?;
+        server = server.tls_config(tls.timeout(config.handshake_timeout)).context("configuring TLS")?;
     }
     server
         .add_service(health_service)
@@ -232,9 +242,9 @@ async fn serve<S: Store>(
         .add_service(BriefServiceServer::new(api.clone()).max_decoding_message_size(max_message))
         .add_service(EventServiceServer::new(api.clone()).max_decoding_message_size(max_message))
         .add_service(AdminServiceServer::new(api).max_decoding_message_size(max_message))
-        // Without TCP_NODELAY a multi-segment reply (a brief) waits on the client's delayed
-        // ACK: ~40 ms per call.
-        .serve_with_incoming_shutdown(TcpIncoming::from(listener).with_nodelay(Some(true)), shutdown)
+        // Connection caps and deadlines (limits::conn); TCP_NODELAY, or a multi-segment reply
+        // (a brief) waits on the client's delayed ACK: ~40 ms per call.
+        .serve_with_incoming_shutdown(tracker.incoming(listener), shutdown)
         .await
         .context("serving gRPC")?;
     let _ = reaper.await;

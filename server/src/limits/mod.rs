@@ -2,6 +2,7 @@
 //! request sizes per message kind, request rates per token (and authentication attempts per
 //! client address), watch streams per token.
 
+pub mod conn;
 pub mod rate;
 pub mod size;
 pub mod watch;

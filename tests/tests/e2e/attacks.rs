@@ -962,3 +962,82 @@ fn plant(v: &mut serde_json::Value, data: &str) {
         _ => {}
     }
 }
+
+/// The HTTP/2 client preface and an empty SETTINGS frame.
+const H2_HELLO: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00";
+
+/// A raw TCP connection to `server` from the loopback address `from`.
+async fn raw_from(from: [u8; 4], server: std::net::SocketAddr) -> tokio::net::TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(std::net::SocketAddr::from((from, 0))).unwrap();
+    socket.connect(server).await.unwrap()
+}
+
+/// Whether the server closed the connection within `within` (EOF or a reset on read).
+async fn closed_within(stream: &mut tokio::net::TcpStream, within: Duration) -> bool {
+    use tokio::io::AsyncReadExt as _;
+    let mut buf = [0u8; 1024];
+    let deadline = Instant::now() + within;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, stream.read(&mut buf)).await {
+            Err(_) => return false,
+            Ok(Ok(0) | Err(_)) => return true,
+            Ok(Ok(_)) => continue, // the server's SETTINGS, acks, pings
+        }
+    }
+}
+
+/// Attack 12: idle unauthenticated connections were never closed; two clients holding
+/// thousands exhausted the server's descriptors and a real client timed out. Caps per
+/// address and in total at accept, a preface deadline, and an idle timeout where a quiet
+/// Watch is not idle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_are_capped_and_time_out() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let server = Server::start_with(
+        Backend::Sqlite,
+        &["--max-connections-per-address", "4", "--handshake-timeout", "1s", "--idle-timeout", "1s"],
+    )
+    .await
+    .unwrap();
+    // A client holds its four connections, saying nothing.
+    let mut idle = Vec::new();
+    for _ in 0..4 {
+        idle.push(raw_from([127, 0, 0, 1], server.addr).await);
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Its fifth is closed at once.
+    let mut fifth = raw_from([127, 0, 0, 1], server.addr).await;
+    assert!(closed_within(&mut fifth, Duration::from_millis(700)).await, "a fifth connection was kept");
+    // Another client (another address) is served meanwhile.
+    let mut other = raw_from([127, 0, 0, 2], server.addr).await;
+    other.write_all(H2_HELLO).await.unwrap();
+    let mut head = [0u8; 9];
+    tokio::time::timeout(Duration::from_secs(2), other.read_exact(&mut head)).await.unwrap().unwrap();
+    assert_eq!(head[3], 4, "the server answers with its SETTINGS");
+    // The silent ones are closed by the preface deadline, freeing their slots.
+    for c in &mut idle {
+        assert!(closed_within(c, Duration::from_secs(4)).await, "a silent connection outlived the deadline");
+    }
+    // The one that spoke but opened no stream is closed as idle.
+    assert!(closed_within(&mut other, Duration::from_secs(4)).await, "an idle connection was kept");
+
+    // A quiet Watch is not idle: its connection outlives the idle timeout and delivers.
+    let mut c = server.clients().await;
+    let p = project();
+    let mut watch = c
+        .events
+        .watch(WatchRequest {
+            cursors: vec![WatchCursor { project: p.clone(), after_revision: 0 }],
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let mut writer = server.clients().await;
+    put_note(&mut writer, &p, "k", "after a quiet while", write()).await.unwrap();
+    let event = tokio::time::timeout(Duration::from_secs(5), watch.next()).await.unwrap().unwrap().unwrap();
+    assert_eq!(event.revision, 1);
+}
