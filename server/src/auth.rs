@@ -87,6 +87,18 @@ impl Principal {
         }
     }
 
+    /// Whether two principals are the same caller with the same reach.
+    pub fn same_as(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Open, Self::Open) => true,
+            (
+                Self::Token { name: a, role: ra, project: pa },
+                Self::Token { name: b, role: rb, project: pb },
+            ) => a == b && ra == rb && pa == pb,
+            _ => false,
+        }
+    }
+
     /// The one project a scoped token is limited to.
     pub fn scope_project(&self) -> Option<&str> {
         match self {
@@ -189,51 +201,58 @@ impl<S: Store> Auth<S> {
     /// Identifies the caller of a request, and counts it against its token's rate.
     pub async fn principal<T>(&self, request: &tonic::Request<T>) -> Result<Principal, Error> {
         let caller = Caller::of(request);
-        let (who, token_id) = self.identify(&caller).await?;
+        let (who, token_id) = self.identify(&caller, true).await?;
         if let (Principal::Token { name, .. }, Some(id)) = (&who, token_id) {
             self.limits.token(&id, name)?;
         }
         Ok(who)
     }
 
-    /// Identifies a caller (again, for a stream that is still open), without counting a
-    /// request. Lookups and failures count against the caller's address.
-    pub async fn identify(&self, caller: &Caller) -> Result<(Principal, Option<String>), Error> {
+    /// Identifies a caller, without counting a request against its token's rate. With
+    /// `charge` (a new request), a failure counts against the caller's address, and an
+    /// address over its failure limit is refused before any lookup (a valid token seen in
+    /// the last `TTL` still passes). Without it (a stream checking its caller again), the
+    /// answer is only what the caller is now.
+    pub async fn identify(
+        &self,
+        caller: &Caller,
+        charge: bool,
+    ) -> Result<(Principal, Option<String>), Error> {
         if !self.any_tokens().await? {
             return Ok((Principal::Open, None));
         }
+        let failed = |error: Error| -> Error {
+            match charge.then(|| self.limits.failed(caller.origin)) {
+                Some(Err(limited)) => limited,
+                _ => error,
+            }
+        };
         let Some(secret) = &caller.secret else {
-            self.limits.attempt(caller.origin)?;
-            return Err(unauthenticated(
+            return Err(failed(unauthenticated(
                 "this hub requires an access token: send `authorization: Bearer <token>` (baton: set BATON_TOKEN or \
                  --token); an admin creates one with `baton-server token create`",
-            ));
+            )));
         };
         let hash = hash_secret(secret);
-        let (row, counted) = match self.cached(&hash) {
-            Some(Some(row)) => (Some(row), false),
-            Some(None) => {
-                self.limits.attempt(caller.origin)?;
-                (None, true)
-            }
+        let row = match self.cached(&hash) {
+            Some(row) => row,
             None => {
-                self.limits.attempt(caller.origin)?;
-                (self.lookup(&hash).await?, true)
+                if charge {
+                    self.limits.blocked(caller.origin)?;
+                }
+                self.lookup(&hash).await?
             }
         };
         let Some(row) = row else {
-            return Err(unauthenticated(
+            return Err(failed(unauthenticated(
                 "unknown access token: check BATON_TOKEN, or ask an admin for a new one",
-            ));
+            )));
         };
         if row.revoked_us.is_some() {
-            if !counted {
-                self.limits.attempt(caller.origin)?;
-            }
-            return Err(Error::Unauthenticated(format!(
+            return Err(failed(Error::Unauthenticated(format!(
                 "token {:?} was revoked; ask an admin for a new one",
                 row.name
-            )));
+            ))));
         }
         let role = Role::parse(&row.role)
             .ok_or_else(|| Error::internal(format!("token {} has unknown role {}", row.name, row.role)))?;

@@ -84,8 +84,8 @@ pub struct Config {
     #[arg(long, global = true, env = "BATON_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = 512)]
     pub max_connections_per_address: usize,
 
-    /// A new connection must send the HTTP/2 preface (and finish its TLS handshake) within
-    /// this.
+    /// A new connection must finish its TLS handshake and send its first request within
+    /// this; 0s = no deadline.
     #[arg(long, global = true, env = "BATON_HANDSHAKE_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
     pub handshake_timeout: Duration,
 

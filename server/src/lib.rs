@@ -220,7 +220,7 @@ async fn serve<S: Store>(
     let tracker = limits::conn::Tracker::new(limits::conn::ConnLimits {
         max_total: config.max_connections.max(1),
         max_per_address: config.max_connections_per_address.max(1),
-        preface_timeout: config.handshake_timeout,
+        preface_timeout: (!config.handshake_timeout.is_zero()).then_some(config.handshake_timeout),
         idle_timeout: (!config.idle_timeout.is_zero()).then_some(config.idle_timeout),
     });
     let layers = layers.layer(limits::conn::StreamCountLayer(tracker.clone()));
@@ -229,8 +229,11 @@ async fn serve<S: Store>(
         .http2_keepalive_interval(keepalive)
         .http2_keepalive_timeout(keepalive)
         .layer(layers);
-    if let Some(tls) = tls_config(&config)? {
-        server = server.tls_config(tls.timeout(config.handshake_timeout)).context("configuring TLS")?;
+    if let Some(mut tls) = tls_config(&config)? {
+        if !config.handshake_timeout.is_zero() {
+            tls = tls.timeout(config.handshake_timeout);
+        }
+        server = server.tls_config(tls).context("configuring TLS")?;
     }
     server
         .add_service(health_service)

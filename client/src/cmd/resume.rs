@@ -228,24 +228,38 @@ fn transcript_blob(checkpoint: &baton_proto::v1::Checkpoint) -> Option<baton_pro
 }
 
 /// The session a resume without a target takes over, as the hub picks it: the latest
-/// crashed or idle one, else the latest completed one.
+/// crashed or idle one, else the latest completed one (every page read).
 async fn latest_to_resume(hub: &mut remote::Hub, project: &str) -> anyhow::Result<String> {
-    use baton_proto::v1::{ListSessionsRequest, SessionStatus};
+    use baton_proto::v1::{ListSessionsRequest, Session, SessionStatus};
+    let at = |s: &Session| s.updated_at.as_ref().map(|t| (t.seconds, t.nanos));
     for statuses in [vec![SessionStatus::Crashed, SessionStatus::Idle], vec![SessionStatus::Completed]] {
-        let reply = hub
-            .sessions
-            .list_sessions(ListSessionsRequest {
-                project: project.to_owned(),
-                statuses: statuses.into_iter().map(|s| s as i32).collect(),
-                page_size: 1000,
-                ..Default::default()
-            })
-            .await
-            .map_err(remote::fail)?
-            .into_inner();
-        let at = |s: &baton_proto::v1::Session| s.updated_at.as_ref().map(|t| (t.seconds, t.nanos));
-        if let Some(latest) = reply.sessions.iter().max_by(|a, b| at(a).cmp(&at(b)).then(a.id.cmp(&b.id))) {
-            return Ok(latest.id.clone());
+        let mut latest: Option<Session> = None;
+        let mut page_token = String::new();
+        loop {
+            let reply = hub
+                .sessions
+                .list_sessions(ListSessionsRequest {
+                    project: project.to_owned(),
+                    statuses: statuses.iter().map(|s| *s as i32).collect(),
+                    page_size: 1000,
+                    page_token: page_token.clone(),
+                    ..Default::default()
+                })
+                .await
+                .map_err(remote::fail)?
+                .into_inner();
+            for s in reply.sessions {
+                if latest.as_ref().is_none_or(|l| (at(&s), &s.id) > (at(l), &l.id)) {
+                    latest = Some(s);
+                }
+            }
+            if reply.next_page_token.is_empty() || reply.next_page_token == page_token {
+                break;
+            }
+            page_token = reply.next_page_token;
+        }
+        if let Some(latest) = latest {
+            return Ok(latest.id);
         }
     }
     anyhow::bail!(
@@ -254,12 +268,14 @@ async fn latest_to_resume(hub: &mut remote::Hub, project: &str) -> anyhow::Resul
     )
 }
 
-/// The checkpoint a resume of `target` starts from and its transcript, checked.
+/// The checkpoint a resume of `target` starts from and its transcript, checked: the one
+/// asked for, or the session's head, or (as the hub does) its nearest ancestor that is not
+/// corrupt.
 async fn transcript_of(
     hub: &mut remote::Hub,
     target: Option<&resume_session_request::Target>,
 ) -> anyhow::Result<(String, baton_proto::v1::BlobRef)> {
-    use baton_proto::v1::{GetCheckpointRequest, GetSessionRequest};
+    use baton_proto::v1::{GetCheckpointRequest, GetSessionRequest, ListCheckpointsRequest};
     let (checkpoint_id, session_id) = match target {
         Some(resume_session_request::Target::CheckpointId(c)) => (c.clone(), None),
         Some(resume_session_request::Target::SessionId(s)) => {
@@ -284,14 +300,36 @@ async fn transcript_of(
     if checkpoint_id.is_empty() {
         return Err(no_transcript());
     }
-    let checkpoint = hub
+    let checkpoint = match hub
         .checkpoints
         .get_checkpoint(GetCheckpointRequest { checkpoint_id: checkpoint_id.clone(), include_payload: false })
         .await
-        .map_err(remote::fail)?
-        .into_inner()
-        .checkpoint
-        .unwrap_or_default();
+    {
+        Ok(reply) => reply.into_inner().checkpoint.unwrap_or_default(),
+        // A corrupt checkpoint: the resume starts from its nearest valid ancestor.
+        Err(status) if status.code() == tonic::Code::DataLoss => {
+            let session = session_id.clone().ok_or_else(|| remote::fail(status.clone()))?;
+            let tree = hub
+                .checkpoints
+                .list_checkpoints(ListCheckpointsRequest { session_id: session, include_state: false })
+                .await
+                .map_err(remote::fail)?
+                .into_inner()
+                .checkpoints;
+            let mut next = Some(checkpoint_id.clone());
+            let mut found = None;
+            while let Some(id) = next.take() {
+                let Some(c) = tree.iter().find(|c| c.id == id) else { break };
+                if !c.corrupt {
+                    found = Some(c.clone());
+                    break;
+                }
+                next = (!c.parent_id.is_empty()).then(|| c.parent_id.clone());
+            }
+            found.ok_or_else(no_transcript)?
+        }
+        Err(status) => return Err(remote::fail(status)),
+    };
     let blob = transcript_blob(&checkpoint).ok_or_else(no_transcript)?;
     crate::blob::check(&blob)?;
     Ok((checkpoint.id, blob))

@@ -97,7 +97,12 @@ impl<S: Store> EventService for Api<S> {
                 let _held = &slot;
                 unshare(delivery)
             });
-            return Ok(Response::new(Box::pin(until_refused(self.auth.clone(), caller, stream))));
+            return Ok(Response::new(Box::pin(until_refused(
+                self.auth.clone(),
+                caller,
+                who.clone(),
+                stream,
+            ))));
         }
         validate::count("cursors", req.cursors.len(), self.limits.max_watch_projects)?;
         let mut cursors = Vec::with_capacity(req.cursors.len());
@@ -123,7 +128,7 @@ impl<S: Store> EventService for Api<S> {
             let _held = &slot;
             unshare(delivery)
         });
-        Ok(Response::new(Box::pin(until_refused(self.auth.clone(), caller, stream))))
+        Ok(Response::new(Box::pin(until_refused(self.auth.clone(), caller, who.clone(), stream))))
     }
 
     async fn list_conflicts(
@@ -147,19 +152,28 @@ impl<S: Store> EventService for Api<S> {
 fn until_refused<S: Store>(
     auth: Auth<S>,
     caller: Caller,
+    started: Principal,
     events: impl Stream<Item = Result<Event, Status>> + Send + 'static,
 ) -> impl Stream<Item = Result<Event, Status>> + Send + 'static {
     let mut every = tokio::time::interval(WATCH_RECHECK);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let events = Box::pin(events);
-    futures::stream::unfold(Some((events, every, auth, caller)), |state| async move {
-        let (mut events, mut every, auth, caller) = state?;
+    futures::stream::unfold(Some((events, every, auth, caller, started)), |state| async move {
+        let (mut events, mut every, auth, caller, started) = state?;
         loop {
             tokio::select! {
-                event = events.next() => return event.map(|e| (e, Some((events, every, auth, caller)))),
-                _ = every.tick() => match auth.identify(&caller).await {
+                event = events.next() => return event.map(|e| (e, Some((events, every, auth, caller, started)))),
+                _ = every.tick() => match auth.identify(&caller, false).await {
                     Err(e @ Error::Unauthenticated(_)) => return Some((Err(Status::from(e)), None)),
                     Err(e) => tracing::debug!(error = %e, "watch: could not check the caller again"),
+                    // Still the caller the stream was opened for (an anonymous stream of an
+                    // open hub does not become a token's).
+                    Ok((now, _)) if !now.same_as(&started) => {
+                        let e = Error::Unauthenticated(
+                            "this hub's access changed since the stream was opened; open it again with a token".into(),
+                        );
+                        return Some((Err(Status::from(e)), None));
+                    }
                     Ok(_) => {}
                 },
             }

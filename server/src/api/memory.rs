@@ -69,11 +69,12 @@ impl<S: Store> MemoryService for Api<S> {
         request: Request<DeleteMemoryRequest>,
     ) -> Result<Response<DeleteMemoryResponse>, Status> {
         let who = self.auth.check(&request, Need::Write, &request.get_ref().project).await?;
-        let req = request.into_inner();
+        let mut req = request.into_inner();
         validate::project("project", &req.project)?;
-        match &req.target {
+        match &mut req.target {
+            // Canonical, as every id is before it is looked up.
             Some(delete_memory_request::Target::EntryId(id)) => {
-                validate::uuid("entry_id", id)?;
+                *id = validate::uuid("entry_id", id)?.to_string();
             }
             Some(delete_memory_request::Target::Record(r)) => {
                 let semantics = rules::semantics(&r.category).map_err(Error::from)?;

@@ -2,8 +2,9 @@
 //! concurrency limit and `max_connection_age` are neither of these):
 //! - caps on open connections in total and per client address, checked at accept (a
 //!   connection over a cap is closed at once, before it costs a task or a buffer);
-//! - a deadline for the first bytes of HTTP/2 (the client preface), so a connection that
-//!   never speaks is closed (TLS has its own handshake deadline, `ServerTlsConfig::timeout`);
+//! - a deadline for the handshake: the first request must arrive within it, so a
+//!   connection that never speaks, or only says hello (the HTTP/2 preface, a TLS hello), is
+//!   closed (TLS also has its own handshake deadline, `ServerTlsConfig::timeout`);
 //! - an idle timeout, where idle means no open stream: a quiet Watch keeps its connection,
 //!   and HTTP/2 keepalive pings do not count as use.
 
@@ -23,15 +24,12 @@ use tonic::transport::server::{Connected, TcpConnectInfo};
 
 use super::rate::Origin;
 
-/// The length of the HTTP/2 client preface ("PRI * HTTP/2.0…").
-const PREFACE: usize = 24;
-
 #[derive(Debug, Clone, Copy)]
 pub struct ConnLimits {
     pub max_total: usize,
     pub max_per_address: usize,
-    /// The client preface must arrive within this after accept.
-    pub preface_timeout: Duration,
+    /// The first request must arrive within this after accept (`None`: no deadline).
+    pub preface_timeout: Option<Duration>,
     /// A connection without an open stream for this long is closed (`None`: never).
     pub idle_timeout: Option<Duration>,
 }
@@ -40,6 +38,8 @@ pub struct ConnLimits {
 #[derive(Debug)]
 struct ConnState {
     streams: AtomicUsize,
+    /// Whether a request ever came: until then the handshake deadline holds.
+    used: std::sync::atomic::AtomicBool,
     /// When the last stream ended (or the connection started).
     quiet_since: Mutex<Instant>,
 }
@@ -81,8 +81,11 @@ impl Tracker {
         }
         *count += 1;
         self.total.fetch_add(1, Ordering::SeqCst);
-        let state =
-            Arc::new(ConnState { streams: AtomicUsize::new(0), quiet_since: Mutex::new(Instant::now()) });
+        let state = Arc::new(ConnState {
+            streams: AtomicUsize::new(0),
+            used: std::sync::atomic::AtomicBool::new(false),
+            quiet_since: Mutex::new(Instant::now()),
+        });
         open.by_remote.insert(remote, state.clone());
         Ok(state)
     }
@@ -140,6 +143,7 @@ impl Tracker {
     fn stream_started(&self, remote: Option<SocketAddr>) -> Option<StreamGuard> {
         let state = self.open().by_remote.get(&remote?)?.clone();
         state.streams.fetch_add(1, Ordering::SeqCst);
+        state.used.store(true, Ordering::SeqCst);
         Some(StreamGuard(state))
     }
 }
@@ -155,21 +159,26 @@ impl Drop for StreamGuard {
     }
 }
 
-/// A connection within the caps: released when dropped; closed (an error on read) when the
-/// preface does not come in time or when it has been idle too long.
+/// A connection within the caps: released when dropped; closed (an error on read) when its
+/// first request does not come in time or when it has been idle too long.
 pub struct Limited {
     io: TcpStream,
     remote: SocketAddr,
     state: Arc<ConnState>,
     tracker: Tracker,
-    read: usize,
+    /// Whether the handshake deadline has been met (the first request came).
+    handshaken: bool,
     timer: Pin<Box<Sleep>>,
 }
 
+/// A timer that does not fire.
+const NEVER: Duration = Duration::from_secs(365 * 24 * 3600);
+
 impl Limited {
     fn new(io: TcpStream, remote: SocketAddr, state: Arc<ConnState>, tracker: Tracker) -> Self {
-        let timer = Box::pin(tokio::time::sleep(tracker.limits.preface_timeout));
-        Self { io, remote, state, tracker, read: 0, timer }
+        let timer = Box::pin(tokio::time::sleep(tracker.limits.preface_timeout.unwrap_or(NEVER)));
+        let handshaken = tracker.limits.preface_timeout.is_none();
+        Self { io, remote, state, tracker, handshaken, timer }
     }
 
     /// Checks the deadlines; `Err` closes the connection.
@@ -178,15 +187,20 @@ impl Limited {
             if self.timer.as_mut().poll(cx).is_pending() {
                 return Ok(());
             }
-            if self.read < PREFACE {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    "no HTTP/2 preface before the deadline (--handshake-timeout)",
-                ));
+            if !self.handshaken {
+                // A connection is not held by a preface (or a TLS hello) alone: its first
+                // request must come within the deadline too.
+                if !self.state.used.load(Ordering::SeqCst) {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "no HTTP/2 request before the handshake deadline (--handshake-timeout)",
+                    ));
+                }
+                self.handshaken = true;
             }
             let Some(idle) = self.tracker.limits.idle_timeout else {
-                // Preface seen and no idle timeout: the timer is not needed again.
-                self.timer.as_mut().reset(Instant::now() + Duration::from_secs(365 * 24 * 3600));
+                // Handshake done and no idle timeout: the timer is not needed again.
+                self.timer.as_mut().reset(Instant::now() + NEVER);
                 return Ok(());
             };
             let quiet_since = *self.state.quiet_since.lock().unwrap_or_else(PoisonError::into_inner);
@@ -221,20 +235,7 @@ impl AsyncRead for Limited {
             tracing::debug!(remote = %self.remote, error = %e, "closing a connection");
             return Poll::Ready(Err(e));
         }
-        let before = buf.filled().len();
-        let polled = Pin::new(&mut self.io).poll_read(cx, buf);
-        if let Poll::Ready(Ok(())) = polled {
-            let got = buf.filled().len() - before;
-            let read = self.read.saturating_add(got);
-            if self.read < PREFACE && read >= PREFACE {
-                // The preface is in: from now on the timer watches for idleness.
-                let idle = self.tracker.limits.idle_timeout.unwrap_or(Duration::from_secs(365 * 24 * 3600));
-                *self.state.quiet_since.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
-                self.timer.as_mut().reset(Instant::now() + idle);
-            }
-            self.read = read;
-        }
-        polled
+        Pin::new(&mut self.io).poll_read(cx, buf)
     }
 }
 
@@ -364,7 +365,7 @@ mod tests {
         ConnLimits {
             max_total: 3,
             max_per_address: 2,
-            preface_timeout: Duration::from_secs(1),
+            preface_timeout: Some(Duration::from_secs(1)),
             idle_timeout: None,
         }
     }

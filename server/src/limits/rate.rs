@@ -1,9 +1,10 @@
 //! Request rates, checked by authentication (`auth::Auth`) with `governor`'s GCRA limiters:
 //! - per *authenticated* token (its id): however the `authorization` header is spelled,
 //!   one token is one bucket, and a request that does not authenticate never makes one;
-//! - per client address, for authentication attempts that cost a lookup or fail (a missing,
-//!   unknown or revoked token, or a token not seen in the last `auth::TTL`): guessing and
-//!   floods of made-up tokens are slowed down before they reach the database.
+//! - per client address, for failed authentications (a missing, unknown or revoked token):
+//!   an address over its limit is refused before any token lookup until the limit allows
+//!   one again, so guessing and floods of made-up tokens are slowed down before they reach
+//!   the database (a valid token seen in the last `auth::TTL` still passes).
 //!
 //! Requests on an open hub (no token exists) are not limited: it listens on loopback by
 //! default and has no token to tell callers apart.
@@ -11,10 +12,11 @@
 //! Both tables are bounded: idle keys are forgotten every minute, and a table that grows
 //! past `MAX_KEYS` is pruned at once (and emptied if pruning is not enough).
 
+use std::collections::HashMap;
 use std::net::IpAddr;
 use std::num::NonZeroU32;
-use std::sync::{PoisonError, RwLock};
-use std::time::Duration;
+use std::sync::{Mutex, PoisonError, RwLock};
+use std::time::{Duration, Instant};
 
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota};
@@ -45,6 +47,8 @@ struct Table<K: std::hash::Hash + Eq + Clone> {
     quota: Quota,
     per_second: u32,
     burst: u32,
+    /// Checks since the table's size was last looked at (it is looked at every 1,024).
+    checks: std::sync::atomic::AtomicUsize,
 }
 
 impl<K: std::hash::Hash + Eq + Clone> Table<K> {
@@ -52,16 +56,22 @@ impl<K: std::hash::Hash + Eq + Clone> Table<K> {
         let rate = NonZeroU32::new(per_second)?;
         let burst = burst.max(per_second);
         let quota = Quota::per_second(rate).allow_burst(NonZeroU32::new(burst).unwrap_or(rate));
-        Some(Self { limiter: RwLock::new(governor::RateLimiter::keyed(quota)), quota, per_second, burst })
+        Some(Self {
+            limiter: RwLock::new(governor::RateLimiter::keyed(quota)),
+            quota,
+            per_second,
+            burst,
+            checks: std::sync::atomic::AtomicUsize::new(0),
+        })
     }
 
     /// One request of `key`: `Err(seconds to wait)` when over the limit.
     fn check(&self, key: &K) -> Result<(), String> {
-        let (result, len) = {
-            let limiter = self.limiter.read().unwrap_or_else(PoisonError::into_inner);
-            (limiter.check_key(key), limiter.len())
-        };
-        if len > MAX_KEYS {
+        let result = self.limiter.read().unwrap_or_else(PoisonError::into_inner).check_key(key);
+        // New keys are at most 1,024 between two looks: the table stays within MAX_KEYS + 1,024.
+        if self.checks.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 1024 == 1023
+            && self.len() > MAX_KEYS
+        {
             self.bound();
         }
         result.map_err(|not_until| {
@@ -92,6 +102,8 @@ impl<K: std::hash::Hash + Eq + Clone> Table<K> {
 pub struct RateLimits {
     tokens: Option<Table<String>>,
     failures: Option<Table<Origin>>,
+    /// Addresses over their failure limit, until when: refused before any lookup.
+    blocked: Mutex<HashMap<Origin, Instant>>,
 }
 
 impl RateLimits {
@@ -101,12 +113,13 @@ impl RateLimits {
         Self {
             tokens: Table::new(per_second, burst),
             failures: Table::new(failures_per_second, failure_burst),
+            blocked: Mutex::default(),
         }
     }
 
     /// No limits (admin commands, tests of other parts).
     pub fn off() -> Self {
-        Self { tokens: None, failures: None }
+        Self { tokens: None, failures: None, blocked: Mutex::default() }
     }
 
     /// Forgets idle keys; run every minute.
@@ -117,6 +130,8 @@ impl RateLimits {
         if let Some(t) = &self.failures {
             t.bound();
         }
+        let now = Instant::now();
+        self.blocked.lock().unwrap_or_else(PoisonError::into_inner).retain(|_, until| *until > now);
     }
 
     /// One request of an authenticated token.
@@ -133,18 +148,51 @@ impl RateLimits {
         })
     }
 
-    /// One authentication attempt from `origin` that costs a lookup or failed.
-    pub fn attempt(&self, origin: Origin) -> Result<(), Error> {
+    fn too_many(table: &Table<Origin>, wait: &str) -> Error {
+        Error::ResourceExhausted(format!(
+            "too many failed authentications from this address: {}/s are allowed (bursts of {}; \
+             --auth-failure-rate, --auth-failure-burst); check the token, then retry in {wait} s",
+            table.per_second, table.burst
+        ))
+    }
+
+    /// A failed authentication from `origin`; `Err` once the address is over its limit,
+    /// which then also blocks its lookups (`blocked`) until the limit allows one again.
+    pub fn failed(&self, origin: Origin) -> Result<(), Error> {
         let Some(table) = &self.failures else {
             return Ok(());
         };
         table.check(&origin).map_err(|wait| {
-            Error::ResourceExhausted(format!(
-                "too many failed authentications from this address: {}/s are allowed (bursts of {}; \
-                 --auth-failure-rate, --auth-failure-burst); check the token, then retry in {wait} s",
-                table.per_second, table.burst
-            ))
+            let seconds = wait.parse::<f64>().unwrap_or(1.0);
+            let mut blocked = self.blocked.lock().unwrap_or_else(PoisonError::into_inner);
+            if blocked.len() >= MAX_KEYS {
+                let now = Instant::now();
+                blocked.retain(|_, until| *until > now);
+            }
+            if blocked.len() < MAX_KEYS {
+                blocked.insert(origin, Instant::now() + Duration::from_secs_f64(seconds));
+            }
+            Self::too_many(table, &wait)
         })
+    }
+
+    /// Refuses an address that is over its failure limit (before a token lookup).
+    pub fn blocked(&self, origin: Origin) -> Result<(), Error> {
+        let Some(table) = &self.failures else {
+            return Ok(());
+        };
+        let mut blocked = self.blocked.lock().unwrap_or_else(PoisonError::into_inner);
+        match blocked.get(&origin) {
+            Some(until) if *until > Instant::now() => {
+                let wait = until.saturating_duration_since(Instant::now()).as_secs_f64().max(0.1);
+                Err(Self::too_many(table, &format!("{wait:.1}")))
+            }
+            Some(_) => {
+                blocked.remove(&origin);
+                Ok(())
+            }
+            None => Ok(()),
+        }
     }
 
     /// Keys held, per table (tests).
@@ -187,9 +235,9 @@ mod tests {
     fn tables_stay_bounded() {
         let limits = RateLimits::new(1, 1, 1, 1);
         for i in 0..(MAX_KEYS as u32 + 5_000) {
-            let _ = limits.attempt(Origin::of(Some(IpAddr::from(i.to_be_bytes()))));
+            let _ = limits.failed(Origin::of(Some(IpAddr::from(i.to_be_bytes()))));
         }
-        assert!(limits.keys().1 <= MAX_KEYS + 1, "{:?}", limits.keys());
+        assert!(limits.keys().1 <= MAX_KEYS + 1024, "{:?}", limits.keys());
     }
 
     #[test]

@@ -465,6 +465,10 @@ async fn failed_authentications_are_limited_per_address() {
     let c = server.clients().await;
     let p = project();
 
+    // A valid token, used once (its lookup is cached for 2 s).
+    let valid = token(&server, &["create", "--name", "valid", "--role", "reader"]);
+    let list = || ListMemoryRequest { project: p.clone(), ..Default::default() };
+    c.memory.clone().list_memory(with(list(), &valid)).await.unwrap();
     // Made-up tokens from one address: refused, then limited before any lookup.
     let mut codes = Vec::new();
     for i in 0..30 {
@@ -482,7 +486,91 @@ async fn failed_authentications_are_limited_per_address() {
         .await
         .unwrap_err();
     assert!(message.message().contains("--auth-failure-rate"), "{message:?}");
+    // Another caller's failures do not refuse a valid token seen lately.
+    c.memory.clone().list_memory(with(list(), &valid)).await.unwrap();
 }
+
+/// Attack 3, continued: a revoked token's holder must not keep its Watch alive by using up
+/// its address's failure budget (the recheck once answered RESOURCE_EXHAUSTED, which did
+/// not end the stream).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_watch_ends_whatever_else_its_address_does() {
+    let server =
+        Server::start_with(Backend::Sqlite, &["--auth-failure-rate", "1", "--auth-failure-burst", "1"])
+            .await
+            .unwrap();
+    let admin = token(&server, &["create", "--name", "admin", "--role", "admin"]);
+    let watcher = token(&server, &["create", "--name", "watcher", "--role", "reader"]);
+    let c = server.clients().await;
+    let p = project();
+    let mut stream = c
+        .events
+        .clone()
+        .watch(with(
+            WatchRequest {
+                cursors: vec![WatchCursor { project: p.clone(), after_revision: 0 }],
+                ..Default::default()
+            },
+            &watcher,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    let mut w = server.clients().await;
+    write_as(&mut w, &p, "v1", &admin).await;
+    assert!(stream.next().await.unwrap().is_ok());
+    token(&server, &["revoke", "watcher"]);
+    // Bad requests from the same address, all along.
+    let spam = tokio::spawn({
+        let c = c.clone();
+        let p = p.clone();
+        async move {
+            for i in 0..200 {
+                let request = with(
+                    ListMemoryRequest { project: p.clone(), ..Default::default() },
+                    &format!("baton_bad{i}"),
+                );
+                let _ = c.memory.clone().list_memory(request).await;
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+        }
+    });
+    let ended = tokio::time::timeout(Duration::from_secs(8), async {
+        loop {
+            match stream.next().await {
+                Some(Ok(_)) => continue,
+                other => return other,
+            }
+        }
+    })
+    .await
+    .expect("the revoked token's stream still runs");
+    assert_eq!(ended.unwrap().unwrap_err().code(), Code::Unauthenticated);
+    spam.abort();
+}
+
+/// DeleteMemory takes an entry id in any spelling, like every other id.
+async fn entry_ids_in_any_spelling(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    let id = put_note(&mut c, &p, "k", "v", write()).await.unwrap().entries[0].id.clone();
+    let deleted = c
+        .memory
+        .delete_memory(baton_proto::v1::DeleteMemoryRequest {
+            project: p.clone(),
+            target: Some(baton_proto::v1::delete_memory_request::Target::EntryId(format!(
+                "{{{}}}",
+                id.to_uppercase()
+            ))),
+            write: write(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(deleted.deleted_ids, vec![id]);
+}
+both!(entry_ids_in_any_spelling);
 
 /// Attack 14: a NUL byte in text. Postgres refused it (22021) and the error mapping took it
 /// for SQLite's "busy" (22021 & 0xff = 5): UNAVAILABLE, so a client kept the write at the
@@ -572,6 +660,19 @@ async fn session_with_transcript(
     cwd: &str,
     size: usize,
 ) -> String {
+    session_with_transcript_and_head(c, project, agent_session_id, cwd, size, false).await.0
+}
+
+/// `session_with_transcript`, optionally with a later head checkpoint without a transcript;
+/// returns the session and its head checkpoint.
+async fn session_with_transcript_and_head(
+    c: &mut baton_tests::Clients,
+    project: &str,
+    agent_session_id: &str,
+    cwd: &str,
+    size: usize,
+    then_head: bool,
+) -> (String, String) {
     use baton_proto::v1::{BlobRef, Chunk, PutChunksRequest};
     use sha2::{Digest, Sha256};
     let mut data = Vec::with_capacity(size + 200);
@@ -622,11 +723,25 @@ async fn session_with_transcript(
         })
         .await
         .unwrap();
+    let mut head = c.checkpoints.clone();
+    let head = if then_head {
+        let later = CreateCheckpointRequest {
+            session_id: s.id.clone(),
+            kind: CheckpointKind::Manual as i32,
+            reason: "later, without a transcript".into(),
+            state: Some(baton_proto::v1::CheckpointState { phase: "later".into(), ..Default::default() }),
+            write: write(),
+            ..Default::default()
+        };
+        head.create_checkpoint(later).await.unwrap().into_inner().checkpoint.unwrap().id
+    } else {
+        String::new()
+    };
     c.sessions
         .end_session(EndSessionRequest { session_id: s.id.clone(), write: write(), ..Default::default() })
         .await
         .unwrap();
-    s.id
+    (s.id, head)
 }
 
 /// Attacks 6, 9 and 15 at the hub: agent session ids and blob sizes a client would name
@@ -790,6 +905,25 @@ async fn restore_fetches_before_it_claims(backend: Backend) {
     let out = env.run(repo2.path(), &["resume", "--restore", "--session", &lost], "");
     assert_ne!(out.code, 0, "{out:?}");
     assert_eq!(all_events(&mut c, p2).await.len(), before, "the failed restore claimed or started a session");
+
+    // A corrupt head: the transcript of its nearest valid ancestor, as the hub resumes from.
+    let p3 = "github.com/acme/bigcarry3";
+    let repo3 = baton_tests::git_repo("git@github.com:acme/bigcarry3.git");
+    let (s3, head) = session_with_transcript_and_head(
+        &mut c,
+        p3,
+        "b16ca771-0000-4000-8000-000000000003",
+        "/y",
+        700 * 1024,
+        true,
+    )
+    .await;
+    server.corrupt_checkpoint(&head).await.unwrap();
+    let out = env.run(repo3.path(), &["resume", "--restore", "--json", "--session", &s3], "");
+    assert_eq!(out.code, 0, "{out:?}");
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert!(v["restored"].as_str().unwrap().ends_with("b16ca771-0000-4000-8000-000000000003.jsonl"), "{v}");
+    assert_eq!(v["skipped"].as_array().map(Vec::len), Some(1), "{v}");
 }
 both!(restore_fetches_before_it_claims);
 
