@@ -286,6 +286,7 @@ mod tests {
     #[tokio::test]
     async fn one_reader_per_project_freed_when_watchers_leave() {
         let (_dir, store, hub, _stop, stop_rx) = sqlite_hub(Duration::from_millis(20)).await;
+        let _only = FAIL_POINT.lock().await;
 
         let request = |p: &str| Watch { cursors: vec![(p.to_owned(), 0)], kinds: HashSet::new() };
         let a1 = watch(store.clone(), &hub, request("a"), stop_rx.clone(), 8);
@@ -393,8 +394,8 @@ mod tests {
         until(|| hub.readers() == 0 && hub.dormant() == 0).await;
     }
 
-    /// The fail point is the process's: one test at a time sets it.
-    #[cfg(feature = "failpoints")]
+    /// Fail points are the process's: one test at a time sets them, and tests that start
+    /// readers (which pass the fail points) take turns with those that count them.
     static FAIL_POINT: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
     /// Many watchers of a project without a reader, connecting at once, start one reader,
