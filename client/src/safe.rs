@@ -5,36 +5,17 @@
 
 use std::borrow::Cow;
 
-/// An agent's conversation id as one plain path component: at most 128 of `A-Z a-z 0-9 .
-/// _ -`, starting with a letter or digit (the server stores nothing else; a hostile hub may
-/// send anything). Checked before it names a file or goes into a command.
+/// An agent's conversation id as one plain path component (`baton_proto::agent`'s rule,
+/// which the server stores by; a hostile hub may send anything). Checked before it names a
+/// file or goes into a command.
 pub fn agent_session_id(id: &str) -> anyhow::Result<&str> {
-    let safe = !id.is_empty()
-        && id.len() <= 128
-        && id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-        && id.as_bytes()[0].is_ascii_alphanumeric();
-    if !safe {
+    if !baton_proto::agent::is_safe_session_id(id) {
         anyhow::bail!(
             "the hub sent an agent session id that is not a plain name ({}); refusing to use it as a file name or in a command",
             line(&crate::clip(id, 80))
         );
     }
     Ok(id)
-}
-
-/// The agent's own command to continue a conversation, as argv (`None` when the agent has no
-/// known resume command or the id is not safe).
-pub fn resume_argv(agent: i32, id: &str) -> Option<Vec<String>> {
-    use baton_proto::v1::AgentKind;
-    let id = agent_session_id(id).ok()?.to_owned();
-    let argv = match AgentKind::try_from(agent).unwrap_or_default() {
-        AgentKind::ClaudeCode => vec!["claude".to_owned(), "--resume".to_owned(), id],
-        AgentKind::Codex => vec!["codex".to_owned(), "resume".to_owned(), id],
-        AgentKind::Gemini => vec!["gemini".to_owned(), "--resume".to_owned(), id],
-        // Cursor has no verified resume command (AGENT_HOOKS.md); custom agents have their own.
-        AgentKind::Cursor | AgentKind::Custom | AgentKind::Unspecified => return None,
-    };
-    Some(argv)
 }
 
 /// argv as one line a POSIX shell runs as exactly that argv.
@@ -102,10 +83,14 @@ mod tests {
 
     #[test]
     fn commands_are_quoted_and_built_from_safe_ids_only() {
-        let argv = resume_argv(baton_proto::v1::AgentKind::ClaudeCode as i32, "abc-1").unwrap_or_default();
+        let argv = baton_proto::agent::resume_argv(baton_proto::v1::AgentKind::ClaudeCode as i32, "abc-1")
+            .unwrap_or_default();
         assert_eq!(shell_line(&argv), "claude --resume abc-1");
         assert_eq!(
-            resume_argv(baton_proto::v1::AgentKind::ClaudeCode as i32, "x; echo INJECTED-$(id -u) #"),
+            baton_proto::agent::resume_argv(
+                baton_proto::v1::AgentKind::ClaudeCode as i32,
+                "x; echo INJECTED-$(id -u) #"
+            ),
             None
         );
         assert_eq!(shell_line(&["echo".into(), "a b;c".into()]), "echo 'a b;c'");

@@ -3,8 +3,10 @@
 //! Other languages generate their own stubs from the same `.proto` files.
 //!
 //! Besides the generated code this crate holds the few pure rules that the server and the
-//! client must apply identically (secret redaction), so that neither depends on the other.
+//! client must apply identically (secret redaction, safe agent session ids), so that neither
+//! depends on the other.
 
+pub mod agent;
 pub mod codec;
 pub mod details;
 pub mod redact;

@@ -310,9 +310,8 @@ impl<S: Store> Auth<S> {
         who.allow(need)?;
         let id = crate::core::validate::uuid(field, raw_id)?;
         let within = who.scope_project().map(str::to_owned);
-        if let Some(scope) = &within {
+        if within.is_some() {
             match self.store.project_of(kind, id.to_string()).await? {
-                Some(project) if &project == scope => {}
                 Some(project) => who.scope(&project)?,
                 None => return Err(Error::NotFound(format!("{field}: no {} {id}", kind.noun()))),
             }

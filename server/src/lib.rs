@@ -181,17 +181,15 @@ async fn serve<S: Store>(
     ] {
         health_reporter.set_service_status(name, tonic_health::ServingStatus::Serving).await;
     }
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(baton_proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1()
-        .context("building the reflection service")?;
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(baton_proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
     // v1alpha too: Python's grpcio-reflection, older grpcurl and grpcui, Postman speak only it.
-    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(baton_proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1alpha()
-        .context("building the reflection service (v1alpha)")?;
+    let reflection_v1alpha =
+        reflection().build_v1alpha().context("building the reflection service (v1alpha)")?;
+    let reflection = reflection().build_v1().context("building the reflection service")?;
 
     // Checked on each request's frame header, before it is read: RESOURCE_EXHAUSTED naming
     // the limit. Tonic's own decoding cap is the largest of them, as a backstop.
@@ -220,18 +218,18 @@ async fn serve<S: Store>(
     let tracker = limits::conn::Tracker::new(limits::conn::ConnLimits {
         max_total: config.max_connections.max(1),
         max_per_address: config.max_connections_per_address.max(1),
-        preface_timeout: (!config.handshake_timeout.is_zero()).then_some(config.handshake_timeout),
-        idle_timeout: (!config.idle_timeout.is_zero()).then_some(config.idle_timeout),
+        preface_timeout: unless_zero(config.handshake_timeout),
+        idle_timeout: unless_zero(config.idle_timeout),
     });
     let layers = layers.layer(limits::conn::StreamCountLayer(tracker.clone()));
-    let keepalive = (!config.http2_keepalive.is_zero()).then_some(config.http2_keepalive);
+    let keepalive = unless_zero(config.http2_keepalive);
     let mut server = Server::builder()
         .http2_keepalive_interval(keepalive)
         .http2_keepalive_timeout(keepalive)
         .layer(layers);
     if let Some(mut tls) = tls_config(&config)? {
-        if !config.handshake_timeout.is_zero() {
-            tls = tls.timeout(config.handshake_timeout);
+        if let Some(deadline) = unless_zero(config.handshake_timeout) {
+            tls = tls.timeout(deadline);
         }
         server = server.tls_config(tls).context("configuring TLS")?;
     }
@@ -260,6 +258,11 @@ async fn serve<S: Store>(
     store.close().await;
     tracing::info!("stopped; database closed cleanly");
     Ok(())
+}
+
+/// A duration flag where 0 means off.
+fn unless_zero(d: std::time::Duration) -> Option<std::time::Duration> {
+    (!d.is_zero()).then_some(d)
 }
 
 /// The TLS identity from --tls-cert/--tls-key, read now so a bad path fails at start-up.

@@ -163,7 +163,7 @@ pub async fn run(
     }
     let here = conversation_here(old.agent, &old.agent_session_id);
     // Built here from the checked id, never taken from the hub's text.
-    let argv = if here { crate::safe::resume_argv(old.agent, &old.agent_session_id) } else { None };
+    let argv = if here { baton_proto::agent::resume_argv(old.agent, &old.agent_session_id) } else { None };
     let command = argv.as_deref().map(crate::safe::shell_line).unwrap_or_default();
     // The agent's next SessionStart for that conversation (or a fresh one here) continues
     // the successor session rather than starting another.

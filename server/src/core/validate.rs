@@ -48,13 +48,7 @@ pub fn optional(field: &str, value: &str, max: usize) -> Result<(), Invalid> {
 /// starting with a letter or digit. Clients name files and print commands with it (a
 /// transcript restored as `<id>.jsonl`, `claude --resume <id>`), so nothing else is stored.
 pub fn agent_session_id(field: &str, value: &str) -> Result<(), Invalid> {
-    if value.is_empty() {
-        return Ok(());
-    }
-    let safe = value.len() <= 128
-        && value.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-        && value.as_bytes()[0].is_ascii_alphanumeric();
-    if !safe {
+    if !value.is_empty() && !baton_proto::agent::is_safe_session_id(value) {
         return Err(invalid(
             field,
             "must be at most 128 characters of A-Z, a-z, 0-9, '.', '_' and '-', starting with a letter or digit \

@@ -29,16 +29,26 @@ const MAX_KEYS: usize = 65_536;
 /// Where a request comes from, for the failed-authentication limit: an IPv4 address, or
 /// the /64 of an IPv6 one (one host usually holds a whole /64).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Origin(u128);
+pub enum Origin {
+    V4(u32),
+    /// The first 64 bits.
+    V6(u64),
+    Unknown,
+}
 
 impl Origin {
     pub fn of(ip: Option<IpAddr>) -> Self {
         match ip.map(|ip| ip.to_canonical()) {
-            Some(IpAddr::V4(v4)) => Self(u128::from(u32::from(v4))),
-            Some(IpAddr::V6(v6)) => Self(u128::from(v6) & !((1u128 << 64) - 1) | 1 << 32),
-            None => Self(u128::MAX),
+            Some(IpAddr::V4(v4)) => Self::V4(u32::from(v4)),
+            Some(IpAddr::V6(v6)) => Self::V6((u128::from(v6) >> 64) as u64),
+            None => Self::Unknown,
         }
     }
+}
+
+/// A wait as a client is told it: seconds, one decimal, at least 0.1.
+fn seconds(wait: Duration) -> String {
+    format!("{:.1}", wait.as_secs_f64().max(0.1))
 }
 
 /// One keyed limiter, replaced by an empty one when pruning cannot bound it.
@@ -47,8 +57,6 @@ struct Table<K: std::hash::Hash + Eq + Clone> {
     quota: Quota,
     per_second: u32,
     burst: u32,
-    /// Checks since the table's size was last looked at (it is looked at every 1,024).
-    checks: std::sync::atomic::AtomicUsize,
 }
 
 impl<K: std::hash::Hash + Eq + Clone> Table<K> {
@@ -56,28 +64,16 @@ impl<K: std::hash::Hash + Eq + Clone> Table<K> {
         let rate = NonZeroU32::new(per_second)?;
         let burst = burst.max(per_second);
         let quota = Quota::per_second(rate).allow_burst(NonZeroU32::new(burst).unwrap_or(rate));
-        Some(Self {
-            limiter: RwLock::new(governor::RateLimiter::keyed(quota)),
-            quota,
-            per_second,
-            burst,
-            checks: std::sync::atomic::AtomicUsize::new(0),
-        })
+        Some(Self { limiter: RwLock::new(governor::RateLimiter::keyed(quota)), quota, per_second, burst })
     }
 
-    /// One request of `key`: `Err(seconds to wait)` when over the limit.
-    fn check(&self, key: &K) -> Result<(), String> {
+    /// One request of `key`: `Err(how long to wait)` when over the limit.
+    fn check(&self, key: &K) -> Result<(), Duration> {
         let result = self.limiter.read().unwrap_or_else(PoisonError::into_inner).check_key(key);
-        // New keys are at most 1,024 between two looks: the table stays within MAX_KEYS + 1,024.
-        if self.checks.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 1024 == 1023
-            && self.len() > MAX_KEYS
-        {
+        if self.len() > MAX_KEYS {
             self.bound();
         }
-        result.map_err(|not_until| {
-            let wait = not_until.wait_time_from(DefaultClock::default().now());
-            format!("{:.1}", wait.as_secs_f64().max(0.1))
-        })
+        result.map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()))
     }
 
     /// Forgets idle keys; empties a table that is still over `MAX_KEYS` (only a flood of
@@ -142,17 +138,21 @@ impl RateLimits {
         table.check(&token_id.to_owned()).map_err(|wait| {
             Error::ResourceExhausted(format!(
                 "rate limit exceeded: token {name:?} may send {} requests/s (bursts of {}; \
-                 --rate-limit, --rate-burst); retry in {wait} s or slow down",
-                table.per_second, table.burst
+                 --rate-limit, --rate-burst); retry in {} s or slow down",
+                table.per_second,
+                table.burst,
+                seconds(wait)
             ))
         })
     }
 
-    fn too_many(table: &Table<Origin>, wait: &str) -> Error {
+    fn too_many(table: &Table<Origin>, wait: Duration) -> Error {
         Error::ResourceExhausted(format!(
             "too many failed authentications from this address: {}/s are allowed (bursts of {}; \
-             --auth-failure-rate, --auth-failure-burst); check the token, then retry in {wait} s",
-            table.per_second, table.burst
+             --auth-failure-rate, --auth-failure-burst); check the token, then retry in {} s",
+            table.per_second,
+            table.burst,
+            seconds(wait)
         ))
     }
 
@@ -163,16 +163,15 @@ impl RateLimits {
             return Ok(());
         };
         table.check(&origin).map_err(|wait| {
-            let seconds = wait.parse::<f64>().unwrap_or(1.0);
             let mut blocked = self.blocked.lock().unwrap_or_else(PoisonError::into_inner);
             if blocked.len() >= MAX_KEYS {
                 let now = Instant::now();
                 blocked.retain(|_, until| *until > now);
             }
             if blocked.len() < MAX_KEYS {
-                blocked.insert(origin, Instant::now() + Duration::from_secs_f64(seconds));
+                blocked.insert(origin, Instant::now() + wait);
             }
-            Self::too_many(table, &wait)
+            Self::too_many(table, wait)
         })
     }
 
@@ -184,8 +183,7 @@ impl RateLimits {
         let mut blocked = self.blocked.lock().unwrap_or_else(PoisonError::into_inner);
         match blocked.get(&origin) {
             Some(until) if *until > Instant::now() => {
-                let wait = until.saturating_duration_since(Instant::now()).as_secs_f64().max(0.1);
-                Err(Self::too_many(table, &format!("{wait:.1}")))
+                Err(Self::too_many(table, until.saturating_duration_since(Instant::now())))
             }
             Some(_) => {
                 blocked.remove(&origin);

@@ -13,6 +13,7 @@ use futures::StreamExt as _;
 use tonic::Code;
 
 use crate::access::{token, with};
+use crate::checkpoints::checkpoint;
 use crate::{all_events, project, put_note, start_session, write};
 
 /// Every spelling of a uuid that a uuid parser accepts, besides the canonical one.
@@ -48,20 +49,7 @@ async fn scope_holds_for_every_uuid_spelling(backend: Backend) {
     let mut c = server.clients().await;
     let (a, b) = (project(), project());
     let victim = start_session(&mut c, &a).await;
-    let head = c
-        .checkpoints
-        .create_checkpoint(CreateCheckpointRequest {
-            session_id: victim.id.clone(),
-            kind: CheckpointKind::Manual as i32,
-            reason: "A's own head".into(),
-            write: write(),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .checkpoint
-        .unwrap();
+    let head = checkpoint(&mut c, &victim.id, None, "A's own head").await.checkpoint.unwrap();
     let mine = start_session(&mut c, &b).await;
     let before = all_events(&mut c.clone(), &a).await.len();
     let admin = token(&server, &["create", "--name", "admin", "--role", "admin"]);
@@ -241,19 +229,7 @@ async fn foreign_ids_are_not_followed(backend: Backend) {
         .unwrap()
         .into_inner();
     let second = resumed.session.unwrap();
-    let cp = c
-        .checkpoints
-        .create_checkpoint(CreateCheckpointRequest {
-            session_id: second.id.clone(),
-            kind: CheckpointKind::Manual as i32,
-            write: write(),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .checkpoint
-        .unwrap();
+    let cp = checkpoint(&mut c, &second.id, None, "B's target").await.checkpoint.unwrap();
     c.sessions
         .end_session(EndSessionRequest {
             session_id: second.id.clone(),
@@ -361,17 +337,9 @@ async fn watch_streams_end_when_their_token_is_revoked(backend: Backend) {
         }
     });
     for (label, stream) in [("named", &mut one), ("all", &mut all)] {
-        let ended = tokio::time::timeout(Duration::from_secs(8), async {
-            loop {
-                match stream.next().await {
-                    Some(Ok(_)) => continue,
-                    Some(Err(status)) => return Some(status),
-                    None => return None,
-                }
-            }
-        })
-        .await
-        .unwrap_or_else(|_| panic!("{label}: the stream of a revoked token still runs 8 s later"));
+        let ended = end_of(stream, Duration::from_secs(8))
+            .await
+            .unwrap_or_else(|_| panic!("{label}: the stream of a revoked token still runs 8 s later"));
         let status = ended.unwrap_or_else(|| panic!("{label}: ended without an error"));
         assert_eq!(status.code(), Code::Unauthenticated, "{label}: {status:?}");
         assert!(status.message().contains("revoked"), "{}", status.message());
@@ -382,16 +350,25 @@ async fn watch_streams_end_when_their_token_is_revoked(backend: Backend) {
 both!(watch_streams_end_when_their_token_is_revoked);
 
 async fn write_as(c: &mut baton_tests::Clients, p: &str, content: &str, secret: &str) {
-    let request = baton_proto::v1::PutMemoryRequest {
-        project: p.into(),
-        category: "note".into(),
-        key: "k".into(),
-        op: baton_proto::v1::MemoryOp::Upsert as i32,
-        items: vec![baton_proto::v1::MemoryItem { content: content.into(), rationale: String::new() }],
-        write: write(),
-        ..Default::default()
-    };
-    c.memory.put_memory(with(request, secret)).await.unwrap();
+    c.memory.put_memory(with(crate::note_request(p, "k", content, write()), secret)).await.unwrap();
+}
+
+/// How a watch stream ends within `within`, skipping the events before: `Err` when it
+/// still runs then, `Ok(None)` when it ends without an error.
+async fn end_of(
+    stream: &mut tonic::Streaming<baton_proto::v1::Event>,
+    within: Duration,
+) -> Result<Option<tonic::Status>, tokio::time::error::Elapsed> {
+    tokio::time::timeout(within, async {
+        loop {
+            match stream.next().await {
+                Some(Ok(_)) => continue,
+                Some(Err(status)) => return Some(status),
+                None => return None,
+            }
+        }
+    })
+    .await
 }
 
 /// Attack 4: after the first `token create` a running hub stayed open for about 2 s. An
@@ -535,17 +512,9 @@ async fn a_revoked_watch_ends_whatever_else_its_address_does() {
             }
         }
     });
-    let ended = tokio::time::timeout(Duration::from_secs(8), async {
-        loop {
-            match stream.next().await {
-                Some(Ok(_)) => continue,
-                other => return other,
-            }
-        }
-    })
-    .await
-    .expect("the revoked token's stream still runs");
-    assert_eq!(ended.unwrap().unwrap_err().code(), Code::Unauthenticated);
+    let ended =
+        end_of(&mut stream, Duration::from_secs(8)).await.expect("the revoked token's stream still runs");
+    assert_eq!(ended.unwrap().code(), Code::Unauthenticated);
     spam.abort();
 }
 
@@ -826,15 +795,7 @@ async fn the_client_prints_nothing_a_shell_or_terminal_would_run(backend: Backen
         .await
         .unwrap();
     put_note(&mut c, p, "k", &format!("note \u{1b}[2J\u{1b}]0;pwned\u{7} {planted}"), write()).await.unwrap();
-    c.sessions
-        .end_session(EndSessionRequest {
-            session_id: s.id.clone(),
-            status: SessionStatus::Crashed as i32,
-            write: write(),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    crate::end_crashed(&mut c, &s.id).await;
     // The hub is hostile: the stored conversation id is a command.
     server
         .execute(&format!(

@@ -123,6 +123,19 @@ pub async fn end_crashed(c: &mut Clients, id: &str) {
     c.sessions.end_session(request).await.unwrap();
 }
 
+/// Upserts a project-wide note.
+pub fn note_request(project: &str, key: &str, content: &str, w: Option<WriteOptions>) -> PutMemoryRequest {
+    PutMemoryRequest {
+        project: project.into(),
+        category: "note".into(),
+        key: key.into(),
+        op: MemoryOp::Upsert as i32,
+        items: vec![MemoryItem { content: content.into(), rationale: String::new() }],
+        write: w,
+        ..Default::default()
+    }
+}
+
 pub async fn put_note(
     c: &mut Clients,
     project: &str,
@@ -130,18 +143,7 @@ pub async fn put_note(
     content: &str,
     w: Option<WriteOptions>,
 ) -> Result<PutMemoryResponse, Status> {
-    c.memory
-        .put_memory(PutMemoryRequest {
-            project: project.into(),
-            category: "note".into(),
-            key: key.into(),
-            op: MemoryOp::Upsert as i32,
-            items: vec![MemoryItem { content: content.into(), rationale: String::new() }],
-            write: w,
-            ..Default::default()
-        })
-        .await
-        .map(tonic::Response::into_inner)
+    c.memory.put_memory(note_request(project, key, content, w)).await.map(tonic::Response::into_inner)
 }
 
 /// Every event of a project, in order.

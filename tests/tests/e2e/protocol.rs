@@ -8,10 +8,30 @@ use futures::StreamExt;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
-use tonic_reflection::pb::v1::ServerReflectionRequest;
-use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
-use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
-use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
+
+/// The services a server lists by reflection, asked in one protocol version (`v1`, or
+/// `v1alpha`, which Python's grpcio-reflection, older grpcurl and grpcui, Postman speak):
+/// the two versions' messages have the same shape in different modules.
+macro_rules! list_services {
+    ($version:ident, $channel:expr) => {{
+        use tonic_reflection::pb::$version::ServerReflectionRequest;
+        use tonic_reflection::pb::$version::server_reflection_client::ServerReflectionClient;
+        use tonic_reflection::pb::$version::server_reflection_request::MessageRequest;
+        use tonic_reflection::pb::$version::server_reflection_response::MessageResponse;
+        let mut reflection = ServerReflectionClient::new($channel);
+        let request = ServerReflectionRequest {
+            host: String::new(),
+            message_request: Some(MessageRequest::ListServices(String::new())),
+        };
+        let mut replies =
+            reflection.server_reflection_info(futures::stream::iter([request])).await.unwrap().into_inner();
+        let reply = replies.next().await.unwrap().unwrap();
+        let Some(MessageResponse::ListServicesResponse(list)) = reply.message_response else {
+            panic!("{reply:?}")
+        };
+        list.service.into_iter().map(|s| s.name).collect::<Vec<String>>()
+    }};
+}
 
 async fn health_and_reflection(backend: Backend) {
     let server = Server::start(backend).await.unwrap();
@@ -32,9 +52,8 @@ async fn health_and_reflection(backend: Backend) {
     assert!(up.status.success() && String::from_utf8_lossy(&up.stdout).contains("serving"), "{up:?}");
     let down = check("127.0.0.1:1".into());
     assert!(!down.status.success());
-    let names = list_services(channel.clone()).await;
-    // v1alpha too: Python's grpcio-reflection, older grpcurl and grpcui, Postman speak it.
-    let names_v1alpha = list_services_v1alpha(channel).await;
+    let names = list_services!(v1, channel.clone());
+    let names_v1alpha = list_services!(v1alpha, channel);
     for expected in [
         "baton.v1.SessionService",
         "baton.v1.CheckpointService",
@@ -51,39 +70,6 @@ async fn health_and_reflection(backend: Backend) {
     }
 }
 
-async fn list_services(channel: tonic::transport::Channel) -> Vec<String> {
-    let mut reflection = ServerReflectionClient::new(channel);
-    let request = ServerReflectionRequest {
-        host: String::new(),
-        message_request: Some(MessageRequest::ListServices(String::new())),
-    };
-    let mut replies =
-        reflection.server_reflection_info(futures::stream::iter([request])).await.unwrap().into_inner();
-    let reply = replies.next().await.unwrap().unwrap();
-    let Some(MessageResponse::ListServicesResponse(list)) = reply.message_response else {
-        panic!("{reply:?}")
-    };
-    list.service.into_iter().map(|s| s.name).collect()
-}
-
-async fn list_services_v1alpha(channel: tonic::transport::Channel) -> Vec<String> {
-    use tonic_reflection::pb::v1alpha::ServerReflectionRequest;
-    use tonic_reflection::pb::v1alpha::server_reflection_client::ServerReflectionClient;
-    use tonic_reflection::pb::v1alpha::server_reflection_request::MessageRequest;
-    use tonic_reflection::pb::v1alpha::server_reflection_response::MessageResponse;
-    let mut reflection = ServerReflectionClient::new(channel);
-    let request = ServerReflectionRequest {
-        host: String::new(),
-        message_request: Some(MessageRequest::ListServices(String::new())),
-    };
-    let mut replies =
-        reflection.server_reflection_info(futures::stream::iter([request])).await.unwrap().into_inner();
-    let reply = replies.next().await.unwrap().unwrap();
-    let Some(MessageResponse::ListServicesResponse(list)) = reply.message_response else {
-        panic!("{reply:?}")
-    };
-    list.service.into_iter().map(|s| s.name).collect()
-}
 both!(health_and_reflection);
 
 async fn python_client(backend: Backend) {

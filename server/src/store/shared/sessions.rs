@@ -123,11 +123,8 @@ impl Backend {
     /// The project of a session (outside the write, to know which row to lock; a
     /// session's project never changes); a session outside `within` is not found.
     async fn project_of(&self, session_id: &str, within: &crate::store::Within) -> Result<String> {
-        let row: Option<(String,)> = sqlx::query_as("SELECT project FROM sessions WHERE id = $1")
-            .bind(session_id)
-            .fetch_optional(&self.pool)
-            .await?;
-        row.map(|(p,)| p)
+        self.do_project_of(crate::store::Entity::Session, session_id.to_owned())
+            .await?
             .filter(|p| crate::store::is_within(p, within))
             .ok_or_else(|| Error::NotFound(format!("session_id: no session {session_id}; start one with StartSession")))
     }
@@ -259,19 +256,10 @@ impl Write {
     }
 }
 
-/// The agent's own command to continue a conversation.
+/// The agent's own command to continue a conversation, as one shell line (the argv holds
+/// only safe ids, which need no quoting).
 fn resume_command(agent: i32, agent_session_id: &str) -> String {
-    use baton_proto::v1::AgentKind;
-    if agent_session_id.is_empty() {
-        return String::new();
-    }
-    match AgentKind::try_from(agent).unwrap_or_default() {
-        AgentKind::ClaudeCode => format!("claude --resume {agent_session_id}"),
-        AgentKind::Codex => format!("codex resume {agent_session_id}"),
-        AgentKind::Gemini => format!("gemini --resume {agent_session_id}"),
-        // Cursor has no verified resume command (AGENT_HOOKS.md); custom agents have their own.
-        AgentKind::Cursor | AgentKind::Custom | AgentKind::Unspecified => String::new(),
-    }
+    baton_proto::agent::resume_argv(agent, agent_session_id).map(|argv| argv.join(" ")).unwrap_or_default()
 }
 
 impl Backend {
