@@ -8,6 +8,7 @@ pub mod fsperm;
 pub mod git;
 pub mod hook;
 pub mod install;
+pub mod pages;
 pub mod project;
 pub mod queue;
 pub mod remote;

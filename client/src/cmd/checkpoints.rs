@@ -2,9 +2,7 @@
 
 use std::path::Path;
 
-use baton_proto::v1::{
-    CheckpointKind, CreateCheckpointRequest, ListCheckpointsRequest, ListSessionsRequest, SessionStatus,
-};
+use baton_proto::v1::{CheckpointKind, CreateCheckpointRequest, ListSessionsRequest, SessionStatus};
 
 use crate::cmd::sessions::resolve;
 use crate::remote::{self, Hub, Timeouts};
@@ -51,25 +49,17 @@ pub async fn list(
         Some(s) => resolve(&mut hub, &project.key, s).await?,
         None => current_session(&mut hub, &project.key, false).await?,
     };
-    let reply = hub
-        .checkpoints
-        .list_checkpoints(ListCheckpointsRequest { session_id: id.clone(), include_state: json })
-        .await
-        .map_err(remote::fail)?
-        .into_inner();
+    let (checkpoints, head) = crate::pages::checkpoints(&mut hub, &id, json).await?;
     if json {
-        let cps: Vec<_> = reply.checkpoints.iter().map(view::checkpoint_json).collect();
-        println!(
-            "{}",
-            serde_json::json!({"session_id": id, "head": reply.head_checkpoint_id, "checkpoints": cps})
-        );
+        let cps: Vec<_> = checkpoints.iter().map(view::checkpoint_json).collect();
+        println!("{}", serde_json::json!({"session_id": id, "head": head, "checkpoints": cps}));
         return Ok(());
     }
     if tree {
         println!("session {id}");
-        for c in &reply.checkpoints {
+        for c in &checkpoints {
             let indent = "  ".repeat(usize::try_from(c.depth).unwrap_or(0) + 1);
-            let head = if c.id == reply.head_checkpoint_id { " ← head" } else { "" };
+            let head = if c.id == head { " ← head" } else { "" };
             let corrupt = if c.corrupt { " [CORRUPT]" } else { "" };
             println!(
                 "{indent}{} {} {} {}{corrupt}{head}",
@@ -82,8 +72,8 @@ pub async fn list(
         return Ok(());
     }
     let mut t = view::table(&["id", "kind", "created", "size", "parent", "reason"]);
-    for c in &reply.checkpoints {
-        let mark = if c.id == reply.head_checkpoint_id { "*" } else { "" };
+    for c in &checkpoints {
+        let mark = if c.id == head { "*" } else { "" };
         t.add_row(vec![
             format!("{}{mark}", view::short(&c.id)),
             view::kind(c.kind) + if c.corrupt { " (corrupt)" } else { "" },

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use baton_proto::v1::{ListConflictsRequest, ListEventsRequest, WatchCursor, WatchRequest};
+use baton_proto::v1::{ListEventsRequest, WatchCursor, WatchRequest};
 use futures::StreamExt;
 
 use crate::remote::{self, Timeouts};
@@ -11,18 +11,9 @@ use crate::{Ctx, project, view};
 pub async fn list(ctx: &Ctx, dir: &Path, after: i64, limit: i32, json: bool) -> anyhow::Result<()> {
     let project = project::identify(dir);
     let mut hub = remote::connect(&ctx.settings, Timeouts::CLI).await?;
-    let reply = hub
-        .events
-        .list_events(ListEventsRequest {
-            project: project.key.clone(),
-            after_revision: after,
-            limit,
-            kinds: vec![],
-        })
-        .await
-        .map_err(remote::fail)?
-        .into_inner();
-    for e in &reply.events {
+    let (events, _) =
+        crate::pages::events(&mut hub, &project.key, after, usize::try_from(limit).unwrap_or(0)).await?;
+    for e in &events {
         if json {
             println!("{}", view::event_json(e));
         } else {
@@ -45,6 +36,7 @@ pub async fn watch(ctx: &Ctx, dir: &Path, after: Option<i64>, json: bool) -> any
                     after_revision: i64::MAX - 1,
                     limit: 1,
                     kinds: vec![],
+                    ..Default::default()
                 })
                 .await
                 .map_err(remote::fail)?
@@ -78,23 +70,14 @@ pub async fn watch(ctx: &Ctx, dir: &Path, after: Option<i64>, json: bool) -> any
 pub async fn conflicts(ctx: &Ctx, dir: &Path, after: i64, json: bool) -> anyhow::Result<()> {
     let project = project::identify(dir);
     let mut hub = remote::connect(&ctx.settings, Timeouts::CLI).await?;
-    let reply = hub
-        .events
-        .list_conflicts(ListConflictsRequest {
-            project: project.key.clone(),
-            after_revision: after,
-            limit: 1000,
-        })
-        .await
-        .map_err(remote::fail)?
-        .into_inner();
+    let conflicts = crate::pages::conflicts(&mut hub, &project.key, after).await?;
     if json {
-        let list: Vec<_> = reply.conflicts.iter().map(view::conflict_json).collect();
+        let list: Vec<_> = conflicts.iter().map(view::conflict_json).collect();
         println!("{}", serde_json::json!({"project": project.key, "conflicts": list}));
         return Ok(());
     }
     let mut t = view::table(&["rev", "record", "outcome", "base → current", "writer", "overwrote"]);
-    for c in &reply.conflicts {
+    for c in &conflicts {
         let writer =
             c.writer.as_ref().map(|a| format!("{}@{}", view::agent(a.agent), a.host)).unwrap_or_default();
         let by = c

@@ -63,17 +63,16 @@ pub async fn add(ctx: &Ctx, dir: &Path, a: Add, json: bool) -> anyhow::Result<()
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let list = hub
-                .memory
-                .list_memory(ListMemoryRequest {
+            let list = crate::pages::memory(
+                hub,
+                ListMemoryRequest {
                     project: project.key.clone(),
                     category: a.category.clone(),
                     branch: Some(branch.clone()),
-                    include_evicted: false,
-                })
-                .await
-                .map_err(remote::fail)?
-                .into_inner();
+                    ..Default::default()
+                },
+            )
+            .await?;
             let read = list.record_revisions.get(&record_key(&a.category, &branch, "")).copied().unwrap_or(0);
             if let Some(expected) = a.if_revision
                 && expected != read
@@ -160,17 +159,17 @@ pub async fn list(
 ) -> anyhow::Result<()> {
     let project = project::identify(dir);
     let mut hub = remote::connect(&ctx.settings, Timeouts::CLI).await?;
-    let reply = hub
-        .memory
-        .list_memory(ListMemoryRequest {
+    let reply = crate::pages::memory(
+        &mut hub,
+        ListMemoryRequest {
             project: project.key.clone(),
             category: category.unwrap_or_default(),
             branch: None,
             include_evicted: all,
-        })
-        .await
-        .map_err(remote::fail)?
-        .into_inner();
+            ..Default::default()
+        },
+    )
+    .await?;
     if json {
         let entries: Vec<_> = reply.entries.iter().map(view::entry_json).collect();
         println!(
@@ -222,16 +221,15 @@ pub async fn rm(
             let full = if uuid::Uuid::parse_str(&id).is_ok() {
                 id
             } else {
-                let list = hub
-                    .memory
-                    .list_memory(ListMemoryRequest {
+                let list = crate::pages::memory(
+                    &mut hub,
+                    ListMemoryRequest {
                         project: project.key.clone(),
                         include_evicted: true,
                         ..Default::default()
-                    })
-                    .await
-                    .map_err(remote::fail)?
-                    .into_inner();
+                    },
+                )
+                .await?;
                 let found: Vec<_> = list.entries.iter().filter(|e| e.id.ends_with(&id)).collect();
                 match found.as_slice() {
                     [one] => one.id.clone(),

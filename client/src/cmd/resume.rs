@@ -275,7 +275,7 @@ async fn transcript_of(
     hub: &mut remote::Hub,
     target: Option<&resume_session_request::Target>,
 ) -> anyhow::Result<(String, baton_proto::v1::BlobRef)> {
-    use baton_proto::v1::{GetCheckpointRequest, GetSessionRequest, ListCheckpointsRequest};
+    use baton_proto::v1::{GetCheckpointRequest, GetSessionRequest};
     let (checkpoint_id, session_id) = match target {
         Some(resume_session_request::Target::CheckpointId(c)) => (c.clone(), None),
         Some(resume_session_request::Target::SessionId(s)) => {
@@ -309,13 +309,7 @@ async fn transcript_of(
         // A corrupt checkpoint: the resume starts from its nearest valid ancestor.
         Err(status) if status.code() == tonic::Code::DataLoss => {
             let session = session_id.clone().ok_or_else(|| remote::fail(status.clone()))?;
-            let tree = hub
-                .checkpoints
-                .list_checkpoints(ListCheckpointsRequest { session_id: session, include_state: false })
-                .await
-                .map_err(remote::fail)?
-                .into_inner()
-                .checkpoints;
+            let (tree, _) = crate::pages::checkpoints(hub, &session, false).await?;
             let mut next = Some(checkpoint_id.clone());
             let mut found = None;
             while let Some(id) = next.take() {

@@ -41,29 +41,25 @@ pub async fn list(ctx: &Ctx, dir: &Path, f: Filters, json: bool) -> anyhow::Resu
     let statuses =
         f.status.iter().map(|s| parse_status(s).map(|s| s as i32)).collect::<anyhow::Result<Vec<_>>>()?;
     let agent = f.agent.as_deref().map(parse_agent).transpose()?.map_or(0, |a| a as i32);
-    let reply = hub
-        .sessions
-        .list_sessions(ListSessionsRequest {
-            project: project.key.clone(),
-            statuses,
-            agent,
-            host: f.host.unwrap_or_default(),
-            page_size: i32::try_from(f.limit.clamp(1, 1000)).unwrap_or(100),
-            ..Default::default()
-        })
-        .await
-        .map_err(remote::fail)?
-        .into_inner();
+    let request = ListSessionsRequest {
+        project: project.key.clone(),
+        statuses,
+        agent,
+        host: f.host.unwrap_or_default(),
+        ..Default::default()
+    };
+    let (sessions, as_of_revision) =
+        crate::pages::sessions(&mut hub, request, usize::try_from(f.limit).unwrap_or(usize::MAX)).await?;
     if json {
-        let sessions: Vec<_> = reply.sessions.iter().map(view::session_json).collect();
+        let sessions: Vec<_> = sessions.iter().map(view::session_json).collect();
         println!(
             "{}",
-            serde_json::json!({"project": project.key, "as_of_revision": reply.as_of_revision, "sessions": sessions})
+            serde_json::json!({"project": project.key, "as_of_revision": as_of_revision, "sessions": sessions})
         );
         return Ok(());
     }
     let mut t = view::table(&["id", "status", "agent", "host", "branch", "last seen", "tools", "goal"]);
-    for s in &reply.sessions {
+    for s in &sessions {
         t.add_row(vec![
             view::short(&s.id).to_owned(),
             view::status(s.status),
@@ -80,8 +76,8 @@ pub async fn list(ctx: &Ctx, dir: &Path, f: Filters, json: bool) -> anyhow::Resu
         crate::safe::text(&format!(
             "{}  ({} sessions, revision {})\n{t}",
             project.key,
-            reply.sessions.len(),
-            reply.as_of_revision
+            sessions.len(),
+            as_of_revision
         ))
     );
     Ok(())
@@ -92,18 +88,9 @@ pub async fn resolve(hub: &mut remote::Hub, project: &str, id: &str) -> anyhow::
     if uuid::Uuid::parse_str(id).is_ok() {
         return Ok(id.to_owned());
     }
-    let reply = hub
-        .sessions
-        .list_sessions(ListSessionsRequest {
-            project: project.to_owned(),
-            page_size: 1000,
-            ..Default::default()
-        })
-        .await
-        .map_err(remote::fail)?
-        .into_inner();
-    let matches: Vec<_> =
-        reply.sessions.iter().filter(|s| s.id.ends_with(id) || s.id.starts_with(id)).collect();
+    let request = ListSessionsRequest { project: project.to_owned(), ..Default::default() };
+    let (sessions, _) = crate::pages::sessions(hub, request, usize::MAX).await?;
+    let matches: Vec<_> = sessions.iter().filter(|s| s.id.ends_with(id) || s.id.starts_with(id)).collect();
     match matches.as_slice() {
         [one] => Ok(one.id.clone()),
         [] => anyhow::bail!("no session matching {id:?} in project {project}"),

@@ -192,8 +192,17 @@ impl<S: Store> CheckpointService for Api<S> {
             .auth
             .check_entity(&request, Need::Read, Entity::Session, "session_id", &request.get_ref().session_id)
             .await?;
-        let include_state = request.get_ref().include_state;
-        Ok(Response::new(self.store.list_checkpoints(auth.id, include_state, auth.within).await?))
+        let req = request.get_ref();
+        let page_size = validate::page_size("page_size", req.page_size, 100, 1000)?;
+        let after = if req.page_token.is_empty() {
+            None
+        } else {
+            let id: String = crate::core::page::position("page_token", &req.page_token)?;
+            Some(validate::uuid("page_token", &id)?.to_string())
+        };
+        Ok(Response::new(
+            self.store.list_checkpoints(auth.id, req.include_state, page_size, after, auth.within).await?,
+        ))
     }
 
     async fn missing_chunks(

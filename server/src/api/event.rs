@@ -15,6 +15,7 @@ use tonic::{Request, Response, Status};
 use super::Api;
 use crate::auth::{Auth, Caller, Principal, WATCH_RECHECK};
 use crate::core::access::Need;
+use crate::core::page;
 use crate::core::validate;
 use crate::error::Error;
 use crate::events::{Delivery, Watch, watch};
@@ -51,13 +52,13 @@ impl<S: Store> EventService for Api<S> {
         self.auth.check(&request, Need::Read, &request.get_ref().project).await?;
         let req = request.into_inner();
         validate::project("project", &req.project)?;
-        check_cursor("after_revision", req.after_revision)?;
+        let after = after_of(req.after_revision, &req.page_token)?;
         check_kinds(&req.kinds)?;
         let mut kinds = req.kinds;
         kinds.sort_unstable();
         kinds.dedup();
         let limit = validate::page_size("limit", req.limit, 1000, 10_000)?;
-        Ok(Response::new(self.store.list_events(req.project, req.after_revision, limit, kinds).await?))
+        Ok(Response::new(self.store.list_events(req.project, after, limit, kinds).await?))
     }
 
     type WatchStream = Pin<Box<dyn Stream<Item = Result<Event, Status>> + Send + 'static>>;
@@ -138,10 +139,21 @@ impl<S: Store> EventService for Api<S> {
         self.auth.check(&request, Need::Read, &request.get_ref().project).await?;
         let req = request.into_inner();
         validate::project("project", &req.project)?;
-        check_cursor("after_revision", req.after_revision)?;
+        let after = after_of(req.after_revision, &req.page_token)?;
         let limit = validate::page_size("limit", req.limit, 1000, 10_000)?;
-        Ok(Response::new(self.store.list_conflicts(req.project, req.after_revision, limit).await?))
+        Ok(Response::new(self.store.list_conflicts(req.project, after, limit).await?))
     }
+}
+
+/// Where a log's page starts: after the page token's revision, else after `after_revision`.
+fn after_of(after_revision: i64, page_token: &str) -> Result<i64, Error> {
+    if page_token.is_empty() {
+        check_cursor("after_revision", after_revision)?;
+        return Ok(after_revision);
+    }
+    let after = page::position("page_token", page_token)?;
+    check_cursor("page_token", after)?;
+    Ok(after)
 }
 
 /// A watch stream that ends with the caller's authentication error once the caller would be
@@ -184,5 +196,5 @@ fn until_refused<S: Store>(
 /// This stream's own copy of a delivered event (the encoder takes it by value), made as it is
 /// encoded: a clone while other watchers still hold the event, a move for the last one.
 fn unshare(delivery: Delivery) -> Result<Event, Status> {
-    delivery.map(Arc::unwrap_or_clone).map_err(|status| *status)
+    delivery.map(|queued| Arc::unwrap_or_clone(queued.event)).map_err(|status| *status)
 }

@@ -61,7 +61,13 @@ impl<S: Store> MemoryService for Api<S> {
         if let Some(branch) = &req.branch {
             validate::single_line("branch", branch, limits::SHORT)?;
         }
-        Ok(Response::new(self.store.list_memory(req).await?))
+        let page_size = validate::page_size("page_size", req.page_size, 500, 1000)?;
+        let after = if req.page_token.is_empty() {
+            None
+        } else {
+            Some(crate::core::page::position("page_token", &req.page_token).map_err(Error::from)?)
+        };
+        Ok(Response::new(self.store.list_memory(req, page_size, after).await?))
     }
 
     async fn delete_memory(

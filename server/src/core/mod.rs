@@ -7,6 +7,7 @@ pub mod checkpoint;
 pub mod chunk;
 pub mod lww;
 pub mod memory;
+pub mod page;
 pub mod purge;
 pub mod retention;
 pub mod status;

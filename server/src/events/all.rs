@@ -10,7 +10,7 @@ use tokio::sync::{mpsc, watch as signal};
 use tonic::Status;
 
 use super::Hub;
-use super::watch::{Delivery, spawn_follower};
+use super::watch::{Delivery, Sink, spawn_follower};
 use crate::error::Error;
 use crate::store::Store;
 
@@ -29,7 +29,7 @@ pub async fn watch_all<S: Store>(
     if initial.len() > max_projects {
         return Err(too_many(initial.len(), max_projects));
     }
-    let (out, rx) = mpsc::channel(256);
+    let (out, rx) = Sink::channel(256);
     let kinds = Arc::new(kinds);
     let mut followed = HashSet::new();
     for project in initial {
@@ -64,7 +64,7 @@ async fn discover<S: Store>(
     hub: Hub<S>,
     scope: Option<String>,
     kinds: Arc<HashSet<i32>>,
-    out: mpsc::Sender<Delivery>,
+    out: Sink,
     mut shutdown: signal::Receiver<bool>,
     mut followed: HashSet<String>,
     max_projects: usize,
@@ -89,8 +89,7 @@ async fn discover<S: Store>(
                 continue;
             }
             if followed.len() >= max_projects {
-                let _ =
-                    out.send(Err(Box::new(Status::from(too_many(followed.len() + 1, max_projects))))).await;
+                out.fail(Status::from(too_many(followed.len() + 1, max_projects))).await;
                 return;
             }
             // New since the watch began: all of its events.

@@ -14,6 +14,11 @@ use crate::store::Store;
 /// up from the table instead.
 const FEED_CAPACITY: usize = 1024;
 const READ_PAGE: i64 = 512;
+const READ_BYTES: usize = 1024 * 1024;
+/// An event larger than this is not kept in the feed: a stand-in (its revision, no kind)
+/// sends each watcher to read it from the table, a page at a time. So a feed holds at most
+/// FEED_CAPACITY times this, whatever was written.
+pub(super) const FEED_EVENT_BYTES: usize = 16 * 1024;
 
 /// The fan-out of event rows to watchers.
 #[derive(Clone)]
@@ -222,15 +227,19 @@ impl<S: Store> Hub<S> {
                 }
             }
             loop {
-                match self.store.events_after(project.clone(), last, READ_PAGE).await {
-                    Ok(events) => {
-                        let full = events.len() as i64 == READ_PAGE;
+                match self.store.events_after(project.clone(), last, READ_PAGE, READ_BYTES).await {
+                    Ok((events, more)) => {
                         for event in events {
                             last = event.revision;
+                            let event = if prost::Message::encoded_len(&event) > FEED_EVENT_BYTES {
+                                Event { revision: event.revision, ..Event::default() }
+                            } else {
+                                event
+                            };
                             // No receivers is fine: the next turn ends this reader.
                             let _ = tx.send(Arc::new(event));
                         }
-                        if !full {
+                        if !more {
                             break;
                         }
                     }
@@ -336,7 +345,7 @@ mod tests {
         let got = tokio::time::timeout(Duration::from_secs(5), events.recv()).await;
         fail::remove("hub.before_reader_head");
         let event = got.expect("the write is delivered").unwrap().unwrap();
-        assert_eq!(event.revision, 2);
+        assert_eq!(event.event.revision, 2);
     }
 
     /// Readers of projects that do not exist do not poll: one query per poll asks about all
@@ -387,7 +396,7 @@ mod tests {
         };
         other.put_memory(crate::store::WriteCtx::default(), req).await.unwrap();
         let got = tokio::time::timeout(Duration::from_secs(5), watchers[7].recv()).await;
-        assert_eq!(got.expect("delivered").unwrap().unwrap().revision, 1);
+        assert_eq!(got.expect("delivered").unwrap().unwrap().event.revision, 1);
         until(|| hub.dormant() == 299).await;
         // Watchers that leave free their dormant readers.
         watchers.clear();

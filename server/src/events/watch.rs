@@ -9,20 +9,72 @@ use std::time::Duration;
 
 use baton_proto::v1::Event;
 use tokio::sync::broadcast::error::RecvError;
-use tokio::sync::{mpsc, watch as signal};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch as signal};
 use tonic::Status;
 
 use super::Hub;
 use crate::error::Error;
 use crate::store::Store;
 
+/// A replay page: what one follower holds while its watcher takes it. A watch follows up
+/// to --max-watch-projects projects, each with its page.
 const REPLAY_PAGE: i64 = 1000;
+const REPLAY_BYTES: usize = 256 * 1024;
 
 /// What a watch stream carries until it is encoded: events shared with the project's other
 /// watchers (each watcher's copy is made once, by the encoder's side) and boxed errors, so
-/// every hop moves two words instead of an event and a `Status` by value (with 1,000
+/// every hop moves a few words instead of an event and a `Status` by value (with 1,000
 /// watchers, those moves were a tenth of the server's fan-out work).
-pub type Delivery = Result<Arc<Event>, Box<Status>>;
+pub type Delivery = Result<Queued, Box<Status>>;
+
+/// An event in a stream's channel, holding its share of the stream's byte allowance until
+/// the encoder takes it.
+pub struct Queued {
+    pub event: Arc<Event>,
+    _bytes: OwnedSemaphorePermit,
+}
+
+/// What one stream's channel may hold besides its count of events, in KiB of encoded
+/// events: a client that stops reading holds no more of the server's memory than this
+/// (and each follower's replay page) however large the events.
+const STREAM_KIB: u32 = 4 * 1024;
+
+/// The sending side of one watch stream, shared by its followers.
+#[derive(Clone)]
+pub struct Sink {
+    tx: mpsc::Sender<Delivery>,
+    bytes: Arc<Semaphore>,
+}
+
+impl Sink {
+    /// A stream of at most `buffer` events and `STREAM_KIB` KiB.
+    pub fn channel(buffer: usize) -> (Self, mpsc::Receiver<Delivery>) {
+        let (tx, rx) = mpsc::channel(buffer);
+        (Self { tx, bytes: Arc::new(Semaphore::new(STREAM_KIB as usize)) }, rx)
+    }
+
+    /// Queues an event once its bytes fit; false when the client went away.
+    pub async fn send(&self, event: Arc<Event>) -> bool {
+        let kib = u32::try_from(prost::Message::encoded_len(&*event) / 1024 + 1)
+            .unwrap_or(u32::MAX)
+            .min(STREAM_KIB);
+        let permit = tokio::select! {
+            permit = self.bytes.clone().acquire_many_owned(kib) => permit,
+            () = self.tx.closed() => return false,
+        };
+        let Ok(permit) = permit else { return false };
+        self.tx.send(Ok(Queued { event, _bytes: permit })).await.is_ok()
+    }
+
+    /// Ends the stream with an error.
+    pub async fn fail(&self, status: Status) {
+        let _ = self.tx.send(Err(Box::new(status))).await;
+    }
+
+    pub async fn closed(&self) {
+        self.tx.closed().await;
+    }
+}
 
 /// What a watcher asked for, validated.
 #[derive(Debug, Clone)]
@@ -40,7 +92,7 @@ pub fn watch<S: Store>(
     shutdown: signal::Receiver<bool>,
     buffer: usize,
 ) -> mpsc::Receiver<Delivery> {
-    let (out, rx) = mpsc::channel(buffer);
+    let (out, rx) = Sink::channel(buffer);
     let kinds = Arc::new(request.kinds);
     for (project, cursor) in request.cursors {
         spawn_follower(&store, hub, project, cursor, kinds.clone(), out.clone(), shutdown.clone());
@@ -55,7 +107,7 @@ pub(super) fn spawn_follower<S: Store>(
     project: String,
     cursor: i64,
     kinds: Arc<HashSet<i32>>,
-    out: mpsc::Sender<Delivery>,
+    out: Sink,
     shutdown: signal::Receiver<bool>,
 ) {
     let (store, hub) = (store.clone(), hub.clone());
@@ -76,7 +128,7 @@ struct Follower<S: Store> {
     project: String,
     cursor: i64,
     kinds: Arc<HashSet<i32>>,
-    out: mpsc::Sender<Delivery>,
+    out: Sink,
 }
 
 enum Step {
@@ -102,7 +154,7 @@ impl<S: Store> Follower<S> {
         if !self.kinds.is_empty() && !self.kinds.contains(&event.kind) {
             return true;
         }
-        self.out.send(Ok(event)).await.is_ok()
+        self.out.send(event).await
     }
 
     /// Replays the table after the cursor until it is exhausted. While the database is
@@ -110,8 +162,12 @@ impl<S: Store> Follower<S> {
     async fn catch_up(&mut self, shutdown: &mut signal::Receiver<bool>) -> Step {
         let mut backoff = Duration::from_millis(50);
         loop {
-            let events = match self.store.events_after(self.project.clone(), self.cursor, REPLAY_PAGE).await {
-                Ok(events) => events,
+            let (events, more) = match self
+                .store
+                .events_after(self.project.clone(), self.cursor, REPLAY_PAGE, REPLAY_BYTES)
+                .await
+            {
+                Ok(page) => page,
                 Err(e @ Error::Unavailable(_)) => {
                     tracing::warn!(project = %self.project, error = %e, "watch cannot read events; retrying");
                     tokio::select! {
@@ -123,18 +179,17 @@ impl<S: Store> Follower<S> {
                     continue;
                 }
                 Err(e) => {
-                    let _ = self.out.send(Err(Box::new(Status::from(e)))).await;
+                    self.out.fail(Status::from(e)).await;
                     return Step::Stop;
                 }
             };
             backoff = Duration::from_millis(50);
-            let full = events.len() as i64 == REPLAY_PAGE;
             for event in events {
                 if !self.deliver(Arc::new(event)).await {
                     return Step::Stop;
                 }
             }
-            if !full {
+            if !more {
                 return Step::CatchUp;
             }
         }
@@ -150,6 +205,8 @@ impl<S: Store> Follower<S> {
             };
             match received {
                 Ok(event) if event.revision <= self.cursor => {}
+                // A large event's stand-in (see `FEED_EVENT_BYTES`): read it from the table.
+                Ok(event) if event.kind == 0 => return Step::CatchUp,
                 Ok(event) if event.revision == self.cursor + 1 => {
                     if !self.deliver(event).await {
                         return Step::Stop;

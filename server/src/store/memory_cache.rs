@@ -13,29 +13,42 @@ use std::sync::{Arc, Mutex, PoisonError};
 use baton_proto::v1::MemoryEntry;
 use hashlink::LruCache;
 
-/// (project, branch) pairs kept: at most 500 entries each, least recently used dropped first.
+/// (project, branch) pairs kept, least recently used dropped first.
 const CAPACITY: usize = 128;
+/// And the encoded bytes of their entries, at most: sections are up to 500 entries of up to
+/// 32 KiB each, so a count alone would let what others stored decide the server's memory.
+const BYTES: usize = 32 * 1024 * 1024;
 
 /// (project, branch).
 type Key = (String, String);
-/// (the project's memory revision when read, the section).
-type Kept = (i64, Arc<Vec<MemoryEntry>>);
+/// (the project's memory revision when read, the section, its size in bytes).
+type Kept = (i64, Arc<Vec<MemoryEntry>>, usize);
 
 #[derive(Clone)]
-pub struct MemoryCache(Arc<Mutex<LruCache<Key, Kept>>>);
+pub struct MemoryCache(Arc<Mutex<Lru>>);
+
+struct Lru {
+    sections: LruCache<Key, Kept>,
+    bytes: usize,
+    max_bytes: usize,
+}
 
 impl Default for MemoryCache {
     fn default() -> Self {
-        Self(Arc::new(Mutex::new(LruCache::new(CAPACITY))))
+        Self::with_bytes(BYTES)
     }
 }
 
 impl MemoryCache {
+    fn with_bytes(max_bytes: usize) -> Self {
+        Self(Arc::new(Mutex::new(Lru { sections: LruCache::new_unbounded(), bytes: 0, max_bytes })))
+    }
+
     /// The section read when the project's memory was at `memory_revision`, if kept.
     pub fn get(&self, project: &str, branch: &str, memory_revision: i64) -> Option<Arc<Vec<MemoryEntry>>> {
         let mut cache = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        match cache.get(&(project.to_owned(), branch.to_owned())) {
-            Some((revision, entries)) if *revision == memory_revision => Some(entries.clone()),
+        match cache.sections.get(&(project.to_owned(), branch.to_owned())) {
+            Some((revision, entries, _)) if *revision == memory_revision => Some(entries.clone()),
             _ => None,
         }
     }
@@ -43,13 +56,28 @@ impl MemoryCache {
     /// Keeps a section read after the project's memory was seen at `memory_revision` (rows
     /// read later may be newer than that, never older: a later change only causes a miss).
     pub fn put(&self, project: &str, branch: &str, memory_revision: i64, entries: Arc<Vec<MemoryEntry>>) {
+        let size =
+            project.len() + branch.len() + entries.iter().map(prost::Message::encoded_len).sum::<usize>();
         let mut cache = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         let key = (project.to_owned(), branch.to_owned());
         // Concurrent briefs may fill it out of order; the newer memory revision stays.
-        if cache.peek(&key).is_some_and(|(kept, _)| *kept > memory_revision) {
+        if cache.sections.peek(&key).is_some_and(|(kept, ..)| *kept > memory_revision) {
             return;
         }
-        cache.insert(key, (memory_revision, entries));
+        if let Some((.., replaced)) = cache.sections.remove(&key) {
+            cache.bytes -= replaced;
+        }
+        if size > cache.max_bytes {
+            return;
+        }
+        cache.sections.insert(key, (memory_revision, entries, size));
+        cache.bytes += size;
+        while cache.bytes > cache.max_bytes || cache.sections.len() > CAPACITY {
+            match cache.sections.remove_lru() {
+                Some((_, (.., dropped))) => cache.bytes -= dropped,
+                None => break,
+            }
+        }
     }
 }
 
@@ -79,6 +107,29 @@ mod tests {
         assert_eq!(cache.get("p", "", 9).unwrap()[0].content, "new");
         cache.put("p", "", 10, entries("newer"));
         assert_eq!(cache.get("p", "", 10).unwrap()[0].content, "newer");
+    }
+
+    #[test]
+    fn bounded_in_bytes() {
+        let big = |n| Arc::new(vec![MemoryEntry { content: "x".repeat(n), ..Default::default() }; 10]);
+        let cache = MemoryCache::with_bytes(100_000);
+        for i in 0..5 {
+            cache.put(&format!("p{i}"), "", 1, big(3_000));
+        }
+        assert!(
+            cache.get("p0", "", 1).is_none() && cache.get("p1", "", 1).is_none(),
+            "over the bytes: oldest dropped"
+        );
+        assert!(cache.get("p4", "", 1).is_some() && cache.get("p3", "", 1).is_some());
+        assert!(cache.0.lock().unwrap().bytes <= 100_000);
+        // A section larger than the whole cache is not kept (and drops nothing).
+        cache.put("huge", "", 1, big(20_000));
+        assert!(cache.get("huge", "", 1).is_none());
+        assert!(cache.get("p4", "", 1).is_some());
+        // Replacing a section counts its new size only.
+        cache.put("p4", "", 2, entries("small"));
+        let total: usize = cache.0.lock().unwrap().sections.iter().map(|(_, (.., n))| *n).sum();
+        assert_eq!(cache.0.lock().unwrap().bytes, total);
     }
 
     #[test]

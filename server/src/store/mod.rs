@@ -185,10 +185,13 @@ pub trait Store: Clone + Send + Sync + 'static {
         include_payload: bool,
         within: Within,
     ) -> impl Future<Output = Result<GetCheckpointResponse>> + Send;
+    /// A page of up to `page_size` checkpoints, after checkpoint `after` in the list's order.
     fn list_checkpoints(
         &self,
         session_id: Uuid,
         include_state: bool,
+        page_size: i64,
+        after: Option<String>,
         within: Within,
     ) -> impl Future<Output = Result<ListCheckpointsResponse>> + Send;
     fn put_memory(
@@ -196,7 +199,13 @@ pub trait Store: Clone + Send + Sync + 'static {
         ctx: WriteCtx,
         req: PutMemoryRequest,
     ) -> impl Future<Output = Result<PutMemoryResponse>> + Send;
-    fn list_memory(&self, req: ListMemoryRequest) -> impl Future<Output = Result<ListMemoryResponse>> + Send;
+    /// A page of up to `page_size` entries, after `after` in the list's order.
+    fn list_memory(
+        &self,
+        req: ListMemoryRequest,
+        page_size: i64,
+        after: Option<MemoryPosition>,
+    ) -> impl Future<Output = Result<ListMemoryResponse>> + Send;
     fn delete_memory(
         &self,
         ctx: WriteCtx,
@@ -215,13 +224,15 @@ pub trait Store: Clone + Send + Sync + 'static {
         limit: i64,
         kinds: Vec<i32>,
     ) -> impl Future<Output = Result<ListEventsResponse>> + Send;
-    /// Events after a revision, for watchers (no kind filter, no head read).
+    /// Events after a revision, for watchers (no kind filter, no head read): up to `limit`
+    /// events and `budget` bytes (a first event may be larger), and whether more follow.
     fn events_after(
         &self,
         project: String,
         after: i64,
         limit: i64,
-    ) -> impl Future<Output = Result<Vec<Event>>> + Send;
+        budget: usize,
+    ) -> impl Future<Output = Result<(Vec<Event>, bool)>> + Send;
     fn list_conflicts(
         &self,
         project: String,
@@ -363,6 +374,16 @@ impl Entity {
 /// store as well as in `Auth::check_entity`, so that a mistake in one layer cannot reach
 /// another project.
 pub type Within = Option<String>;
+
+/// Where a page of ListMemory ends: the last entry's place in the list's order.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MemoryPosition {
+    pub category: String,
+    pub branch: String,
+    pub key: String,
+    pub revision: i64,
+    pub seq: i64,
+}
 
 /// Whether a record of `project` may be seen by a request `within`.
 pub(crate) fn is_within(project: &str, within: &Within) -> bool {

@@ -83,6 +83,7 @@ impl PgStore {
                 .await
                 .map_err(|_| anyhow::anyhow!("no answer from Postgres within {CONNECT_TIMEOUT:?}"))??;
         MIGRATOR.run(&mut conn).await?;
+        backfill_state_digests(&mut conn).await?;
         if let Err(e) = sqlx::Connection::close(conn).await {
             tracing::debug!(error = %e, "closing the migration connection failed");
         }
@@ -481,6 +482,7 @@ include!("shared/retention.rs");
 include!("shared/purge.rs");
 include!("shared/transfer.rs");
 include!("shared/store_impl.rs");
+include!("shared/backfill.rs");
 
 #[cfg(test)]
 mod tests {

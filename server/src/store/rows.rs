@@ -111,6 +111,10 @@ impl SessionRow {
     }
 }
 
+/// Every column of a checkpoint but its payload: what lists and the brief read.
+pub const CHECKPOINT_LIGHT: &str = "id, session_id, project, parent_id, kind, reason, state, payload_content_type, compression, \
+     size_bytes, digest, state_digest, created_us, revision, author, blobs";
+
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct CheckpointRow {
     pub id: String,
@@ -120,11 +124,15 @@ pub struct CheckpointRow {
     pub kind: i32,
     pub reason: String,
     pub state: Vec<u8>,
+    /// Empty when read by `CHECKPOINT_LIGHT` (lists and the brief never read payloads).
+    #[sqlx(default)]
     pub payload: Vec<u8>,
     pub payload_content_type: String,
     pub compression: String,
     pub size_bytes: i64,
     pub digest: String,
+    /// Set for every row once the server has started (see the state digest migration).
+    pub state_digest: Option<String>,
     pub created_us: i64,
     pub revision: i64,
     pub author: Vec<u8>,
@@ -154,17 +162,29 @@ impl CheckpointRow {
         }
     }
 
-    /// Verifies the digest and returns the full checkpoint; `DATA_LOSS` when it fails.
-    pub fn verified(&self, include_payload: bool) -> Result<Checkpoint> {
-        let header = Header {
+    pub fn header(&self) -> Header<'_> {
+        Header {
             session_id: &self.session_id,
             kind: self.kind,
             reason: &self.reason,
             payload_content_type: &self.payload_content_type,
             blobs: &self.blobs,
-        };
+        }
+    }
+
+    /// The checkpoint with its state, verified by the state digest alone (the payload is
+    /// neither needed nor read); `DATA_LOSS` when it fails.
+    pub fn verified_state(&self) -> Result<Checkpoint> {
+        let expected = self.state_digest.as_deref().unwrap_or(checkpoint::UNVERIFIABLE);
+        let state = checkpoint::decode_state(&self.header(), &self.state, &self.compression, expected)
+            .map_err(|source| Error::DataLoss { id: self.id.clone(), source })?;
+        Ok(Checkpoint { state: Some(state), ..self.to_meta() })
+    }
+
+    /// Verifies the full digest and returns the full checkpoint; `DATA_LOSS` when it fails.
+    pub fn verified(&self, include_payload: bool) -> Result<Checkpoint> {
         let (state, payload) =
-            checkpoint::decode(&header, &self.state, &self.payload, &self.compression, &self.digest)
+            checkpoint::decode(&self.header(), &self.state, &self.payload, &self.compression, &self.digest)
                 .map_err(|source| Error::DataLoss { id: self.id.clone(), source })?;
         let mut out = self.to_meta();
         out.state = Some(state);
@@ -189,6 +209,11 @@ pub struct MemoryRow {
     pub created_us: i64,
     pub evicted: bool,
     pub record_revision: Option<i64>,
+    /// The record the entry belongs to, and its place in it (not in every read).
+    #[sqlx(default)]
+    pub record: String,
+    #[sqlx(default)]
+    pub seq: i64,
 }
 
 impl MemoryRow {

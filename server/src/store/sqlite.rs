@@ -68,6 +68,7 @@ impl SqliteStore {
             .connect_with(options)
             .await?;
         MIGRATOR.run(&pool).await?;
+        backfill_state_digests(&mut *pool.acquire().await?).await?;
         let writer = Writer::spawn(pool.clone(), DIALECT);
         Ok(Self { pool, wakers, writer, memory_cache: MemoryCache::default() })
     }
@@ -228,6 +229,7 @@ include!("shared/retention.rs");
 include!("shared/purge.rs");
 include!("shared/transfer.rs");
 include!("shared/store_impl.rs");
+include!("shared/backfill.rs");
 
 #[cfg(test)]
 mod tests {

@@ -119,7 +119,11 @@ async fn laptop_history_moves_to_the_team_server() {
     }
     let tree = t
         .checkpoints
-        .list_checkpoints(ListCheckpointsRequest { session_id: s1.id.clone(), include_state: false })
+        .list_checkpoints(ListCheckpointsRequest {
+            session_id: s1.id.clone(),
+            include_state: false,
+            ..Default::default()
+        })
         .await
         .unwrap()
         .into_inner();

@@ -120,7 +120,7 @@ async fn scope_holds_for_every_uuid_spelling(backend: Backend) {
         refused(
             &format!("ListCheckpoints {id}"),
             cp.list_checkpoints(with(
-                ListCheckpointsRequest { session_id: id.clone(), include_state: true },
+                ListCheckpointsRequest { session_id: id.clone(), include_state: true, ..Default::default() },
                 &hostile,
             ))
             .await,

@@ -93,7 +93,11 @@ async fn tree_and_forks(backend: Backend) {
     // Tree order: a, then its children oldest first, with depths.
     let list = c
         .checkpoints
-        .list_checkpoints(ListCheckpointsRequest { session_id: s.id.clone(), include_state: false })
+        .list_checkpoints(ListCheckpointsRequest {
+            session_id: s.id.clone(),
+            include_state: false,
+            ..Default::default()
+        })
         .await
         .unwrap()
         .into_inner();
@@ -167,7 +171,11 @@ async fn compression_and_corruption(backend: Backend) {
     assert!(msg.contains(&third), "{msg}");
     let list = c
         .checkpoints
-        .list_checkpoints(ListCheckpointsRequest { session_id: s.id.clone(), include_state: true })
+        .list_checkpoints(ListCheckpointsRequest {
+            session_id: s.id.clone(),
+            include_state: true,
+            ..Default::default()
+        })
         .await
         .unwrap()
         .into_inner();

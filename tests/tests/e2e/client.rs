@@ -117,7 +117,11 @@ async fn claude_hooks_end_to_end(backend: Backend) {
 
     let list = c
         .checkpoints
-        .list_checkpoints(ListCheckpointsRequest { session_id: session.id.clone(), include_state: true })
+        .list_checkpoints(ListCheckpointsRequest {
+            session_id: session.id.clone(),
+            include_state: true,
+            ..Default::default()
+        })
         .await
         .unwrap()
         .into_inner();
@@ -574,7 +578,11 @@ async fn transcripts_carry_over_to_another_machine(backend: Backend) {
         async move {
             let l = c
                 .checkpoints
-                .list_checkpoints(ListCheckpointsRequest { session_id: id, include_state: false })
+                .list_checkpoints(ListCheckpointsRequest {
+                    session_id: id,
+                    include_state: false,
+                    ..Default::default()
+                })
                 .await
                 .unwrap()
                 .into_inner();
@@ -801,7 +809,11 @@ async fn checkpoints_of(server: &Server, project: &str) -> usize {
     for s in sessions {
         n += c
             .checkpoints
-            .list_checkpoints(ListCheckpointsRequest { session_id: s.id, include_state: false })
+            .list_checkpoints(ListCheckpointsRequest {
+                session_id: s.id,
+                include_state: false,
+                ..Default::default()
+            })
             .await
             .unwrap()
             .into_inner()

@@ -119,7 +119,11 @@ async fn sigkill_cycles(backend: Backend) {
 
         let listed = c
             .checkpoints
-            .list_checkpoints(ListCheckpointsRequest { session_id: session.id.clone(), include_state: false })
+            .list_checkpoints(ListCheckpointsRequest {
+                session_id: session.id.clone(),
+                include_state: false,
+                ..Default::default()
+            })
             .await
             .unwrap()
             .into_inner();

@@ -28,7 +28,11 @@ async fn snapshot(c: &mut Clients, p: &str, session: &str) -> (usize, Vec<String
     keys.sort();
     let checkpoints = c
         .checkpoints
-        .list_checkpoints(ListCheckpointsRequest { session_id: session.into(), include_state: false })
+        .list_checkpoints(ListCheckpointsRequest {
+            session_id: session.into(),
+            include_state: false,
+            ..Default::default()
+        })
         .await
         .unwrap()
         .into_inner()

@@ -238,7 +238,13 @@ async fn arbitrary_requests_never_hurt() {
         text(),
     );
     run("reads", cases, reads, |(project, after_revision, limit, kinds, budget_chars, branch)| {
-        let events = ListEventsRequest { project: project.clone(), after_revision, limit, kinds };
+        let events = ListEventsRequest {
+            project: project.clone(),
+            after_revision,
+            limit,
+            kinds,
+            ..Default::default()
+        };
         let brief = GetBriefRequest { project, budget_chars, branch, ..Default::default() };
         check(
             "ListEvents",
@@ -262,7 +268,11 @@ async fn arbitrary_requests_never_hurt() {
     assert_gapless(&events);
     let listed = c
         .checkpoints
-        .list_checkpoints(ListCheckpointsRequest { session_id: session.id.clone(), include_state: true })
+        .list_checkpoints(ListCheckpointsRequest {
+            session_id: session.id.clone(),
+            include_state: true,
+            ..Default::default()
+        })
         .await
         .unwrap()
         .into_inner();

@@ -158,6 +158,7 @@ pub async fn all_events(c: &mut Clients, project: &str) -> Vec<Event> {
                 after_revision: after,
                 limit: 1000,
                 kinds: vec![],
+                ..Default::default()
             })
             .await
             .unwrap()

@@ -43,6 +43,7 @@ async fn list(c: &mut Clients, p: &str, category: &str, evicted: bool) -> Vec<ba
             category: category.into(),
             include_evicted: evicted,
             branch: None,
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -121,6 +122,7 @@ async fn categories(backend: Backend) {
             category: "open_loop".into(),
             branch: Some("feature/x".into()),
             include_evicted: false,
+            ..Default::default()
         })
         .await
         .unwrap()

@@ -135,7 +135,12 @@ async fn purges_a_value_everywhere(backend: Backend) {
     // Conflicts.
     let conflicts = c
         .events
-        .list_conflicts(ListConflictsRequest { project: p.clone(), after_revision: 0, limit: 100 })
+        .list_conflicts(ListConflictsRequest {
+            project: p.clone(),
+            after_revision: 0,
+            limit: 100,
+            ..Default::default()
+        })
         .await
         .unwrap()
         .into_inner();

@@ -75,7 +75,11 @@ async fn prunes_old_checkpoints(backend: Backend) {
         let mut c = c.clone();
         async move {
             c.checkpoints
-                .list_checkpoints(ListCheckpointsRequest { session_id: session, include_state: false })
+                .list_checkpoints(ListCheckpointsRequest {
+                    session_id: session,
+                    include_state: false,
+                    ..Default::default()
+                })
                 .await
                 .unwrap()
                 .into_inner()
@@ -171,6 +175,7 @@ async fn compaction_is_out_of_range_below(backend: Backend) {
                     after_revision: after,
                     limit: 100,
                     kinds: vec![],
+                    ..Default::default()
                 })
                 .await
         }

@@ -89,8 +89,8 @@ impl Backend {
         fail::fail_point!("checkpoint.insert", |_| Err(injected("checkpoint.insert")));
         let stored: CheckpointRow = sqlx::query_as(
             "INSERT INTO checkpoints (id, session_id, project, parent_id, kind, reason, state, payload, \
-             payload_content_type, compression, size_bytes, digest, created_us, revision, author, blobs) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING *",
+             payload_content_type, compression, size_bytes, digest, state_digest, created_us, revision, author, blobs) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) RETURNING *",
         )
         .bind(&id)
         .bind(&session_id)
@@ -104,6 +104,7 @@ impl Backend {
         .bind(new.content.compression.as_str())
         .bind(new.content.size_bytes)
         .bind(&new.content.digest)
+        .bind(&new.content.state_digest)
         .bind(w.now_us)
         .bind(revision)
         .bind(&author)
@@ -158,11 +159,22 @@ impl Backend {
             return Err(Error::NotFound(format!("checkpoint_id: no checkpoint {id}")));
         };
         let as_of_revision = head_revision(&mut conn, &project).await?;
-        let row: CheckpointRow = sqlx::query_as("SELECT * FROM checkpoints WHERE id = $1").bind(&id).fetch_one(&mut *conn).await?;
-        Ok(GetCheckpointResponse { checkpoint: Some(row.verified(include_payload)?), as_of_revision })
+        // Without its payload, a checkpoint is read and verified as lists read it.
+        let columns = if include_payload { "*" } else { crate::store::rows::CHECKPOINT_LIGHT };
+        let row: CheckpointRow = sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {columns} FROM checkpoints WHERE id = $1")))
+            .bind(&id)
+            .fetch_one(&mut *conn)
+            .await?;
+        let checkpoint = if include_payload { row.verified(true)? } else { row.verified_state()? };
+        Ok(GetCheckpointResponse { checkpoint: Some(checkpoint), as_of_revision })
     }
 
-    pub(crate) async fn do_list_checkpoints(&self, session_id: uuid::Uuid, include_state: bool, within: crate::store::Within) -> Result<ListCheckpointsResponse> {
+    /// One page of a session's checkpoints in tree order (see `tree_order`), after the
+    /// checkpoint `after` when given. Payloads are never read; states are read a batch at a
+    /// time, each batch's stored bytes within the reply budget, so memory is that of a page.
+    pub(crate) async fn do_list_checkpoints(&self, session_id: uuid::Uuid, include_state: bool, page_size: i64, after: Option<String>, within: crate::store::Within) -> Result<ListCheckpointsResponse> {
+        use crate::core::page::{Budget, REPLY_BUDGET};
+        const BATCH: usize = 64;
         let session_id = session_id.to_string();
         let mut conn = self.pool.acquire().await?;
         let project: Option<(String,)> = sqlx::query_as("SELECT project FROM sessions WHERE id = $1")
@@ -176,11 +188,73 @@ impl Backend {
         let as_of_revision = head_revision(&mut conn, &project).await?;
         let head: (Option<String>,) =
             sqlx::query_as("SELECT head_checkpoint_id FROM sessions WHERE id = $1").bind(&session_id).fetch_one(&mut *conn).await?;
-        let rows: Vec<CheckpointRow> = sqlx::query_as("SELECT * FROM checkpoints WHERE session_id = $1 ORDER BY revision")
-            .bind(&session_id)
-            .fetch_all(&mut *conn)
-            .await?;
-        Ok(ListCheckpointsResponse { checkpoints: tree_order(&rows, include_state), head_checkpoint_id: head.0.unwrap_or_default(), as_of_revision })
+        // The tree's shape, and each state's stored size (neither database reads a value to
+        // give its length).
+        let nodes: Vec<(String, Option<String>, i64)> =
+            sqlx::query_as("SELECT id, parent_id, CAST(length(state) AS BIGINT) FROM checkpoints WHERE session_id = $1 ORDER BY revision")
+                .bind(&session_id)
+                .fetch_all(&mut *conn)
+                .await?;
+        let order = tree_order(&nodes);
+        let mut next = match &after {
+            None => 0,
+            Some(id) => match order.iter().position(|(i, _)| &nodes[*i].0 == id) {
+                Some(at) => at + 1,
+                None => {
+                    return Err(Error::FailedPrecondition(format!(
+                        "page_token: checkpoint {id} is no longer in this session's list (retention pruned it since the \
+                         previous page, or the token is another list's); list again from the first page"
+                    )));
+                }
+            },
+        };
+        let mut page = Budget::new(page_size);
+        let mut checkpoints = Vec::new();
+        'page: while next < order.len() {
+            let mut stored = 0usize;
+            let batch: Vec<&(usize, i32)> = order[next..]
+                .iter()
+                .take(BATCH)
+                .enumerate()
+                .take_while(|(n, (i, _))| {
+                    stored = stored.saturating_add(usize::try_from(nodes[*i].2).unwrap_or(usize::MAX));
+                    *n == 0 || stored <= REPLY_BUDGET
+                })
+                .map(|(_, node)| node)
+                .collect();
+            let mut sql = sqlx::QueryBuilder::<Db>::new("SELECT ");
+            sql.push(crate::store::rows::CHECKPOINT_LIGHT).push(" FROM checkpoints WHERE id IN (");
+            let mut list = sql.separated(", ");
+            for (i, _) in &batch {
+                list.push_bind(nodes[*i].0.clone());
+            }
+            sql.push(")");
+            let rows: Vec<CheckpointRow> = sql.build_query_as().fetch_all(&mut *conn).await?;
+            let mut rows: HashMap<String, CheckpointRow> = rows.into_iter().map(|r| (r.id.clone(), r)).collect();
+            for (i, depth) in batch {
+                // Gone since the shape was read (retention): not listed.
+                if let Some(row) = rows.remove(&nodes[*i].0) {
+                    let mut cp = match row.verified_state() {
+                        Ok(cp) => cp,
+                        Err(_) => Checkpoint { corrupt: true, ..row.to_meta() },
+                    };
+                    if !include_state {
+                        cp.state = None;
+                    }
+                    cp.depth = *depth;
+                    if !page.take(prost::Message::encoded_len(&cp)) {
+                        break 'page;
+                    }
+                    checkpoints.push(cp);
+                }
+                next += 1;
+            }
+        }
+        let next_page_token = match checkpoints.last() {
+            Some(last) if next < order.len() => crate::core::page::token(&last.id),
+            _ => String::new(),
+        };
+        Ok(ListCheckpointsResponse { checkpoints, head_checkpoint_id: head.0.unwrap_or_default(), as_of_revision, next_page_token })
     }
 }
 
@@ -243,32 +317,21 @@ impl Backend {
     }
 }
 
-/// Depth-first from the roots, children oldest first; every checkpoint is verified and a
-/// corrupt one is marked rather than failing the list.
-fn tree_order(rows: &[CheckpointRow], include_state: bool) -> Vec<Checkpoint> {
-    let ids: HashSet<&str> = rows.iter().map(|r| r.id.as_str()).collect();
-    let mut children: HashMap<Option<&str>, Vec<&CheckpointRow>> = HashMap::new();
-    for row in rows {
-        // A parent outside this list (pruned) makes the row a root.
-        let parent = row.parent_id.as_deref().filter(|p| ids.contains(p));
-        children.entry(parent).or_default().push(row);
+/// Depth-first from the roots, children oldest first, of (id, parent, …) nodes in
+/// creation order: their indices, each with its depth.
+fn tree_order<T>(nodes: &[(String, Option<String>, T)]) -> Vec<(usize, i32)> {
+    let ids: HashSet<&str> = nodes.iter().map(|(id, ..)| id.as_str()).collect();
+    let mut children: HashMap<Option<&str>, Vec<usize>> = HashMap::new();
+    for (i, (_, parent, _)) in nodes.iter().enumerate() {
+        // A parent outside this list (pruned) makes the node a root.
+        let parent = parent.as_deref().filter(|p| ids.contains(p));
+        children.entry(parent).or_default().push(i);
     }
-    let mut out = Vec::with_capacity(rows.len());
-    let mut stack: Vec<(&CheckpointRow, i32)> =
-        children.get(&None).map(|roots| roots.iter().rev().map(|r| (*r, 0)).collect()).unwrap_or_default();
-    while let Some((row, depth)) = stack.pop() {
-        let mut cp = match row.verified(false) {
-            Ok(mut cp) => {
-                if !include_state {
-                    cp.state = None;
-                }
-                cp
-            }
-            Err(_) => Checkpoint { corrupt: true, ..row.to_meta() },
-        };
-        cp.depth = depth;
-        out.push(cp);
-        if let Some(kids) = children.get(&Some(row.id.as_str())) {
+    let mut out = Vec::with_capacity(nodes.len());
+    let mut stack: Vec<(usize, i32)> = children.get(&None).map(|roots| roots.iter().rev().map(|r| (*r, 0)).collect()).unwrap_or_default();
+    while let Some((i, depth)) = stack.pop() {
+        out.push((i, depth));
+        if let Some(kids) = children.get(&Some(nodes[i].0.as_str())) {
             stack.extend(kids.iter().rev().map(|k| (*k, depth + 1)));
         }
     }

@@ -178,6 +178,7 @@ impl Backend {
         let needle = value.as_bytes();
         let was_valid =
             cp::decode(&header(&row, &row.reason, &row.blobs), &row.state, &row.payload, &row.compression, &row.digest).is_ok();
+        let state_was_valid = row.verified_state().is_ok();
         let compression = Compression::parse(&row.compression).unwrap_or(Compression::None);
         let (Ok(mut state), Ok(mut payload)) = (cp::decompress(&row.state, compression), cp::decompress(&row.payload, compression)) else {
             // Undecodable bytes: mask what is there as stored.
@@ -220,6 +221,7 @@ impl Backend {
         }
         let reason = reason.unwrap_or_else(|| row.reason.clone());
         let digest = if was_valid { cp::digest(&header(&row, &reason, &blobs), &state, &payload) } else { row.digest.clone() };
+        let state_digest = if state_was_valid { Some(cp::state_digest(&header(&row, &reason, &blobs), &state)) } else { row.state_digest.clone() };
         let pack = |bytes: &[u8]| -> Result<Vec<u8>> {
             match compression {
                 Compression::Zstd if !bytes.is_empty() => {
@@ -228,7 +230,7 @@ impl Backend {
                 _ => Ok(bytes.to_vec()),
             }
         };
-        sqlx::query("UPDATE checkpoints SET reason = $2, state = $3, payload = $4, digest = $5, blobs = $6, author = $7 WHERE id = $1")
+        sqlx::query("UPDATE checkpoints SET reason = $2, state = $3, payload = $4, digest = $5, blobs = $6, author = $7, state_digest = $8 WHERE id = $1")
             .bind(&row.id)
             .bind(&reason)
             .bind(pack(&state)?)
@@ -236,6 +238,7 @@ impl Backend {
             .bind(&digest)
             .bind(&blobs)
             .bind(&author)
+            .bind(&state_digest)
             .execute(&mut **tx)
             .await?;
         Ok(true)

@@ -7,56 +7,35 @@ use std::sync::Arc;
 use crate::store::{BriefData, BriefFor};
 
 impl Backend {
-    pub(crate) async fn do_events_after(&self, project: String, after: i64, limit: i64) -> Result<Vec<Event>> {
-        let rows: Vec<(Vec<u8>,)> =
-            sqlx::query_as("SELECT body FROM events WHERE project = $1 AND revision > $2 ORDER BY revision LIMIT $3")
-                .bind(&project)
-                .bind(after)
-                .bind(limit)
-                .fetch_all(&self.pool)
-                .await?;
-        let events: Vec<Event> = rows.iter().map(|(body,)| decode_event(body)).collect::<Result<_>>()?;
+    pub(crate) async fn do_events_after(&self, project: String, after: i64, limit: i64, budget: usize) -> Result<(Vec<Event>, bool)> {
+        let mut conn = self.pool.acquire().await?;
+        let (bodies, more) = log_page(&mut conn, Log::Events, &project, after, limit, budget, &[]).await?;
+        let events: Vec<Event> = bodies.iter().map(|(_, body)| decode_event(body)).collect::<Result<_>>()?;
         // Revisions are gapless, so a first event past after + 1 means compaction removed
         // some (the latest compaction's own event is always there to show it).
         if events.first().is_some_and(|e| e.revision > after + 1) {
-            let mut conn = self.pool.acquire().await?;
             check_not_compacted(&mut conn, &project, after).await?;
         }
-        Ok(events)
+        Ok((events, more))
     }
 
     pub(crate) async fn do_list_events(&self, project: String, after: i64, limit: i64, kinds: Vec<i32>) -> Result<ListEventsResponse> {
         let mut conn = self.pool.acquire().await?;
         let as_of_revision = head_revision(&mut conn, &project).await?;
         check_not_compacted(&mut conn, &project, after).await?;
-        let mut sql = sqlx::QueryBuilder::<Db>::new("SELECT body FROM events WHERE project = ");
-        sql.push_bind(project).push(" AND revision > ").push_bind(after);
-        if !kinds.is_empty() {
-            sql.push(" AND kind IN (");
-            let mut list = sql.separated(", ");
-            for k in kinds {
-                list.push_bind(k);
-            }
-            sql.push(")");
-        }
-        sql.push(" ORDER BY revision LIMIT ").push_bind(limit);
-        let rows: Vec<(Vec<u8>,)> = sql.build_query_as().fetch_all(&mut *conn).await?;
-        let events = rows.iter().map(|(body,)| decode_event(body)).collect::<Result<_>>()?;
-        Ok(ListEventsResponse { events, as_of_revision })
+        let (bodies, more) = log_page(&mut conn, Log::Events, &project, after, limit, crate::core::page::REPLY_BUDGET, &kinds).await?;
+        let next_page_token = next_log_token(&bodies, more);
+        let events = bodies.iter().map(|(_, body)| decode_event(body)).collect::<Result<_>>()?;
+        Ok(ListEventsResponse { events, as_of_revision, next_page_token })
     }
 
     pub(crate) async fn do_list_conflicts(&self, project: String, after: i64, limit: i64) -> Result<ListConflictsResponse> {
         let mut conn = self.pool.acquire().await?;
         let as_of_revision = head_revision(&mut conn, &project).await?;
-        let rows: Vec<(Vec<u8>,)> =
-            sqlx::query_as("SELECT body FROM conflicts WHERE project = $1 AND revision > $2 ORDER BY revision LIMIT $3")
-                .bind(&project)
-                .bind(after)
-                .bind(limit)
-                .fetch_all(&mut *conn)
-                .await?;
-        let conflicts = rows.iter().map(|(body,)| decode_conflict(body)).collect::<Result<_>>()?;
-        Ok(ListConflictsResponse { conflicts, as_of_revision })
+        let (bodies, more) = log_page(&mut conn, Log::Conflicts, &project, after, limit, crate::core::page::REPLY_BUDGET, &[]).await?;
+        let next_page_token = next_log_token(&bodies, more);
+        let conflicts = bodies.iter().map(|(_, body)| decode_conflict(body)).collect::<Result<_>>()?;
+        Ok(ListConflictsResponse { conflicts, as_of_revision, next_page_token })
     }
 
     pub(crate) async fn do_brief_data(&self, q: BriefFor) -> Result<BriefData> {
@@ -100,7 +79,8 @@ impl Backend {
         let missing: Vec<&str> =
             unfinished.iter().filter_map(|r| r.head_checkpoint_id.as_deref()).filter(|id| !heads.contains_key(*id)).collect();
         if !missing.is_empty() {
-            let mut sql = sqlx::QueryBuilder::<Db>::new("SELECT * FROM checkpoints WHERE id IN (");
+            let mut sql = sqlx::QueryBuilder::<Db>::new("SELECT ");
+            sql.push(crate::store::rows::CHECKPOINT_LIGHT).push(" FROM checkpoints WHERE id IN (");
             let mut list = sql.separated(", ");
             for id in missing {
                 list.push_bind(id.to_owned());
@@ -112,12 +92,13 @@ impl Backend {
         let unfinished = unfinished
             .into_iter()
             .map(|row| {
-                // A corrupt head checkpoint gives no state.
+                // A corrupt head checkpoint gives no state (verified by its state digest: the
+                // payload, maybe megabytes, is neither read nor hashed).
                 let state = row
                     .head_checkpoint_id
                     .as_ref()
                     .and_then(|head| heads.remove(head))
-                    .and_then(|c| c.verified(false).ok())
+                    .and_then(|c| c.verified_state().ok())
                     .and_then(|c| c.state);
                 (row.to_proto(), state)
             })
@@ -171,7 +152,10 @@ static BRIEF_STATEMENTS: std::sync::LazyLock<[String; 6]> = std::sync::LazyLock:
         )
         .to_owned(),
         unfinished.clone(),
-        format!("SELECT * FROM checkpoints WHERE id IN (SELECT head_checkpoint_id FROM ({unfinished}) u)"),
+        format!(
+            "SELECT {} FROM checkpoints WHERE id IN (SELECT head_checkpoint_id FROM ({unfinished}) u)",
+            crate::store::rows::CHECKPOINT_LIGHT
+        ),
         newest_sessions([SessionStatus::Active, SessionStatus::Initializing], Recency::Seen, ACTIVE_LIMIT),
         previous.clone(),
         format!(
@@ -230,6 +214,66 @@ impl Backend {
             self.memory_cache.put(&q.project, &branch, m, entries.clone());
         }
         Ok(entries)
+    }
+}
+
+/// The two logs, each a table of encoded messages by project and revision.
+#[derive(Clone, Copy)]
+enum Log {
+    Events,
+    Conflicts,
+}
+
+/// One page of a log after `after`, as (revision, body): up to `limit` rows and `budget`
+/// bytes of bodies (an only row may be larger), and whether rows follow it. The sizes are
+/// read first (neither database reads a value to give its length), so bodies past the page
+/// are never read. A revision's rows (conflicts may share one) stay in one page.
+async fn log_page(
+    conn: &mut Conn,
+    log: Log,
+    project: &str,
+    after: i64,
+    limit: i64,
+    budget: usize,
+    kinds: &[i32],
+) -> Result<(Vec<(i64, Vec<u8>)>, bool)> {
+    let table = match log {
+        Log::Events => "events",
+        Log::Conflicts => "conflicts",
+    };
+    let filter = |sql: &mut sqlx::QueryBuilder<Db>| {
+        sql.push(" FROM ").push(table).push(" WHERE project = ").push_bind(project.to_owned()).push(" AND revision > ").push_bind(after);
+        if !kinds.is_empty() {
+            sql.push(" AND kind IN (");
+            let mut list = sql.separated(", ");
+            for k in kinds {
+                list.push_bind(*k);
+            }
+            sql.push(")");
+        }
+    };
+    let mut sql = sqlx::QueryBuilder::<Db>::new("SELECT revision, CAST(length(body) AS BIGINT)");
+    filter(&mut sql);
+    sql.push(" ORDER BY revision LIMIT ").push_bind(limit.saturating_add(1));
+    let sizes: Vec<(i64, i64)> = sql.build_query_as().fetch_all(&mut *conn).await?;
+    let mut page = crate::core::page::Budget::with_bytes(limit, budget);
+    let taken = sizes.iter().take_while(|(_, size)| page.take(usize::try_from(*size).unwrap_or(usize::MAX))).count();
+    let Some(&(last, _)) = taken.checked_sub(1).and_then(|i| sizes.get(i)) else {
+        return Ok((Vec::new(), false));
+    };
+    let more = sizes[taken..].iter().any(|(revision, _)| *revision > last);
+    let mut sql = sqlx::QueryBuilder::<Db>::new("SELECT revision, body");
+    filter(&mut sql);
+    sql.push(" AND revision <= ").push_bind(last).push(" ORDER BY revision");
+    let bodies: Vec<(i64, Vec<u8>)> = sql.build_query_as().fetch_all(&mut *conn).await?;
+    Ok((bodies, more))
+}
+
+/// The token of the page after these rows, when there is one: the last revision.
+fn next_log_token(rows: &[(i64, Vec<u8>)], more: bool) -> String {
+    match rows.last() {
+        Some((revision, _)) if more => crate::core::page::token(revision),
+        _ => String::new(),
     }
 }
 

@@ -343,11 +343,27 @@ impl Backend {
             sql.push(" AND id < ").push_bind(before.clone());
         }
         sql.push(" ORDER BY id DESC LIMIT ").push_bind(q.limit + 1);
-        let mut rows: Vec<SessionRow> = sql.build_query_as().fetch_all(&mut *conn).await?;
-        let more = rows.len() as i64 > q.limit;
-        rows.truncate(usize::try_from(q.limit).unwrap_or(0));
-        let next_page_token = if more { rows.last().map(|r| r.id.clone()).unwrap_or_default() } else { String::new() };
-        Ok(ListSessionsResponse { sessions: rows.iter().map(SessionRow::to_proto).collect(), next_page_token, as_of_revision })
+        // Row by row until the page is full, by count or by bytes.
+        let mut page = crate::core::page::Budget::new(q.limit);
+        let mut sessions = Vec::new();
+        let mut more = false;
+        {
+            use futures::TryStreamExt as _;
+            let mut rows = sql.build_query_as::<SessionRow>().fetch(&mut *conn);
+            while let Some(row) = rows.try_next().await? {
+                let session = row.to_proto();
+                if !page.take(prost::Message::encoded_len(&session)) {
+                    more = true;
+                    break;
+                }
+                sessions.push(session);
+            }
+        }
+        let next_page_token = match sessions.last() {
+            Some(last) if more => last.id.clone(),
+            _ => String::new(),
+        };
+        Ok(ListSessionsResponse { sessions, next_page_token, as_of_revision })
     }
 
     pub(crate) async fn do_update_session(&self, ctx: WriteCtx, req: UpdateSessionRequest, id: uuid::Uuid, within: crate::store::Within) -> Result<UpdateSessionResponse> {

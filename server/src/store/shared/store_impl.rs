@@ -36,14 +36,14 @@ impl crate::store::Store for Backend {
     async fn get_checkpoint(&self, id: uuid::Uuid, include_payload: bool, within: crate::store::Within) -> Result<pb::GetCheckpointResponse> {
         self.do_get_checkpoint(id, include_payload, within).await
     }
-    async fn list_checkpoints(&self, session_id: uuid::Uuid, include_state: bool, within: crate::store::Within) -> Result<pb::ListCheckpointsResponse> {
-        self.do_list_checkpoints(session_id, include_state, within).await
+    async fn list_checkpoints(&self, session_id: uuid::Uuid, include_state: bool, page_size: i64, after: Option<String>, within: crate::store::Within) -> Result<pb::ListCheckpointsResponse> {
+        self.do_list_checkpoints(session_id, include_state, page_size, after, within).await
     }
     async fn put_memory(&self, ctx: WriteCtx, req: pb::PutMemoryRequest) -> Result<pb::PutMemoryResponse> {
         self.do_put_memory(ctx, req).await
     }
-    async fn list_memory(&self, req: pb::ListMemoryRequest) -> Result<pb::ListMemoryResponse> {
-        self.do_list_memory(req).await
+    async fn list_memory(&self, req: pb::ListMemoryRequest, page_size: i64, after: Option<crate::store::MemoryPosition>) -> Result<pb::ListMemoryResponse> {
+        self.do_list_memory(req, page_size, after).await
     }
     async fn delete_memory(&self, ctx: WriteCtx, req: pb::DeleteMemoryRequest) -> Result<pb::DeleteMemoryResponse> {
         self.do_delete_memory(ctx, req).await
@@ -57,8 +57,8 @@ impl crate::store::Store for Backend {
     async fn list_events(&self, project: String, after: i64, limit: i64, kinds: Vec<i32>) -> Result<pb::ListEventsResponse> {
         self.do_list_events(project, after, limit, kinds).await
     }
-    async fn events_after(&self, project: String, after: i64, limit: i64) -> Result<Vec<Event>> {
-        self.do_events_after(project, after, limit).await
+    async fn events_after(&self, project: String, after: i64, limit: i64, budget: usize) -> Result<(Vec<Event>, bool)> {
+        self.do_events_after(project, after, limit, budget).await
     }
     async fn list_conflicts(&self, project: String, after: i64, limit: i64) -> Result<pb::ListConflictsResponse> {
         self.do_list_conflicts(project, after, limit).await

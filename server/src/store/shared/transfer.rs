@@ -185,12 +185,21 @@ async fn import_checkpoint(w: &mut Write, project: &str, c: CheckpointLine) -> R
         )));
     };
     let revision = w.revision();
+    // Not carried by the archive: computed from what it carries, and only if that verifies.
+    let header = crate::core::checkpoint::Header {
+        session_id: &c.session_id,
+        kind: c.kind,
+        reason: &c.reason,
+        payload_content_type: &c.payload_content_type,
+        blobs: &c.blobs,
+    };
+    let state_digest = crate::core::checkpoint::state_digest_of_stored(&header, &c.state, &c.payload, &c.compression, &c.digest);
     sqlx::query(sqlx::AssertSqlSafe(format!(
-        "INSERT INTO checkpoints ({CHECKPOINT_COLUMNS}, project, revision) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)"
+        "INSERT INTO checkpoints ({CHECKPOINT_COLUMNS}, project, revision, state_digest) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)"
     )))
     .bind(&c.id).bind(&c.session_id).bind(&c.parent_id).bind(c.kind).bind(&c.reason).bind(&c.state).bind(&c.payload)
     .bind(&c.payload_content_type).bind(&c.compression).bind(c.size_bytes).bind(&c.digest).bind(c.created_us).bind(&c.author)
-    .bind(&c.blobs).bind(project).bind(revision)
+    .bind(&c.blobs).bind(project).bind(revision).bind(&state_digest)
     .execute(&mut *w.tx).await?;
     w.emit(Event {
         kind: EventKind::CheckpointCreated as i32,
