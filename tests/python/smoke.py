@@ -10,6 +10,18 @@ from grpc_tools import protoc
 import grpc
 
 
+def pages(call, request, items, size_field="page_size", size=2):
+    """Every item of a paged list: follows next_page_token to the end, a few at a time."""
+    setattr(request, size_field, size)
+    out = []
+    while True:
+        reply = call(request)
+        out.extend(getattr(reply, items))
+        if not reply.next_page_token:
+            return out
+        request.page_token = reply.next_page_token
+
+
 def main() -> None:
     addr, proto_dir, out = sys.argv[1:4]
     files = [f"baton/v1/{name}.proto" for name in ("model", "session", "checkpoint", "memory", "brief", "event")]
@@ -102,21 +114,39 @@ def main() -> None:
     assert hb.status == model_pb2.SESSION_STATUS_IDLE
     resumed = sessions.ResumeSession(session_pb2.ResumeSessionRequest(project=project, session_id=sid, host="py2", write=rid()))
     assert resumed.checkpoint.id == cp.checkpoint.id and resumed.session.resumed_from == sid
-    ended = sessions.EndSession(session_pb2.EndSessionRequest(session_id=resumed.session.id, summary="done", write=rid()))
-    assert ended.session.status == model_pb2.SESSION_STATUS_COMPLETED
     tree = checkpoints.ListCheckpoints(checkpoint_pb2.ListCheckpointsRequest(session_id=sid))
     assert [c.id for c in tree.checkpoints] == [cp.checkpoint.id]
+    # Lists come in pages: followed to the end, a few at a time.
+    assert [s.id for s in pages(sessions.ListSessions, session_pb2.ListSessionsRequest(project=project), "sessions", size=1)] \
+        == [resumed.session.id, sid]
+    more = [checkpoints.CreateCheckpoint(checkpoint_pb2.CreateCheckpointRequest(
+        session_id=resumed.session.id, kind=model_pb2.CHECKPOINT_KIND_MANUAL,
+        state=model_pb2.CheckpointState(phase=f"py{i}"))).checkpoint.id for i in range(5)]
+    paged = pages(checkpoints.ListCheckpoints, checkpoint_pb2.ListCheckpointsRequest(session_id=resumed.session.id), "checkpoints")
+    assert [c.id for c in paged] == more, paged
+    first = checkpoints.ListCheckpoints(checkpoint_pb2.ListCheckpointsRequest(session_id=resumed.session.id, page_size=2))
+    assert len(first.checkpoints) == 2 and first.next_page_token, first
+    ended = sessions.EndSession(session_pb2.EndSessionRequest(session_id=resumed.session.id, summary="done", write=rid()))
+    assert ended.session.status == model_pb2.SESSION_STATUS_COMPLETED
     caps = memory.SetMemoryCaps(memory_pb2.SetMemoryCapsRequest(project=project, caps={"decision": 3}, write=rid()))
     assert caps.caps["decision"] == 3
-    listed = memory.ListMemory(memory_pb2.ListMemoryRequest(project=project))
-    assert [e.content for e in listed.entries] == ["polyglot"]
+    for i in range(5):
+        memory.PutMemory(memory_pb2.PutMemoryRequest(
+            project=project, category="decision", op=model_pb2.MEMORY_OP_APPEND,
+            items=[memory_pb2.MemoryItem(content=f"d{i}")], write=rid()))
+    every = pages(memory.ListMemory, memory_pb2.ListMemoryRequest(project=project, include_evicted=True), "entries")
+    assert [e.content for e in every] == [f"d{i}" for i in range(5)] + ["polyglot"], every
+    assert [e.evicted for e in every] == [True, True, False, False, False, False], every
+    listed = memory.ListMemory(memory_pb2.ListMemoryRequest(project=project, category="goal"))
     deleted = memory.DeleteMemory(memory_pb2.DeleteMemoryRequest(project=project, entry_id=listed.entries[0].id, write=rid()))
     assert list(deleted.deleted_ids) == [listed.entries[0].id]
 
     events = event_pb2_grpc.EventServiceStub(channel)
     head = events.ListEvents(event_pb2.ListEventsRequest(project=project)).as_of_revision
     assert head == len(events.ListEvents(event_pb2.ListEventsRequest(project=project)).events)
-    assert list(events.ListConflicts(event_pb2.ListConflictsRequest(project=project)).conflicts) == []
+    logged = pages(events.ListEvents, event_pb2.ListEventsRequest(project=project), "events", size_field="limit", size=3)
+    assert [e.revision for e in logged] == list(range(1, head + 1)), logged
+    assert pages(events.ListConflicts, event_pb2.ListConflictsRequest(project=project), "conflicts", size_field="limit") == []
     stream = events.Watch(event_pb2.WatchRequest(cursors=[event_pb2.WatchCursor(project=project, after_revision=0)]))
     revisions = [next(stream).revision for _ in range(head)]
     stream.cancel()

@@ -267,21 +267,23 @@ macro_rules! both {
 impl Server {
     /// Flips one byte of a stored checkpoint's state, behind the server's back.
     pub async fn corrupt_checkpoint(&self, id: &str) -> Result<()> {
+        self.corrupt_checkpoint_column(id, "state").await
+    }
+
+    /// Flips one byte of a stored checkpoint's `state` or `payload`.
+    pub async fn corrupt_checkpoint_column(&self, id: &str, column: &str) -> Result<()> {
         use sqlx::Connection;
+        anyhow::ensure!(["state", "payload"].contains(&column), "not a checkpoint content column: {column}");
+        let select = sqlx::AssertSqlSafe(format!("SELECT {column} FROM checkpoints WHERE id = $1"));
+        let update = sqlx::AssertSqlSafe(format!("UPDATE checkpoints SET {column} = $2 WHERE id = $1"));
         macro_rules! flip {
             ($conn:expr) => {{
                 let mut conn = $conn;
-                let (mut state,): (Vec<u8>,) = sqlx::query_as("SELECT state FROM checkpoints WHERE id = $1")
-                    .bind(id)
-                    .fetch_one(&mut conn)
-                    .await?;
-                let mid = state.len() / 2;
-                state[mid] ^= 0x5a;
-                sqlx::query("UPDATE checkpoints SET state = $2 WHERE id = $1")
-                    .bind(id)
-                    .bind(state)
-                    .execute(&mut conn)
-                    .await?;
+                let (mut bytes,): (Vec<u8>,) = sqlx::query_as(select).bind(id).fetch_one(&mut conn).await?;
+                anyhow::ensure!(!bytes.is_empty(), "checkpoint {id} has no {column} bytes to flip");
+                let mid = bytes.len() / 2;
+                bytes[mid] ^= 0x5a;
+                sqlx::query(update).bind(id).bind(bytes).execute(&mut conn).await?;
             }};
         }
         match self.backend {

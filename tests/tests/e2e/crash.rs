@@ -83,20 +83,14 @@ async fn sigkill_cycles(backend: Backend) {
         server.restart().unwrap();
         let mut c = server.clients().await;
 
-        let stored: HashMap<String, String> = c
-            .memory
-            .list_memory(ListMemoryRequest {
-                project: p.clone(),
-                include_evicted: true,
-                ..Default::default()
-            })
-            .await
-            .unwrap()
-            .into_inner()
-            .entries
-            .into_iter()
-            .map(|e| (e.key, e.content))
-            .collect();
+        let stored: HashMap<String, String> = crate::all_memory(
+            &mut c,
+            ListMemoryRequest { project: p.clone(), include_evicted: true, ..Default::default() },
+        )
+        .await
+        .into_iter()
+        .map(|e| (e.key, e.content))
+        .collect();
         for (key, value) in notes.lock().unwrap().iter().filter(|(k, _)| k.as_str() != "shared") {
             assert_eq!(stored.get(key), Some(value), "cycle {cycle}: acknowledged note {key} lost");
         }
@@ -122,6 +116,7 @@ async fn sigkill_cycles(backend: Backend) {
             .list_checkpoints(ListCheckpointsRequest {
                 session_id: session.id.clone(),
                 include_state: false,
+                page_size: 1000,
                 ..Default::default()
             })
             .await

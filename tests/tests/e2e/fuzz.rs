@@ -271,6 +271,7 @@ async fn arbitrary_requests_never_hurt() {
         .list_checkpoints(ListCheckpointsRequest {
             session_id: session.id.clone(),
             include_state: true,
+            page_size: 1000,
             ..Default::default()
         })
         .await

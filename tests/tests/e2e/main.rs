@@ -22,6 +22,7 @@ mod limits;
 mod malformed;
 mod memory;
 mod metrics;
+mod paging;
 mod protocol;
 mod purge;
 mod retention;
@@ -31,8 +32,8 @@ mod watch;
 mod writes;
 
 use baton_proto::v1::{
-    AgentKind, ConflictPolicy, Event, GetBriefRequest, ListEventsRequest, MemoryItem, MemoryOp,
-    PutMemoryRequest, PutMemoryResponse, Session, StartSessionRequest, WriteOptions,
+    AgentKind, ConflictPolicy, Event, GetBriefRequest, ListEventsRequest, ListMemoryRequest, MemoryEntry,
+    MemoryItem, MemoryOp, PutMemoryRequest, PutMemoryResponse, Session, StartSessionRequest, WriteOptions,
 };
 use baton_tests::Clients;
 use tonic::{Code, Status};
@@ -167,6 +168,25 @@ pub async fn all_events(c: &mut Clients, project: &str) -> Vec<Event> {
             return out;
         }
         out.extend(page.events);
+    }
+}
+
+/// Every entry a memory list names, following its pages to the end.
+pub async fn all_memory(c: &mut Clients, request: ListMemoryRequest) -> Vec<MemoryEntry> {
+    let mut out = Vec::new();
+    let mut page_token = String::new();
+    loop {
+        let page = c
+            .memory
+            .list_memory(ListMemoryRequest { page_size: 1000, page_token, ..request.clone() })
+            .await
+            .unwrap()
+            .into_inner();
+        out.extend(page.entries);
+        if page.next_page_token.is_empty() {
+            return out;
+        }
+        page_token = page.next_page_token;
     }
 }
 

@@ -7,8 +7,9 @@
 //!   ./target/release/baton-bench --quick              # a few seconds per scenario (CI)
 //!   ./target/release/baton-bench --backend sqlite     # or postgres; default both
 //!   ./target/release/baton-bench --scaling-only       # just the scaling tables
-//!   ./target/release/baton-bench --only hot,resume    # some scenarios: hot, spread,
-//!                                                     # checkpoints, resume, fanout, catchup, scaling
+//!   ./target/release/baton-bench --only hot,resume    # some scenarios: rpc, hot, spread,
+//!                                                     # checkpoints, resume, fanout, catchup,
+//!                                                     # memory, scaling
 //!
 //! Postgres runs with its own durability settings (fsync, synchronous commit), as a team's
 //! server does; `--postgres-no-fsync` uses the tests' fast settings instead.
@@ -18,6 +19,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a bench: fail loudly
 
 mod floor;
+mod memory;
 mod scenarios;
 mod stats;
 
@@ -40,7 +42,7 @@ struct Args {
     #[arg(long, default_value = "both", value_parser = ["sqlite", "postgres", "both"])]
     backend: String,
     /// Some scenarios only, comma-separated: rpc, hot, spread, checkpoints, resume, fanout,
-    /// catchup, scaling.
+    /// catchup, memory (the server's peak RSS under planted data), scaling.
     #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(scenarios::NAMES))]
     only: Vec<String>,
     /// Just the scaling tables (`--only scaling`).
@@ -55,6 +57,7 @@ struct Args {
 /// Run sizes: full by default, `--quick` for CI.
 #[derive(Debug, Clone, Copy)]
 pub struct Sizes {
+    pub quick: bool,
     pub window: Duration,
     pub clients: usize,
     pub resume_sessions: usize,
@@ -69,6 +72,7 @@ impl Sizes {
     fn new(quick: bool) -> Self {
         if quick {
             Self {
+                quick,
                 window: Duration::from_secs(2),
                 clients: clients(),
                 resume_sessions: 100,
@@ -80,6 +84,7 @@ impl Sizes {
             }
         } else {
             Self {
+                quick,
                 window: Duration::from_secs(10),
                 clients: clients(),
                 resume_sessions: 1000,

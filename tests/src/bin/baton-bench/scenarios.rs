@@ -58,7 +58,7 @@ fn spread_project(client: usize, i: u64) -> String {
 }
 
 /// Text that compresses like a real checkpoint's JSON (about 3:1), `len` bytes.
-fn checkpoint_text(len: usize, seed: u64) -> Vec<u8> {
+pub fn checkpoint_text(len: usize, seed: u64) -> Vec<u8> {
     let words =
         ["task", "file", "src/", "decision", "error", "fixed", "the", "store", "retry", "Baton", "{", "}"];
     let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407) | 1;
@@ -75,8 +75,8 @@ fn checkpoint_text(len: usize, seed: u64) -> Vec<u8> {
 }
 
 /// The scenarios' names, for `--only`.
-pub const NAMES: [&str; 8] =
-    ["rpc", "hot", "spread", "checkpoints", "resume", "fanout", "catchup", "scaling"];
+pub const NAMES: [&str; 9] =
+    ["rpc", "hot", "spread", "checkpoints", "resume", "fanout", "catchup", "scaling", "memory"];
 
 pub async fn run_all(backend: Backend, sizes: Sizes, only: &[String]) -> Results {
     let run = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
@@ -128,6 +128,10 @@ pub async fn run_all(backend: Backend, sizes: Sizes, only: &[String]) -> Results
     if run("catchup") {
         eprintln!("[{backend:?}] watch catch-up");
         table.push(catch_up(&server, &c, &floor, sizes.catch_up_events).await);
+    }
+    if run("memory") {
+        eprintln!("[{backend:?}] server memory under planted data (a server of its own)");
+        table.push(crate::memory::memory(backend, sizes.quick).await);
     }
     let scaling = if run("scaling") {
         eprintln!("[{backend:?}] scaling");
