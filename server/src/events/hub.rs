@@ -403,6 +403,46 @@ mod tests {
         until(|| hub.readers() == 0 && hub.dormant() == 0).await;
     }
 
+    /// A large event is not kept in the shared feed: a stand-in with its revision sends the
+    /// watchers to the table, where they read it whole and in order.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn large_events_stay_out_of_the_feed() {
+        use baton_proto::v1::{MemoryItem, MemoryOp, PutMemoryRequest};
+
+        let (_dir, store, hub, _stop, stop_rx) = sqlite_hub(Duration::from_millis(50)).await;
+        let put = |key: &str, content: String| {
+            let req = PutMemoryRequest {
+                project: "p".into(),
+                category: "note".into(),
+                key: key.into(),
+                op: MemoryOp::Upsert as i32,
+                items: vec![MemoryItem { rationale: content.clone(), content }],
+                ..Default::default()
+            };
+            store.put_memory(crate::store::WriteCtx::default(), req)
+        };
+        put("first", "small".into()).await.unwrap();
+        let mut feed = hub.subscribe("p").await;
+        let request = Watch { cursors: vec![("p".to_owned(), 1)], kinds: HashSet::new() };
+        let mut events = watch(store.clone(), &hub, request, stop_rx.clone(), 8);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        put("big", "x".repeat(16 * 1024)).await.unwrap();
+        put("small", "small".into()).await.unwrap();
+        let mut fed = Vec::new();
+        for _ in 0..2 {
+            fed.push(tokio::time::timeout(Duration::from_secs(5), feed.recv()).await.unwrap().unwrap());
+        }
+        assert_eq!((fed[0].revision, fed[0].kind, fed[0].value.is_none()), (2, 0, true), "a stand-in");
+        assert!(prost::Message::encoded_len(&*fed[0]) < 64);
+        assert_eq!((fed[1].revision, fed[1].kind), (3, baton_proto::v1::EventKind::MemoryChanged as i32));
+        for revision in [2, 3] {
+            let got =
+                tokio::time::timeout(Duration::from_secs(5), events.recv()).await.unwrap().unwrap().unwrap();
+            assert_eq!(got.event.revision, revision);
+            assert_eq!(got.event.kind, baton_proto::v1::EventKind::MemoryChanged as i32);
+        }
+    }
+
     /// Fail points are the process's: one test at a time sets them, and tests that start
     /// readers (which pass the fail points) take turns with those that count them.
     static FAIL_POINT: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

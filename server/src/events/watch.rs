@@ -227,3 +227,42 @@ impl<S: Store> Follower<S> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A client that stops reading holds at most STREAM_KIB of events in its queue: the
+    /// next send waits until the queue is read.
+    #[tokio::test]
+    async fn a_stream_queue_is_bounded_in_bytes() {
+        let (sink, mut rx) = Sink::channel(256);
+        let event = |n: i64| {
+            Arc::new(Event { revision: n, entity_id: "x".repeat(1024 * 1024), ..Default::default() })
+        };
+        for n in 1..=3 {
+            assert!(sink.send(event(n)).await);
+        }
+        // Three of 1 MiB (and a bit) in a 4 MiB queue: the fourth does not fit.
+        let blocked = tokio::time::timeout(Duration::from_millis(200), sink.send(event(4))).await;
+        assert!(blocked.is_err(), "a fourth MiB was queued");
+        let first = rx.recv().await.unwrap().unwrap();
+        assert_eq!(first.event.revision, 1);
+        drop(first);
+        assert!(tokio::time::timeout(Duration::from_secs(2), sink.send(event(4))).await.unwrap());
+        // Larger than the whole queue: it waits for an empty queue, then goes alone.
+        let whole =
+            Arc::new(Event { revision: 5, entity_id: "y".repeat(8 * 1024 * 1024), ..Default::default() });
+        let sending = tokio::spawn({
+            let sink = sink.clone();
+            async move { sink.send(whole).await }
+        });
+        for n in 2..=4 {
+            assert_eq!(rx.recv().await.unwrap().unwrap().event.revision, n);
+        }
+        assert!(sending.await.unwrap());
+        assert_eq!(rx.recv().await.unwrap().unwrap().event.revision, 5);
+        drop(rx);
+        assert!(!sink.send(event(6)).await, "the client went away");
+    }
+}

@@ -181,3 +181,64 @@ async fn laptop_history_moves_to_the_team_server() {
         laptop.admin_command(&["export", "--output", &archive_arg, "--project", "github.com/no/such"]);
     assert!(!ok && err.contains("no project"), "{err}");
 }
+
+/// Checkpoints of several MiB each leave in pages that end on their bytes, not their count:
+/// every one arrives, in order, and still verifies. (Nine of 7.5 MB pass the 64 MiB page;
+/// the bytes are noise, as checkpoints are stored compressed.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_checkpoints_export_in_byte_pages() {
+    let laptop = Server::start(Backend::Sqlite).await.unwrap();
+    let mut c = laptop.clients().await;
+    let p = project();
+    let s = start_session(&mut c, &p).await;
+    let noise = |seed: u64| {
+        let mut x = seed | 1;
+        (0..7_500_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect::<Vec<u8>>()
+    };
+    let mut ids = Vec::new();
+    for n in 0..10u64 {
+        let created = c
+            .checkpoints
+            .create_checkpoint(CreateCheckpointRequest {
+                session_id: s.id.clone(),
+                kind: CheckpointKind::Manual as i32,
+                reason: format!("large {n}"),
+                payload: noise(n),
+                payload_content_type: "application/octet-stream".into(),
+                write: write(),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        ids.push(created.checkpoint.unwrap().id);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("large.baton").display().to_string();
+    let (ok, _, err) = laptop.admin_command(&["export", "--output", &archive]);
+    assert!(ok, "{err}");
+
+    let team = Server::start(Backend::Sqlite).await.unwrap();
+    let (ok, out, err) = team.admin_command(&["import", "--input", &archive]);
+    assert!(ok, "{err}");
+    // 1 session and 10 checkpoints.
+    assert!(out.contains(&format!("{p}: imported 11, already present 0")), "{out}");
+    let mut t = team.clients().await.checkpoints.max_decoding_message_size(16 * 1024 * 1024);
+    for (n, id) in ids.iter().enumerate() {
+        let got = t
+            .get_checkpoint(GetCheckpointRequest { checkpoint_id: id.clone(), include_payload: true })
+            .await
+            .unwrap()
+            .into_inner()
+            .checkpoint
+            .unwrap();
+        assert!(got.payload == noise(n as u64), "checkpoint {n} differs");
+    }
+}

@@ -18,6 +18,8 @@ impl Backend {
     /// Up to `limit` rows of a table after `after`, and the cursor past them (None at the end).
     pub(crate) async fn do_export_page(&self, project: String, table: Table, after: Cursor, limit: i64) -> Result<(Vec<Line>, Option<Cursor>)> {
         let mut conn = self.pool.acquire().await?;
+        // A page that ended on its bytes rather than its count.
+        let mut cut_short = false;
         let (lines, next): (Vec<Line>, Option<Cursor>) = match table {
             Table::Chunks => {
                 let rows: Vec<ChunkLine> = sqlx::query_as("SELECT digest, data, size_bytes, created_us FROM chunks WHERE project = $1 AND digest > $2 ORDER BY digest LIMIT $3")
@@ -34,11 +36,23 @@ impl Backend {
                 (rows.into_iter().map(|r| Line::Session(Box::new(r))).collect(), next)
             }
             Table::Checkpoints => {
+                // Checkpoints may be megabytes each: a page ends within EXPORT_BYTES of stored
+                // content (sizes read first), however many rows that is.
+                const EXPORT_BYTES: usize = 64 * 1024 * 1024;
+                let sizes: Vec<(i64, i64)> = sqlx::query_as(
+                    "SELECT revision, CAST(length(state) + length(payload) AS BIGINT) FROM checkpoints \
+                     WHERE project = $1 AND revision > $2 ORDER BY revision LIMIT $3",
+                )
+                .bind(&project).bind(after.n).bind(limit).fetch_all(&mut *conn).await?;
+                let mut page = crate::core::page::Budget::with_bytes(limit, EXPORT_BYTES);
+                let taken = sizes.iter().take_while(|(_, n)| page.take(usize::try_from(*n).unwrap_or(usize::MAX))).count();
+                let count = i64::try_from(taken).unwrap_or(limit);
+                cut_short = taken < sizes.len();
                 // By revision: a parent is always older than its children.
                 let rows: Vec<(i64, CheckpointLine)> = sqlx::query_as::<_, CheckpointWithRevision>(sqlx::AssertSqlSafe(format!(
                     "SELECT revision, {CHECKPOINT_COLUMNS} FROM checkpoints WHERE project = $1 AND revision > $2 ORDER BY revision LIMIT $3"
                 )))
-                .bind(&project).bind(after.n).bind(limit).fetch_all(&mut *conn).await?
+                .bind(&project).bind(after.n).bind(count).fetch_all(&mut *conn).await?
                 .into_iter().map(|r| (r.revision, r.line)).collect();
                 let next = rows.last().map(|(revision, _)| Cursor { n: *revision, ..Cursor::default() });
                 (rows.into_iter().map(|(_, r)| Line::Checkpoint(Box::new(r))).collect(), next)
@@ -59,7 +73,7 @@ impl Backend {
                 (rows.into_iter().map(Line::Record).collect(), next)
             }
         };
-        let next = if (lines.len() as i64) < limit { None } else { next };
+        let next = if (lines.len() as i64) < limit && !cut_short { None } else { next };
         Ok((lines, next))
     }
 
