@@ -11,7 +11,7 @@ use baton_tests::{Backend, Server, both};
 use futures::StreamExt;
 
 use crate::watch::open;
-use crate::{all_events, assert_gapless, project, put_note, start_session, write};
+use crate::{all_events, all_memory, assert_gapless, project, put_note, start_session, write};
 
 async fn kill9_under_load_keeps_acknowledged_writes(backend: Backend) {
     let mut server = Server::start(backend).await.unwrap();
@@ -76,14 +76,9 @@ async fn kill9_under_load_keeps_acknowledged_writes(backend: Backend) {
 
     server.restart().unwrap();
     let mut c = server.clients().await;
-    let stored = c
-        .memory
-        .list_memory(ListMemoryRequest { project: p.clone(), ..Default::default() })
-        .await
-        .unwrap()
-        .into_inner();
+    let stored = all_memory(&mut c, ListMemoryRequest { project: p.clone(), ..Default::default() }).await;
     let stored: std::collections::HashMap<String, String> =
-        stored.entries.into_iter().map(|e| (e.key, e.content)).collect();
+        stored.into_iter().map(|e| (e.key, e.content)).collect();
     for (key, value) in &notes {
         assert_eq!(stored.get(key), Some(value), "acknowledged note {key} lost");
     }
