@@ -150,9 +150,9 @@ enum Command {
 
 #[derive(Debug, Subcommand)]
 enum MemoryCommand {
-    /// Add an item: current-state categories (goal, constraint, open_loop, recent_change)
-    /// are read and rewritten with the item, so concurrent adds are never lost; decision and
-    /// session_summary are appended; notes need --key.
+    /// Add an item: to a current-state set (goal, constraint, open_loop, recent_change) as
+    /// it is when the write arrives, so concurrent adds are never lost and it works offline
+    /// (queued); decision and session_summary are appended; notes need --key.
     Add {
         category: String,
         text: String,
@@ -175,6 +175,14 @@ enum MemoryCommand {
         category: Option<String>,
         #[arg(long)]
         all: bool,
+    },
+    /// Remove an item from a current-state set by its text (works offline: queued).
+    Remove {
+        category: String,
+        text: String,
+        /// The set of this branch.
+        #[arg(long)]
+        branch: Option<String>,
     },
     /// Remove an entry by id, or a whole set/note with --category (and --key).
     Rm {
@@ -265,6 +273,9 @@ async fn run(
                 .await
             }
             MemoryCommand::List { category, all } => cmd::memory::list(&ctx, &dir, category, all, json).await,
+            MemoryCommand::Remove { category, text, branch } => {
+                cmd::memory::remove(&ctx, &dir, category, text, branch, json).await
+            }
             MemoryCommand::Rm { id, category, key } => {
                 cmd::memory::rm(&ctx, &dir, id, category, key, json).await
             }

@@ -1,13 +1,11 @@
 //! `baton memory add|list|rm`: project memory in the server's categories.
 
 use std::path::Path;
-use std::time::Duration;
 
 use baton_proto::v1::{
     ConflictPolicy, DeleteMemoryRequest, ListMemoryRequest, MemoryItem, MemoryOp, PutMemoryRequest,
     RecordRef, delete_memory_request,
 };
-use tonic::Code;
 
 use crate::remote::{self, Timeouts};
 use crate::write::{self, Delivered, Write};
@@ -23,11 +21,6 @@ pub struct Add {
     pub key: Option<String>,
     pub branch: Option<String>,
     pub if_revision: Option<i64>,
-}
-
-fn record_key(category: &str, branch: &str, key: &str) -> String {
-    let base = if category == "note" { format!("note/{key}") } else { format!("memory/{category}") };
-    if branch.is_empty() { base } else { format!("{base}@{branch}") }
 }
 
 pub async fn add(ctx: &Ctx, dir: &Path, a: Add, json: bool) -> anyhow::Result<()> {
@@ -55,59 +48,24 @@ pub async fn add(ctx: &Ctx, dir: &Path, a: Add, json: bool) -> anyhow::Result<()
         }
     };
     let delivered = if CURRENT.contains(&a.category.as_str()) {
-        // Read the set, write set + item based on what was read: a concurrent add makes
-        // the write fail (REJECT), and it is re-read and retried, so nothing is lost.
-        let hub = hub.as_mut().ok_or_else(|| {
-            anyhow::anyhow!("adding to {} needs the hub (it reads the current set first)", a.category)
-        })?;
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let list = crate::pages::memory(
-                hub,
-                ListMemoryRequest {
-                    project: project.key.clone(),
-                    category: a.category.clone(),
-                    branch: Some(branch.clone()),
-                    ..Default::default()
-                },
-            )
-            .await?;
-            let read = list.record_revisions.get(&record_key(&a.category, &branch, "")).copied().unwrap_or(0);
-            if let Some(expected) = a.if_revision
-                && expected != read
-            {
-                anyhow::bail!(
-                    "{} is at revision {read}, not {expected}: re-read it with `baton memory list` and retry",
-                    a.category
-                );
-            }
-            let mut items: Vec<MemoryItem> = list
-                .entries
-                .iter()
-                .map(|e| MemoryItem { content: e.content.clone(), rationale: e.rationale.clone() })
-                .collect();
-            items.push(item.clone());
-            let cap = list.caps.get(&a.category).copied().unwrap_or(0) as usize;
-            if items.len() > cap {
-                anyhow::bail!(
-                    "{} holds at most {cap} item(s) and has {}: remove one first (`baton memory rm ID`)",
-                    a.category,
-                    items.len() - 1
-                );
-            }
-            match hub
-                .memory
-                .put_memory(request(MemoryOp::ReplaceSet, items, Some(read), ConflictPolicy::Reject))
-                .await
-            {
-                Ok(r) => break Delivered::Sent(Box::new(r.into_inner().result.unwrap_or_default())),
-                Err(s) if s.code() == Code::Aborted && a.if_revision.is_none() && attempt < 5 => {
-                    tokio::time::sleep(Duration::from_millis(20 * attempt)).await;
-                }
-                Err(s) => anyhow::bail!(remote::explain(&s)),
-            }
+        // An item added to the set as it is when the write arrives: two concurrent adds both
+        // land, and it works offline (queued; the hub applies it on arrival, over the cap it
+        // is refused and the queue's dead letters say so).
+        if let Some(h) = hub.as_mut()
+            && a.if_revision.is_none()
+            && holds(h, &project.key, &a.category, &branch, &item.content).await?
+        {
+            println!("{} already holds that item: nothing to add", a.category);
+            return Ok(());
         }
+        let policy = if a.if_revision.is_some() { ConflictPolicy::Reject } else { ConflictPolicy::Overwrite };
+        write::submit(
+            &ctx.queue,
+            hub.as_mut(),
+            Write::PutMemory(request(MemoryOp::AddItem, vec![item], a.if_revision, policy)),
+            None,
+        )
+        .await?
     } else {
         let op = if HISTORY.contains(&a.category.as_str()) { MemoryOp::Append } else { MemoryOp::Upsert };
         let policy = if a.if_revision.is_some() { ConflictPolicy::Reject } else { ConflictPolicy::Overwrite };
@@ -146,6 +104,75 @@ pub async fn add(ctx: &Ctx, dir: &Path, a: Add, json: bool) -> anyhow::Result<()
     }
     if redacted > 0 && !json {
         println!("redacted {redacted} secret(s)");
+    }
+    Ok(())
+}
+
+/// Whether a current-state set holds an item with this content (read live).
+async fn holds(
+    hub: &mut remote::Hub,
+    project: &str,
+    category: &str,
+    branch: &str,
+    content: &str,
+) -> anyhow::Result<bool> {
+    let list = crate::pages::memory(
+        hub,
+        ListMemoryRequest {
+            project: project.to_owned(),
+            category: category.to_owned(),
+            branch: Some(branch.to_owned()),
+            ..Default::default()
+        },
+    )
+    .await?;
+    Ok(list.entries.iter().any(|e| e.content.trim() == content.trim()))
+}
+
+/// `baton memory remove CATEGORY TEXT`: takes an item out of a current-state set, by its
+/// content, as the set is when the write arrives; queued when the hub is unreachable.
+pub async fn remove(
+    ctx: &Ctx,
+    dir: &Path,
+    category: String,
+    text: String,
+    branch: Option<String>,
+    json: bool,
+) -> anyhow::Result<()> {
+    if !CURRENT.contains(&category.as_str()) {
+        anyhow::bail!(
+            "remove takes items out of {}; for {category} use `baton memory rm ID` (ids from `baton memory list`)",
+            CURRENT.join(", ")
+        );
+    }
+    let project = project::identify(dir);
+    let branch = branch.unwrap_or_default();
+    let mut hub = remote::connect(&ctx.settings, Timeouts::CLI).await.ok();
+    if let Some(h) = hub.as_mut()
+        && !holds(h, &project.key, &category, &branch, &text).await?
+    {
+        anyhow::bail!(
+            "{category} holds no item that reads {text:?}: `baton memory list {category}` shows what it holds"
+        );
+    }
+    let request = PutMemoryRequest {
+        project: project.key.clone(),
+        category: category.clone(),
+        branch,
+        key: String::new(),
+        op: MemoryOp::RemoveItem as i32,
+        items: vec![MemoryItem { content: text, rationale: String::new() }],
+        write: write::options(baton_proto::v1::AgentKind::Custom as i32, ""),
+    };
+    match write::submit(&ctx.queue, hub.as_mut(), Write::PutMemory(request), None).await? {
+        Delivered::Sent(r) if json => println!(
+            "{}",
+            serde_json::json!({"revision": r.revision, "outcome": view::outcome(r.outcome), "conflict": r.conflict.as_ref().map(view::conflict_json)})
+        ),
+        Delivered::Sent(r) => println!("removed from {category} at revision {}", r.revision),
+        Delivered::Queued => {
+            println!("the hub is unreachable: queued (sent by the next call or `baton sync`)")
+        }
     }
     Ok(())
 }

@@ -47,6 +47,13 @@ pub enum MemoryRuleError {
     OneItem(&'static str),
     #[error("items: APPEND needs at least one item")]
     EmptyAppend,
+    #[error("items: {0} needs at least one item")]
+    EmptyItemOp(&'static str),
+    #[error(
+        "op: ADD_ITEM and REMOVE_ITEM are for current-state categories (goal, constraint, \
+         open_loop, recent_change); {category:?} is written with {expected}"
+    )]
+    ItemOp { category: String, expected: &'static str },
     #[error("key: notes need a key (1..=200 characters)")]
     MissingKey,
     #[error("key: only notes have keys; category {0:?} has none")]
@@ -70,6 +77,8 @@ pub fn op_name(op: MemoryOp) -> &'static str {
         MemoryOp::ReplaceSet => "REPLACE_SET",
         MemoryOp::Append => "APPEND",
         MemoryOp::Upsert => "UPSERT",
+        MemoryOp::AddItem => "ADD_ITEM",
+        MemoryOp::RemoveItem => "REMOVE_ITEM",
     }
 }
 
@@ -101,7 +110,11 @@ pub fn check_put(
 ) -> Result<Semantics, MemoryRuleError> {
     let semantics = semantics(category)?;
     let expected = expected_op(semantics);
-    if op != MemoryOp::Unspecified && op != expected {
+    let item_op = matches!(op, MemoryOp::AddItem | MemoryOp::RemoveItem);
+    if item_op && semantics != Semantics::CurrentSet {
+        return Err(MemoryRuleError::ItemOp { category: category.to_owned(), expected: op_name(expected) });
+    }
+    if op != MemoryOp::Unspecified && op != expected && !item_op {
         return Err(MemoryRuleError::WrongOp {
             category: category.to_owned(),
             expected: op_name(expected),
@@ -118,6 +131,11 @@ pub fn check_put(
             }
         }
         _ if !key.is_empty() => return Err(MemoryRuleError::UnexpectedKey(category.to_owned())),
+        Semantics::CurrentSet if item_op => {
+            if items == 0 {
+                return Err(MemoryRuleError::EmptyItemOp(op_name(op)));
+            }
+        }
         Semantics::CurrentSet => {
             if items > usize::try_from(cap).unwrap_or(0) {
                 return Err(MemoryRuleError::OverCap { category: category.to_owned(), cap, got: items });
@@ -178,6 +196,21 @@ mod tests {
         assert_eq!(check_put("decision", MemoryOp::Unspecified, "", 2, 5), Ok(Semantics::History));
         assert_eq!(check_put("note", MemoryOp::Upsert, "arch", 1, 0), Ok(Semantics::Keyed));
         assert!(check_put("bogus", MemoryOp::Upsert, "", 1, 0).is_err());
+        // Item operations: current-state sets only, at least one item, the cap checked later.
+        assert_eq!(check_put("constraint", MemoryOp::AddItem, "", 9, 5), Ok(Semantics::CurrentSet));
+        assert_eq!(check_put("open_loop", MemoryOp::RemoveItem, "", 1, 5), Ok(Semantics::CurrentSet));
+        assert!(matches!(
+            check_put("decision", MemoryOp::AddItem, "", 1, 5),
+            Err(MemoryRuleError::ItemOp { .. })
+        ));
+        assert!(matches!(
+            check_put("note", MemoryOp::RemoveItem, "k", 1, 0),
+            Err(MemoryRuleError::ItemOp { .. })
+        ));
+        assert_eq!(
+            check_put("goal", MemoryOp::AddItem, "", 0, 1),
+            Err(MemoryRuleError::EmptyItemOp("ADD_ITEM"))
+        );
     }
 
     #[test]

@@ -277,6 +277,82 @@ async fn stale_queued_write_is_reported(backend: Backend) {
 }
 both!(stale_queued_write_is_reported);
 
+/// Every memory write works offline: items added to and removed from current-state sets
+/// are queued and applied to the set as it is when they arrive (never STALE); one over the
+/// cap is refused on arrival and kept with the dead letters, saying which cap.
+async fn offline_set_items(backend: Backend) {
+    let mut server = Server::start(backend).await.unwrap();
+    let env = ClientEnv::new(&server.url());
+    let repo = git_repo("https://github.com/acme/sets.git");
+    let dir = repo.path();
+    env.run(dir, &["memory", "add", "constraint", "no new deps"], "");
+    env.run(dir, &["memory", "add", "constraint", "keep it small"], "");
+    let again = env.run(dir, &["memory", "add", "constraint", "no new deps"], "");
+    assert!(again.stdout.contains("already holds that item"), "{again:?}");
+    let missing = env.run(dir, &["memory", "remove", "constraint", "never said"], "");
+    assert!(missing.code != 0 && missing.stderr.contains("holds no item"), "{missing:?}");
+    let wrong = env.run(dir, &["memory", "remove", "decision", "x"], "");
+    assert!(wrong.code != 0 && wrong.stderr.contains("baton memory rm ID"), "{wrong:?}");
+
+    server.kill9();
+    for args in [
+        ["memory", "add", "constraint", "offline one"].as_slice(),
+        &["memory", "remove", "constraint", "keep it small"],
+        &["memory", "add", "open_loop", "flaky test"],
+        &["memory", "add", "goal", "ship v1"],
+        &["memory", "add", "goal", "ship v2"],
+    ] {
+        let out = env.run(dir, args, "");
+        assert!(out.code == 0 && out.stdout.contains("queued"), "{args:?}: {out:?}");
+    }
+    // Meanwhile, on the hub, someone else adds a constraint.
+    server.restart().unwrap();
+    let env = ClientEnv { server: server.url(), ..env };
+    let mut c = server.clients().await;
+    c.memory
+        .put_memory(baton_proto::v1::PutMemoryRequest {
+            project: "github.com/acme/sets".into(),
+            category: "constraint".into(),
+            op: baton_proto::v1::MemoryOp::AddItem as i32,
+            items: vec![baton_proto::v1::MemoryItem {
+                content: "from the desktop".into(),
+                ..Default::default()
+            }],
+            write: crate::write(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let out = env.run(dir, &["sync"], "");
+    assert!(out.stdout.contains("sent 4, refused 1"), "{out:?}");
+    let list = env.run(dir, &["memory", "list", "--json"], "");
+    let list: Value = serde_json::from_str(&list.stdout).unwrap();
+    let mut held: Vec<(String, String)> = list["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["category"].as_str().unwrap().to_owned(), e["content"].as_str().unwrap().to_owned()))
+        .collect();
+    held.sort();
+    let want: Vec<(String, String)> = [
+        ("constraint", "from the desktop"),
+        ("constraint", "no new deps"),
+        ("constraint", "offline one"),
+        ("goal", "ship v1"),
+        ("open_loop", "flaky test"),
+    ]
+    .iter()
+    .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+    .collect();
+    assert_eq!(held, want, "every queued item applied to the set as it was; the second goal refused");
+    let status = env.run(dir, &["status", "--json"], "");
+    let status: Value = serde_json::from_str(&status.stdout).unwrap();
+    let dead = status["queue"]["dead"].as_array().unwrap();
+    assert_eq!(dead.len(), 1, "{status}");
+    assert!(dead[0]["error"].as_str().unwrap().contains("memory/goal holds at most 1"), "{status}");
+}
+both!(offline_set_items);
+
 async fn warmup_sections_and_git_changes(backend: Backend) {
     let server = Server::start(backend).await.unwrap();
     let env = ClientEnv::new(&server.url());

@@ -21,7 +21,8 @@ pub fn replay_memory(events: &[Event]) -> BTreeMap<String, Vec<String>> {
         let record = e.entity_id.clone();
         let entry = records.entry(record).or_default();
         match MemoryOp::try_from(m.op).unwrap() {
-            MemoryOp::ReplaceSet | MemoryOp::Upsert => {
+            // Item operations carry the whole set after them, as REPLACE_SET does.
+            MemoryOp::ReplaceSet | MemoryOp::Upsert | MemoryOp::AddItem | MemoryOp::RemoveItem => {
                 *entry = m.entries.iter().map(|x| (x.id.clone(), x.content.clone())).collect();
             }
             MemoryOp::Append => {

@@ -301,3 +301,156 @@ async fn quoted_names(backend: Backend) {
     assert_gapless(&all_events(&mut c, &p).await);
 }
 both!(quoted_names);
+
+/// ADD_ITEM / REMOVE_ITEM: one item into or out of a current-state set as it is when the
+/// write arrives. Concurrent adds all land; a queued one is never STALE (a REPLACE_SET
+/// queued as long ago is); over the cap is FAILED_PRECONDITION naming the cap; a base that
+/// is not the set's revision is reported (or refused with REJECT); history and notes refuse.
+async fn set_items(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    let first = put(&mut c, &p, "constraint", "", MemoryOp::AddItem, &["a"]).await.unwrap();
+    assert_eq!(contents(&first.entries), vec!["a"]);
+    assert_eq!(first.result.unwrap().outcome, WriteOutcome::Applied as i32);
+    let adds: Vec<_> = ["b", "c", "d", "e"]
+        .into_iter()
+        .map(|t| {
+            let mut c = c.clone();
+            let p = p.clone();
+            tokio::spawn(async move { put(&mut c, &p, "constraint", "", MemoryOp::AddItem, &[t]).await })
+        })
+        .collect();
+    for add in adds {
+        let reply = add.await.unwrap().unwrap();
+        assert_eq!(reply.result.unwrap().outcome, WriteOutcome::Applied as i32, "no base: no conflict");
+    }
+    let mut held = contents(&list(&mut c, &p, "constraint", false).await);
+    held.sort();
+    assert_eq!(held, vec!["a", "b", "c", "d", "e"], "every concurrent add landed");
+
+    let (status, message) = code(put(&mut c, &p, "constraint", "", MemoryOp::AddItem, &["f"]).await);
+    assert_eq!(status, Code::FailedPrecondition, "{message}");
+    assert!(message.contains("memory/constraint holds at most 5"), "{message}");
+    let again = put(&mut c, &p, "constraint", "", MemoryOp::AddItem, &[" a "]).await.unwrap();
+    assert!(again.entries.is_empty(), "an item already there is not added twice (nor over the cap)");
+
+    let removed = put(&mut c, &p, "constraint", "", MemoryOp::RemoveItem, &["b", "zzz"]).await.unwrap();
+    assert_eq!(contents(&removed.removed), vec!["b"]);
+    let mut held = contents(&list(&mut c, &p, "constraint", false).await);
+    held.sort();
+    assert_eq!(held, vec!["a", "c", "d", "e"]);
+
+    // A base the set has moved past: applied and reported, or refused under REJECT.
+    let revision = |c: &mut Clients| {
+        let mut c = c.clone();
+        let p = p.clone();
+        async move {
+            c.memory
+                .list_memory(ListMemoryRequest {
+                    project: p,
+                    category: "constraint".into(),
+                    ..Default::default()
+                })
+                .await
+                .unwrap()
+                .into_inner()
+                .record_revisions["memory/constraint"]
+        }
+    };
+    let now = revision(&mut c).await;
+    let item_with = |content: &str, w| PutMemoryRequest {
+        project: p.clone(),
+        category: "constraint".into(),
+        op: MemoryOp::AddItem as i32,
+        items: items(&[content]),
+        write: w,
+        ..Default::default()
+    };
+    let refused = c.memory.put_memory(item_with("g", based(now - 1, ConflictPolicy::Reject))).await;
+    assert_eq!(code(refused).0, Code::Aborted);
+    let reported = c
+        .memory
+        .put_memory(item_with("g", based(now - 1, ConflictPolicy::Overwrite)))
+        .await
+        .unwrap()
+        .into_inner();
+    let result = reported.result.unwrap();
+    assert_eq!(result.outcome, WriteOutcome::Overwritten as i32);
+    let conflict = result.conflict.expect("the conflict is reported");
+    assert_eq!((conflict.record.as_str(), conflict.base_revision), ("memory/constraint", Some(now - 1)));
+    let applied = c.memory.put_memory(item_with("h", based(result.revision, ConflictPolicy::Reject))).await;
+    assert_eq!(code(applied).0, Code::FailedPrecondition, "based right, but the set is full");
+
+    // Queued long ago (written a day before the set's last write): still applied.
+    let queued = |content: &str, op: MemoryOp| {
+        let mut w = write();
+        if let Some(w) = w.as_mut() {
+            let now = std::time::SystemTime::now();
+            w.written_at = Some((now - std::time::Duration::from_secs(86_400)).into());
+            w.client_now = Some(now.into());
+        }
+        PutMemoryRequest {
+            project: p.clone(),
+            category: "open_loop".into(),
+            op: op as i32,
+            items: items(&[content]),
+            write: w,
+            ..Default::default()
+        }
+    };
+    put(&mut c, &p, "open_loop", "", MemoryOp::ReplaceSet, &["live"]).await.unwrap();
+    let stale = c.memory.put_memory(queued("old set", MemoryOp::ReplaceSet)).await.unwrap().into_inner();
+    assert_eq!(
+        stale.result.unwrap().outcome,
+        WriteOutcome::Stale as i32,
+        "a queued REPLACE_SET is last-write-wins"
+    );
+    let added = c.memory.put_memory(queued("offline item", MemoryOp::AddItem)).await.unwrap().into_inner();
+    assert_eq!(added.result.unwrap().outcome, WriteOutcome::Applied as i32);
+    let removed = c.memory.put_memory(queued("live", MemoryOp::RemoveItem)).await.unwrap().into_inner();
+    assert_eq!(removed.result.unwrap().outcome, WriteOutcome::Applied as i32);
+    assert_eq!(contents(&list(&mut c, &p, "open_loop", false).await), vec!["offline item"]);
+
+    for (category, key) in [("decision", ""), ("note", "k")] {
+        let r = c
+            .memory
+            .put_memory(PutMemoryRequest {
+                project: p.clone(),
+                category: category.into(),
+                key: key.into(),
+                op: MemoryOp::AddItem as i32,
+                items: items(&["x"]),
+                write: write(),
+                ..Default::default()
+            })
+            .await;
+        let (status, message) = code(r);
+        assert_eq!(status, Code::InvalidArgument, "{message}");
+        assert!(message.contains("current-state"), "{message}");
+    }
+    let (status, _) = code(put(&mut c, &p, "constraint", "", MemoryOp::RemoveItem, &[]).await);
+    assert_eq!(status, Code::InvalidArgument);
+
+    // The log carries the whole set after each item operation.
+    let events = all_events(&mut c, &p).await;
+    assert_gapless(&events);
+    let last = events.last().unwrap();
+    match &last.value {
+        Some(baton_proto::v1::event::Value::Memory(m)) => {
+            assert_eq!(m.op, MemoryOp::RemoveItem as i32);
+            assert_eq!(contents(&m.entries), vec!["offline item"]);
+            assert_eq!(m.deleted_ids.len(), 1);
+        }
+        other => panic!("expected a memory event, got {other:?}"),
+    }
+    let replayed = crate::concurrency::replay_memory(&events);
+    for category in ["constraint", "open_loop"] {
+        let mut stored = contents(&list(&mut c, &p, category, false).await);
+        let mut from_log = replayed[&format!("memory/{category}")].clone();
+        stored.sort();
+        from_log.sort();
+        assert_eq!(from_log, stored, "the log replays to {category}");
+    }
+}
+both!(set_items);

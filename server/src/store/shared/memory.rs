@@ -7,6 +7,7 @@ use baton_proto::v1::{
 };
 
 use crate::core::memory::{self as rules, Semantics};
+use crate::core::set_item::{self, SetItemError, SetItemOp};
 use crate::store::parse_caps;
 use crate::store::rows::{MemoryRow, RecordStateRow};
 
@@ -266,6 +267,65 @@ impl Write {
         Ok((created, write_result(revision, decision, conflict, ctx)))
     }
 
+    /// An item operation on a current-state set (ADD_ITEM, REMOVE_ITEM): applied to the set
+    /// as it is (`core::set_item`), never STALE. Returns the entries created, those removed,
+    /// and the result.
+    async fn write_items(
+        &mut self,
+        t: &Target<'_>,
+        ctx: &WriteCtx,
+        op: MemoryOp,
+        items: &[MemoryItem],
+        cap: i32,
+    ) -> Result<(Vec<MemoryEntry>, Vec<MemoryEntry>, WriteResult)> {
+        let record = t.record();
+        let (current, before) = self.record_state(&record).await?;
+        let decision = set_item::decide(current.as_ref().map_or(0, |(v, _)| v.revision), ctx.intent(self.now_us));
+        let which = if op == MemoryOp::AddItem { SetItemOp::Add } else { SetItemOp::Remove };
+        let held: Vec<(String, String)> = before.iter().map(|e| (e.id.clone(), e.content.clone())).collect();
+        let change = set_item::change(which, &record, &held, items, cap).map_err(|e| match e {
+            SetItemError::OverCap { .. } => Error::FailedPrecondition(e.to_string()),
+            SetItemError::Empty(_) => Error::InvalidArgument(e.to_string()),
+        })?;
+        let as_set = |entries: Vec<MemoryEntry>| RecordValue {
+            value: Some(record_value::Value::MemorySet(MemorySet {
+                category: t.category.to_owned(),
+                branch: t.branch.to_owned(),
+                revision: current.as_ref().map_or(0, |(v, _)| v.revision),
+                entries,
+            })),
+        };
+        let (removed, kept): (Vec<MemoryEntry>, Vec<MemoryEntry>) =
+            before.iter().cloned().partition(|e| change.remove.contains(&e.id));
+        let mut wanted = kept.clone();
+        wanted.extend(change.add.iter().map(|i| MemoryEntry {
+            category: t.category.to_owned(),
+            branch: t.branch.to_owned(),
+            content: i.content.clone(),
+            rationale: i.rationale.clone(),
+            author: Some(ctx.actor.clone()),
+            ..Default::default()
+        }));
+        let conflict = decision.is_conflict().then(|| {
+            make_conflict(record.clone(), decision, ctx, current.clone(), Some(as_set(before.clone())), Some(as_set(wanted)), String::new())
+        });
+        if let (Decision::Rejected, Some(conflict)) = (decision, &conflict) {
+            return Err(self.rejected(conflict.clone()));
+        }
+        let revision = self.revision();
+        let created = self.apply_record(t, &record, &change.add, Some(&change.remove), ctx).await?;
+        let mut after: Vec<MemoryEntry> = kept
+            .into_iter()
+            .map(|mut e| {
+                e.record_revision = revision;
+                e
+            })
+            .collect();
+        after.extend(created.iter().cloned());
+        let conflict = self.emit_memory(t, op, after, vec![], change.remove, conflict, ctx).await?.conflict;
+        Ok((created, removed, write_result(revision, decision, conflict, ctx)))
+    }
+
     #[allow(clippy::too_many_arguments)]
     async fn emit_memory(
         &mut self,
@@ -312,7 +372,7 @@ impl Write {
             })
             .collect();
         self.emit_memory(t, MemoryOp::Append, entries.clone(), evicted.iter().map(|e| e.id.clone()).collect(), vec![], None, ctx).await?;
-        Ok(PutMemoryResponse { entries, evicted, result: Some(write_result(revision, Decision::Applied, None, ctx)) })
+        Ok(PutMemoryResponse { entries, evicted, result: Some(write_result(revision, Decision::Applied, None, ctx)), removed: vec![] })
     }
 }
 
@@ -329,12 +389,17 @@ impl Backend {
         let cap = caps.get(&req.category).copied().unwrap_or(0);
         let semantics = rules::check_put(&req.category, MemoryOp::try_from(req.op).unwrap_or_default(), &req.key, req.items.len(), cap)?;
         let t = Target { category: &req.category, branch: &req.branch, key: &req.key };
+        let op = MemoryOp::try_from(req.op).unwrap_or_default();
         let reply = match semantics {
             Semantics::History => w.append(&t, &ctx, &req.items, cap).await?,
+            Semantics::CurrentSet if matches!(op, MemoryOp::AddItem | MemoryOp::RemoveItem) => {
+                let (entries, removed, result) = w.write_items(&t, &ctx, op, &req.items, cap).await?;
+                PutMemoryResponse { entries, evicted: vec![], result: Some(result), removed }
+            }
             Semantics::CurrentSet | Semantics::Keyed => {
                 let op = if semantics == Semantics::Keyed { MemoryOp::Upsert } else { MemoryOp::ReplaceSet };
                 let (entries, result) = w.write_record(&t, &ctx, op, &req.items, None).await?;
-                PutMemoryResponse { entries, evicted: vec![], result: Some(result) }
+                PutMemoryResponse { entries, evicted: vec![], result: Some(result), removed: vec![] }
             }
         };
         w.finish(self, &ctx, &reply).await?;
