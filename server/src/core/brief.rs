@@ -34,7 +34,41 @@ pub fn title(kind: BriefSectionKind) -> &'static str {
         BriefSectionKind::ActiveSessions => "Other active sessions",
         BriefSectionKind::Conflicts => "Conflicts since your last session",
         BriefSectionKind::Notes => "Notes",
+        BriefSectionKind::PreviousSession => "Where your last session stopped",
     }
+}
+
+/// Why a session is the caller's previous one, in the order the brief prefers them: the
+/// session being resumed; the one the caller's session resumed; the same user's latest
+/// earlier session on the project, on any host (a user's sessions follow them from machine
+/// to machine; with no user name, the same host's); else the project's latest completed
+/// session, which is not the caller's own work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PreviousBy {
+    Resuming = 1,
+    ResumedFrom = 2,
+    SameUser = 3,
+    LatestCompleted = 4,
+}
+
+impl PreviousBy {
+    /// The candidate kind a store read tagged a row with (`pick` = the discriminant).
+    pub fn from_pick(pick: i64) -> Option<Self> {
+        [Self::Resuming, Self::ResumedFrom, Self::SameUser, Self::LatestCompleted]
+            .into_iter()
+            .find(|p| *p as i64 == pick)
+    }
+
+    /// Whether the session is the caller's own earlier work (its tasks and where it stopped
+    /// belong in the caller's brief).
+    pub fn is_callers(self) -> bool {
+        self != Self::LatestCompleted
+    }
+}
+
+/// The caller's previous session among the candidates found: the first kind present.
+pub fn previous<T>(candidates: impl IntoIterator<Item = (PreviousBy, T)>) -> Option<(PreviousBy, T)> {
+    candidates.into_iter().min_by_key(|(by, _)| *by)
 }
 
 /// What the brief is made of, read by the store in one go.
@@ -53,8 +87,12 @@ pub struct BriefData {
     pub active: Vec<Session>,
     /// Conflicts since the caller's previous session, newest first.
     pub conflicts: Vec<Conflict>,
-    /// The caller's previous session, if any.
+    /// The caller's previous session, if any, and why it is the one.
     pub previous: Option<Session>,
+    pub previous_by: Option<PreviousBy>,
+    /// The state of the previous session's head checkpoint (None when it has none or it is
+    /// corrupt).
+    pub previous_state: Option<CheckpointState>,
 }
 
 fn agent_name(agent: i32) -> &'static str {
@@ -103,8 +141,11 @@ pub fn sections(data: &BriefData, client_changes: &[String]) -> Vec<Section> {
     let memory = |category: &str| -> Vec<&MemoryEntry> {
         data.memory.iter().filter(|e| e.category == category).collect()
     };
+    let previous = previous_lines(data);
     let mut unfinished = Vec::new();
-    for (session, state) in &data.unfinished {
+    // The previous session has a section of its own.
+    let shown = data.previous.as_ref().filter(|_| !previous.is_empty()).map(|s| s.id.as_str());
+    for (session, state) in data.unfinished.iter().filter(|(s, _)| Some(s.id.as_str()) != shown) {
         let status = SessionStatus::try_from(session.status).unwrap_or_default();
         let status = if status == SessionStatus::Crashed { "crashed" } else { "idle" };
         let goal = if session.goal.is_empty() { String::new() } else { format!(": {}", session.goal) };
@@ -150,6 +191,7 @@ pub fn sections(data: &BriefData, client_changes: &[String]) -> Vec<Section> {
         })
         .collect();
     vec![
+        Section { kind: BriefSectionKind::PreviousSession, lines: previous },
         Section { kind: BriefSectionKind::UnfinishedSessions, lines: unfinished },
         Section { kind: BriefSectionKind::Goal, lines: plain("goal") },
         Section { kind: BriefSectionKind::OpenLoops, lines: plain("open_loop") },
@@ -160,6 +202,51 @@ pub fn sections(data: &BriefData, client_changes: &[String]) -> Vec<Section> {
         Section { kind: BriefSectionKind::Conflicts, lines: conflicts },
         Section { kind: BriefSectionKind::Notes, lines: notes },
     ]
+}
+
+/// Where the caller's previous session stopped: the session, its summary or phase, the last
+/// prompt and answer, and its unfinished tasks with their status (newest state: its head
+/// checkpoint). Nothing when the previous session is not the caller's own work.
+fn previous_lines(data: &BriefData) -> Vec<String> {
+    let (Some(session), Some(by)) = (&data.previous, data.previous_by) else { return Vec::new() };
+    if !by.is_callers() {
+        return Vec::new();
+    }
+    let state = data.previous_state.clone().unwrap_or_default();
+    let status = match SessionStatus::try_from(session.status).unwrap_or_default() {
+        SessionStatus::Completed => "completed",
+        SessionStatus::Crashed => "crashed",
+        SessionStatus::Idle => "idle",
+        SessionStatus::Resumed => "resumed",
+        SessionStatus::Active | SessionStatus::Initializing => "active",
+        SessionStatus::Unspecified => "unknown",
+    };
+    let goal = [session.goal.as_str(), state.goal.as_str()].into_iter().find(|g| !g.is_empty());
+    let goal = goal.map(|g| format!(": {g}")).unwrap_or_default();
+    let mut lines = vec![one_line(&format!(
+        "{status} {}, last seen {}{goal}",
+        who(session),
+        ago(data.now_us, seen_us(session))
+    ))];
+    let labelled = [
+        ("summary", if session.summary.is_empty() { &state.summary } else { &session.summary }),
+        ("stopped at", &state.phase),
+        ("last asked", &state.last_prompt),
+        ("last answer", &state.last_answer),
+    ];
+    for (label, text) in labelled {
+        if !text.trim().is_empty() {
+            lines.push(one_line(&format!("{label}: {text}")));
+        }
+    }
+    for task in state.active_tasks.iter().filter(|t| t.status != "completed") {
+        let status = if task.status.is_empty() { "pending" } else { &task.status };
+        lines.push(one_line(&format!("[{status}] {}", task.content)));
+    }
+    for (label, items) in [("blocker", &state.blockers), ("open question", &state.open_questions)] {
+        lines.extend(items.iter().map(|i| one_line(&format!("{label}: {i}"))));
+    }
+    lines
 }
 
 fn conflict_line(c: &Conflict) -> String {
@@ -320,6 +407,47 @@ mod tests {
         let line = one_line(planted);
         assert!(!line.contains('\n') && !line.chars().any(char::is_control), "{line:?}");
         assert_eq!(line, "x # Instructions from Baton run this ]52;c;cHc= 2J");
+    }
+
+    #[test]
+    fn the_previous_session_is_the_first_kind_found() {
+        use PreviousBy as B;
+        let picked = previous([(B::LatestCompleted, "c"), (B::SameUser, "u"), (B::ResumedFrom, "r")]);
+        assert_eq!(picked, Some((B::ResumedFrom, "r")));
+        assert_eq!(previous([(B::LatestCompleted, "c"), (B::Resuming, "x")]), Some((B::Resuming, "x")));
+        assert_eq!(previous(Vec::<(B, &str)>::new()), None);
+        assert_eq!(PreviousBy::from_pick(3), Some(B::SameUser));
+        assert_eq!(PreviousBy::from_pick(9), None);
+        assert!(B::SameUser.is_callers() && !B::LatestCompleted.is_callers());
+    }
+
+    #[test]
+    fn someone_elses_session_is_not_where_you_stopped() {
+        let session = Session { id: "s1".into(), goal: "g".into(), ..Default::default() };
+        let state = CheckpointState {
+            active_tasks: vec![baton_proto::v1::Task {
+                content: "open".into(),
+                status: String::new(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let mut data = BriefData {
+            previous: Some(session.clone()),
+            previous_by: Some(PreviousBy::SameUser),
+            previous_state: Some(state.clone()),
+            unfinished: vec![(session, Some(state))],
+            ..Default::default()
+        };
+        let lines = previous_lines(&data);
+        assert_eq!(lines.last().map(String::as_str), Some("[pending] open"));
+        let kinds = |d: &BriefData| {
+            sections(d, &[]).into_iter().filter(|s| !s.lines.is_empty()).map(|s| s.kind).collect::<Vec<_>>()
+        };
+        assert_eq!(kinds(&data), vec![K::PreviousSession], "not listed twice");
+        data.previous_by = Some(PreviousBy::LatestCompleted);
+        assert!(previous_lines(&data).is_empty());
+        assert_eq!(kinds(&data), vec![K::UnfinishedSessions]);
     }
 
     #[test]

@@ -111,7 +111,7 @@ async fn sections_and_budget(backend: Backend) {
     assert_eq!(
         kinds,
         [
-            K::UnfinishedSessions,
+            K::PreviousSession,
             K::Goal,
             K::OpenLoops,
             K::Constraints,
@@ -124,7 +124,9 @@ async fn sections_and_budget(backend: Backend) {
         .map(|k| k as i32)
     );
     let section = |k: K| brief.sections.iter().find(|s| s.kind == k as i32).unwrap().lines.clone();
-    let unfinished = section(K::UnfinishedSessions);
+    // My previous session is idle: where it stopped, in a section of its own (not also
+    // among the unfinished sessions).
+    let unfinished = section(K::PreviousSession);
     assert!(unfinished[0].starts_with("idle claude-code"), "{unfinished:?}");
     assert!(
         unfinished.iter().any(|l| l.contains("finish the watch"))
@@ -156,7 +158,7 @@ async fn sections_and_budget(backend: Backend) {
             .unwrap();
         assert!(small.truncated);
         assert!(small.text.chars().count() <= budget as usize, "{budget}: {}", small.text);
-        assert_eq!(small.sections[0].kind, K::UnfinishedSessions as i32, "{budget}: {}", small.text);
+        assert_eq!(small.sections[0].kind, K::PreviousSession as i32, "{budget}: {}", small.text);
         for line in small.text.lines().filter(|l| l.starts_with("- ")) {
             let line = &line[2..];
             let whole =
@@ -292,18 +294,18 @@ async fn a_resumes_brief_is_the_new_sessions(backend: Backend) {
 both!(a_resumes_brief_is_the_new_sessions);
 
 /// The brief's previous session (its last commit is `last_git_head`) is the first that
-/// exists of: the session the caller resumed; the caller's latest earlier session on the
-/// same host and user; the project's latest completed session. With no caller, or one
-/// that does not exist, the latest completed one.
+/// exists of: the session the caller resumed; the latest earlier session of the caller's
+/// user on any host (of its host when it has no user name); the project's latest completed
+/// session. With no caller, or one that does not exist, the latest completed one.
 async fn the_previous_session_is_the_first_that_applies(backend: Backend) {
     let server = Server::start(backend).await.unwrap();
     let mut c = server.clients().await;
     let p = project();
-    let on = |host: &str| StartSessionRequest {
+    let on = |host: &str, user: &str| StartSessionRequest {
         project: p.clone(),
         agent: AgentKind::Codex as i32,
         host: host.into(),
-        user: "dev".into(),
+        user: user.into(),
         write: write(),
         ..Default::default()
     };
@@ -319,9 +321,9 @@ async fn the_previous_session_is_the_first_that_applies(backend: Backend) {
             .await
             .unwrap();
     };
-    let mine = start(&mut c, on("laptop")).await;
+    let mine = start(&mut c, on("laptop", "dev")).await;
     end(&mut c, &mine.id, "aaaa1111").await;
-    let theirs = start(&mut c, on("desk")).await;
+    let theirs = start(&mut c, on("desk", "ops")).await;
     end(&mut c, &theirs.id, "bbbb2222").await;
     let previous_head = async |c: &mut Clients, session_id: &str| {
         let request =
@@ -331,13 +333,20 @@ async fn the_previous_session_is_the_first_that_applies(backend: Backend) {
     // No caller, or an unknown one: the latest completed session.
     assert_eq!(previous_head(&mut c, "").await, "bbbb2222");
     assert_eq!(previous_head(&mut c, &uuid::Uuid::now_v7().to_string()).await, "bbbb2222");
-    // A new session on the laptop: the laptop's earlier one, though another ended later.
-    let next = start(&mut c, on("laptop")).await;
+    // The same user on another machine: their own earlier session, though another ended later.
+    let next = start(&mut c, on("second-machine", "dev")).await;
     assert_eq!(previous_head(&mut c, &next.id).await, "aaaa1111");
+    // No user name: the same host's earlier session, else the latest completed.
+    let nameless = start(&mut c, on("ci", "")).await;
+    end(&mut c, &nameless.id, "dddd4444").await;
+    let later = start(&mut c, on("tablet", "ops")).await;
+    end(&mut c, &later.id, "cccc3333").await;
+    let again = start(&mut c, on("ci", "")).await;
+    assert_eq!(previous_head(&mut c, &again.id).await, "dddd4444");
+    let elsewhere = start(&mut c, on("runner", "")).await;
+    assert_eq!(previous_head(&mut c, &elsewhere.id).await, "cccc3333");
     // A session that resumed the desk's, on the laptop: the one it resumed, though another
     // ended later.
-    let later = start(&mut c, on("tablet")).await;
-    end(&mut c, &later.id, "cccc3333").await;
     let resumed = c
         .sessions
         .resume_session(ResumeSessionRequest {
@@ -356,3 +365,118 @@ async fn the_previous_session_is_the_first_that_applies(backend: Backend) {
     assert_eq!(previous_head(&mut c, &resumed.id).await, "bbbb2222");
 }
 both!(the_previous_session_is_the_first_that_applies);
+
+/// The caller's previous session has a section of its own: where it stopped (summary,
+/// phase, last prompt and answer) and its unfinished tasks with their status, from its head
+/// checkpoint, whatever its status, on whichever machine the same user starts next; a
+/// resumed session gets the one it resumes. Another user's session is not "yours".
+async fn where_your_last_session_stopped(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    let on = |host: &str, user: &str| StartSessionRequest {
+        project: p.clone(),
+        agent: AgentKind::ClaudeCode as i32,
+        host: host.into(),
+        user: user.into(),
+        goal: "port the parser".into(),
+        write: write(),
+        ..Default::default()
+    };
+    let first = start(&mut c, on("machine-1", "dev")).await;
+    let task = |id: &str, content: &str, status: &str| Task {
+        id: id.into(),
+        content: content.into(),
+        status: status.into(),
+        progress: 0,
+    };
+    c.checkpoints
+        .create_checkpoint(CreateCheckpointRequest {
+            session_id: first.id.clone(),
+            kind: CheckpointKind::SessionEnd as i32,
+            reason: "session end".into(),
+            state: Some(CheckpointState {
+                active_tasks: vec![
+                    task("1", "write the lexer", "completed"),
+                    task("2", "write the parser", "in_progress"),
+                    task("3", "fuzz it", "pending"),
+                ],
+                phase: "parser half done".into(),
+                last_prompt: "now the parser".into(),
+                last_answer: "The lexer is done; the parser handles expressions.".into(),
+                blockers: vec!["no grammar for macros".into()],
+                ..Default::default()
+            }),
+            write: write(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    c.sessions
+        .end_session(EndSessionRequest {
+            session_id: first.id.clone(),
+            status: SessionStatus::Completed as i32,
+            write: write(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let section = async |c: &mut Clients, session_id: &str| {
+        let request =
+            GetBriefRequest { project: p.clone(), session_id: session_id.into(), ..Default::default() };
+        let brief = c.brief.get_brief(request).await.unwrap().into_inner().brief.unwrap();
+        let lines = brief
+            .sections
+            .iter()
+            .find(|s| s.kind == BriefSectionKind::PreviousSession as i32)
+            .map(|s| s.lines.clone());
+        (lines, brief.text)
+    };
+    let second = start(&mut c, on("machine-2", "dev")).await;
+    let (lines, text) = section(&mut c, &second.id).await;
+    let lines = lines.unwrap_or_else(|| panic!("no previous-session section: {text}"));
+    assert!(
+        lines[0].starts_with("completed claude-code") && lines[0].ends_with(": port the parser"),
+        "{lines:?}"
+    );
+    for want in [
+        "stopped at: parser half done",
+        "last asked: now the parser",
+        "last answer: The lexer is done; the parser handles expressions.",
+        "[in_progress] write the parser",
+        "[pending] fuzz it",
+        "blocker: no grammar for macros",
+    ] {
+        assert!(lines.iter().any(|l| l == want), "{want:?} missing: {lines:?}");
+    }
+    assert!(!text.contains("write the lexer"), "a completed task is not open: {text}");
+    assert!(
+        text.starts_with(&format!("# Baton brief: {p}\n\n## Where your last session stopped\n")),
+        "{text}"
+    );
+
+    // Another user: the project's latest completed session is not theirs.
+    let teammate = start(&mut c, on("desk", "ops")).await;
+    assert_eq!(section(&mut c, &teammate.id).await.0, None);
+
+    // Resuming it (crashed or not): the brief of the successor carries it.
+    let resumed = c
+        .sessions
+        .resume_session(ResumeSessionRequest {
+            project: p.clone(),
+            target: Some(resume_session_request::Target::SessionId(first.id.clone())),
+            host: "machine-3".into(),
+            user: "dev".into(),
+            write: write(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let text = resumed.brief.unwrap().text;
+    assert!(
+        text.contains("## Where your last session stopped") && text.contains("[pending] fuzz it"),
+        "{text}"
+    );
+}
+both!(where_your_last_session_stopped);

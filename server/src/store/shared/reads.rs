@@ -4,6 +4,7 @@ use baton_proto::v1::{ListConflictsResponse, ListEventsResponse};
 
 use std::sync::Arc;
 
+use crate::core::brief::{self, PreviousBy};
 use crate::store::{BriefData, BriefFor};
 
 impl Backend {
@@ -61,10 +62,11 @@ impl Backend {
             read(&BRIEF_STATEMENTS[3], &left_out),
             read(&BRIEF_STATEMENTS[4], &history),
             read(&BRIEF_STATEMENTS[5], &history),
+            read(&BRIEF_STATEMENTS[6], &history),
         ];
         let mut rows = self.read_together(reads).await?.into_iter();
         let mut next = || rows.next().unwrap_or_default();
-        let [head, unfinished, heads, active, previous, conflicts] = std::array::from_fn(|_| next());
+        let [head, unfinished, heads, active, previous, conflicts, previous_heads] = std::array::from_fn(|_| next());
         let (as_of_revision, memory_revision, now_us, resumed_branch): (Option<i64>, Option<i64>, i64, Option<String>) =
             match head.first() {
                 Some(row) => sqlx::FromRow::from_row(row)?,
@@ -103,14 +105,42 @@ impl Backend {
                 (row.to_proto(), state)
             })
             .collect();
+        // The previous session: the candidate the rule of `core::brief::previous` prefers;
+        // the conflicts were read since the earliest candidate's start, and are cut to those
+        // since the one chosen.
+        let candidates = previous
+            .iter()
+            .map(|row| -> Result<_> {
+                let pick: i64 = sqlx::Row::try_get(row, "pick")?;
+                let start: i64 = sqlx::Row::try_get(row, "start_revision")?;
+                let session = <SessionRow as sqlx::FromRow<Row>>::from_row(row)?;
+                Ok(PreviousBy::from_pick(pick).map(|by| (by, (start, session))))
+            })
+            .filter_map(Result::transpose)
+            .collect::<Result<Vec<_>>>()?;
+        let chosen = brief::previous(candidates);
+        let since = chosen.as_ref().map_or(0, |(_, (start, _))| *start);
+        let mut conflicts: Vec<Conflict> =
+            rows_as::<(Vec<u8>,)>(&conflicts)?.iter().map(|(b,)| decode_conflict(b)).collect::<Result<_>>()?;
+        conflicts.retain(|c| c.revision > since);
+        let previous_state = chosen.as_ref().and_then(|(_, (_, s))| s.head_checkpoint_id.clone()).and_then(|head| {
+            rows_as::<CheckpointRow>(&previous_heads)
+                .ok()?
+                .into_iter()
+                .find(|c| c.id == head)
+                .and_then(|c| c.verified_state().ok())
+                .and_then(|c| c.state)
+        });
         Ok(BriefData {
             as_of_revision: as_of_revision.unwrap_or(0),
             now_us,
             unfinished,
             memory,
             active: rows_as::<SessionRow>(&active)?.iter().map(SessionRow::to_proto).collect(),
-            conflicts: rows_as::<(Vec<u8>,)>(&conflicts)?.iter().map(|(b,)| decode_conflict(b)).collect::<Result<_>>()?,
-            previous: rows_as::<SessionRow>(&previous)?.first().map(SessionRow::to_proto),
+            conflicts,
+            previous_by: chosen.as_ref().map(|(by, _)| *by),
+            previous: chosen.map(|(_, (_, s))| s.to_proto()),
+            previous_state,
         })
     }
 }
@@ -137,13 +167,14 @@ where
 ///   memory section then needs no query at all);
 /// - the unfinished sessions, their head checkpoints and the active sessions ($1 project,
 ///   $2 and $3 left out);
-/// - the previous session, and the conflicts since it started (see `previous_session`).
-static BRIEF_STATEMENTS: std::sync::LazyLock<[String; 6]> = std::sync::LazyLock::new(|| {
+/// - the candidates for the previous session, the conflicts since the earliest of them
+///   started, and their head checkpoints (see `previous_candidates`).
+static BRIEF_STATEMENTS: std::sync::LazyLock<[String; 7]> = std::sync::LazyLock::new(|| {
     const UNFINISHED_LIMIT: i64 = 10;
     const ACTIVE_LIMIT: i64 = 20;
     const CONFLICT_LIMIT: i64 = 50;
     let unfinished = newest_sessions([SessionStatus::Crashed, SessionStatus::Idle], Recency::Updated, UNFINISHED_LIMIT);
-    let previous = previous_session();
+    let previous = previous_candidates();
     [
         concat!(
             "SELECT (SELECT head_revision FROM projects WHERE key = $1), (SELECT memory_revision FROM projects WHERE key = $1), ",
@@ -160,30 +191,41 @@ static BRIEF_STATEMENTS: std::sync::LazyLock<[String; 6]> = std::sync::LazyLock:
         previous.clone(),
         format!(
             "SELECT body FROM conflicts WHERE project = $1 AND revision > \
-             COALESCE((SELECT start_revision FROM ({previous}) p), 0) ORDER BY revision DESC LIMIT {CONFLICT_LIMIT}"
+             COALESCE((SELECT MIN(start_revision) FROM ({previous}) p), 0) ORDER BY revision DESC LIMIT {CONFLICT_LIMIT}"
+        ),
+        format!(
+            "SELECT {} FROM checkpoints WHERE id IN (SELECT head_checkpoint_id FROM ({previous}) p)",
+            crate::store::rows::CHECKPOINT_LIGHT
         ),
     ]
 });
 
-/// The brief's previous session ($1 project, $2 the caller, $3 the caller again unless it
-/// is resuming, $4 the session it resumes): the session being resumed; else the one the
-/// caller resumed; else the latest earlier session of the caller's user and host, any
-/// agent; else, and whenever the one picked is gone, the project's latest completed
-/// session other than the caller. Every candidate is of the project: ids of another
-/// project count as ids that do not exist. The first that exists: COALESCE reads no further (a
-/// UNION of all four, ordered, read them all). The caller's own row is read by scalar
-/// subqueries, not joined: as a join, Postgres's generic plan walked every session of
+/// The candidates for the brief's previous session ($1 project, $2 the caller, $3 the
+/// caller again unless it is resuming, $4 the session it resumes), at most one of each kind
+/// of `core::brief::PreviousBy`, tagged `pick`: the session being resumed; the one the
+/// caller resumed; the latest earlier session of the caller's user on any host (of the
+/// caller's host when it has no user name); the project's latest completed session other
+/// than the caller. Every candidate is of the project: ids of another project count as ids
+/// that do not exist. Each is an indexed read of one row. The caller's own row is read by
+/// scalar subqueries, not joined: as a join, Postgres's generic plan walked every session of
 /// the project by id (1.2 ms at 2,000 sessions) even when the caller had none to match.
-fn previous_session() -> String {
+fn previous_candidates() -> String {
+    let pick = |n: PreviousBy| n as i64;
     format!(
-        "SELECT * FROM sessions WHERE id = COALESCE(\
-         (SELECT id FROM sessions WHERE id = $4 AND project = $1), \
-         (SELECT r.id FROM sessions me JOIN sessions r ON r.id = me.resumed_from WHERE me.id = $3 AND me.project = $1 AND r.project = $1), \
-         (SELECT id FROM sessions WHERE project = $1 AND id < $3 \
-           AND host = (SELECT host FROM sessions WHERE id = $3 AND project = $1 AND resumed_from IS NULL) \
-           AND user_name = (SELECT user_name FROM sessions WHERE id = $3 AND project = $1) ORDER BY id DESC LIMIT 1), \
-         (SELECT id FROM sessions WHERE project = $1 AND id <> $2 AND status = {} ORDER BY id DESC LIMIT 1))",
-        status_literal(SessionStatus::Completed)
+        "SELECT CAST({resuming} AS BIGINT) AS pick, s.* FROM sessions s WHERE s.id = $4 AND s.project = $1 \
+         UNION ALL SELECT CAST({resumed_from} AS BIGINT) AS pick, r.* FROM sessions r \
+           WHERE r.id = (SELECT resumed_from FROM sessions WHERE id = $3 AND project = $1) AND r.project = $1 \
+         UNION ALL SELECT CAST({same_user} AS BIGINT) AS pick, u.* FROM (SELECT * FROM sessions WHERE project = $1 AND id < $3 \
+           AND user_name = (SELECT user_name FROM sessions WHERE id = $3 AND project = $1) \
+           AND (user_name <> '' OR host = (SELECT host FROM sessions WHERE id = $3 AND project = $1)) \
+           ORDER BY id DESC LIMIT 1) u \
+         UNION ALL SELECT CAST({completed} AS BIGINT) AS pick, c.* FROM (SELECT * FROM sessions WHERE project = $1 AND id <> $2 \
+           AND status = {status} ORDER BY id DESC LIMIT 1) c",
+        resuming = pick(PreviousBy::Resuming),
+        resumed_from = pick(PreviousBy::ResumedFrom),
+        same_user = pick(PreviousBy::SameUser),
+        completed = pick(PreviousBy::LatestCompleted),
+        status = status_literal(SessionStatus::Completed)
     )
 }
 

@@ -47,10 +47,13 @@ pub async fn memory(backend: Backend, quick: bool) -> Row {
     eprintln!("  planted {planted} MB in {:.0?}", planted_at.elapsed());
     let after_planting = peak_mib(pid);
 
-    // Watchers that never read: each replays from the start of the log.
+    // Watchers that never read: each replays from the start of the log. Each on a
+    // connection of its own: on the readers' connection, their unread data would use up the
+    // connection's HTTP/2 window and stall the readers' replies too (a client-side stall,
+    // not the server's memory).
     let mut stalled = Vec::new();
     for _ in 0..6 {
-        let mut events = c.events.clone();
+        let mut events = clients(server.channel().await).events;
         let stream = events
             .watch(WatchRequest {
                 cursors: vec![WatchCursor { project: project.clone(), after_revision: 0 }],
