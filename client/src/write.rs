@@ -56,7 +56,12 @@ pub fn options(agent: i32, session_id: &str) -> Option<WriteOptions> {
     })
 }
 
+/// The host name Baton records: `BATON_HOST` when set (several simulated machines on one
+/// computer, in tests), else the machine's.
 pub fn hostname() -> String {
+    if let Some(host) = std::env::var("BATON_HOST").ok().filter(|h| !h.trim().is_empty()) {
+        return host.trim().to_owned();
+    }
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|h| h.trim().to_owned())

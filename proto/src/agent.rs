@@ -4,6 +4,25 @@
 
 use crate::v1::AgentKind;
 
+/// An agent CLI the agent test suite runs (`tests/tests/agents`): its npm package and the
+/// version it was last proven with. `baton doctor` warns about an installed version that is
+/// not the one here.
+#[derive(Debug, Clone, Copy)]
+pub struct Covered {
+    pub agent: &'static str,
+    pub package: &'static str,
+    pub version: &'static str,
+    /// The command the package installs.
+    pub command: &'static str,
+}
+
+/// The pinned versions: one place for the test suite and `baton doctor`.
+pub const COVERED: &[Covered] = &[
+    Covered { agent: "claude", package: "@anthropic-ai/claude-code", version: "2.1.197", command: "claude" },
+    Covered { agent: "codex", package: "@openai/codex", version: "0.169.0", command: "codex" },
+    Covered { agent: "gemini", package: "@google/gemini-cli", version: "0.61.0", command: "gemini" },
+];
+
 /// The longest agent session id.
 pub const MAX_SESSION_ID: usize = 128;
 

@@ -3,6 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failure should panic loudly
 
+pub mod agents;
+pub mod fake_model;
 pub mod postgres;
 pub mod python;
 pub mod tls;
