@@ -18,6 +18,9 @@ pub struct FileConfig {
     pub ca_cert: Option<PathBuf>,
     /// Auto-checkpoint every N tool calls (default 20; 0 = never).
     pub checkpoint_every: Option<u32>,
+    /// A checkpoint after this many minutes of activity since the last one (default 30;
+    /// 0 = never).
+    pub checkpoint_minutes: Option<u32>,
     /// Brief budget in characters for `baton warmup` and hooks (default 9000).
     pub brief_budget: Option<u32>,
     /// Upload agent transcripts with checkpoints (`baton init claude --sync-transcripts`).
@@ -31,6 +34,7 @@ pub struct Settings {
     pub token: Option<String>,
     pub ca_cert: Option<PathBuf>,
     pub checkpoint_every: u32,
+    pub checkpoint_minutes: u32,
     pub brief_budget: u32,
     pub sync_transcripts: bool,
     /// Where the queue, caches and local session state live.
@@ -84,6 +88,7 @@ impl Settings {
             token,
             ca_cert,
             checkpoint_every: file.checkpoint_every.unwrap_or(20),
+            checkpoint_minutes: file.checkpoint_minutes.unwrap_or(30),
             brief_budget: file.brief_budget.unwrap_or(9000).clamp(500, 100_000),
             sync_transcripts: file.sync_transcripts.unwrap_or(false),
             data_dir,

@@ -32,26 +32,37 @@ fn specs(agent: Agent) -> Vec<Spec> {
     match agent {
         Agent::Claude => vec![
             s("SessionStart", Some("startup|resume|clear|compact"), 10),
+            s("UserPromptSubmit", None, 10),
             s("PreToolUse", Some("Bash"), 10),
             s("PostToolUse", None, 10),
+            s("PostToolUseFailure", None, 10),
             s("PreCompact", Some("manual|auto"), 10),
+            s("PostCompact", None, 10),
+            s("SubagentStop", None, 10),
             s("Stop", None, 10),
+            s("StopFailure", None, 10),
             s("SessionEnd", None, 5),
         ],
         Agent::Codex => vec![
             s("SessionStart", Some("startup|resume|clear|compact"), 10),
+            s("UserPromptSubmit", None, 10),
             s("PreToolUse", None, 10),
             s("PostToolUse", None, 10),
             s("PreCompact", Some("manual|auto"), 10),
+            s("PostCompact", None, 10),
             s("Stop", None, 10),
             // Codex caps SessionEnd at 3 s; the work is detached anyway.
             s("SessionEnd", None, 3),
         ],
+        // Gemini compares SessionStart's matcher with the trigger as one exact string (0.61):
+        // "startup|resume|clear" never matches, no matcher matches all. It fires PreCompress
+        // before every model request, compressing or not, so PreCompress cannot mark a
+        // compaction and is not installed: AfterAgent checkpoints every turn.
         Agent::Gemini => vec![
-            s("SessionStart", Some("startup|resume|clear"), 10_000),
+            s("SessionStart", None, 10_000),
+            s("BeforeAgent", None, 10_000),
             s("BeforeTool", Some("run_shell_command"), 10_000),
             s("AfterTool", None, 10_000),
-            s("PreCompress", Some("manual|auto"), 10_000),
             s("AfterAgent", None, 10_000),
             s("SessionEnd", None, 5_000),
         ],
@@ -331,10 +342,10 @@ mod tests {
         });
         let mut doc = original.clone();
         let (added, removed) = apply(&mut doc, Agent::Claude, "/usr/bin/baton", false, None).unwrap();
-        assert_eq!((added, removed), (6, 0));
+        assert_eq!((added, removed), (11, 0));
         let once = doc.clone();
         let (added, removed) = apply(&mut doc, Agent::Claude, "/usr/bin/baton", false, None).unwrap();
-        assert_eq!((added, removed), (6, 6));
+        assert_eq!((added, removed), (11, 11));
         assert_eq!(doc, once, "a second install changes nothing");
         assert_eq!(doc["hooks"]["SessionStart"][0]["hooks"][0]["command"], "other-tool start");
         assert_eq!(
@@ -357,6 +368,10 @@ mod tests {
         assert_eq!(doc["tools"]["sandbox"], true);
         assert_eq!(doc["hooks"]["AfterAgent"][0]["hooks"][0]["name"], "baton-afteragent");
         assert_eq!(doc["hooks"]["SessionStart"][0]["hooks"][0]["timeout"], 10_000);
+        // Gemini matches SessionStart by exact string: no matcher, so every source fires it.
+        assert!(doc["hooks"]["SessionStart"][0].get("matcher").is_none(), "{doc}");
+        assert!(doc["hooks"].get("PreCompress").is_none(), "PreCompress fires on every request");
+        assert_eq!(doc["hooks"]["BeforeAgent"][0]["hooks"][0]["command"], "baton hook gemini BeforeAgent");
     }
 
     #[test]

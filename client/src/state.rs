@@ -22,6 +22,12 @@ pub struct AgentSession {
     pub transcript_path: String,
     #[serde(default)]
     pub cwd: String,
+    /// What the conversation did, from the hook payloads.
+    #[serde(default)]
+    pub journal: crate::hook::journal::Journal,
+    /// When this machine last wrote a checkpoint of it (µs since the epoch; 0 = never).
+    #[serde(default)]
+    pub last_checkpoint_us: i64,
 }
 
 pub struct Store {

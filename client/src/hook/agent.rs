@@ -60,10 +60,20 @@ impl Agent {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
     SessionStart,
+    /// A prompt the user submitted (Claude/Codex UserPromptSubmit, Gemini BeforeAgent).
+    Prompt,
     PreToolUse,
     PostToolUse,
+    /// A tool call that failed (Claude Code's PostToolUseFailure, Cursor's).
+    ToolFailure,
     PreCompact,
+    /// After a compaction, with its summary (Claude Code, Codex).
+    PostCompact,
     Stop,
+    /// A turn that ended in an API error (Claude Code).
+    StopFailure,
+    /// A subagent finished (Claude Code, Codex).
+    SubagentStop,
     SessionEnd,
 }
 
@@ -75,6 +85,11 @@ impl Event {
             name.chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>().to_ascii_lowercase();
         Some(match n.as_str() {
             "sessionstart" => Self::SessionStart,
+            "userpromptsubmit" | "beforeagent" | "beforesubmitprompt" => Self::Prompt,
+            "posttoolusefailure" => Self::ToolFailure,
+            "postcompact" => Self::PostCompact,
+            "stopfailure" => Self::StopFailure,
+            "subagentstop" => Self::SubagentStop,
             "pretooluse" | "beforetool" | "beforeshellexecution" => Self::PreToolUse,
             "posttooluse" | "aftertool" | "aftershellexecution" | "afterfileedit" => Self::PostToolUse,
             "precompact" | "precompress" => Self::PreCompact,

@@ -3,6 +3,7 @@
 //! and never breaks the agent: bounded time, always exit 0, errors go to `hook.log`.
 
 pub mod agent;
+pub mod journal;
 pub mod payload;
 pub mod risk;
 pub mod transcript;
@@ -79,7 +80,40 @@ async fn handle(
     match event {
         Event::SessionStart => session_start(ctx, agent, p).await,
         Event::PostToolUse => {
-            post_tool_use(ctx, agent, p).await?;
+            post_tool_use(ctx, agent, p, None).await?;
+            Ok(agent.quiet_output().to_owned())
+        }
+        Event::ToolFailure => {
+            let error = p.error_text().unwrap_or_else(|| "the tool failed".into());
+            post_tool_use(ctx, agent, p, Some(&error)).await?;
+            Ok(agent.quiet_output().to_owned())
+        }
+        Event::Prompt => {
+            if let Some(prompt) = &p.prompt {
+                record(ctx, agent, p, |j| j.prompt(prompt)).await?;
+            }
+            Ok(agent.quiet_output().to_owned())
+        }
+        Event::SubagentStop => {
+            let name = p.agent_type.clone().unwrap_or_else(|| "subagent".into());
+            record(ctx, agent, p, |j| j.note_tool("Subagent", &name)).await?;
+            Ok(agent.quiet_output().to_owned())
+        }
+        Event::StopFailure => {
+            let error = p.error_text().unwrap_or_else(|| "the turn ended in an error".into());
+            record(ctx, agent, p, |j| j.error(&error)).await?;
+            let mut hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
+            checkpoint(ctx, agent, p, hub.as_mut(), CheckpointKind::Auto, "a turn ended in an error", false)
+                .await?;
+            Ok(agent.quiet_output().to_owned())
+        }
+        Event::PostCompact => {
+            if let Some(summary) = &p.compact_summary {
+                record(ctx, agent, p, |j| j.compacted(summary)).await?;
+            }
+            let mut hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
+            let reason = format!("after compaction ({})", p.trigger.as_deref().unwrap_or("auto"));
+            checkpoint(ctx, agent, p, hub.as_mut(), CheckpointKind::Auto, &reason, false).await?;
             Ok(agent.quiet_output().to_owned())
         }
         Event::PreToolUse => {
@@ -203,6 +237,8 @@ fn remember(
             project: project.key.clone(),
             transcript_path: p.transcript_path.clone().unwrap_or_default(),
             cwd: cwd.display().to_string(),
+            // The time checkpoints count from the session's start.
+            last_checkpoint_us: write::now_us(),
             ..Default::default()
         };
     })
@@ -299,17 +335,72 @@ pub fn offline_brief(ctx: &Ctx, project: &Project) -> String {
     }
 }
 
-async fn post_tool_use(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<()> {
+/// Records what a hook says into the conversation's journal (its Baton session made first
+/// if this machine has none for it yet).
+async fn record(
+    ctx: &Ctx,
+    agent: Agent,
+    p: &Payload,
+    f: impl FnOnce(&mut journal::Journal),
+) -> anyhow::Result<()> {
     let project = project::identify(&p.cwd());
+    let agent_sid = p.agent_session_id().unwrap_or("unknown").to_owned();
+    if ctx.state.get(agent.name(), &agent_sid).is_none_or(|s| s.ended || s.project != project.key) {
+        let mut hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
+        session_for(ctx, agent, p, &project, hub.as_mut(), true, None).await?;
+    }
+    ctx.state.update(agent.name(), &agent_sid, |s| f(&mut s.journal))
+}
+
+/// A tool call (or its failure): into the journal, then a heartbeat, and a checkpoint when
+/// the call made a moment (a task completed, a failure recovered from) or one is due (every
+/// N calls, every M minutes of activity).
+async fn post_tool_use(ctx: &Ctx, agent: Agent, p: &Payload, error: Option<&str>) -> anyhow::Result<()> {
+    let cwd = p.cwd();
+    let project = project::identify(&cwd);
     let agent_sid = p.agent_session_id().unwrap_or("unknown").to_owned();
     let mut hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
     let session_id = session_for(ctx, agent, p, &project, hub.as_mut(), true, None).await?;
     let every = u64::from(ctx.settings.checkpoint_every);
+    let period_us = i64::from(ctx.settings.checkpoint_minutes) * 60_000_000;
+    let now = write::now_us();
+    let null = serde_json::Value::Null;
     let (count, due) = ctx.state.update(agent.name(), &agent_sid, |s| {
+        let signals = p.tool_name.as_deref().map_or_else(Vec::new, |name| {
+            s.journal.tool(&journal::ToolUse {
+                name,
+                input: p.tool_input.as_ref().unwrap_or(&null),
+                response: p.tool_response.as_ref().unwrap_or(&null),
+                error,
+                cwd: &cwd,
+                root: &project.root,
+            })
+        });
         s.tool_count += 1;
-        let due = every > 0 && s.tool_count - s.checkpointed_at >= every;
-        if due {
+        let mut due: Vec<(CheckpointKind, String)> = signals
+            .into_iter()
+            .map(|signal| match signal {
+                journal::Signal::TaskCompleted(task) => {
+                    (CheckpointKind::Task, format!("task completed: {task}"))
+                }
+                journal::Signal::Recovered(what) => {
+                    (CheckpointKind::Recovery, format!("recovered after a failure: {what}"))
+                }
+            })
+            .collect();
+        if period_us > 0 && s.last_checkpoint_us > 0 && now - s.last_checkpoint_us >= period_us {
+            due.push((
+                CheckpointKind::Time,
+                format!("{} minutes of activity", ctx.settings.checkpoint_minutes),
+            ));
+        }
+        if every > 0 && s.tool_count - s.checkpointed_at >= every {
+            due.push((CheckpointKind::Auto, format!("every {every} tool calls")));
+        }
+        if !due.is_empty() {
+            // Claimed here, under the lock: a parallel hook does not make the same one.
             s.checkpointed_at = s.tool_count;
+            s.last_checkpoint_us = now;
         }
         (s.tool_count, due)
     })?;
@@ -328,17 +419,10 @@ async fn post_tool_use(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<(
             log(ctx, &format!("heartbeat refused: {}", remote::explain(&status)));
         }
     }
-    if due {
-        checkpoint(
-            ctx,
-            agent,
-            p,
-            hub.as_mut(),
-            CheckpointKind::Auto,
-            &format!("every {every} tool calls"),
-            false,
-        )
-        .await?;
+    // One checkpoint holds the whole state: the first moment names it, the rest its reason.
+    if let Some((kind, _)) = due.first() {
+        let reason = due.iter().map(|(_, r)| r.as_str()).collect::<Vec<_>>().join("; ");
+        checkpoint(ctx, agent, p, hub.as_mut(), *kind, &reason, false).await?;
     }
     Ok(())
 }
@@ -363,14 +447,17 @@ async fn checkpoint(
     let cwd = p.cwd();
     let project = project::identify(&cwd);
     let session_id = session_for(ctx, agent, p, &project, hub.as_deref_mut(), true, None).await?;
-    let local = ctx.state.get(agent.name(), p.agent_session_id().unwrap_or("unknown")).unwrap_or_default();
+    let agent_sid = p.agent_session_id().unwrap_or("unknown");
+    if let Some(answer) = p.last_answer() {
+        ctx.state.update(agent.name(), agent_sid, |s| s.journal.answer(answer))?;
+    }
+    let local = ctx.state.get(agent.name(), agent_sid).unwrap_or_default();
     let transcript = p
         .transcript()
         .or_else(|| Some(PathBuf::from(&local.transcript_path)).filter(|t| !t.as_os_str().is_empty()));
-    let mut state = transcript.map(|t| transcript::read(&t)).unwrap_or_default();
-    if let Some(answer) = p.last_answer() {
-        state.last_answer = crate::clip(answer, 4000);
-    }
+    // The journal (the hooks' payloads), completed by the transcript, which lags them.
+    let read = transcript.map(|t| transcript::read(&t, &cwd, &project.root)).unwrap_or_default();
+    let mut state = journal::merge(&local.journal, read);
     state.git_head = git::head(&cwd).unwrap_or_default();
     state.tool_count = state.tool_count.max(i64::try_from(local.tool_count).unwrap_or(0));
     let mut redactor = baton_proto::redact::Redactor::default();

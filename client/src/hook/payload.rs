@@ -30,6 +30,12 @@ pub struct Payload {
     pub prompt: Option<String>,
     /// Cursor beforeShellExecution.
     pub command: Option<String>,
+    /// Claude Code's PostToolUseFailure and StopFailure: what went wrong (text or object).
+    pub error: Option<Value>,
+    /// PostCompact: the summary the compaction made.
+    pub compact_summary: Option<String>,
+    /// SubagentStop: which subagent.
+    pub agent_type: Option<String>,
 }
 
 impl Payload {
@@ -77,6 +83,17 @@ impl Payload {
                 .and_then(Value::as_array)
                 .map(|parts| parts.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" "))
         })
+    }
+
+    /// The error a failure event reported, as text.
+    pub fn error_text(&self) -> Option<String> {
+        match self.error.as_ref()? {
+            Value::Null => None,
+            Value::String(s) => Some(s.clone()),
+            other => Some(
+                other.get("message").and_then(Value::as_str).map_or_else(|| other.to_string(), str::to_owned),
+            ),
+        }
     }
 
     pub fn last_answer(&self) -> Option<&str> {

@@ -1,45 +1,28 @@
-//! What an agent left in its transcript, turned into a checkpoint's state: the todo list
-//! (tasks and their status), files created/modified/deleted, tool calls and errors, the
-//! last prompt and the last answer.
+//! What an agent left in its transcript, read into a journal by the same rules as the hook
+//! payloads (`journal.rs`): each tool call is paired with its result, and only the result
+//! says what happened (a refused Write changed nothing). The transcript complements the
+//! hooks: it holds what no hook reported (Claude Code fires no hook for a call its own
+//! validation refused) and what came before the hooks were installed.
 //!
-//! Claude Code writes JSONL lines `{type: user|assistant, message: {content: [...]}}`;
-//! Codex writes `{type: response_item, payload: {type: message|function_call|...}}`. The
-//! formats are internal to the agents, so parsing is tolerant: unknown lines are skipped.
+//! Claude Code writes JSONL lines `{type: user|assistant, message: {content: [...]}}`, a
+//! tool's result in a user line's `tool_result` block with the structured result beside it
+//! in `toolUseResult`; Codex writes `{type: response_item, payload: {type: message |
+//! function_call | function_call_output | custom_tool_call | ...}}`. The formats are the
+//! agents' own and change, so parsing is tolerant: unknown lines are skipped.
 
-use std::collections::BTreeSet;
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
-use baton_proto::v1::{CheckpointState, Task, ToolCall};
+use baton_proto::v1::CheckpointState;
 use serde_json::Value;
+
+use super::journal::{Journal, ToolUse};
 
 /// Transcripts beyond this are read from their last part only (the state that matters is
 /// recent, and a hook has a time budget).
 const MAX_READ: u64 = 32 * 1024 * 1024;
-const MAX_TOOL_HISTORY: usize = 50;
 const MAX_TEXT: usize = 4000;
-
-#[derive(Default)]
-struct Acc {
-    tasks: Vec<Task>,
-    created: BTreeSet<String>,
-    modified: BTreeSet<String>,
-    deleted: BTreeSet<String>,
-    tools: Vec<ToolCall>,
-    tool_count: i64,
-    errors: Vec<String>,
-    last_prompt: String,
-    last_answer: String,
-}
-
-fn clip(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_owned();
-    }
-    let mut out: String = s.chars().take(max - 1).collect();
-    out.push('…');
-    out
-}
 
 fn text_of(content: &Value) -> Option<String> {
     match content {
@@ -61,94 +44,31 @@ fn text_of(content: &Value) -> Option<String> {
     }
 }
 
-impl Acc {
-    fn tool_use(&mut self, name: &str, input: &Value) {
-        self.tool_count += 1;
-        let path = input
-            .get("file_path")
-            .or_else(|| input.get("path"))
-            .or_else(|| input.get("notebook_path"))
-            .and_then(Value::as_str);
-        match name {
-            "TodoWrite" | "todo_write" | "update_plan" => {
-                let items = input.get("todos").or_else(|| input.get("plan")).and_then(Value::as_array);
-                if let Some(items) = items {
-                    self.tasks = items
-                        .iter()
-                        .enumerate()
-                        .map(|(i, t)| Task {
-                            id: t
-                                .get("id")
-                                .and_then(Value::as_str)
-                                .map_or_else(|| (i + 1).to_string(), str::to_owned),
-                            content: t
-                                .get("content")
-                                .or_else(|| t.get("step"))
-                                .and_then(Value::as_str)
-                                .unwrap_or_default()
-                                .to_owned(),
-                            status: t.get("status").and_then(Value::as_str).unwrap_or("pending").to_owned(),
-                            progress: if t.get("status").and_then(Value::as_str) == Some("completed") {
-                                100
-                            } else {
-                                0
-                            },
-                        })
-                        .collect();
-                }
-            }
-            "Write" | "write_file" => {
-                if let Some(p) = path {
-                    if !self.modified.contains(p) {
-                        self.created.insert(p.to_owned());
-                    }
-                    self.deleted.remove(p);
-                }
-            }
-            "Edit" | "MultiEdit" | "NotebookEdit" | "replace" | "edit_file" => {
-                if let Some(p) = path
-                    && !self.created.contains(p)
-                {
-                    self.modified.insert(p.to_owned());
-                }
-            }
-            "Bash" | "shell" | "run_shell_command" | "exec_command" => {
-                let cmd = input.get("command").map(|c| match c {
-                    Value::Array(a) => a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" "),
-                    other => other.as_str().unwrap_or_default().to_owned(),
-                });
-                if let Some(cmd) = cmd {
-                    self.deleted_by(&cmd);
-                }
-            }
-            _ => {}
-        }
-        let summary = path
-            .map(str::to_owned)
-            .or_else(|| input.get("command").and_then(Value::as_str).map(|c| clip(c, 200)))
-            .unwrap_or_default();
-        self.tools.push(ToolCall { name: name.to_owned(), summary, failed: false });
-    }
+/// Codex's shell output ends its header with the exit code: "Process exited with code 2".
+fn codex_exit(output: &str) -> Option<i64> {
+    let rest = output.split("exited with code ").nth(1)?;
+    rest.split(|c: char| !c.is_ascii_digit() && c != '-').next()?.parse().ok()
+}
 
-    /// Files removed by a plain `rm` (recursive deletes are listed as given).
-    fn deleted_by(&mut self, command: &str) {
-        for part in command.split(['&', ';', '|']) {
-            let words: Vec<&str> = part.split_whitespace().collect();
-            if words.first() == Some(&"rm") || words.first() == Some(&"git") && words.get(1) == Some(&"rm") {
-                for w in words.iter().skip(1).filter(|w| !w.starts_with('-') && **w != "rm") {
-                    self.created.remove(*w);
-                    self.modified.remove(*w);
-                    self.deleted.insert((*w).to_owned());
-                }
-            }
-        }
-    }
+struct Reader<'a> {
+    journal: Journal,
+    /// Calls waiting for their result, by call id: (tool, input).
+    pending: HashMap<String, (String, Value)>,
+    cwd: &'a Path,
+    root: &'a Path,
+}
 
-    fn tool_error(&mut self, text: &str) {
-        if let Some(last) = self.tools.last_mut() {
-            last.failed = true;
-        }
-        self.errors.push(clip(text.trim(), 500));
+impl Reader<'_> {
+    fn result(&mut self, id: &str, response: &Value, error: Option<&str>) {
+        let Some((name, input)) = self.pending.remove(id) else { return };
+        self.journal.tool(&ToolUse {
+            name: &name,
+            input: &input,
+            response,
+            error,
+            cwd: self.cwd,
+            root: self.root,
+        });
     }
 
     fn claude_line(&mut self, line: &Value) {
@@ -157,33 +77,40 @@ impl Acc {
         let content = message.get("content").unwrap_or(&Value::Null);
         match kind {
             "assistant" => {
-                if let Some(parts) = content.as_array() {
-                    for part in parts {
-                        if part.get("type").and_then(Value::as_str) == Some("tool_use") {
-                            let name = part.get("name").and_then(Value::as_str).unwrap_or("tool");
-                            self.tool_use(name, part.get("input").unwrap_or(&Value::Null));
-                        }
+                for part in content.as_array().into_iter().flatten() {
+                    if part.get("type").and_then(Value::as_str) == Some("tool_use") {
+                        let id = part.get("id").and_then(Value::as_str).unwrap_or_default().to_owned();
+                        let name = part.get("name").and_then(Value::as_str).unwrap_or("tool").to_owned();
+                        self.pending.insert(id, (name, part.get("input").cloned().unwrap_or(Value::Null)));
                     }
                 }
                 if let Some(text) = text_of(content) {
-                    self.last_answer = clip(&text, MAX_TEXT);
+                    self.journal.answer(&crate::clip(&text, MAX_TEXT));
                 }
             }
             "user" => {
-                if let Some(parts) = content.as_array() {
-                    for part in
-                        parts.iter().filter(|p| p.get("type").and_then(Value::as_str) == Some("tool_result"))
-                    {
-                        if part.get("is_error").and_then(Value::as_bool) == Some(true) {
-                            let text = text_of(part.get("content").unwrap_or(&Value::Null))
-                                .unwrap_or_else(|| "tool failed".into());
-                            self.tool_error(&text);
-                        }
+                let structured = line.get("toolUseResult").cloned().unwrap_or(Value::Null);
+                for part in content.as_array().into_iter().flatten() {
+                    if part.get("type").and_then(Value::as_str) != Some("tool_result") {
+                        continue;
+                    }
+                    let id = part.get("tool_use_id").and_then(Value::as_str).unwrap_or_default();
+                    if part.get("is_error").and_then(Value::as_bool) == Some(true) {
+                        let text = text_of(part.get("content").unwrap_or(&Value::Null))
+                            .unwrap_or_else(|| "tool failed".into());
+                        let text =
+                            text.trim_start_matches("<tool_use_error>").trim_end_matches("</tool_use_error>");
+                        self.result(id, &Value::Null, Some(text));
+                    } else {
+                        self.result(id, &structured, None);
                     }
                 }
                 let is_meta = line.get("isMeta").and_then(Value::as_bool) == Some(true);
-                if let Some(text) = text_of(content).filter(|_| !is_meta) {
-                    self.last_prompt = clip(&text, MAX_TEXT);
+                let is_result = content.as_array().is_some_and(|parts| {
+                    parts.iter().any(|p| p.get("type").and_then(Value::as_str) == Some("tool_result"))
+                });
+                if let Some(text) = text_of(content).filter(|_| !is_meta && !is_result) {
+                    self.journal.prompt(&text);
                 }
             }
             _ => {}
@@ -192,33 +119,53 @@ impl Acc {
 
     fn codex_line(&mut self, line: &Value) {
         let Some(payload) = line.get("payload") else { return };
+        let call_id = || payload.get("call_id").and_then(Value::as_str).unwrap_or_default().to_owned();
         match payload.get("type").and_then(Value::as_str).unwrap_or_default() {
             "message" => {
                 let text = text_of(payload.get("content").unwrap_or(&Value::Null));
                 match (payload.get("role").and_then(Value::as_str), text) {
-                    (Some("user"), Some(t)) if !t.starts_with('<') => self.last_prompt = clip(&t, MAX_TEXT),
-                    (Some("assistant"), Some(t)) => self.last_answer = clip(&t, MAX_TEXT),
+                    // Codex's own context (instructions, the environment) comes as markup.
+                    (Some("user"), Some(t)) if !t.starts_with('<') => self.journal.prompt(&t),
+                    (Some("assistant"), Some(t)) => self.journal.answer(&t),
                     _ => {}
                 }
             }
-            "function_call" | "custom_tool_call" | "local_shell_call" => {
-                let name = payload.get("name").and_then(Value::as_str).unwrap_or("shell");
+            "function_call" | "local_shell_call" => {
+                let name = payload.get("name").and_then(Value::as_str).unwrap_or("shell").to_owned();
                 let args = payload
                     .get("arguments")
                     .and_then(Value::as_str)
                     .and_then(|a| serde_json::from_str::<Value>(a).ok())
                     .or_else(|| payload.get("action").cloned())
                     .unwrap_or(Value::Null);
-                self.tool_use(name, &args);
+                self.pending.insert(call_id(), (name, args));
+            }
+            "custom_tool_call" => {
+                let name = payload.get("name").and_then(Value::as_str).unwrap_or("tool").to_owned();
+                let input = payload.get("input").and_then(Value::as_str).unwrap_or_default();
+                self.pending.insert(call_id(), (name, serde_json::json!({ "command": input })));
+            }
+            "function_call_output" | "custom_tool_call_output" => {
+                let output = payload.get("output").map(|o| match o {
+                    Value::String(s) => s.clone(),
+                    other => other
+                        .get("content")
+                        .and_then(Value::as_str)
+                        .map_or_else(|| other.to_string(), str::to_owned),
+                });
+                let output = output.unwrap_or_default();
+                let failed = codex_exit(&output).filter(|code| *code != 0).map(|_| crate::clip(&output, 300));
+                self.result(&call_id(), &Value::String(output), failed.as_deref());
             }
             _ => {}
         }
     }
 }
 
-/// Reads a transcript into a checkpoint state (empty when it cannot be read).
-pub fn read(path: &Path) -> CheckpointState {
-    let mut acc = Acc::default();
+/// Reads a transcript into a checkpoint state (empty when it cannot be read). Paths are
+/// stored relative to `root`; relative ones in the transcript start at `cwd`.
+pub fn read(path: &Path, cwd: &Path, root: &Path) -> CheckpointState {
+    let mut reader = Reader { journal: Journal::default(), pending: HashMap::new(), cwd, root };
     if let Ok(mut file) = std::fs::File::open(path) {
         use std::io::{Seek, SeekFrom};
         let len = file.metadata().map(|m| m.len()).unwrap_or(0);
@@ -230,28 +177,63 @@ pub fn read(path: &Path) -> CheckpointState {
         for line in lines {
             let Ok(value) = serde_json::from_str::<Value>(&line) else { continue };
             if value.get("payload").is_some() && value.get("message").is_none() {
-                acc.codex_line(&value);
+                reader.codex_line(&value);
             } else {
-                acc.claude_line(&value);
+                reader.claude_line(&value);
             }
         }
     }
-    let keep = acc.tools.len().saturating_sub(MAX_TOOL_HISTORY);
-    let done = acc.tasks.iter().filter(|t| t.status == "completed").count();
-    let progress =
-        if acc.tasks.is_empty() { 0 } else { i32::try_from(done * 100 / acc.tasks.len()).unwrap_or(0) };
-    acc.errors.truncate(100);
-    CheckpointState {
-        active_tasks: acc.tasks,
-        files_created: acc.created.into_iter().collect(),
-        files_modified: acc.modified.into_iter().collect(),
-        files_deleted: acc.deleted.into_iter().collect(),
-        tool_history: acc.tools.split_off(keep),
-        tool_count: acc.tool_count,
-        errors: acc.errors,
-        progress,
-        last_prompt: acc.last_prompt,
-        last_answer: acc.last_answer,
-        ..Default::default()
+    // Calls still waiting for a result (the transcript trails the hooks) are counted, not
+    // judged: the journal has them.
+    let mut state = reader.journal.state();
+    state.tool_count += i64::try_from(reader.pending.len()).unwrap_or(0);
+    state
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    fn fixture(name: &str) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/agents/transcripts").join(name)
+    }
+
+    /// A real Claude Code 2.1.197 transcript (tests/agents/FINDINGS.md): tasks, a write, a
+    /// blind overwrite its validation refused (no hook fired for it), a read, an overwrite,
+    /// a shell delete; then resumed for one more turn.
+    #[test]
+    fn claude_transcript_by_results() {
+        let root = PathBuf::from("/work/agent-lab/proj-claude-c1");
+        let state = read(&fixture("claude.jsonl"), &root, &root);
+        let tasks: Vec<(&str, &str)> =
+            state.active_tasks.iter().map(|t| (t.content.as_str(), t.status.as_str())).collect();
+        assert_eq!(tasks, [("Write hello file", "completed"), ("Update existing file", "pending")]);
+        assert_eq!(state.files_created, ["hello.txt"]);
+        assert_eq!(
+            state.files_modified,
+            ["existing.txt"],
+            "the overwrite after the read, not the refused one"
+        );
+        assert_eq!(state.files_deleted, ["doomed.txt"]);
+        assert_eq!(state.errors.len(), 1, "{:?}", state.errors);
+        assert!(state.errors[0].starts_with("Write: File has not been read yet"), "{:?}", state.errors);
+        // The conversation was resumed once after its first turn.
+        assert_eq!(state.last_prompt, "continue please");
+        assert!(state.last_answer.contains("RESUME-TEXT-MARKER"), "{}", state.last_answer);
+        assert_eq!(state.tool_count, 8);
+    }
+
+    /// A real Codex 0.169.0 rollout: update_plan, exec_command {cmd, workdir}, apply_patch.
+    #[test]
+    fn codex_rollout_by_results() {
+        let root = PathBuf::from("/work/agent-lab/proj-codex-x1");
+        let state = read(&fixture("codex.jsonl"), &root, &root);
+        assert!(!state.active_tasks.is_empty(), "{state:?}");
+        assert!(state.files_deleted.contains(&"doomed.txt".to_owned()), "{state:?}");
+        assert!(state.files_created.contains(&"hello.txt".to_owned()), "{state:?}");
+        assert!(state.files_modified.contains(&"existing.txt".to_owned()), "{state:?}");
+        assert_eq!(state.tool_count, 6);
     }
 }

@@ -1,0 +1,105 @@
+//! Claude Code: the brief reaches the model; tasks (TaskCreate/TaskUpdate), files and the
+//! shell's deletes reach the checkpoint from the hook payloads, not the lagging transcript;
+//! a refused write (no hook fires for it) from the transcript; task, recovery and
+//! session-end checkpoints.
+
+use baton_proto::v1::CheckpointKind;
+use baton_tests::agents::{self, Machine};
+use baton_tests::fake_model::{FakeModel, Script, Step};
+use baton_tests::{Backend, Server};
+use serde_json::{Value, json};
+
+use crate::{checked, checkpoints, head, sessions, until_ended};
+
+const ORIGIN: &str = "https://github.com/acme/claude-edge.git";
+const PROJECT: &str = "github.com/acme/claude-edge";
+
+fn claude_args<'a>(prompt: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["-p", prompt, "--dangerously-skip-permissions", "--output-format", "json"];
+    args.extend_from_slice(extra);
+    args
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_files_and_the_brief() {
+    let Some(cli) = agents::cli("claude") else { return };
+    let server = Server::start(Backend::Sqlite).await.unwrap();
+    let m1 = Machine::new("machine-1", &server.url(), ORIGIN);
+    let init = m1.baton(&["init", "claude"]);
+    assert_eq!(init.code, 0, "{init:?}");
+    std::fs::write(m1.repo.join("existing.txt"), "original\n").unwrap();
+    std::fs::write(m1.repo.join("doomed.txt"), "bye\n").unwrap();
+    let repo = m1.repo.display().to_string();
+    let file = |name: &str| format!("{repo}/{name}");
+    let model = FakeModel::start(Script::new(vec![
+        Step::tool("TaskCreate", json!({"subject": "Write hello", "description": "Create hello.txt", "activeForm": "Writing hello"})),
+        Step::tool("TaskCreate", json!({"subject": "Fuzz the parser", "description": "Later", "activeForm": "Fuzzing"})),
+        Step::tool("TaskUpdate", json!({"taskId": "1", "status": "completed"})),
+        Step::tool("Write", json!({"file_path": file("hello.txt"), "content": "hello\n"})),
+        // Refused by Claude Code itself (not read first): no hook fires, only the transcript has it.
+        Step::tool("Write", json!({"file_path": file("existing.txt"), "content": "blind\n"})),
+        Step::tool("Read", json!({"file_path": file("existing.txt")})),
+        Step::tool("Write", json!({"file_path": file("existing.txt"), "content": "updated\n"})),
+        // A failure (PostToolUseFailure), then the same command succeeding: a recovery.
+        Step::tool("Bash", json!({"command": "cat notes.txt", "description": "Read notes"})),
+        Step::tool("Write", json!({"file_path": file("notes.txt"), "content": "notes\n"})),
+        Step::tool("Bash", json!({"command": "cat notes.txt", "description": "Read notes"})),
+        Step::tool("Bash", json!({"command": format!("rm {}", file("doomed.txt")), "description": "Delete doomed.txt"})),
+        Step::text("All steps done. FINAL-TEXT-MARKER"),
+    ]))
+    .await
+    .unwrap();
+    let run = m1.agent(&cli, &model.url(), &claude_args("Do the scripted steps", &[]), &[]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let result: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {run:?}"));
+    let conversation = result["session_id"].as_str().expect("session_id").to_owned();
+
+    // The model received the brief (SessionStart's additional context) and every step ran.
+    let turns = model.turns();
+    assert_eq!(turns.len(), 12, "one request per step");
+    assert!(turns[0].text().contains("# Baton brief: github.com/acme/claude-edge"), "{}", turns[0].text());
+
+    let mut c = server.clients().await;
+    // SessionEnd's work is detached from the agent (it gives the hook 1.5 s): wait for it.
+    let ended = until_ended(&mut c, PROJECT).await;
+    assert!(ended.summary.contains("FINAL-TEXT-MARKER"), "{ended:?}");
+    let all = sessions(&mut c, PROJECT).await;
+    assert_eq!(all.len(), 1, "{all:?}");
+    let session = &all[0];
+    assert_eq!(
+        (session.agent_session_id.as_str(), session.host.as_str()),
+        (conversation.as_str(), "machine-1")
+    );
+    let state = head(&mut c, session).await.state.expect("state");
+    let tasks: Vec<(&str, &str)> =
+        state.active_tasks.iter().map(|t| (t.content.as_str(), t.status.as_str())).collect();
+    assert_eq!(tasks, [("Write hello", "completed"), ("Fuzz the parser", "pending")]);
+    assert_eq!(state.files_created, ["hello.txt", "notes.txt"]);
+    assert_eq!(state.files_modified, ["existing.txt"], "an overwrite; the refused write changed nothing");
+    assert_eq!(state.files_deleted, ["doomed.txt"]);
+    assert!(state.last_answer.contains("FINAL-TEXT-MARKER"), "{state:?}");
+    assert_eq!(state.last_prompt, "Do the scripted steps");
+    assert!(state.errors.iter().any(|e| e.starts_with("Bash: Exit code 1")), "{:?}", state.errors);
+    assert!(
+        state.errors.iter().any(|e| e.starts_with("Write: File has not been read yet")),
+        "{:?}",
+        state.errors
+    );
+    assert_eq!(state.tool_count, 11);
+    let kinds: Vec<CheckpointKind> = checkpoints(&mut c, session).await.iter().map(|c| c.kind()).collect();
+    for kind in [CheckpointKind::Task, CheckpointKind::Recovery, CheckpointKind::SessionEnd] {
+        assert!(kinds.contains(&kind), "no {kind:?} checkpoint: {kinds:?}");
+    }
+    checked(
+        "claude",
+        &[
+            "brief in the first model request",
+            "session and host",
+            "tasks with status (TaskCreate/TaskUpdate)",
+            "files created/modified/deleted by result",
+            "a refused write and a failed command as errors",
+            "task, recovery and session-end checkpoints",
+            "prompt and answer",
+        ],
+    );
+}
