@@ -36,10 +36,18 @@ pub fn prepare(path: &Path) -> anyhow::Result<(Vec<u8>, u32)> {
     Ok((redacted.into_owned().into_bytes(), count))
 }
 
+/// A blob's role: the agent's transcript, or Claude Code's task files of the conversation.
+pub const TRANSCRIPT: &str = "transcript";
+pub const CLAUDE_TASKS: &str = "claude-tasks";
+/// Task files are small JSON documents: at most this many, each at most this large.
+const MAX_TASK_FILES: usize = 1000;
+const MAX_TASK_FILE: usize = 64 * 1024;
+
 /// Uploads the chunks the hub lacks and returns the reference for a checkpoint.
 pub async fn upload(
     hub: &mut Hub,
     project: &str,
+    role: &str,
     data: &[u8],
     agent_session_id: &str,
     cwd: &Path,
@@ -68,11 +76,11 @@ pub async fn upload(
             .map_err(remote::fail)?;
     }
     Ok(BlobRef {
-        role: "transcript".into(),
+        role: role.to_owned(),
         digest: sha(data),
         size_bytes: i64::try_from(data.len()).unwrap_or(i64::MAX),
         chunks: digests,
-        content_type: "application/x-ndjson".into(),
+        content_type: if role == TRANSCRIPT { "application/x-ndjson" } else { "application/json" }.into(),
         agent_session_id: agent_session_id.to_owned(),
         cwd: cwd.display().to_string(),
     })
@@ -148,14 +156,82 @@ pub fn restore_claude(data: &[u8], blob: &BlobRef, cwd: &Path, home: &Path) -> a
     };
     // One plain name, or nothing is written (the hub or a teammate chose it).
     let name = crate::safe::agent_session_id(&blob.agent_session_id)?;
-    let root = std::env::var_os("CLAUDE_CONFIG_DIR").map_or_else(|| home.join(".claude"), PathBuf::from);
-    let dir = root.join("projects").join(claude_project_dir(cwd));
+    let dir = claude_root(home).join("projects").join(claude_project_dir(cwd));
     crate::fsperm::create_private_dir(&dir)?;
     let file = dir.join(format!("{name}.jsonl"));
     let tmp = file.with_extension("jsonl.baton-tmp");
     crate::fsperm::write_private(&tmp, text.as_bytes())?;
     std::fs::rename(&tmp, &file)?;
     Ok(file)
+}
+
+/// Where Claude Code keeps its files (`CLAUDE_CONFIG_DIR`, else `~/.claude`).
+pub fn claude_root(home: &Path) -> PathBuf {
+    std::env::var_os("CLAUDE_CONFIG_DIR").map_or_else(|| home.join(".claude"), PathBuf::from)
+}
+
+/// A task file's name as Claude Code makes them: `<number>.json`.
+fn is_task_file(name: &str) -> bool {
+    name.strip_suffix(".json")
+        .is_some_and(|n| !n.is_empty() && n.len() <= 9 && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Claude Code's task files of a conversation (`tasks/<id>/<n>.json`) as one JSON object
+/// `{name: content}`, secrets redacted; None when it has none.
+pub fn bundle_claude_tasks(home: &Path, agent_session_id: &str) -> anyhow::Result<Option<Vec<u8>>> {
+    let id = crate::safe::agent_session_id(agent_session_id)?;
+    let dir = claude_root(home).join("tasks").join(id);
+    let Ok(entries) = std::fs::read_dir(&dir) else { return Ok(None) };
+    let mut files = serde_json::Map::new();
+    for entry in entries.flatten().take(MAX_TASK_FILES) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !is_task_file(&name)
+            || entry.metadata().map(|m| m.len()).unwrap_or(u64::MAX) > MAX_TASK_FILE as u64
+        {
+            continue;
+        }
+        let text = std::fs::read_to_string(entry.path())?;
+        files.insert(name, serde_json::Value::String(baton_proto::redact::redact(&text).0.into_owned()));
+    }
+    if files.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(serde_json::to_vec(&files)?))
+}
+
+/// Writes a conversation's task files where Claude Code keeps them on this machine. What
+/// the hub sent is checked first: the conversation id one plain name, every file named
+/// `<number>.json` and small, so nothing is written outside `tasks/<id>/`. Returns the
+/// folder written.
+pub fn restore_claude_tasks(data: &[u8], blob: &BlobRef, home: &Path) -> anyhow::Result<PathBuf> {
+    let id = crate::safe::agent_session_id(&blob.agent_session_id)?;
+    let files: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(data)
+        .map_err(|e| anyhow::anyhow!("the task files are not a JSON object: {e}"))?;
+    if files.len() > MAX_TASK_FILES {
+        anyhow::bail!("{} task files: at most {MAX_TASK_FILES}", files.len());
+    }
+    let mut checked = Vec::new();
+    for (name, content) in &files {
+        let content = content
+            .as_str()
+            .ok_or_else(|| anyhow::anyhow!("task file {} is not text", crate::safe::line(name)))?;
+        if !is_task_file(name) || content.len() > MAX_TASK_FILE {
+            anyhow::bail!(
+                "refusing task file {}: not <number>.json of at most 64 KiB",
+                crate::safe::line(name)
+            );
+        }
+        checked.push((name.clone(), content.to_owned()));
+    }
+    let dir = claude_root(home).join("tasks").join(id);
+    crate::fsperm::create_private_dir(&dir)?;
+    for (name, content) in checked {
+        let file = dir.join(&name);
+        let tmp = dir.join(format!("{name}.baton-tmp"));
+        crate::fsperm::write_private(&tmp, content.as_bytes())?;
+        std::fs::rename(&tmp, &file)?;
+    }
+    Ok(dir)
 }
 
 #[cfg(test)]
@@ -175,6 +251,31 @@ mod tests {
             written.push(entry.path());
         }
         assert!(written.is_empty(), "{written:?}");
+    }
+
+    #[test]
+    fn task_files_are_written_only_inside_their_folder() {
+        let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let blob = |id: &str| BlobRef { agent_session_id: id.into(), ..Default::default() };
+        for (id, files) in [
+            ("ok-id", r#"{"../../../.bashrc": "x"}"#),
+            ("ok-id", r#"{"1.json/../../x": "x"}"#),
+            ("ok-id", r#"{".json": "x"}"#),
+            ("ok-id", r#"{"1.json": 7}"#),
+            ("ok-id", r#"["1.json"]"#),
+            ("../escape", r#"{"1.json": "x"}"#),
+        ] {
+            assert!(restore_claude_tasks(files.as_bytes(), &blob(id), home.path()).is_err(), "{id} {files}");
+        }
+        assert!(std::fs::read_dir(home.path()).into_iter().flatten().next().is_none(), "nothing written");
+        let dir = restore_claude_tasks(br#"{"1.json": "{}", "12.json": "{}"}"#, &blob("ok-id"), home.path())
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(dir, home.path().join(".claude/tasks/ok-id"));
+        assert!(dir.join("12.json").exists());
+        let bundled =
+            bundle_claude_tasks(home.path(), "ok-id").unwrap_or_else(|e| panic!("{e}")).unwrap_or_default();
+        let back: serde_json::Value = serde_json::from_slice(&bundled).unwrap_or_default();
+        assert_eq!(back["12.json"], "{}");
     }
 
     #[test]

@@ -25,6 +25,11 @@ pub struct AgentSession {
     /// What the conversation did, from the hook payloads.
     #[serde(default)]
     pub journal: crate::hook::journal::Journal,
+    /// A successor `baton resume` made for this conversation: the conversation's first hook
+    /// records on it which conversation carries it (so a later resume elsewhere can offer
+    /// the agent's own resume command).
+    #[serde(default)]
+    pub adopt: bool,
     /// When this machine last wrote a checkpoint of it (µs since the epoch; 0 = never).
     #[serde(default)]
     pub last_checkpoint_us: i64,

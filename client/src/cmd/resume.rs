@@ -160,6 +160,15 @@ pub async fn run(
             _ => (blob, data),
         };
         restored = Some(crate::blob::restore_claude(&data, &blob, dir, &home)?);
+        // The conversation's task files, carried beside it.
+        let tasks = reply
+            .checkpoint
+            .as_ref()
+            .and_then(|c| c.blobs.iter().find(|b| b.role == crate::blob::CLAUDE_TASKS));
+        if let Some(tasks) = tasks.filter(|t| t.agent_session_id == blob.agent_session_id) {
+            let data = crate::blob::download(&mut hub, &project.key, tasks).await?;
+            crate::blob::restore_claude_tasks(&data, tasks, &home)?;
+        }
     }
     let here = conversation_here(old.agent, &old.agent_session_id);
     // Built here from the checked id, never taken from the hub's text.
@@ -172,6 +181,15 @@ pub async fn run(
         *s = crate::state::AgentSession {
             baton_session_id: new.id.clone(),
             project: project.key.clone(),
+            adopt: true,
+            last_checkpoint_us: write::now_us(),
+            // The work continues from where the checkpoint left it.
+            journal: reply
+                .checkpoint
+                .as_ref()
+                .and_then(|c| c.state.as_ref())
+                .map(crate::hook::journal::Journal::continuing)
+                .unwrap_or_default(),
             ..Default::default()
         };
     })?;
@@ -224,7 +242,7 @@ pub async fn run(
 
 /// The transcript a checkpoint references.
 fn transcript_blob(checkpoint: &baton_proto::v1::Checkpoint) -> Option<baton_proto::v1::BlobRef> {
-    checkpoint.blobs.iter().find(|b| b.role == "transcript").cloned()
+    checkpoint.blobs.iter().find(|b| b.role == crate::blob::TRANSCRIPT).cloned()
 }
 
 /// The session a resume without a target takes over, as the hub picks it: the latest

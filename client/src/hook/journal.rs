@@ -124,6 +124,26 @@ impl Journal {
         clean.into_owned()
     }
 
+    /// A journal that continues a checkpoint (a resumed session): its tasks and files.
+    pub fn continuing(state: &CheckpointState) -> Self {
+        Self {
+            tasks: state
+                .active_tasks
+                .iter()
+                .take(MAX_TASKS)
+                .map(|t| JournalTask {
+                    id: t.id.clone(),
+                    content: t.content.clone(),
+                    status: t.status.clone(),
+                })
+                .collect(),
+            created: state.files_created.iter().take(MAX_FILES).cloned().collect(),
+            modified: state.files_modified.iter().take(MAX_FILES).cloned().collect(),
+            deleted: state.files_deleted.iter().take(MAX_FILES).cloned().collect(),
+            ..Self::default()
+        }
+    }
+
     pub fn prompt(&mut self, prompt: &str) {
         // Gemini puts the SessionStart context before the prompt it reports.
         let prompt = match prompt.split_once("</hook_context>") {

@@ -9,6 +9,8 @@ pub mod risk;
 pub mod transcript;
 
 use std::io::Write as _;
+
+use anyhow::Context as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -173,28 +175,26 @@ async fn session_for(
     info: Option<&git::Info>,
 ) -> anyhow::Result<String> {
     let agent_sid = p.agent_session_id().unwrap_or("unknown").to_owned();
+    let cwd = p.cwd();
     if continuing
         && let Some(s) =
             ctx.state.get(agent.name(), &agent_sid).filter(|s| !s.ended && s.project == project.key)
     {
+        if s.adopt {
+            // The successor `baton resume` made: this conversation carries it now.
+            adopt(ctx, agent, p, &s.baton_session_id, project, hub, &cwd).await?;
+            ctx.state.update(agent.name(), &agent_sid, |s| s.adopt = false)?;
+        }
         return Ok(s.baton_session_id);
     }
-    let cwd = p.cwd();
     // `baton resume` here, for a conversation this machine does not have: the next new
     // conversation in the project continues the successor session it made.
     if let Some(pending) = ctx.state.take(agent.name(), &format!("pending:{}", project.key)) {
         let id = pending.baton_session_id.clone();
         remember(ctx, agent, p, &agent_sid, &id, project, &cwd)?;
-        // Record which conversation now carries it (for `baton resume` elsewhere later).
-        let update = baton_proto::v1::UpdateSessionRequest {
-            session_id: id.clone(),
-            agent_session_id: p.agent_session_id().map(str::to_owned),
-            branch: git::branch(&cwd),
-            write: write::options(agent.kind() as i32, &id),
-            ..Default::default()
-        };
-        write::submit(&ctx.queue, hub, Write::UpdateSession(update, project.key.clone()), Some(LOCK_WAIT))
-            .await?;
+        // The work it continues: the resumed checkpoint's tasks and files.
+        ctx.state.update(agent.name(), &agent_sid, |s| s.journal = pending.journal)?;
+        adopt(ctx, agent, p, &id, project, hub, &cwd).await?;
         return Ok(id);
     }
     let id = uuid::Uuid::now_v7().to_string();
@@ -219,6 +219,29 @@ async fn session_for(
     remember(ctx, agent, p, &agent_sid, &id, project, &cwd)?;
     write::submit(&ctx.queue, hub, Write::StartSession(request), Some(LOCK_WAIT)).await?;
     Ok(id)
+}
+
+/// Records on a successor session which conversation carries it now (for `baton resume`
+/// elsewhere later: the agent's own resume command needs the conversation's id).
+async fn adopt(
+    ctx: &Ctx,
+    agent: Agent,
+    p: &Payload,
+    id: &str,
+    project: &Project,
+    hub: Option<&mut Hub>,
+    cwd: &Path,
+) -> anyhow::Result<()> {
+    let update = baton_proto::v1::UpdateSessionRequest {
+        session_id: id.to_owned(),
+        agent_session_id: p.agent_session_id().map(str::to_owned),
+        branch: git::branch(cwd),
+        write: write::options(agent.kind() as i32, id),
+        ..Default::default()
+    };
+    write::submit(&ctx.queue, hub, Write::UpdateSession(update, project.key.clone()), Some(LOCK_WAIT))
+        .await?;
+    Ok(())
 }
 
 /// Records which Baton session this agent conversation is, starting its counters afresh.
@@ -476,6 +499,11 @@ async fn checkpoint(
             Ok(blob) => blobs.push(blob),
             Err(e) => log(ctx, &format!("transcript upload failed ({e:#}); checkpoint saved without it")),
         }
+        // Claude Code keeps the conversation's tasks beside it, not in the transcript.
+        match upload_claude_tasks(h, &project.key, p.agent_session_id().unwrap_or_default(), &cwd).await {
+            Ok(blob) => blobs.extend(blob),
+            Err(e) => log(ctx, &format!("task files upload failed ({e:#}); checkpoint saved without them")),
+        }
     }
     let request = CreateCheckpointRequest {
         session_id: session_id.clone(),
@@ -506,7 +534,20 @@ async fn upload_transcript(
     cwd: &Path,
 ) -> anyhow::Result<baton_proto::v1::BlobRef> {
     let (data, _) = crate::blob::prepare(path)?;
-    crate::blob::upload(hub, project, &data, agent_session_id, cwd).await
+    crate::blob::upload(hub, project, crate::blob::TRANSCRIPT, &data, agent_session_id, cwd).await
+}
+
+async fn upload_claude_tasks(
+    hub: &mut Hub,
+    project: &str,
+    agent_session_id: &str,
+    cwd: &Path,
+) -> anyhow::Result<Option<baton_proto::v1::BlobRef>> {
+    let home = directories::BaseDirs::new().context("no home directory")?.home_dir().to_path_buf();
+    let Some(data) = crate::blob::bundle_claude_tasks(&home, agent_session_id)? else { return Ok(None) };
+    Ok(Some(
+        crate::blob::upload(hub, project, crate::blob::CLAUDE_TASKS, &data, agent_session_id, cwd).await?,
+    ))
 }
 
 async fn session_end(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<()> {

@@ -103,3 +103,93 @@ async fn tasks_files_and_the_brief() {
         ],
     );
 }
+
+/// One conversation across three machines: started on machine 1, restored and continued on
+/// machine 2 with `baton resume --restore` and `claude --resume`, then again on machine 3
+/// from machine 2's session. Each hop's model requests hold the earlier turns, the task
+/// files came along (TaskList on machine 2 lists machine 1's tasks), and each successor
+/// session knows the conversation it carries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_conversation_over_three_machines() {
+    let Some(cli) = agents::cli("claude") else { return };
+    let server = Server::start(Backend::Sqlite).await.unwrap();
+    let machines: Vec<Machine> = ["machine-1", "machine-2", "machine-3"]
+        .iter()
+        .map(|h| Machine::new(h, &server.url(), ORIGIN))
+        .collect();
+    for m in &machines {
+        let init = m.baton(&["init", "claude", "--sync-transcripts"]);
+        assert_eq!(init.code, 0, "{init:?}");
+    }
+    // One script for the whole conversation: a resumed request carries the earlier turns,
+    // so each hop picks up at its own steps.
+    let model = FakeModel::start(Script::new(vec![
+        Step::tool(
+            "TaskCreate",
+            json!({"subject": "Port the lexer", "description": "first", "activeForm": "Porting"}),
+        ),
+        Step::tool(
+            "TaskCreate",
+            json!({"subject": "Port the parser", "description": "second", "activeForm": "Porting"}),
+        ),
+        Step::tool("TaskUpdate", json!({"taskId": "1", "status": "completed"})),
+        Step::text("Lexer ported. HOP-1-DONE"),
+        Step::tool("TaskList", json!({})),
+        Step::text("Parser next. HOP-2-DONE"),
+        Step::tool("TaskUpdate", json!({"taskId": "2", "status": "completed"})),
+        Step::text("Parser ported. HOP-3-DONE"),
+    ]))
+    .await
+    .unwrap();
+    let first = machines[0].agent(&cli, &model.url(), &claude_args("Start the port", &[]), &[]);
+    assert_eq!(first.code, 0, "{first:?}");
+    let conversation =
+        serde_json::from_str::<Value>(&first.stdout).unwrap()["session_id"].as_str().unwrap().to_owned();
+    let mut c = server.clients().await;
+    until_ended(&mut c, PROJECT).await;
+
+    let mut seen = 4;
+    for (hop, (m, prompt)) in
+        machines[1..].iter().zip(["continue on machine 2", "continue on machine 3"]).enumerate()
+    {
+        let resume = m.baton(&["resume", "--restore", "--agent", "claude", "--json"]);
+        assert_eq!(resume.code, 0, "hop {}: {resume:?}", hop + 2);
+        let reply: Value = serde_json::from_str(&resume.stdout).unwrap_or_else(|e| panic!("{e}: {resume:?}"));
+        assert_eq!(reply["resume_argv"], json!(["claude", "--resume", conversation]), "{reply}");
+        let run = m.agent(&cli, &model.url(), &claude_args(prompt, &["--resume", &conversation]), &[]);
+        assert_eq!(run.code, 0, "hop {}: {run:?}", hop + 2);
+        let turns = model.turns();
+        let hop_turns = &turns[seen..];
+        seen = turns.len();
+        assert!(hop_turns[0].text().contains("Start the port"), "hop {}: the earlier turns", hop + 2);
+        assert!(
+            hop_turns[0].text().contains("Where your last session stopped"),
+            "hop {}: the brief of the resumed session: {}",
+            hop + 2,
+            hop_turns[0].text()
+        );
+        until_ended(&mut c, PROJECT).await;
+        let newest = sessions(&mut c, PROJECT).await.remove(0);
+        assert_eq!(newest.host, m.host);
+        assert_eq!(newest.agent_session_id, conversation, "the successor knows the conversation it carries");
+        if hop == 0 {
+            // TaskList on machine 2 listed machine 1's tasks: the task files came along.
+            assert!(hop_turns[1].text().contains("Port the parser"), "{}", hop_turns[1].text());
+        }
+    }
+    let last = sessions(&mut c, PROJECT).await.remove(0);
+    let state = head(&mut c, &last).await.state.unwrap();
+    let tasks: Vec<(&str, &str)> =
+        state.active_tasks.iter().map(|t| (t.content.as_str(), t.status.as_str())).collect();
+    assert_eq!(tasks, [("Port the lexer", "completed"), ("Port the parser", "completed")]);
+    assert_eq!(sessions(&mut c, PROJECT).await.len(), 3, "one session per hop, no orphans");
+    checked(
+        "claude",
+        &[
+            "three machines: --restore then claude --resume, twice",
+            "earlier turns and the resumed session's brief reach the model on each hop",
+            "task files carried (TaskList on machine 2)",
+            "each successor records the conversation it carries",
+        ],
+    );
+}
