@@ -30,6 +30,12 @@ pub struct AgentSession {
     /// the agent's own resume command).
     #[serde(default)]
     pub adopt: bool,
+    /// For the successor a `baton resume` made here: the session it resumed, and the
+    /// agent's command that continues the conversation (empty when it is not here).
+    #[serde(default)]
+    pub resumed_from: String,
+    #[serde(default)]
+    pub resume_argv: Vec<String>,
     /// When this machine last wrote a checkpoint of it (µs since the epoch; 0 = never).
     #[serde(default)]
     pub last_checkpoint_us: i64,

@@ -111,6 +111,11 @@ pub async fn run(
         (None, Some(c)) => Some(resume_session_request::Target::CheckpointId(c)),
         (None, None) => None,
     };
+    // A successor this machine made earlier that no conversation has taken up yet: the
+    // same resume again continues it rather than making another.
+    if let Some(waiting) = waiting_successor(ctx, &mut hub, agent, &project.key, target.as_ref()).await? {
+        return reuse(ctx, &mut hub, &project.key, waiting, json).await;
+    }
     // --restore fetches and verifies the transcript before the session is claimed: a
     // resume of a crashed session can be made once, and must not be spent on a transcript
     // that cannot be restored.
@@ -193,9 +198,19 @@ pub async fn run(
             ..Default::default()
         };
     })?;
+    ctx.state.update(agent.name(), &successor_key(&project.key), |s| {
+        *s = crate::state::AgentSession {
+            baton_session_id: new.id.clone(),
+            project: project.key.clone(),
+            resumed_from: old.id.clone(),
+            resume_argv: argv.clone().unwrap_or_default(),
+            ..Default::default()
+        };
+    })?;
     let stopped =
         reply.checkpoint.as_ref().and_then(|c| c.state.as_ref()).map(where_it_stopped).unwrap_or_default();
-    let brief = format!("{stopped}{}", reply.brief.map(|b| b.text).unwrap_or_default());
+    let brief = with_changes(ctx, &mut hub, &project, &new.id, dir, reply.brief.unwrap_or_default()).await;
+    let brief = format!("{stopped}{brief}");
     let brief = crate::safe::text(&brief).into_owned();
     if json {
         println!(
@@ -234,6 +249,118 @@ pub async fn run(
             agent.name(),
             crate::safe::line(&new.id)
         );
+    } else {
+        println!("Continue the conversation with:\n  {command}");
+    }
+    Ok(())
+}
+
+/// The resume's brief, with the git changes since the resumed session's last commit when
+/// this clone has moved on (as `baton warmup` shows them).
+async fn with_changes(
+    ctx: &Ctx,
+    hub: &mut remote::Hub,
+    project: &project::Project,
+    session_id: &str,
+    dir: &Path,
+    brief: baton_proto::v1::Brief,
+) -> String {
+    let head = git::head(dir).unwrap_or_default();
+    if brief.last_git_head.is_empty() || head.is_empty() || brief.last_git_head == head {
+        return brief.text;
+    }
+    let info = git::info(dir);
+    let budget = usize::try_from(ctx.settings.brief_budget).unwrap_or(9000);
+    match crate::hook::brief_text(hub, project, Some(session_id), dir, &info, budget).await {
+        Ok(text) => text,
+        Err(_) => brief.text,
+    }
+}
+
+/// Where the successor of the last `baton resume` here is remembered.
+fn successor_key(project: &str) -> String {
+    format!("successor:{project}")
+}
+
+/// The successor an earlier `baton resume` here made for the same target (or for any, when
+/// none is named), if no conversation has taken it up: still open on the hub, with no
+/// conversation and no checkpoint of its own.
+async fn waiting_successor(
+    ctx: &Ctx,
+    hub: &mut remote::Hub,
+    agent: Agent,
+    project: &str,
+    target: Option<&resume_session_request::Target>,
+) -> anyhow::Result<Option<crate::state::AgentSession>> {
+    use baton_proto::v1::{GetSessionRequest, SessionStatus};
+    let Some(earlier) = ctx.state.get(agent.name(), &successor_key(project)) else { return Ok(None) };
+    match target {
+        None => {}
+        Some(resume_session_request::Target::SessionId(id)) if *id == earlier.resumed_from => {}
+        Some(_) => return Ok(None),
+    }
+    let session = match hub
+        .sessions
+        .get_session(GetSessionRequest { session_id: earlier.baton_session_id.clone() })
+        .await
+    {
+        Ok(reply) => reply.into_inner().session.unwrap_or_default(),
+        Err(status) if status.code() == tonic::Code::NotFound => return Ok(None),
+        Err(status) => return Err(remote::fail(status)),
+    };
+    let open =
+        matches!(SessionStatus::try_from(session.status), Ok(SessionStatus::Active | SessionStatus::Idle));
+    let untouched = session.agent_session_id.is_empty() && session.head_checkpoint_id.is_empty();
+    Ok((open && untouched && session.project == project).then_some(earlier))
+}
+
+/// Prints a waiting successor's brief and how to continue it, as the resume that made it did.
+async fn reuse(
+    ctx: &Ctx,
+    hub: &mut remote::Hub,
+    project: &str,
+    waiting: crate::state::AgentSession,
+    json: bool,
+) -> anyhow::Result<()> {
+    let brief = hub
+        .brief
+        .get_brief(baton_proto::v1::GetBriefRequest {
+            project: project.to_owned(),
+            session_id: waiting.baton_session_id.clone(),
+            budget_chars: i32::try_from(ctx.settings.brief_budget).unwrap_or(9000),
+            ..Default::default()
+        })
+        .await
+        .map_err(remote::fail)?
+        .into_inner()
+        .brief
+        .unwrap_or_default();
+    let brief = crate::safe::text(&brief.text).into_owned();
+    // The argv was built from a checked id when it was stored; checked again all the same.
+    let argv = match waiting.resume_argv.as_slice() {
+        [program, .., id] if crate::safe::agent_session_id(id).is_ok() && !program.is_empty() => {
+            Some(waiting.resume_argv.clone())
+        }
+        _ => None,
+    };
+    let command = argv.as_deref().map(crate::safe::shell_line).unwrap_or_default();
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "session": {"id": waiting.baton_session_id}, "resumed_from": {"id": waiting.resumed_from},
+                "reused": true, "resume_command": command, "resume_argv": argv.unwrap_or_default(), "brief": brief,
+            })
+        );
+        return Ok(());
+    }
+    print!("{brief}");
+    println!(
+        "session {} (made by an earlier `baton resume` here) is still waiting for its conversation: no new one was made",
+        crate::safe::line(&waiting.baton_session_id)
+    );
+    if command.is_empty() {
+        println!("Start a new session here: the brief above carries the context.");
     } else {
         println!("Continue the conversation with:\n  {command}");
     }

@@ -170,7 +170,7 @@ async fn session_for(
     agent: Agent,
     p: &Payload,
     project: &Project,
-    hub: Option<&mut Hub>,
+    mut hub: Option<&mut Hub>,
     continuing: bool,
     info: Option<&git::Info>,
 ) -> anyhow::Result<String> {
@@ -197,6 +197,17 @@ async fn session_for(
         adopt(ctx, agent, p, &id, project, hub, &cwd).await?;
         return Ok(id);
     }
+    // The agent resumed a conversation whose Baton session ended here: a successor linked to
+    // it (`resumed_from`), not an unrelated session. Needs the hub; offline, a new session.
+    let ended = ctx.state.get(agent.name(), &agent_sid).filter(|s| s.ended && s.project == project.key);
+    if continuing && let (Some(ended), Some(hub)) = (ended, hub.as_deref_mut()) {
+        match resume_ended(ctx, agent, p, project, hub, &ended.baton_session_id, &cwd).await {
+            Ok(id) => return Ok(id),
+            Err(status) => {
+                log(ctx, &format!("could not link the resumed conversation: {}", remote::explain(&status)))
+            }
+        }
+    }
     let id = uuid::Uuid::now_v7().to_string();
     // The caller's, when it has read it already: each `git` call is a process (~2 ms).
     let info = info.cloned().unwrap_or_else(|| git::info(&cwd));
@@ -219,6 +230,47 @@ async fn session_for(
     remember(ctx, agent, p, &agent_sid, &id, project, &cwd)?;
     write::submit(&ctx.queue, hub, Write::StartSession(request), Some(LOCK_WAIT)).await?;
     Ok(id)
+}
+
+/// A successor of `ended` (a session of this conversation that ended here) for the
+/// conversation resumed now; this machine's record of the conversation points at it.
+async fn resume_ended(
+    ctx: &Ctx,
+    agent: Agent,
+    p: &Payload,
+    project: &Project,
+    hub: &mut Hub,
+    ended: &str,
+    cwd: &Path,
+) -> Result<String, tonic::Status> {
+    let id = uuid::Uuid::now_v7().to_string();
+    let agent_sid = p.agent_session_id().unwrap_or("unknown").to_owned();
+    let request = baton_proto::v1::ResumeSessionRequest {
+        project: project.key.clone(),
+        target: Some(baton_proto::v1::resume_session_request::Target::SessionId(ended.to_owned())),
+        new_session_id: id.clone(),
+        agent: agent.kind() as i32,
+        agent_session_id: agent_sid.clone(),
+        host: write::hostname(),
+        user: std::env::var("USER").unwrap_or_default(),
+        cwd: cwd.display().to_string(),
+        branch: git::branch(cwd).unwrap_or_default(),
+        // The brief comes from GetBrief, as for any SessionStart.
+        brief_budget_chars: 500,
+        write: write::options(agent.kind() as i32, &id),
+        ..Default::default()
+    };
+    let reply = hub.sessions.resume_session(request).await?.into_inner();
+    let session = reply.session.unwrap_or_default();
+    let journal = reply.checkpoint.as_ref().and_then(|c| c.state.as_ref()).map(journal::Journal::continuing);
+    remember(ctx, agent, p, &agent_sid, &session.id, project, cwd)
+        .map_err(|e| tonic::Status::internal(e.to_string()))?;
+    if let Some(journal) = journal {
+        ctx.state
+            .update(agent.name(), &agent_sid, |s| s.journal = journal)
+            .map_err(|e| tonic::Status::internal(e.to_string()))?;
+    }
+    Ok(session.id)
 }
 
 /// Records on a successor session which conversation carries it now (for `baton resume`

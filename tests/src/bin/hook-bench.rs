@@ -28,6 +28,19 @@ fn measure(n: usize, mut f: impl FnMut(usize) -> Duration) -> (Duration, Duratio
     (percentile(&samples, 0.5), percentile(&samples, 0.99))
 }
 
+/// `n` runs spread over `threads` threads running at once (hooks of parallel tool calls).
+fn measure_parallel(n: usize, threads: usize, f: impl Fn(usize) -> Duration + Sync) -> (Duration, Duration) {
+    let mut samples: Vec<Duration> = std::thread::scope(|scope| {
+        let f = &f;
+        let handles: Vec<_> = (0..threads)
+            .map(|t| scope.spawn(move || (t..n).step_by(threads).map(f).collect::<Vec<_>>()))
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    samples.sort();
+    (percentile(&samples, 0.5), percentile(&samples, 0.99))
+}
+
 fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1000.0)
 }
@@ -118,9 +131,24 @@ async fn main() {
     });
     let brief_len =
         env.run(dir, &["hook", "claude", "SessionStart"], &payload("SessionStart", 0)).stdout.len();
-    // One agent session, many tool calls (checkpoint every 20 included).
-    let post = measure(runs, |_| {
-        env.run(dir, &["hook", "claude", "PostToolUse"], &payload("PostToolUse", 1)).elapsed
+    // One conversation after 1,000 tool calls with 100 KB tool responses (its journal at
+    // its caps), then 4 hooks at once, as parallel tool calls run them (checkpoint every 20
+    // included).
+    let big = "x".repeat(100 * 1024);
+    let tool = |i: usize| {
+        json!({"session_id": "bench-tools", "cwd": dir, "hook_event_name": "PostToolUse", "tool_name": "Bash",
+            "tool_input": {"command": format!("cargo test --package part-{i}")},
+            "tool_response": {"stdout": big, "stderr": ""}})
+        .to_string()
+    };
+    let history = if quick { 50 } else { 1000 };
+    for i in 0..history {
+        env.run(dir, &["hook", "claude", "PostToolUse"], &tool(i));
+    }
+    let post =
+        measure_parallel(runs, 4, |i| env.run(dir, &["hook", "claude", "PostToolUse"], &tool(i)).elapsed);
+    let start_parallel = measure_parallel(runs, 4, |i| {
+        env.run(dir, &["hook", "claude", "SessionStart"], &payload("SessionStart", 20_000 + i)).elapsed
     });
     // The server's share of a SessionStart: its two RPCs, from a client already connected.
     let mut rpc = c.clone();
@@ -175,7 +203,12 @@ async fn main() {
         println!("| {name} | {} | {} | {target} | {} |", ms(p50), ms(p99), ms(p50.saturating_sub(floor.0)));
     };
     row("`baton hook claude SessionStart` (session + brief)", start, "p50 ≤ 15 ms, p99 ≤ 40 ms");
-    row("`baton hook claude PostToolUse`", post, "p50 ≤ 15 ms, p99 ≤ 40 ms");
+    row(
+        &format!("`baton hook claude PostToolUse`, 4 at once, after {history} calls with 100 KB responses"),
+        post,
+        "p50 ≤ 15 ms, p99 ≤ 40 ms",
+    );
+    row("`baton hook claude SessionStart`, 4 at once", start_parallel, "p50 ≤ 15 ms, p99 ≤ 40 ms");
     let part =
         |name: &str, (p50, p99): (Duration, Duration)| println!("| {name} | {} | {} | | |", ms(p50), ms(p99));
     part("… its `StartSession` alone, over gRPC from a connected client", start_rpc);

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use baton_proto::v1::{
     CheckpointKind, GetCheckpointRequest, ListCheckpointsRequest, ListSessionsRequest, SessionStatus,
 };
-use baton_tests::{Backend, ClientEnv, Server, both, git, git_repo};
+use baton_tests::{Backend, ClientEnv, Clients, Server, both, git, git_repo};
 use serde_json::{Value, json};
 
 fn fixture(name: &str) -> String {
@@ -646,6 +646,179 @@ async fn resume_with_and_without_the_conversation(backend: Backend) {
     assert_eq!(v["resume_command"], "claude --resume 0e5e0000-aaaa-bbbb-cccc-000000000002");
 }
 both!(resume_with_and_without_the_conversation);
+
+/// `baton resume` run twice makes one successor: the second run finds the first one's
+/// successor still waiting for its conversation and continues it. A successor nobody takes
+/// up goes idle like any session, and the next conversation here still adopts it.
+async fn resume_twice_makes_one_successor(backend: Backend) {
+    let server =
+        Server::start_with(backend, &["--idle-after", "1s", "--reaper-interval", "100ms"]).await.unwrap();
+    let env = ClientEnv::new(&server.url());
+    let repo = git_repo("git@github.com:acme/twice.git");
+    let dir = repo.path();
+    let project = "github.com/acme/twice";
+    let sid = "7e1ce000-aaaa-bbbb-cccc-000000000001";
+    env.run(
+        dir,
+        &["hook", "claude", "SessionStart"],
+        &payload("SessionStart", sid, dir, json!({"source": "startup"})),
+    );
+    let mut c = server.clients().await;
+    let sessions = |c: &mut Clients| {
+        let mut c = c.clone();
+        async move {
+            c.sessions
+                .list_sessions(ListSessionsRequest { project: project.into(), ..Default::default() })
+                .await
+                .unwrap()
+                .into_inner()
+                .sessions
+        }
+    };
+    // The first session goes idle on its own (no activity for the window).
+    let first = sessions(&mut c).await[0].id.clone();
+    wait_for(|| {
+        let mut c = c.clone();
+        async move { sessions(&mut c).await[0].status == SessionStatus::Idle as i32 }
+    })
+    .await;
+    let out = env.run(dir, &["resume"], "");
+    assert_eq!(out.code, 0, "{out:?}");
+    let again = env.run(dir, &["resume"], "");
+    assert_eq!(again.code, 0, "{again:?}");
+    assert!(
+        again.stdout.contains("still waiting for its conversation") && again.stdout.contains("# Baton brief"),
+        "{again:?}"
+    );
+    let json = env.run(dir, &["resume", "--json"], "");
+    let v: Value = serde_json::from_str(&json.stdout).unwrap_or_else(|e| panic!("{e}: {json:?}"));
+    assert_eq!((v["reused"].as_bool(), v["resumed_from"]["id"].as_str()), (Some(true), Some(first.as_str())));
+    let all = sessions(&mut c).await;
+    assert_eq!(all.len(), 2, "one successor: {all:?}");
+    let successor = all[0].id.clone();
+    assert_eq!(v["session"]["id"], successor);
+    // Nobody took it up: it goes idle like any session.
+    wait_for(|| {
+        let mut c = c.clone();
+        async move { sessions(&mut c).await[0].status == SessionStatus::Idle as i32 }
+    })
+    .await;
+    // The next conversation here adopts it all the same.
+    let next = "7e1ce000-aaaa-bbbb-cccc-000000000002";
+    env.run(
+        dir,
+        &["hook", "claude", "SessionStart"],
+        &payload("SessionStart", next, dir, json!({"source": "startup"})),
+    );
+    let all = sessions(&mut c).await;
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert_eq!((all[0].id.as_str(), all[0].agent_session_id.as_str()), (successor.as_str(), next));
+    assert_eq!(all[0].resumed_from, first);
+}
+both!(resume_twice_makes_one_successor);
+
+/// The agent resumes, on the same machine, a conversation whose session ended: the new
+/// session is its successor (`resumed_from`), carrying its tasks. `baton resume`'s brief
+/// holds the git changes since that session's last commit, as `baton warmup`'s does.
+async fn resuming_an_ended_conversation_links_it(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let env = ClientEnv::new(&server.url());
+    let repo = git_repo("git@github.com:acme/linked.git");
+    let dir = repo.path();
+    let project = "github.com/acme/linked";
+    let sid = "11ced000-aaaa-bbbb-cccc-000000000001";
+    env.run(
+        dir,
+        &["hook", "claude", "SessionStart"],
+        &payload("SessionStart", sid, dir, json!({"source": "startup"})),
+    );
+    env.run(
+        dir,
+        &["hook", "claude", "PostToolUse"],
+        &payload(
+            "PostToolUse",
+            sid,
+            dir,
+            json!({"tool_name": "TaskCreate", "tool_input": {"subject": "Finish the port"},
+            "tool_response": {"task": {"id": "1", "subject": "Finish the port"}}}),
+        ),
+    );
+    env.run(
+        dir,
+        &["hook", "claude", "SessionEnd"],
+        &payload("SessionEnd", sid, dir, json!({"reason": "other"})),
+    );
+    let mut c = server.clients().await;
+    let sessions = |c: &mut Clients| {
+        let mut c = c.clone();
+        async move {
+            c.sessions
+                .list_sessions(ListSessionsRequest { project: project.into(), ..Default::default() })
+                .await
+                .unwrap()
+                .into_inner()
+                .sessions
+        }
+    };
+    wait_for(|| {
+        let mut c = c.clone();
+        async move { sessions(&mut c).await[0].status == SessionStatus::Completed as i32 }
+    })
+    .await;
+    let ended = sessions(&mut c).await[0].id.clone();
+    // The agent's own resume of that conversation.
+    let out = env.run(
+        dir,
+        &["hook", "claude", "SessionStart"],
+        &payload("SessionStart", sid, dir, json!({"source": "resume"})),
+    );
+    assert!(context(&out.stdout).contains("Where your last session stopped"), "{out:?}");
+    assert!(context(&out.stdout).contains("[pending] Finish the port"), "{out:?}");
+    let all = sessions(&mut c).await;
+    assert_eq!(all.len(), 2, "{all:?}");
+    assert_eq!((all[0].resumed_from.as_str(), all[0].agent_session_id.as_str()), (ended.as_str(), sid));
+    env.run(
+        dir,
+        &["hook", "claude", "Stop"],
+        &payload("Stop", sid, dir, json!({"last_assistant_message": "more"})),
+    );
+    let head_id = sessions(&mut c).await[0].head_checkpoint_id.clone();
+    let head = c
+        .checkpoints
+        .get_checkpoint(GetCheckpointRequest { checkpoint_id: head_id, include_payload: false })
+        .await
+        .unwrap()
+        .into_inner()
+        .checkpoint
+        .unwrap();
+    assert_eq!(
+        head.state.unwrap().active_tasks[0].content,
+        "Finish the port",
+        "the successor carries the tasks"
+    );
+
+    // `baton resume` after new commits: the changes since the resumed session's last one.
+    env.run(
+        dir,
+        &["hook", "claude", "SessionEnd"],
+        &payload("SessionEnd", sid, dir, json!({"reason": "other"})),
+    );
+    wait_for(|| {
+        let mut c = c.clone();
+        async move { sessions(&mut c).await[0].status == SessionStatus::Completed as i32 }
+    })
+    .await;
+    std::fs::write(dir.join("NEW.md"), "new\n").unwrap();
+    git(dir, &["add", "NEW.md"]);
+    git(dir, &["commit", "-q", "-m", "add NEW.md"]);
+    let out = env.run(dir, &["resume"], "");
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.contains("## Changes since the last session") && out.stdout.contains("NEW.md"),
+        "{out:?}"
+    );
+}
+both!(resuming_an_ended_conversation_links_it);
 
 async fn transcripts_carry_over_to_another_machine(backend: Backend) {
     let server = Server::start(backend).await.unwrap();
