@@ -21,8 +21,12 @@ pub struct FileConfig {
     /// A checkpoint after this many minutes of activity since the last one (default 30;
     /// 0 = never).
     pub checkpoint_minutes: Option<u32>,
-    /// Brief budget in characters for `baton warmup` and hooks (default 9000).
+    /// Brief budget in characters for `baton warmup` and hooks (default 9000); each agent's
+    /// hooks also stay within what that agent shows inline (`brief_budgets`).
     pub brief_budget: Option<u32>,
+    /// Per agent, the brief budget of its hooks in characters, e.g. `{ codex = 5000 }`
+    /// (defaults: claude 9000, codex 6000, gemini 9000, cursor 9000).
+    pub brief_budgets: Option<std::collections::BTreeMap<String, u32>>,
     /// Upload agent transcripts with checkpoints (`baton init claude --sync-transcripts`).
     pub sync_transcripts: Option<bool>,
 }
@@ -36,6 +40,8 @@ pub struct Settings {
     pub checkpoint_every: u32,
     pub checkpoint_minutes: u32,
     pub brief_budget: u32,
+    /// Per-agent hook budgets set in the config file (see `crate::hook::Agent::brief_budget`).
+    pub brief_budgets: std::collections::BTreeMap<String, u32>,
     pub sync_transcripts: bool,
     /// Where the queue, caches and local session state live.
     pub data_dir: PathBuf,
@@ -90,6 +96,12 @@ impl Settings {
             checkpoint_every: file.checkpoint_every.unwrap_or(20),
             checkpoint_minutes: file.checkpoint_minutes.unwrap_or(30),
             brief_budget: file.brief_budget.unwrap_or(9000).clamp(500, 100_000),
+            brief_budgets: file
+                .brief_budgets
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(agent, chars)| (agent, chars.clamp(500, 100_000)))
+                .collect(),
             sync_transcripts: file.sync_transcripts.unwrap_or(false),
             data_dir,
             config_file,

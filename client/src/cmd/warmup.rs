@@ -18,7 +18,7 @@ pub async fn run(ctx: &Ctx, dir: &Path, budget: Option<u32>, json: bool) -> anyh
         }
         Err(e) => {
             eprintln!("baton: {e}");
-            hook::offline_brief(ctx, &project)
+            hook::offline_brief(ctx, &project, budget)
         }
     };
     if json {

@@ -54,6 +54,26 @@ impl Agent {
     /// Claude Code's cap on injected context is 10,000 characters; the others take at
     /// least that. Leave room for the JSON around it.
     pub const MAX_BRIEF_CHARS: usize = 9_500;
+
+    /// What this agent shows the model inline, with a margin, in characters: Claude Code
+    /// moves context over 10,000 characters to a file and shows a 2,000-character preview;
+    /// Codex does the same past 2,500 tokens (6,000 characters stay under that even for
+    /// text of 2.4 characters a token); Gemini and Cursor take the common cap.
+    pub fn default_budget(self) -> usize {
+        match self {
+            Self::Codex => 6_000,
+            Self::Claude | Self::Gemini | Self::Cursor => 9_000,
+        }
+    }
+
+    /// The brief budget of this agent's hooks: `brief_budgets.<agent>` from the config, else
+    /// the smaller of `brief_budget` and the agent's own, never past `MAX_BRIEF_CHARS`.
+    pub fn brief_budget(self, settings: &crate::config::Settings) -> usize {
+        let configured = settings.brief_budgets.get(self.name()).map(|b| *b as usize);
+        configured
+            .unwrap_or_else(|| (settings.brief_budget as usize).min(self.default_budget()))
+            .min(Self::MAX_BRIEF_CHARS)
+    }
 }
 
 /// Baton's own names for the hook events it handles.

@@ -67,7 +67,7 @@ pub async fn run(ctx: &Ctx, agent: Agent, event: &str, stdin: &str, payload_file
 fn fallback(ctx: &Ctx, agent: Agent, event: Event, payload: &Payload) -> String {
     if event == Event::SessionStart {
         let project = project::identify(&payload.cwd());
-        return agent.brief_output(&offline_brief(ctx, &project));
+        return agent.brief_output(&offline_brief(ctx, &project, agent.brief_budget(&ctx.settings)));
     }
     agent.quiet_output().to_owned()
 }
@@ -329,8 +329,9 @@ async fn session_start(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<S
     let known =
         p.agent_session_id().and_then(|sid| ctx.state.get(agent.name(), sid)).map(|s| s.baton_session_id);
     let session_id = session_for(ctx, agent, p, &project, hub.as_mut(), continuing, Some(&info)).await?;
+    let budget = agent.brief_budget(&ctx.settings);
     let Some(hub) = hub.as_mut() else {
-        return Ok(agent.brief_output(&offline_brief(ctx, &project)));
+        return Ok(agent.brief_output(&offline_brief(ctx, &project, budget)));
     };
     // A continued session is alive again; a session just started needs no heartbeat.
     if known.as_deref() == Some(session_id.as_str()) {
@@ -339,9 +340,6 @@ async fn session_start(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<S
             .heartbeat(HeartbeatRequest { session_id: session_id.clone(), ..Default::default() })
             .await;
     }
-    let budget = usize::try_from(ctx.settings.brief_budget)
-        .unwrap_or(Agent::MAX_BRIEF_CHARS)
-        .min(Agent::MAX_BRIEF_CHARS);
     match brief_text(hub, &project, Some(&session_id), &cwd, &info, budget).await {
         Ok(text) => {
             let _ = cache::store(&ctx.settings.data_dir, &project.key, &text);
@@ -349,7 +347,7 @@ async fn session_start(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<S
         }
         Err(status) => {
             log(ctx, &format!("GetBrief failed: {}", remote::explain(&status)));
-            Ok(agent.brief_output(&offline_brief(ctx, &project)))
+            Ok(agent.brief_output(&offline_brief(ctx, &project, budget)))
         }
     }
 }
@@ -392,7 +390,7 @@ pub async fn brief_text(
 }
 
 /// The last brief cached for the project, marked with its age, and what waits in the queue.
-pub fn offline_brief(ctx: &Ctx, project: &Project) -> String {
+pub fn offline_brief(ctx: &Ctx, project: &Project, budget: usize) -> String {
     let (queued, dead) = ctx.queue.counts();
     let mut note =
         format!("Baton hub unreachable ({}); {queued} write(s) queued locally", ctx.settings.server);
@@ -403,7 +401,7 @@ pub fn offline_brief(ctx: &Ctx, project: &Project) -> String {
         Some(cached) => {
             let age = crate::ago(write::now_us() - cached.cached_at_us);
             let header = format!("> {note}. This brief was cached {age} ago.\n\n");
-            let room = Agent::MAX_BRIEF_CHARS.saturating_sub(header.chars().count());
+            let room = budget.saturating_sub(header.chars().count());
             format!("{header}{}", crate::fit_lines(&cached.text, room))
         }
         None => format!("> {note}. No brief is cached for project {} yet.\n", project.key),

@@ -820,6 +820,55 @@ async fn resuming_an_ended_conversation_links_it(backend: Backend) {
 }
 both!(resuming_an_ended_conversation_links_it);
 
+/// Each agent's hooks fit what that agent shows inline, most important sections first:
+/// Claude Code 9,000 characters (it moves more than 10,000 to a file), Codex 6,000 (it does
+/// past 2,500 tokens); `brief_budgets` in the config sets one agent's.
+async fn briefs_fit_each_agents_limit(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let env = ClientEnv::new(&server.url());
+    let repo = git_repo("git@github.com:acme/budgets.git");
+    let dir = repo.path();
+    let mut c = server.clients().await;
+    env.run(dir, &["memory", "add", "goal", "ship the budgets"], "");
+    for i in 0..150 {
+        crate::put_note(
+            &mut c,
+            "github.com/acme/budgets",
+            &format!("note-{i:03}"),
+            &"context ".repeat(15),
+            crate::write(),
+        )
+        .await
+        .unwrap();
+    }
+    let brief_of = |agent: &str, sid: &str| {
+        let out = env.run(
+            dir,
+            &["hook", agent, "SessionStart"],
+            &payload("SessionStart", sid, dir, json!({"source": "startup"})),
+        );
+        context(&out.stdout)
+    };
+    let claude = brief_of("claude", "b0d9e700-0000-0000-0000-000000000001");
+    let codex = brief_of("codex", "b0d9e700-0000-0000-0000-000000000002");
+    for (agent, brief, cap) in [("claude", &claude, 9_000), ("codex", &codex, 6_000)] {
+        let n = brief.chars().count();
+        assert!(n <= cap && n > cap - 1_000, "{agent}: {n} characters");
+        assert!(brief.contains("ship the budgets"), "{agent}: the goal comes first");
+        assert!(brief.contains("more"), "{agent}: the notes were cut, and say so");
+    }
+    std::fs::create_dir_all(env.baton_home().join("config")).unwrap();
+    std::fs::write(env.baton_home().join("config/config.toml"), "brief_budgets = { codex = 3000 }\n")
+        .unwrap();
+    let smaller = brief_of("codex", "b0d9e700-0000-0000-0000-000000000003");
+    assert!(
+        smaller.chars().count() <= 3_000 && smaller.contains("ship the budgets"),
+        "{}",
+        smaller.chars().count()
+    );
+}
+both!(briefs_fit_each_agents_limit);
+
 async fn transcripts_carry_over_to_another_machine(backend: Backend) {
     let server = Server::start(backend).await.unwrap();
     let c = server.clients().await;
