@@ -301,7 +301,7 @@ pub fn install(agent: Agent, file: &Path, exe: &str, uninstall: bool) -> anyhow:
     if !uninstall {
         match agent {
             Agent::Codex => notes.push(
-                "Codex runs a new or changed hook only after you trust it: open /hooks in Codex and trust the Baton entries".into(),
+                "Codex runs a new or changed hook only after you trust it: open /hooks in Codex and trust the Baton entries, or run `baton init codex --trust` (records that trust as /hooks does)".into(),
             ),
             Agent::Cursor => notes.push(
                 "Cursor also loads Claude Code's hooks; Baton's Claude hooks stand down inside Cursor while these are installed, so nothing runs twice".into(),
@@ -325,6 +325,35 @@ pub fn installed(agent: Agent, file: &Path) -> Vec<String> {
         }
     }
     events
+}
+
+/// Baton's hook groups in `file` whose matcher the agent can never match: Gemini compares
+/// SessionStart's and PreCompress's matcher with the trigger as one exact string, so a
+/// list such as `startup|resume|clear` never fires (Gemini CLI 0.61). (event, matcher).
+pub fn never_matching(agent: Agent, file: &Path) -> Vec<(String, String)> {
+    if agent != Agent::Gemini {
+        return Vec::new();
+    }
+    let Ok(doc) =
+        std::fs::read_to_string(file).map(|t| serde_json::from_str::<Value>(&t).unwrap_or(Value::Null))
+    else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for event in ["SessionStart", "PreCompress"] {
+        for group in doc.pointer(&format!("/hooks/{event}")).and_then(Value::as_array).into_iter().flatten() {
+            let ours = group.to_string().contains(&format!(" hook {} ", agent.name()));
+            let matcher = group.get("matcher").and_then(Value::as_str).unwrap_or_default();
+            if ours
+                && !matcher.is_empty()
+                && matcher != "*"
+                && !matcher.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            {
+                out.push((event.to_owned(), matcher.to_owned()));
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]

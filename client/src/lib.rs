@@ -3,6 +3,7 @@
 pub mod blob;
 pub mod cache;
 pub mod cmd;
+pub mod codex_trust;
 pub mod config;
 pub mod fsperm;
 pub mod git;

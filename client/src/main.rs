@@ -62,6 +62,10 @@ enum Command {
         /// `baton resume --restore` can continue the conversation on another machine.
         #[arg(long)]
         sync_transcripts: bool,
+        /// Codex: record trust for Baton's hooks in Codex's config.toml, as its /hooks does
+        /// (Codex skips a hook it has not trusted, without a word).
+        #[arg(long)]
+        trust: bool,
     },
     /// Print the warmup brief for the current project.
     Warmup {
@@ -242,9 +246,14 @@ async fn run(
             }
             return true;
         }
-        Command::Init { agent, scope, uninstall, sync_transcripts } => {
-            cmd::init::run(&ctx, &dir, agent, scope, uninstall, sync_transcripts, json)
-        }
+        Command::Init { agent, scope, uninstall, sync_transcripts, trust } => cmd::init::run(
+            &ctx,
+            &dir,
+            agent,
+            scope,
+            cmd::init::Options { uninstall, sync_transcripts, trust },
+            json,
+        ),
         Command::Warmup { budget } => cmd::warmup::run(&ctx, &dir, budget, json).await,
         Command::Status => cmd::status::run(&ctx, &dir, json).await,
         Command::Sync => cmd::sync::run(&ctx).await,

@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::hook::Agent;
 use crate::install::{self, Scope};
 use crate::remote::{self, Timeouts};
-use crate::{Ctx, project};
+use crate::{Ctx, codex_trust, project};
 
 struct Check {
     ok: bool,
@@ -62,7 +62,32 @@ pub async fn run(ctx: &Ctx, dir: &Path, json: bool) -> anyhow::Result<()> {
                 what.push_str(&format!("; they call another baton binary than {exe}: run `baton init {}` again if that one is gone", agent.name()));
             }
             if agent == Agent::Codex {
-                what.push_str("; Codex runs them only once trusted in /hooks");
+                // Codex skips a hook it has not trusted, without a word.
+                let home =
+                    directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()).unwrap_or_default();
+                let trust =
+                    codex_trust::trust(&codex_trust::config_file(&home), &codex_trust::baton_handlers(&file));
+                let skipped: Vec<&str> = trust
+                    .iter()
+                    .filter(|(_, t)| *t != codex_trust::Trust::Trusted)
+                    .map(|(h, _)| h.event.as_str())
+                    .collect();
+                if skipped.is_empty() {
+                    what.push_str("; trusted in Codex");
+                } else {
+                    ok = false;
+                    what.push_str(&format!(
+                        "; Codex skips {} of them ({}): never trusted, or changed since: open /hooks in Codex and trust the Baton entries, or run `baton init codex --trust`",
+                        skipped.len(),
+                        skipped.join(", ")
+                    ));
+                }
+            }
+            for (event, matcher) in install::never_matching(agent, &file) {
+                ok = false;
+                what.push_str(&format!(
+                    "; its {event} matcher {matcher:?} never matches (Gemini compares it with the trigger as one exact string): run `baton init gemini` again"
+                ));
             }
             let user_gemini = install::settings_file(Agent::Gemini, Scope::User, &project.root)?;
             if agent == Agent::Gemini

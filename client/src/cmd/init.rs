@@ -6,23 +6,40 @@ use crate::hook::Agent;
 use crate::install::{self, Scope};
 use crate::{Ctx, config, project};
 
+/// What `baton init` was asked besides the agent and scope.
+pub struct Options {
+    pub uninstall: bool,
+    pub sync_transcripts: bool,
+    pub trust: bool,
+}
+
 pub fn run(
     ctx: &Ctx,
     dir: &Path,
     agent: Agent,
     scope: Scope,
-    uninstall: bool,
-    sync_transcripts: bool,
+    options: Options,
     json: bool,
 ) -> anyhow::Result<()> {
-    if sync_transcripts && agent != Agent::Claude {
-        anyhow::bail!("--sync-transcripts is available for claude only (for now)");
+    let Options { uninstall, sync_transcripts, trust } = options;
+    if sync_transcripts && !matches!(agent, Agent::Claude | Agent::Codex) {
+        anyhow::bail!("--sync-transcripts is available for claude and codex");
+    }
+    if trust && (agent != Agent::Codex || uninstall) {
+        anyhow::bail!("--trust records Codex's trust in Baton's hooks: use it with `baton init codex`");
     }
     let root = project::identify(dir).root;
     let file = install::settings_file(agent, scope, &root)?;
     let exe = std::env::current_exe()?;
     let exe = exe.to_string_lossy();
     let mut change = install::install(agent, &file, &exe, uninstall)?;
+    if trust {
+        let home = directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()).unwrap_or_default();
+        let config = crate::codex_trust::config_file(&home);
+        let recorded = crate::codex_trust::record(&config, &crate::codex_trust::baton_handlers(&file))?;
+        change.notes.retain(|n| !n.contains("/hooks"));
+        change.notes.push(format!("Codex trusts Baton's hooks: recorded {recorded} in {}", config.display()));
+    }
     if sync_transcripts || (uninstall && agent == Agent::Claude && ctx.settings.sync_transcripts) {
         config::set_key(&ctx.settings.config_file, "sync_transcripts", toml::Value::Boolean(!uninstall))?;
         change.notes.push(if uninstall {

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failure should panic loudly
 
 mod claude;
+mod codex;
 
 use baton_proto::v1::{Checkpoint, GetCheckpointRequest, ListSessionsRequest, Session};
 use baton_tests::Clients;

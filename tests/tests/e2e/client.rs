@@ -548,11 +548,29 @@ async fn init_merges_and_uninstalls(backend: Backend) {
         serde_json::from_str(&std::fs::read_to_string(home.join(".gemini/settings.json")).unwrap()).unwrap();
     assert_eq!(gemini["hooksConfig"]["enabled"], true);
     assert!(home.join(".codex/hooks.json").exists() && home.join(".cursor/hooks.json").exists());
+    // Codex skips hooks it has not trusted: doctor fails and says what to do, until the
+    // trust is recorded.
     let doctor = env.run(repo.path(), &["doctor"], "");
     assert!(
-        doctor.stdout.contains("claude hooks in") && doctor.stdout.contains("trusted in /hooks"),
+        doctor.code != 0
+            && doctor.stdout.contains("claude hooks in")
+            && doctor.stdout.contains("Codex skips 8 of them"),
         "{doctor:?}"
     );
+    let trusted = env.run(repo.path(), &["init", "codex", "--trust"], "");
+    assert!(trusted.stdout.contains("Codex trusts Baton's hooks"), "{trusted:?}");
+    let doctor = env.run(repo.path(), &["doctor"], "");
+    assert!(doctor.code == 0 && doctor.stdout.contains("trusted in Codex"), "{doctor:?}");
+    let refused = env.run(repo.path(), &["init", "claude", "--trust"], "");
+    assert!(refused.code != 0 && refused.stderr.contains("baton init codex"), "{refused:?}");
+    // A Gemini SessionStart matcher as older Batons installed it never fires: doctor says so.
+    let gemini_file = home.join(".gemini/settings.json");
+    let mut old: Value = serde_json::from_str(&std::fs::read_to_string(&gemini_file).unwrap()).unwrap();
+    old["hooks"]["SessionStart"][0]["matcher"] = json!("startup|resume|clear");
+    std::fs::write(&gemini_file, old.to_string()).unwrap();
+    let doctor = env.run(repo.path(), &["doctor"], "");
+    assert!(doctor.code != 0 && doctor.stdout.contains("never matches"), "{doctor:?}");
+    env.run(repo.path(), &["init", "gemini"], "");
     // Project scope goes to the repository.
     env.run(repo.path(), &["init", "claude", "--scope", "project"], "");
     assert!(repo.path().join(".claude/settings.local.json").exists());
