@@ -141,11 +141,18 @@ impl Machine {
         self.home.path().join(".baton")
     }
 
-    /// The environment every process of this machine gets (and the agents pass to hooks).
+    /// The environment every process of this machine gets (and the agents pass to hooks):
+    /// the agent CLIs on its PATH, as on a user's machine.
     fn env(&self, command: &mut Command) {
+        let mut path = std::env::var_os("PATH").unwrap_or_default();
+        if let Ok(bin) = install() {
+            let mut dirs = vec![bin.clone()];
+            dirs.extend(std::env::split_paths(&path));
+            path = std::env::join_paths(dirs).unwrap_or(path);
+        }
         command
             .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("PATH", path)
             .env("HOME", self.home.path())
             .env("USER", "dev")
             .env("TERM", "dumb")

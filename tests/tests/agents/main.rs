@@ -7,6 +7,7 @@
 
 mod claude;
 mod codex;
+mod gemini;
 
 use baton_proto::v1::{Checkpoint, GetCheckpointRequest, ListSessionsRequest, Session};
 use baton_tests::Clients;
