@@ -165,6 +165,141 @@ pub fn restore_claude(data: &[u8], blob: &BlobRef, cwd: &Path, home: &Path) -> a
     Ok(file)
 }
 
+/// The transcript text with the project path it was written at replaced by this one.
+fn rehomed(data: &[u8], blob: &BlobRef, cwd: &Path) -> String {
+    let text = String::from_utf8_lossy(data);
+    let new_cwd = cwd.display().to_string();
+    if blob.cwd.is_empty() || blob.cwd == new_cwd {
+        text.into_owned()
+    } else {
+        text.replace(&blob.cwd, &new_cwd)
+    }
+}
+
+/// Writes `text` to `file` through a temporary file beside it (never half a file).
+fn write_whole(file: &Path, text: &str) -> anyhow::Result<()> {
+    if let Some(dir) = file.parent() {
+        crate::fsperm::create_private_dir(dir)?;
+    }
+    let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = file.with_file_name(format!("{name}.baton-tmp"));
+    crate::fsperm::write_private(&tmp, text.as_bytes())?;
+    std::fs::rename(&tmp, file)?;
+    Ok(())
+}
+
+/// A file under `dir` (at most `depth` folders down) whose name satisfies `matches`.
+pub fn find_under(dir: &Path, matches: &dyn Fn(&str) -> bool, depth: u32) -> Option<PathBuf> {
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        let Ok(kind) = entry.file_type() else { continue };
+        if kind.is_dir() {
+            if depth > 0
+                && let Some(found) = find_under(&path, matches, depth - 1)
+            {
+                return Some(found);
+            }
+        } else if kind.is_file() && path.file_name().and_then(|n| n.to_str()).is_some_and(matches) {
+            return Some(path);
+        }
+    }
+    None
+}
+
+/// Codex's home (`CODEX_HOME`, else `~/.codex`).
+pub fn codex_home(home: &Path) -> PathBuf {
+    std::env::var_os("CODEX_HOME").map_or_else(|| home.join(".codex"), PathBuf::from)
+}
+
+/// The rollout of a Codex conversation on this machine, if any.
+pub fn codex_rollout(home: &Path, id: &str) -> Option<PathBuf> {
+    let suffix = format!("-{id}.jsonl");
+    find_under(&codex_home(home).join("sessions"), &|n| n.starts_with("rollout-") && n.ends_with(&suffix), 4)
+}
+
+/// Writes a Codex rollout where `codex resume <id>` finds it on this machine, with the old
+/// project path rewritten: over the conversation's rollout if this machine has one (Codex's
+/// index then still points at it), else under today's folder of `sessions/` (Codex finds a
+/// conversation it does not know by the id in the file's name). Returns the file written.
+pub fn restore_codex(data: &[u8], blob: &BlobRef, cwd: &Path, home: &Path) -> anyhow::Result<PathBuf> {
+    let id = crate::safe::agent_session_id(&blob.agent_session_id)?;
+    let file = match codex_rollout(home, id) {
+        Some(existing) => existing,
+        None => {
+            let now = chrono::Local::now();
+            codex_home(home)
+                .join("sessions")
+                .join(now.format("%Y/%m/%d").to_string())
+                .join(format!("rollout-{}-{id}.jsonl", now.format("%Y-%m-%dT%H-%M-%S")))
+        }
+    };
+    write_whole(&file, &rehomed(data, blob, cwd))?;
+    Ok(file)
+}
+
+/// The chats folder of Gemini CLI for a project folder (named by the folder's base name).
+fn gemini_chats(home: &Path, cwd: &Path) -> PathBuf {
+    let short = cwd.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    home.join(".gemini/tmp").join(short).join("chats")
+}
+
+/// The chat file of a Gemini conversation: its name carries only the id's first 8
+/// characters, its first line the whole id.
+pub fn gemini_chat(home: &Path, id: &str) -> Option<PathBuf> {
+    let prefix: String = id.chars().take(8).collect();
+    let suffix = format!("-{prefix}.jsonl");
+    let root = home.join(".gemini/tmp");
+    for project in std::fs::read_dir(&root).ok()?.flatten() {
+        for chat in std::fs::read_dir(project.path().join("chats")).into_iter().flatten().flatten() {
+            let name = chat.file_name().to_string_lossy().into_owned();
+            if name.starts_with("session-")
+                && name.ends_with(&suffix)
+                && chat_id(&chat.path()).as_deref() == Some(id)
+            {
+                return Some(chat.path());
+            }
+        }
+    }
+    None
+}
+
+/// The conversation id a Gemini chat file names on its first line.
+fn chat_id(path: &Path) -> Option<String> {
+    use std::io::BufRead as _;
+    let file = std::fs::File::open(path).ok()?;
+    let mut first = String::new();
+    std::io::Read::take(std::io::BufReader::new(file), 64 * 1024).read_line(&mut first).ok()?;
+    let line: serde_json::Value = serde_json::from_str(&first).ok()?;
+    line.get("sessionId").and_then(serde_json::Value::as_str).map(str::to_owned)
+}
+
+/// Writes a Gemini chat where `gemini --resume <id>` finds it for `cwd` on this machine:
+/// over the conversation's chat if this machine has one in that folder, else a new file
+/// named as Gemini names them (its start time, the id's first 8 characters).
+pub fn restore_gemini(data: &[u8], blob: &BlobRef, cwd: &Path, home: &Path) -> anyhow::Result<PathBuf> {
+    let id = crate::safe::agent_session_id(&blob.agent_session_id)?;
+    let text = rehomed(data, blob, cwd);
+    let dir = gemini_chats(home, cwd);
+    let existing = gemini_chat(home, id).filter(|f| f.parent() == Some(dir.as_path()));
+    let file = match existing {
+        Some(file) => file,
+        None => {
+            // Gemini's own name: session-<start, to the minute>-<first 8 of the id>.jsonl.
+            let first: serde_json::Value =
+                text.lines().next().and_then(|l| serde_json::from_str(l).ok()).unwrap_or_default();
+            let started = first
+                .get("startTime")
+                .and_then(serde_json::Value::as_str)
+                .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                .map_or_else(chrono::Utc::now, |t| t.with_timezone(&chrono::Utc));
+            let prefix: String = id.chars().take(8).collect();
+            dir.join(format!("session-{}-{prefix}.jsonl", started.format("%Y-%m-%dT%H-%M")))
+        }
+    };
+    write_whole(&file, &text)?;
+    Ok(file)
+}
+
 /// Where Claude Code keeps its files (`CLAUDE_CONFIG_DIR`, else `~/.claude`).
 pub fn claude_root(home: &Path) -> PathBuf {
     std::env::var_os("CLAUDE_CONFIG_DIR").map_or_else(|| home.join(".claude"), PathBuf::from)

@@ -58,7 +58,7 @@ enum Command {
         /// Remove exactly the hooks Baton added.
         #[arg(long)]
         uninstall: bool,
-        /// Also upload the agent's transcript with checkpoints (Claude Code), so that
+        /// Also upload the agent's conversation with checkpoints (Claude Code, Codex, Gemini), so that
         /// `baton resume --restore` can continue the conversation on another machine.
         #[arg(long)]
         sync_transcripts: bool,

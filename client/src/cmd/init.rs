@@ -22,8 +22,10 @@ pub fn run(
     json: bool,
 ) -> anyhow::Result<()> {
     let Options { uninstall, sync_transcripts, trust } = options;
-    if sync_transcripts && !matches!(agent, Agent::Claude | Agent::Codex) {
-        anyhow::bail!("--sync-transcripts is available for claude and codex");
+    if sync_transcripts && agent == Agent::Cursor {
+        anyhow::bail!(
+            "--sync-transcripts is available for claude, codex and gemini (Cursor's resume is not known)"
+        );
     }
     if trust && (agent != Agent::Codex || uninstall) {
         anyhow::bail!("--trust records Codex's trust in Baton's hooks: use it with `baton init codex`");

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use baton_proto::v1::{ResumeSessionRequest, resume_session_request};
+use baton_proto::v1::{AgentKind, ResumeSessionRequest, resume_session_request};
 
 use crate::hook::Agent;
 use crate::remote::{self, Timeouts};
@@ -65,32 +65,11 @@ pub fn conversation_here(agent: i32, agent_session_id: &str) -> bool {
                 .flatten()
                 .any(|d| d.path().join(format!("{agent_session_id}.jsonl")).exists())
         }
-        baton_proto::v1::AgentKind::Codex => {
-            let root = std::env::var_os("CODEX_HOME")
-                .map_or_else(|| home.join(".codex"), PathBuf::from)
-                .join("sessions");
-            find_file(&root, &|name| name.starts_with("rollout-") && name.contains(agent_session_id), 4)
-        }
-        baton_proto::v1::AgentKind::Gemini => {
-            find_file(&home.join(".gemini/tmp"), &|name| name.contains(agent_session_id), 4)
-        }
+        baton_proto::v1::AgentKind::Codex => crate::blob::codex_rollout(&home, agent_session_id).is_some(),
+        // Gemini names a chat by the id's first 8 characters; its first line has the id.
+        baton_proto::v1::AgentKind::Gemini => crate::blob::gemini_chat(&home, agent_session_id).is_some(),
         _ => false,
     }
-}
-
-fn find_file(dir: &Path, matches: &dyn Fn(&str) -> bool, depth: u32) -> bool {
-    let Ok(entries) = std::fs::read_dir(dir) else { return false };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            if depth > 0 && find_file(&path, matches, depth - 1) {
-                return true;
-            }
-        } else if path.file_name().and_then(|n| n.to_str()).is_some_and(matches) {
-            return true;
-        }
-    }
-    false
 }
 
 pub async fn run(
@@ -164,8 +143,13 @@ pub async fn run(
             }
             _ => (blob, data),
         };
-        restored = Some(crate::blob::restore_claude(&data, &blob, dir, &home)?);
-        // The conversation's task files, carried beside it.
+        // Where the agent that wrote it keeps its conversations.
+        restored = Some(match AgentKind::try_from(old.agent).unwrap_or_default() {
+            AgentKind::Codex => crate::blob::restore_codex(&data, &blob, dir, &home)?,
+            AgentKind::Gemini => crate::blob::restore_gemini(&data, &blob, dir, &home)?,
+            _ => crate::blob::restore_claude(&data, &blob, dir, &home)?,
+        });
+        // Claude Code's task files, carried beside its transcript.
         let tasks = reply
             .checkpoint
             .as_ref()

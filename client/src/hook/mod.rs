@@ -502,7 +502,9 @@ async fn post_tool_use(ctx: &Ctx, agent: Agent, p: &Payload, error: Option<&str>
 
 /// Whether transcripts are carried over for this agent (opt-in; Claude Code first).
 fn syncs(ctx: &Ctx, agent: Agent, p: &Payload) -> bool {
-    ctx.settings.sync_transcripts && agent == Agent::Claude && p.transcript().is_some_and(|t| t.exists())
+    ctx.settings.sync_transcripts
+        && matches!(agent, Agent::Claude | Agent::Codex | Agent::Gemini)
+        && p.transcript().is_some_and(|t| t.exists())
 }
 
 /// A checkpoint from what the agent left: its transcript, its last answer, the git head.
@@ -550,9 +552,13 @@ async fn checkpoint(
             Err(e) => log(ctx, &format!("transcript upload failed ({e:#}); checkpoint saved without it")),
         }
         // Claude Code keeps the conversation's tasks beside it, not in the transcript.
-        match upload_claude_tasks(h, &project.key, p.agent_session_id().unwrap_or_default(), &cwd).await {
-            Ok(blob) => blobs.extend(blob),
-            Err(e) => log(ctx, &format!("task files upload failed ({e:#}); checkpoint saved without them")),
+        if agent == Agent::Claude {
+            match upload_claude_tasks(h, &project.key, p.agent_session_id().unwrap_or_default(), &cwd).await {
+                Ok(blob) => blobs.extend(blob),
+                Err(e) => {
+                    log(ctx, &format!("task files upload failed ({e:#}); checkpoint saved without them"))
+                }
+            }
         }
     }
     let request = CreateCheckpointRequest {

@@ -162,6 +162,85 @@ impl Reader<'_> {
     }
 }
 
+/// Gemini CLI's chat: a first line naming the session, then message lines `{id, type:
+/// user|gemini, content, toolCalls?}` written more than once each (a model message is
+/// written again with its tool calls: the last copy counts), and `{"$set": {...}}` lines, a
+/// `messages` one holding every message so far.
+#[derive(Default)]
+struct GeminiChat {
+    order: Vec<String>,
+    messages: HashMap<String, Value>,
+}
+
+impl GeminiChat {
+    fn line(&mut self, line: &Value) {
+        if let Some(all) = line.pointer("/$set/messages").and_then(Value::as_array) {
+            self.order.clear();
+            self.messages.clear();
+            all.iter().for_each(|m| self.message(m));
+        } else if line.get("type").is_some() && line.get("id").is_some() {
+            self.message(line);
+        }
+    }
+
+    fn message(&mut self, m: &Value) {
+        let id = m.get("id").and_then(Value::as_str).unwrap_or_default().to_owned();
+        if !self.messages.contains_key(&id) {
+            self.order.push(id.clone());
+        }
+        self.messages.insert(id, m.clone());
+    }
+
+    fn into_journal(self, reader: &mut Reader<'_>) {
+        for id in &self.order {
+            let Some(m) = self.messages.get(id) else { continue };
+            match m.get("type").and_then(Value::as_str) {
+                Some("user") => {
+                    let text: Vec<&str> = m
+                        .get("content")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|p| p.get("text").and_then(Value::as_str))
+                        .collect();
+                    // Gemini's own setup message is not a prompt.
+                    if let Some(text) =
+                        Some(text.join("\n")).filter(|t| !t.is_empty() && !t.starts_with("<session_context>"))
+                    {
+                        reader.journal.prompt(&text);
+                    }
+                }
+                Some("gemini") => {
+                    for call in m.get("toolCalls").and_then(Value::as_array).into_iter().flatten() {
+                        let name = call.get("name").and_then(Value::as_str).unwrap_or("tool");
+                        let response = call
+                            .pointer("/result/0/functionResponse/response")
+                            .cloned()
+                            .unwrap_or(Value::Null);
+                        let error = response
+                            .get("error")
+                            .map(|e| e.as_str().map_or_else(|| e.to_string(), str::to_owned));
+                        let output = response.get("output").cloned().unwrap_or(Value::Null);
+                        let shaped = serde_json::json!({ "llmContent": output });
+                        reader.journal.tool(&ToolUse {
+                            name,
+                            input: call.get("args").unwrap_or(&Value::Null),
+                            response: &shaped,
+                            error: error.as_deref(),
+                            cwd: reader.cwd,
+                            root: reader.root,
+                        });
+                    }
+                    if let Some(text) = m.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+                        reader.journal.answer(text);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
 /// Reads a transcript into a checkpoint state (empty when it cannot be read). Paths are
 /// stored relative to `root`; relative ones in the transcript start at `cwd`.
 pub fn read(path: &Path, cwd: &Path, root: &Path) -> CheckpointState {
@@ -174,14 +253,18 @@ pub fn read(path: &Path, cwd: &Path, root: &Path) -> CheckpointState {
         if skip_first {
             lines.next(); // a partial line
         }
+        let mut gemini = GeminiChat::default();
         for line in lines {
             let Ok(value) = serde_json::from_str::<Value>(&line) else { continue };
             if value.get("payload").is_some() && value.get("message").is_none() {
                 reader.codex_line(&value);
-            } else {
+            } else if value.get("message").is_some() {
                 reader.claude_line(&value);
+            } else {
+                gemini.line(&value);
             }
         }
+        gemini.into_journal(&mut reader);
     }
     // Calls still waiting for a result (the transcript trails the hooks) are counted, not
     // judged: the journal has them.
@@ -223,6 +306,24 @@ mod tests {
         assert_eq!(state.last_prompt, "continue please");
         assert!(state.last_answer.contains("RESUME-TEXT-MARKER"), "{}", state.last_answer);
         assert_eq!(state.tool_count, 8);
+    }
+
+    /// A real Gemini CLI 0.61.0 chat, resumed once: todos, a new file, an overwrite, a shell
+    /// delete, a failed command and a failed read, each model message written twice.
+    #[test]
+    fn gemini_chat_by_results() {
+        let root = PathBuf::from("/work/agent-lab/proj-gemini-g1");
+        let state = read(&fixture("gemini.jsonl"), &root, &root);
+        let tasks: Vec<(&str, &str)> =
+            state.active_tasks.iter().map(|t| (t.content.as_str(), t.status.as_str())).collect();
+        assert_eq!(tasks, [("Write hello file", "completed"), ("Delete doomed", "completed")]);
+        assert_eq!(state.files_created, ["hello.txt"]);
+        assert_eq!(state.files_modified, ["existing.txt"]);
+        assert_eq!(state.files_deleted, ["doomed.txt"]);
+        assert_eq!(state.errors.len(), 2, "{:?}", state.errors);
+        assert_eq!(state.tool_count, 7, "each call once, though written twice");
+        assert_eq!(state.last_prompt, "continue please");
+        assert!(state.last_answer.contains("RESUME-TEXT-MARKER"), "{}", state.last_answer);
     }
 
     /// A real Codex 0.169.0 rollout: update_plan, exec_command {cmd, workdir}, apply_patch.

@@ -110,3 +110,70 @@ async fn trusted_hooks_plan_shell_and_patch() {
         ],
     );
 }
+
+/// A Codex conversation continued on another machine: `baton resume --restore` writes the
+/// rollout where Codex finds it there (another HOME, the clone at another path), and
+/// `codex exec resume` sends the model the earlier turns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_moves_to_another_machine() {
+    let Some(cli) = agents::cli("codex") else { return };
+    let server = Server::start(Backend::Sqlite).await.unwrap();
+    let model = FakeModel::start(Script::new(vec![
+        Step::tool("exec_command", json!({"cmd": "echo one > one.txt"})),
+        Step::text("First part done. HOP-1"),
+        Step::text("Continued. HOP-2"),
+    ]))
+    .await
+    .unwrap();
+    let machines: Vec<Machine> =
+        ["machine-1", "machine-2"].iter().map(|h| Machine::new(h, &server.url(), ORIGIN)).collect();
+    for m in &machines {
+        configure(m, &model.url());
+        let init = m.baton(&["init", "codex", "--trust", "--sync-transcripts"]);
+        assert_eq!(init.code, 0, "{init:?}");
+    }
+    let first = machines[0].agent(&cli, &model.url(), &exec_args("Start the work on machine 1"), &[]);
+    assert_eq!(first.code, 0, "{first:?}");
+    let thread = first
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["type"] == "thread.started")
+        .and_then(|v| v["thread_id"].as_str().map(str::to_owned))
+        .unwrap();
+    let mut c = server.clients().await;
+    until_ended(&mut c, PROJECT).await;
+
+    let m2 = &machines[1];
+    let resume = m2.baton(&["resume", "--restore", "--agent", "codex", "--json"]);
+    assert_eq!(resume.code, 0, "{resume:?}");
+    let reply: Value = serde_json::from_str(&resume.stdout).unwrap();
+    assert_eq!(reply["resume_argv"], json!(["codex", "resume", thread]), "{reply}");
+    let seen = model.turns().len();
+    let args = [
+        "exec",
+        "resume",
+        thread.as_str(),
+        "--skip-git-repo-check",
+        "--dangerously-bypass-approvals-and-sandbox",
+        "--json",
+        "continue on machine 2",
+    ];
+    let second = m2.agent(&cli, &model.url(), &args, &[]);
+    assert_eq!(second.code, 0, "{second:?}");
+    let turns = model.turns();
+    assert!(turns.len() > seen, "machine 2 asked the model");
+    let body = turns[seen].text();
+    assert!(body.contains("Start the work on machine 1") && body.contains("continue on machine 2"), "{body}");
+    until_ended(&mut c, PROJECT).await;
+    let newest = sessions(&mut c, PROJECT).await.remove(0);
+    assert_eq!((newest.host.as_str(), newest.agent_session_id.as_str()), ("machine-2", thread.as_str()));
+    assert!(!newest.resumed_from.is_empty());
+    checked(
+        "codex",
+        &[
+            "rollout restored on another machine; codex exec resume sends the earlier turns",
+            "the successor records the thread",
+        ],
+    );
+}

@@ -87,3 +87,63 @@ async fn todos_files_and_the_brief() {
         ],
     );
 }
+
+/// A Gemini conversation continued on another machine: `baton resume --restore` writes the
+/// chat where Gemini finds it for the clone there (named by the id's first 8 characters),
+/// and `gemini --resume` sends the model the earlier turns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_moves_to_another_machine() {
+    let Some(cli) = agents::cli("gemini") else { return };
+    let server = Server::start(Backend::Sqlite).await.unwrap();
+    let model = FakeModel::start(Script::new(vec![
+        Step::tool("write_file", json!({"file_path": "notes.txt", "content": "one\n"})),
+        Step::text("First part done. HOP-1"),
+        Step::text("Continued. HOP-2"),
+    ]))
+    .await
+    .unwrap();
+    let machines: Vec<Machine> =
+        ["machine-1", "machine-2"].iter().map(|h| Machine::new(h, &server.url(), ORIGIN)).collect();
+    for m in &machines {
+        configure(m);
+        let init = m.baton(&["init", "gemini", "--sync-transcripts"]);
+        assert_eq!(init.code, 0, "{init:?}");
+    }
+    let first = machines[0].agent(&cli, &model.url(), &gemini_args("Start the work on machine 1", &[]), &[]);
+    assert_eq!(first.code, 0, "{first:?}");
+    let conversation =
+        serde_json::from_str::<Value>(&first.stdout).unwrap()["session_id"].as_str().unwrap().to_owned();
+    let mut c = server.clients().await;
+    until_ended(&mut c, PROJECT).await;
+
+    let m2 = &machines[1];
+    let resume = m2.baton(&["resume", "--restore", "--agent", "gemini", "--json"]);
+    assert_eq!(resume.code, 0, "{resume:?}");
+    let reply: Value = serde_json::from_str(&resume.stdout).unwrap();
+    assert_eq!(reply["resume_argv"], json!(["gemini", "--resume", conversation]), "{reply}");
+    let seen = model.turns().len();
+    let second = m2.agent(
+        &cli,
+        &model.url(),
+        &gemini_args("continue on machine 2", &["--resume", &conversation]),
+        &[],
+    );
+    assert_eq!(second.code, 0, "{second:?}");
+    let turns = model.turns();
+    assert!(turns.len() > seen, "machine 2 asked the model");
+    let body = turns[seen].text();
+    assert!(body.contains("Start the work on machine 1") && body.contains("continue on machine 2"), "{body}");
+    until_ended(&mut c, PROJECT).await;
+    let newest = sessions(&mut c, PROJECT).await.remove(0);
+    assert_eq!(
+        (newest.host.as_str(), newest.agent_session_id.as_str()),
+        ("machine-2", conversation.as_str())
+    );
+    checked(
+        "gemini",
+        &[
+            "chat restored on another machine; gemini --resume sends the earlier turns",
+            "the successor records the conversation",
+        ],
+    );
+}
