@@ -76,7 +76,12 @@ enum Command {
     /// Show the hub, the project and the offline queue (with refused writes).
     Status,
     /// Check the hub, the installed hooks and whether they will run, the project, the queue.
-    Doctor,
+    Doctor {
+        /// Run this agent's SessionStart hook as the agent would (no session is started)
+        /// and show what its model would receive.
+        #[arg(long = "try", value_enum, value_name = "AGENT")]
+        try_agent: Option<Agent>,
+    },
     /// Resume the project's latest unfinished session (or a given one) on this machine.
     Resume {
         /// The session to resume (full or short id).
@@ -257,7 +262,8 @@ async fn run(
         Command::Warmup { budget } => cmd::warmup::run(&ctx, &dir, budget, json).await,
         Command::Status => cmd::status::run(&ctx, &dir, json).await,
         Command::Sync => cmd::sync::run(&ctx).await,
-        Command::Doctor => cmd::doctor::run(&ctx, &dir, json).await,
+        Command::Doctor { try_agent: Some(agent) } => cmd::doctor::try_agent(&ctx, &dir, agent, json).await,
+        Command::Doctor { try_agent: None } => cmd::doctor::run(&ctx, &dir, json).await,
         Command::Resume { session, checkpoint, agent, restore } => {
             cmd::resume::run(&ctx, &dir, agent, session, checkpoint, restore, json).await
         }

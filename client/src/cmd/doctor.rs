@@ -14,6 +14,77 @@ struct Check {
     what: String,
 }
 
+/// The version an agent CLI on this PATH reports (`<command> --version`), if it runs.
+fn installed_version(command: &str) -> Option<String> {
+    let out = std::process::Command::new(command)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    // "2.1.197 (Claude Code)", "codex-cli 0.169.0", "0.61.0".
+    text.split_whitespace()
+        .find(|w| w.split('.').count() == 3 && w.split('.').all(|p| p.parse::<u32>().is_ok()))
+        .map(str::to_owned)
+}
+
+/// A note when the installed agent is not the version the agent suite proved.
+fn version_note(agent: Agent) -> Option<String> {
+    let covered = baton_proto::agent::COVERED.iter().find(|c| c.agent == agent.name())?;
+    let installed = installed_version(covered.command)?;
+    (installed != covered.version).then(|| {
+        format!(
+            "{} {installed} is installed; Baton's agent suite last proved {} {}: hook payloads change between versions, so check `baton doctor --try {}`",
+            covered.command,
+            covered.command,
+            covered.version,
+            agent.name()
+        )
+    })
+}
+
+/// `baton doctor --try <agent>`: the brief this agent's SessionStart hook would give, in the
+/// agent's own output format, and how the agent hands it to its model. Starts no session.
+pub async fn try_agent(ctx: &Ctx, dir: &Path, agent: Agent, json: bool) -> anyhow::Result<()> {
+    let info = crate::git::info(dir);
+    let project = project::identify_in(dir, info.toplevel.clone());
+    let budget = agent.brief_budget(&ctx.settings);
+    let brief = match remote::connect(&ctx.settings, Timeouts::HOOK).await {
+        Ok(mut hub) => crate::hook::brief_text(&mut hub, &project, None, dir, &info, budget)
+            .await
+            .map_err(remote::fail)?,
+        Err(e) => {
+            eprintln!("baton: {e}: the hook would give the cached brief");
+            crate::hook::offline_brief(ctx, &project, budget)
+        }
+    };
+    let output = agent.brief_output(&brief);
+    let how = match agent {
+        Agent::Claude => {
+            "Claude Code adds it to the conversation as a system message, \"SessionStart hook additional context: …\""
+        }
+        Agent::Codex => "Codex adds it as a developer message before the first prompt (again on each resume)",
+        Agent::Gemini => "Gemini CLI puts it before the prompt, inside <hook_context>…</hook_context>",
+        Agent::Cursor => {
+            "Cursor adds it as additional context (its sessionStart does not wait: it may race the first prompt)"
+        }
+    };
+    let chars = brief.chars().count();
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({"agent": agent.name(), "hook_output": output, "brief": brief, "characters": chars, "budget": budget, "delivery": how})
+        );
+        return Ok(());
+    }
+    println!("{}", crate::safe::text(&brief));
+    println!("---");
+    println!("{chars} of {budget} characters (the budget for {}); {how}.", agent.name());
+    println!("The hook prints: {}", crate::safe::line(&crate::clip(&output, 200)));
+    Ok(())
+}
+
 fn gemini_enabled(file: &Path) -> Option<bool> {
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(file).ok()?).ok()?;
     let on = |a: &str, b: &str| doc.get(a).and_then(|v| v.get(b)).and_then(Value::as_bool) == Some(true);
@@ -82,6 +153,11 @@ pub async fn run(ctx: &Ctx, dir: &Path, json: bool) -> anyhow::Result<()> {
                         skipped.join(", ")
                     ));
                 }
+            }
+            if scope == Scope::User
+                && let Some(note) = version_note(agent)
+            {
+                checks.push(Check { ok: true, what: format!("note: {note}") });
             }
             for (event, matcher) in install::never_matching(agent, &file) {
                 ok = false;

@@ -193,3 +193,55 @@ async fn one_conversation_over_three_machines() {
         ],
     );
 }
+
+/// `/compact` on a conversation whose session ended: resuming it links a successor (not an
+/// unrelated session), PreCompact checkpoints before, PostCompact after with the summary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compaction_and_resume_on_the_same_machine() {
+    let Some(cli) = agents::cli("claude") else { return };
+    let server = Server::start(Backend::Sqlite).await.unwrap();
+    let m = Machine::new("machine-1", &server.url(), ORIGIN);
+    assert_eq!(m.baton(&["init", "claude"]).code, 0);
+    let model = FakeModel::start(Script::new(vec![
+        Step::tool(
+            "TaskCreate",
+            json!({"subject": "Keep going", "description": "after compaction", "activeForm": "Going"}),
+        ),
+        Step::text("Started. FIRST-TURN"),
+    ]))
+    .await
+    .unwrap();
+    let first = m.agent(&cli, &model.url(), &claude_args("Start", &[]), &[]);
+    assert_eq!(first.code, 0, "{first:?}");
+    let conversation =
+        serde_json::from_str::<Value>(&first.stdout).unwrap()["session_id"].as_str().unwrap().to_owned();
+    let mut c = server.clients().await;
+    let ended = until_ended(&mut c, PROJECT).await;
+    let compact = m.agent(&cli, &model.url(), &claude_args("/compact", &["--resume", &conversation]), &[]);
+    assert_eq!(compact.code, 0, "{compact:?}");
+    assert!(
+        model.received().iter().any(|r| r.kind == baton_tests::fake_model::Kind::Summary),
+        "a compaction ran"
+    );
+    let newest = until_ended(&mut c, PROJECT).await;
+    assert_ne!(newest.id, ended.id);
+    assert_eq!(
+        (newest.resumed_from.as_str(), newest.agent_session_id.as_str()),
+        (ended.id.as_str(), conversation.as_str())
+    );
+    let all = checkpoints(&mut c, &newest).await;
+    let kinds: Vec<CheckpointKind> = all.iter().map(|c| c.kind()).collect();
+    assert!(kinds.contains(&CheckpointKind::PreCompact), "{kinds:?}");
+    let after =
+        all.iter().find(|c| c.reason.starts_with("after compaction")).unwrap_or_else(|| panic!("{all:?}"));
+    let state = after.state.clone().unwrap();
+    assert!(state.summary.contains("FAKE-COMPACT-SUMMARY"), "{state:?}");
+    assert_eq!(state.active_tasks[0].content, "Keep going", "the successor carries the task");
+    checked(
+        "claude",
+        &[
+            "/compact: PreCompact and PostCompact checkpoints, the summary kept",
+            "resume after the session ended links a successor",
+        ],
+    );
+}

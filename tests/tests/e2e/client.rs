@@ -887,6 +887,55 @@ async fn briefs_fit_each_agents_limit(backend: Backend) {
 }
 both!(briefs_fit_each_agents_limit);
 
+/// `baton doctor --try <agent>` shows what the agent's model would receive, within the
+/// agent's budget, and starts no session; doctor notes an installed agent whose version the
+/// agent suite has not proved.
+async fn doctor_tries_an_agent_and_checks_versions(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let env = ClientEnv::new(&server.url());
+    let repo = git_repo("git@github.com:acme/try.git");
+    let dir = repo.path();
+    env.run(dir, &["memory", "add", "goal", "try the brief"], "");
+    let out = env.run(dir, &["doctor", "--try", "codex", "--json"], "");
+    assert_eq!(out.code, 0, "{out:?}");
+    let v: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+    let hook: Value = serde_json::from_str(v["hook_output"].as_str().unwrap()).unwrap();
+    assert!(
+        hook["hookSpecificOutput"]["additionalContext"].as_str().unwrap().contains("try the brief"),
+        "{v}"
+    );
+    assert_eq!(v["budget"], 6000);
+    assert!(v["delivery"].as_str().unwrap().contains("developer message"), "{v}");
+    let text = env.run(dir, &["doctor", "--try", "gemini"], "");
+    assert!(text.stdout.contains("try the brief") && text.stdout.contains("<hook_context>"), "{text:?}");
+    let mut c = server.clients().await;
+    let sessions = c
+        .sessions
+        .list_sessions(ListSessionsRequest { project: "github.com/acme/try".into(), ..Default::default() })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(sessions.sessions.is_empty(), "--try starts no session");
+
+    // A claude on the PATH that is not the version the suite proved.
+    let bin = tempfile::tempdir().unwrap();
+    let fake = bin.path().join("claude");
+    std::fs::write(&fake, "#!/bin/sh\necho '9.9.9 (Claude Code)'\n").unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    env.run(dir, &["init", "claude"], "");
+    let path = format!("{}:{}", bin.path().display(), std::env::var("PATH").unwrap_or_default());
+    let doctor = env.run_with_env(dir, &["doctor"], "", &[("PATH", &path)]);
+    let covered = baton_proto::agent::COVERED.iter().find(|c| c.agent == "claude").unwrap();
+    assert!(
+        doctor.stdout.contains(&format!(
+            "claude 9.9.9 is installed; Baton's agent suite last proved claude {}",
+            covered.version
+        )),
+        "{doctor:?}"
+    );
+}
+both!(doctor_tries_an_agent_and_checks_versions);
+
 async fn transcripts_carry_over_to_another_machine(backend: Backend) {
     let server = Server::start(backend).await.unwrap();
     let c = server.clients().await;
