@@ -22,7 +22,8 @@ pub struct AgentSession {
     pub transcript_path: String,
     #[serde(default)]
     pub cwd: String,
-    /// What the conversation did, from the hook payloads.
+    /// What the conversation did, from the hook payloads (kept until no hook has touched it
+    /// for `EXPIRY`).
     #[serde(default)]
     pub journal: crate::hook::journal::Journal,
     /// A successor `baton resume` made for this conversation: the conversation's first hook
@@ -40,6 +41,9 @@ pub struct AgentSession {
     #[serde(default)]
     pub last_checkpoint_us: i64,
 }
+
+/// How long a conversation's record is kept after its last hook.
+pub const EXPIRY: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
 
 pub struct Store {
     dir: PathBuf,
@@ -76,6 +80,23 @@ impl Store {
         let _ = fs::remove_file(&path);
         let _ = fs::remove_file(path.with_extension("lock"));
         found
+    }
+
+    /// Forgets conversations no hook has touched for `max_age` (their files and locks): the
+    /// journal of a conversation is of use while it may go on, not forever.
+    pub fn sweep(&self, max_age: std::time::Duration) -> usize {
+        let Ok(entries) = fs::read_dir(&self.dir) else { return 0 };
+        let mut removed = 0;
+        for entry in entries.flatten() {
+            let old = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > max_age));
+            if old && fs::remove_file(entry.path()).is_ok() {
+                removed += 1;
+            }
+        }
+        removed
     }
 
     /// Read-modify-write under a lock (hooks of one session can overlap).

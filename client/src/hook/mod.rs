@@ -320,6 +320,10 @@ fn remember(
 }
 
 async fn session_start(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<String> {
+    let swept = ctx.state.sweep(crate::state::EXPIRY);
+    if swept > 0 {
+        log(ctx, &format!("forgot {swept} conversation record(s) untouched for 30 days"));
+    }
     let cwd = p.cwd();
     let info = git::info(&cwd);
     let project = project::identify_in(&cwd, info.toplevel.clone());

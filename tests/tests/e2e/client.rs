@@ -936,6 +936,63 @@ async fn doctor_tries_an_agent_and_checks_versions(backend: Backend) {
 }
 both!(doctor_tries_an_agent_and_checks_versions);
 
+/// After `checkpoint_minutes` of activity since the last checkpoint, the next tool call
+/// makes a `time` checkpoint; a conversation's record untouched for 30 days is forgotten at
+/// the next SessionStart.
+async fn time_checkpoints_and_expiry(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let env = ClientEnv::new(&server.url());
+    let repo = git_repo("git@github.com:acme/time.git");
+    let dir = repo.path();
+    let sid = "71e00000-aaaa-bbbb-cccc-000000000001";
+    env.run(
+        dir,
+        &["hook", "claude", "SessionStart"],
+        &payload("SessionStart", sid, dir, json!({"source": "startup"})),
+    );
+    let record = env.baton_home().join(format!("data/sessions/claude-{sid}.json"));
+    let mut state: Value = serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+    // The last checkpoint, 31 minutes ago.
+    let now_us =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_micros() as i64;
+    state["last_checkpoint_us"] = json!(now_us - 31 * 60 * 1_000_000);
+    std::fs::write(&record, state.to_string()).unwrap();
+    let read = json!({"tool_name": "Read", "tool_input": {"file_path": "README"}, "tool_response": {"type": "text"}});
+    env.run(dir, &["hook", "claude", "PostToolUse"], &payload("PostToolUse", sid, dir, read.clone()));
+    env.run(dir, &["hook", "claude", "PostToolUse"], &payload("PostToolUse", sid, dir, read));
+    let mut c = server.clients().await;
+    let sessions = c
+        .sessions
+        .list_sessions(ListSessionsRequest { project: "github.com/acme/time".into(), ..Default::default() })
+        .await
+        .unwrap()
+        .into_inner()
+        .sessions;
+    let list = c
+        .checkpoints
+        .list_checkpoints(ListCheckpointsRequest { session_id: sessions[0].id.clone(), ..Default::default() })
+        .await
+        .unwrap()
+        .into_inner();
+    let kinds: Vec<(i32, String)> = list.checkpoints.iter().map(|c| (c.kind, c.reason.clone())).collect();
+    assert_eq!(
+        kinds,
+        [(CheckpointKind::Time as i32, "30 minutes of activity".to_owned())],
+        "one, not one per call"
+    );
+
+    // Untouched for 31 days: forgotten at the next SessionStart (another conversation's).
+    let old = std::time::SystemTime::now() - Duration::from_secs(31 * 24 * 3600);
+    std::fs::File::options().write(true).open(&record).unwrap().set_modified(old).unwrap();
+    env.run(
+        dir,
+        &["hook", "claude", "SessionStart"],
+        &payload("SessionStart", "71e00000-aaaa-bbbb-cccc-000000000002", dir, json!({"source": "startup"})),
+    );
+    assert!(!record.exists(), "the stale record was forgotten");
+}
+both!(time_checkpoints_and_expiry);
+
 async fn transcripts_carry_over_to_another_machine(backend: Backend) {
     let server = Server::start(backend).await.unwrap();
     let c = server.clients().await;
