@@ -82,6 +82,21 @@ impl Store {
         found
     }
 
+    /// Every conversation of `agent` this machine has a record of, with its key.
+    pub fn all(&self, agent: &str) -> Vec<(String, AgentSession)> {
+        let prefix = format!("{agent}-");
+        let Ok(entries) = fs::read_dir(&self.dir) else { return Vec::new() };
+        entries
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let key = name.strip_prefix(&prefix)?.strip_suffix(".json")?.to_owned();
+                let record = serde_json::from_slice(&fs::read(e.path()).ok()?).ok()?;
+                Some((key, record))
+            })
+            .collect()
+    }
+
     /// Forgets conversations no hook has touched for `max_age` (their files and locks): the
     /// journal of a conversation is of use while it may go on, not forever.
     pub fn sweep(&self, max_age: std::time::Duration) -> usize {

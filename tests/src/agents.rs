@@ -171,6 +171,26 @@ impl Machine {
 
     /// Runs an agent CLI in the repository with `args`, pointed at the fake model.
     pub fn agent(&self, cli: &Cli, model_url: &str, args: &[&str], extra_env: &[(&str, &str)]) -> Output {
+        run(self.agent_command(cli, model_url, args, extra_env), "")
+    }
+
+    /// Starts an agent CLI and returns at once (to kill it mid-session).
+    pub fn spawn_agent(&self, cli: &Cli, model_url: &str, args: &[&str]) -> std::process::Child {
+        self.agent_command(cli, model_url, args, &[])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", cli.path.display()))
+    }
+
+    fn agent_command(
+        &self,
+        cli: &Cli,
+        model_url: &str,
+        args: &[&str],
+        extra_env: &[(&str, &str)],
+    ) -> Command {
         let mut command = Command::new(&cli.path);
         command.args(args).current_dir(&self.repo);
         self.env(&mut command);
@@ -195,7 +215,7 @@ impl Machine {
             _ => {}
         }
         command.envs(extra_env.iter().copied());
-        run(command, "")
+        command
     }
 }
 

@@ -333,6 +333,7 @@ async fn session_start(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<S
     let known =
         p.agent_session_id().and_then(|sid| ctx.state.get(agent.name(), sid)).map(|s| s.baton_session_id);
     let session_id = session_for(ctx, agent, p, &project, hub.as_mut(), continuing, Some(&info)).await?;
+    save_unsaved(ctx, agent, &project, &session_id, hub.as_mut()).await;
     let budget = agent.brief_budget(&ctx.settings);
     let Some(hub) = hub.as_mut() else {
         return Ok(agent.brief_output(&offline_brief(ctx, &project, budget)));
@@ -352,6 +353,50 @@ async fn session_start(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<S
         Err(status) => {
             log(ctx, &format!("GetBrief failed: {}", remote::explain(&status)));
             Ok(agent.brief_output(&offline_brief(ctx, &project, budget)))
+        }
+    }
+}
+
+/// Other conversations of this project on this machine that recorded tool calls after
+/// their last checkpoint and never ended (killed, or still running): their journal is saved
+/// as a checkpoint now, so nothing the hooks saw is lost to a `kill -9` and the brief says
+/// where they stopped. At most a few, and never the caller's own.
+async fn save_unsaved(ctx: &Ctx, agent: Agent, project: &Project, own: &str, mut hub: Option<&mut Hub>) {
+    const AT_MOST: usize = 3;
+    let unsaved: Vec<(String, crate::state::AgentSession)> = ctx
+        .state
+        .all(agent.name())
+        .into_iter()
+        .filter(|(_, s)| s.project == project.key && !s.ended && s.baton_session_id != own)
+        .filter(|(_, s)| s.journal.tool_count > 0 && s.tool_count > s.checkpointed_at)
+        .take(AT_MOST)
+        .collect();
+    for (key, record) in unsaved {
+        let mut state = record.journal.state();
+        state.git_head = git::head(Path::new(&record.cwd)).unwrap_or_default();
+        let session_id = record.baton_session_id.clone();
+        let request = CreateCheckpointRequest {
+            session_id: session_id.clone(),
+            checkpoint_id: uuid::Uuid::now_v7().to_string(),
+            kind: CheckpointKind::Auto as i32,
+            reason: "saved by the next session here: what its hooks recorded after its last checkpoint"
+                .into(),
+            state: Some(state),
+            write: write::options(agent.kind() as i32, &session_id),
+            ..Default::default()
+        };
+        let sent = write::submit(
+            &ctx.queue,
+            hub.as_deref_mut(),
+            Write::CreateCheckpoint(Box::new(request), project.key.clone()),
+            Some(LOCK_WAIT),
+        )
+        .await;
+        match sent {
+            Ok(_) => {
+                let _ = ctx.state.update(agent.name(), &key, |s| s.checkpointed_at = s.tool_count);
+            }
+            Err(e) => log(ctx, &format!("could not save session {session_id}'s unsaved calls: {e:#}")),
         }
     }
 }

@@ -245,3 +245,124 @@ async fn compaction_and_resume_on_the_same_machine() {
         ],
     );
 }
+
+/// `kill -9` mid-session: what the hooks recorded up to then is in the session's last
+/// checkpoint (the transcript alone left an empty one), and the next conversation's brief —
+/// what the model receives — says where it stopped, with the unfinished task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_mid_session() {
+    let Some(cli) = agents::cli("claude") else { return };
+    let server = Server::start_with(Backend::Sqlite, &["--idle-after", "1s", "--reaper-interval", "100ms"])
+        .await
+        .unwrap();
+    let m = Machine::new("machine-1", &server.url(), ORIGIN);
+    assert_eq!(m.baton(&["init", "claude"]).code, 0);
+    std::fs::create_dir_all(m.baton_home().join("config")).unwrap();
+    std::fs::write(m.baton_home().join("config/config.toml"), "checkpoint_every = 2\n").unwrap();
+    let repo = m.repo.display().to_string();
+    let model = FakeModel::start(Script::new(vec![
+        Step::tool(
+            "TaskCreate",
+            json!({"subject": "Write hello", "description": "-", "activeForm": "Writing"}),
+        ),
+        Step::tool(
+            "TaskCreate",
+            json!({"subject": "Survive the crash", "description": "-", "activeForm": "Surviving"}),
+        ),
+        Step::tool("TaskUpdate", json!({"taskId": "1", "status": "completed"})),
+        Step::tool("Write", json!({"file_path": format!("{repo}/hello.txt"), "content": "hello\n"})),
+        Step::tool("Bash", json!({"command": "sleep 60", "description": "a long build"})),
+        Step::text("never reached"),
+    ]))
+    .await
+    .unwrap();
+    let mut child = m.spawn_agent(&cli, &model.url(), &claude_args("Start", &[]));
+    // Killed while the long command runs (the model has been asked for it).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while model.turns().len() < 5 {
+        assert!(std::time::Instant::now() < deadline, "the session never reached the long command");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let mut c = server.clients().await;
+    let killed = sessions(&mut c, PROJECT).await.remove(0);
+    // Its checkpoints so far (the task's, every 2 calls) hold the state, not an empty one.
+    let state = head(&mut c, &killed).await.state.unwrap();
+    let tasks: Vec<(&str, &str)> =
+        state.active_tasks.iter().map(|t| (t.content.as_str(), t.status.as_str())).collect();
+    assert_eq!(tasks, [("Write hello", "completed"), ("Survive the crash", "pending")]);
+
+    // The next conversation here saves what the hooks recorded after that checkpoint (the
+    // write), and its model receives where the killed one stopped.
+    model.set_script(Script::new(vec![Step::text("Picking up. NEXT")]));
+    let next = m.agent(&cli, &model.url(), &claude_args("What next?", &[]), &[]);
+    assert_eq!(next.code, 0, "{next:?}");
+    let body = model.turns().last().unwrap().text();
+    assert!(
+        body.contains("Where your last session stopped") && body.contains("[pending] Survive the crash"),
+        "{body}"
+    );
+    let killed = c
+        .sessions
+        .get_session(baton_proto::v1::GetSessionRequest { session_id: killed.id.clone() })
+        .await
+        .unwrap()
+        .into_inner()
+        .session
+        .unwrap();
+    let state = head(&mut c, &killed).await.state.unwrap();
+    assert_eq!(state.files_created, ["hello.txt"], "every call the hooks saw before the kill");
+    checked(
+        "claude",
+        &[
+            "kill -9 mid-session: the checkpoints hold the tasks; the next session saves the calls after the last one",
+            "the next conversation's model receives where it stopped",
+        ],
+    );
+}
+
+/// The hub down for a whole session: the model gets the cached brief marked as such, the
+/// hooks queue what they record, and `baton sync` delivers it once the hub is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hub_down_and_back() {
+    let Some(cli) = agents::cli("claude") else { return };
+    let mut server = Server::start(Backend::Sqlite).await.unwrap();
+    let mut m = Machine::new("machine-1", &server.url(), ORIGIN);
+    assert_eq!(m.baton(&["init", "claude"]).code, 0);
+    assert_eq!(m.baton(&["memory", "add", "goal", "ship offline"]).code, 0);
+    assert_eq!(m.baton(&["warmup"]).code, 0, "caches the brief");
+    server.kill9();
+    let model = FakeModel::start(Script::new(vec![
+        Step::tool(
+            "TaskCreate",
+            json!({"subject": "Work offline", "description": "-", "activeForm": "Working"}),
+        ),
+        Step::text("Done offline. OFFLINE-DONE"),
+    ]))
+    .await
+    .unwrap();
+    let run = m.agent(&cli, &model.url(), &claude_args("Work while the hub is down", &[]), &[]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let body = model.turns()[0].text();
+    assert!(body.contains("Baton hub unreachable") && body.contains("ship offline"), "{body}");
+
+    server.restart().unwrap();
+    m.server = server.url();
+    let sync = m.baton(&["sync"]);
+    assert_eq!(sync.code, 0, "{sync:?}");
+    let mut c = server.clients().await;
+    let ended = until_ended(&mut c, PROJECT).await;
+    let state = head(&mut c, &ended).await.state.unwrap();
+    assert_eq!(state.active_tasks[0].content, "Work offline");
+    assert!(ended.summary.contains("OFFLINE-DONE"), "{ended:?}");
+    checked(
+        "claude",
+        &[
+            "hub down: the cached brief reaches the model",
+            "queued session, checkpoints and end delivered by baton sync",
+        ],
+    );
+}
