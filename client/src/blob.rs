@@ -388,6 +388,48 @@ mod tests {
         assert!(written.is_empty(), "{written:?}");
     }
 
+    /// A hostile hub names the conversation: Codex rollouts and Gemini chats are written only
+    /// under the agent's own folder, named by one plain component, or not at all.
+    #[test]
+    fn rollouts_and_chats_are_written_only_inside_the_agents_folders() {
+        let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let cwd = home.path().join("work/repo");
+        for id in ["../../.bashrc", "/etc/passwd", "..", "a/b", "-rf", ""] {
+            let blob = BlobRef { agent_session_id: id.into(), ..Default::default() };
+            assert!(restore_codex(b"{}\n", &blob, &cwd, home.path()).is_err(), "{id}");
+            assert!(restore_gemini(b"{}\n", &blob, &cwd, home.path()).is_err(), "{id}");
+        }
+        assert!(std::fs::read_dir(home.path()).into_iter().flatten().next().is_none(), "nothing written");
+        let blob = BlobRef {
+            agent_session_id: "019a0000-0000-7000-8000-000000000001".into(),
+            cwd: "/old/repo".into(),
+            ..Default::default()
+        };
+        let rollout = restore_codex(b"{\"cwd\":\"/old/repo\"}\n", &blob, &cwd, home.path())
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(rollout.starts_with(home.path().join(".codex/sessions")), "{}", rollout.display());
+        assert_eq!(
+            std::fs::read_to_string(&rollout).unwrap_or_default(),
+            format!("{{\"cwd\":\"{}\"}}\n", cwd.display())
+        );
+        // Again: over the same file (Codex's index points at it), not a second one.
+        assert_eq!(
+            restore_codex(b"{}\n", &blob, &cwd, home.path()).unwrap_or_else(|e| panic!("{e}")),
+            rollout
+        );
+        let chat_blob =
+            BlobRef { agent_session_id: "8c66f21c-0f6c-4470-ac65-887cafd0ed91".into(), ..Default::default() };
+        let chat = restore_gemini(
+            br#"{"sessionId":"8c66f21c-0f6c-4470-ac65-887cafd0ed91","startTime":"2026-11-25T13:30:52.974Z"}"#,
+            &chat_blob,
+            &cwd,
+            home.path(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(chat, home.path().join(".gemini/tmp/repo/chats/session-2026-11-25T13-30-8c66f21c.jsonl"));
+        assert_eq!(gemini_chat(home.path(), &chat_blob.agent_session_id), Some(chat));
+    }
+
     #[test]
     fn task_files_are_written_only_inside_their_folder() {
         let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
