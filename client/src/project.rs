@@ -13,6 +13,8 @@ pub enum Source {
     BatonToml(PathBuf),
     GitRemote(String),
     Path,
+    /// As the conversation's SessionStart found it (its record on this machine).
+    Recorded,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -22,6 +22,12 @@ pub struct AgentSession {
     pub transcript_path: String,
     #[serde(default)]
     pub cwd: String,
+    /// The project root found for `cwd` (so later hooks need not ask git again).
+    #[serde(default)]
+    pub root: String,
+    /// When a hook of it last sent a heartbeat (µs since the epoch).
+    #[serde(default)]
+    pub last_beat_us: i64,
     /// What the conversation did, from the hook payloads (kept until no hook has touched it
     /// for `EXPIRY`).
     #[serde(default)]
@@ -82,24 +88,51 @@ impl Store {
         found
     }
 
-    /// Every conversation of `agent` this machine has a record of, with its key.
-    pub fn all(&self, agent: &str) -> Vec<(String, AgentSession)> {
+    /// Marks a conversation as having tool calls no checkpoint holds yet (or not). A marker
+    /// file beside its record, so finding them reads no records: a SessionStart looks for
+    /// them (`unsaved`), and parsing every record there cost hook-bench's SessionStart row
+    /// ~7 ms per 600 conversations.
+    pub fn mark_unsaved(&self, agent: &str, agent_session_id: &str, unsaved: bool) {
+        let marker = self.path(agent, agent_session_id).with_extension("unsaved");
+        if unsaved {
+            let _ = crate::fsperm::write_private(&marker, b"");
+        } else {
+            let _ = fs::remove_file(marker);
+        }
+    }
+
+    /// The conversations of `agent` marked unsaved, with their records, keyed by the file
+    /// name's id part.
+    pub fn unsaved(&self, agent: &str) -> Vec<(String, AgentSession)> {
         let prefix = format!("{agent}-");
         let Ok(entries) = fs::read_dir(&self.dir) else { return Vec::new() };
         entries
             .flatten()
             .filter_map(|e| {
                 let name = e.file_name().to_string_lossy().into_owned();
-                let key = name.strip_prefix(&prefix)?.strip_suffix(".json")?.to_owned();
-                let record = serde_json::from_slice(&fs::read(e.path()).ok()?).ok()?;
+                let key = name.strip_prefix(&prefix)?.strip_suffix(".unsaved")?.to_owned();
+                let record =
+                    serde_json::from_slice(&fs::read(self.dir.join(format!("{prefix}{key}.json"))).ok()?)
+                        .ok()?;
                 Some((key, record))
             })
             .collect()
     }
 
-    /// Forgets conversations no hook has touched for `max_age` (their files and locks): the
-    /// journal of a conversation is of use while it may go on, not forever.
+    /// Forgets conversations no hook has touched for `max_age` (their files, locks and
+    /// markers): the journal of a conversation is of use while it may go on, not forever.
+    /// Looks at most once a day.
     pub fn sweep(&self, max_age: std::time::Duration) -> usize {
+        let stamp = self.dir.join(".swept");
+        let day = std::time::Duration::from_secs(24 * 3600);
+        if fs::metadata(&stamp)
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t.elapsed().is_ok_and(|age| age < day))
+        {
+            return 0;
+        }
+        let _ = crate::fsperm::create_private_dir(&self.dir)
+            .and_then(|()| crate::fsperm::write_private(&stamp, b""));
         let Ok(entries) = fs::read_dir(&self.dir) else { return 0 };
         let mut removed = 0;
         for entry in entries.flatten() {

@@ -312,6 +312,7 @@ fn remember(
             project: project.key.clone(),
             transcript_path: p.transcript_path.clone().unwrap_or_default(),
             cwd: cwd.display().to_string(),
+            root: project.root.display().to_string(),
             // The time checkpoints count from the session's start.
             last_checkpoint_us: write::now_us(),
             ..Default::default()
@@ -365,7 +366,7 @@ async fn save_unsaved(ctx: &Ctx, agent: Agent, project: &Project, own: &str, mut
     const AT_MOST: usize = 3;
     let unsaved: Vec<(String, crate::state::AgentSession)> = ctx
         .state
-        .all(agent.name())
+        .unsaved(agent.name())
         .into_iter()
         .filter(|(_, s)| s.project == project.key && !s.ended && s.baton_session_id != own)
         .filter(|(_, s)| s.journal.tool_count > 0 && s.tool_count > s.checkpointed_at)
@@ -395,6 +396,7 @@ async fn save_unsaved(ctx: &Ctx, agent: Agent, project: &Project, own: &str, mut
         match sent {
             Ok(_) => {
                 let _ = ctx.state.update(agent.name(), &key, |s| s.checkpointed_at = s.tool_count);
+                ctx.state.mark_unsaved(agent.name(), &key, false);
             }
             Err(e) => log(ctx, &format!("could not save session {session_id}'s unsaved calls: {e:#}")),
         }
@@ -478,10 +480,29 @@ async fn record(
 /// the call made a moment (a task completed, a failure recovered from) or one is due (every
 /// N calls, every M minutes of activity).
 async fn post_tool_use(ctx: &Ctx, agent: Agent, p: &Payload, error: Option<&str>) -> anyhow::Result<()> {
+    // Hooks of one conversation run in quick succession, several at once: the project comes
+    // from the conversation's record while its cwd is the same, and the hub is reached only
+    // for a heartbeat (at most every BEAT) or a checkpoint. Without these, hook-bench's
+    // "PostToolUse, 4 at once" row spent two git processes and a connection on every call.
+    const BEAT: i64 = 10_000_000;
     let cwd = p.cwd();
-    let project = project::identify(&cwd);
     let agent_sid = p.agent_session_id().unwrap_or("unknown").to_owned();
-    let mut hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
+    let known = ctx
+        .state
+        .get(agent.name(), &agent_sid)
+        .filter(|s| !s.ended && !s.root.is_empty() && s.cwd == cwd.display().to_string());
+    let project = match &known {
+        Some(s) => Project {
+            key: s.project.clone(),
+            source: project::Source::Recorded,
+            root: PathBuf::from(&s.root),
+        },
+        None => project::identify(&cwd),
+    };
+    let mut hub = match known {
+        Some(_) => None,
+        None => remote::connect(&ctx.settings, Timeouts::HOOK).await.ok(),
+    };
     let session_id = session_for(ctx, agent, p, &project, hub.as_mut(), true, None).await?;
     let every = u64::from(ctx.settings.checkpoint_every);
     let period_us = i64::from(ctx.settings.checkpoint_minutes) * 60_000_000;
@@ -524,9 +545,17 @@ async fn post_tool_use(ctx: &Ctx, agent: Agent, p: &Payload, error: Option<&str>
             s.checkpointed_at = s.tool_count;
             s.last_checkpoint_us = now;
         }
-        (s.tool_count, due)
+        let beat = now - s.last_beat_us >= BEAT;
+        if beat {
+            s.last_beat_us = now;
+        }
+        (s.tool_count, (due, beat))
     })?;
-    if let Some(h) = hub.as_mut() {
+    let (due, beat) = due;
+    if hub.is_none() && (beat || !due.is_empty()) {
+        hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
+    }
+    if let Some(h) = hub.as_mut().filter(|_| beat) {
         let beat = h
             .sessions
             .heartbeat(HeartbeatRequest {
@@ -540,6 +569,9 @@ async fn post_tool_use(ctx: &Ctx, agent: Agent, p: &Payload, error: Option<&str>
         {
             log(ctx, &format!("heartbeat refused: {}", remote::explain(&status)));
         }
+    }
+    if due.is_empty() {
+        ctx.state.mark_unsaved(agent.name(), &agent_sid, true);
     }
     // One checkpoint holds the whole state: the first moment names it, the rest its reason.
     if let Some((kind, _)) = due.first() {
@@ -628,6 +660,8 @@ async fn checkpoint(
         Some(LOCK_WAIT),
     )
     .await?;
+    // Every call the journal holds is in this checkpoint (sent or queued).
+    ctx.state.mark_unsaved(agent.name(), agent_sid, false);
     Ok((delivered, last_answer))
 }
 

@@ -938,7 +938,7 @@ both!(doctor_tries_an_agent_and_checks_versions);
 
 /// After `checkpoint_minutes` of activity since the last checkpoint, the next tool call
 /// makes a `time` checkpoint; a conversation's record untouched for 30 days is forgotten at
-/// the next SessionStart.
+/// a SessionStart (records are looked over at most once a day).
 async fn time_checkpoints_and_expiry(backend: Backend) {
     let server = Server::start(backend).await.unwrap();
     let env = ClientEnv::new(&server.url());
@@ -984,6 +984,9 @@ async fn time_checkpoints_and_expiry(backend: Backend) {
     // Untouched for 31 days: forgotten at the next SessionStart (another conversation's).
     let old = std::time::SystemTime::now() - Duration::from_secs(31 * 24 * 3600);
     std::fs::File::options().write(true).open(&record).unwrap().set_modified(old).unwrap();
+    // Records are looked over at most once a day: the last look was a day ago.
+    let stamp = env.baton_home().join("data/sessions/.swept");
+    std::fs::File::options().write(true).open(&stamp).unwrap().set_modified(old).unwrap();
     env.run(
         dir,
         &["hook", "claude", "SessionStart"],
@@ -992,6 +995,53 @@ async fn time_checkpoints_and_expiry(backend: Backend) {
     assert!(!record.exists(), "the stale record was forgotten");
 }
 both!(time_checkpoints_and_expiry);
+
+/// A burst of tool calls heartbeats once (at most every 10 s), and later hooks of the
+/// conversation take its project from its record instead of asking git again.
+async fn tool_calls_heartbeat_at_most_every_ten_seconds(backend: Backend) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let listen = format!("127.0.0.1:{port}");
+    let server = Server::start_with(backend, &["--metrics-listen", &listen]).await.unwrap();
+    let env = ClientEnv::new(&server.url());
+    let repo = git_repo("git@github.com:acme/beats.git");
+    let dir = repo.path();
+    let sid = "bea70000-aaaa-bbbb-cccc-000000000001";
+    env.run(
+        dir,
+        &["hook", "claude", "SessionStart"],
+        &payload("SessionStart", sid, dir, json!({"source": "startup"})),
+    );
+    let read = json!({"tool_name": "Read", "tool_input": {"file_path": "README"}, "tool_response": {"type": "text"}});
+    for _ in 0..5 {
+        env.run(dir, &["hook", "claude", "PostToolUse"], &payload("PostToolUse", sid, dir, read.clone()));
+    }
+    let text = crate::metrics::scrape(port);
+    assert_eq!(
+        crate::metrics::value(&text, "baton_requests_total{rpc=\"Heartbeat\",code=\"Ok\"}"),
+        Some(1.0),
+        "{text}"
+    );
+    // The calls were all counted (the record holds them; the checkpoint carries the count).
+    let out = env.run(dir, &["hook", "claude", "Stop"], &payload("Stop", sid, dir, json!({})));
+    assert_eq!(out.code, 0);
+    let mut c = server.clients().await;
+    let s = c
+        .sessions
+        .list_sessions(ListSessionsRequest { project: "github.com/acme/beats".into(), ..Default::default() })
+        .await
+        .unwrap()
+        .into_inner()
+        .sessions
+        .remove(0);
+    let head = c
+        .checkpoints
+        .get_checkpoint(GetCheckpointRequest { checkpoint_id: s.head_checkpoint_id, include_payload: false })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(head.checkpoint.unwrap().state.unwrap().tool_count, 5);
+}
+both!(tool_calls_heartbeat_at_most_every_ten_seconds);
 
 async fn transcripts_carry_over_to_another_machine(backend: Backend) {
     let server = Server::start(backend).await.unwrap();

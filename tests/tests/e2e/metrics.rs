@@ -9,7 +9,7 @@ use baton_tests::{Backend, Server};
 
 use crate::{based, project, put_note, start_session, write};
 
-fn scrape(port: u16) -> String {
+pub fn scrape(port: u16) -> String {
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
     let mut out = String::new();
@@ -19,7 +19,7 @@ fn scrape(port: u16) -> String {
 }
 
 /// The value of the sample whose line starts with `series`.
-fn value(text: &str, series: &str) -> Option<f64> {
+pub fn value(text: &str, series: &str) -> Option<f64> {
     text.lines()
         .find(|l| l.starts_with(series))
         .and_then(|l| l.rsplit(' ').next())
