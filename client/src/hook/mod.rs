@@ -383,7 +383,9 @@ async fn save_unsaved(ctx: &Ctx, agent: Agent, project: &Project, own: &str, mut
             reason: "saved by the next session here: what its hooks recorded after its last checkpoint"
                 .into(),
             state: Some(state),
-            write: write::options(agent.kind() as i32, &session_id),
+            // Written by this session for that one: not that session's activity (a killed
+            // session does not come back to life).
+            write: write::options(agent.kind() as i32, own),
             ..Default::default()
         };
         let sent = write::submit(

@@ -23,6 +23,13 @@ pub fn is_closed(status: SessionStatus) -> bool {
     matches!(status, SessionStatus::Completed | SessionStatus::Crashed | SessionStatus::Resumed)
 }
 
+/// Whether a write to a session is that session's activity (it keeps it alive, and makes an
+/// idle one active): yes, unless the writer names another session it writes for, such as
+/// the next session on a machine saving what a killed one's hooks recorded.
+pub fn is_activity(session_id: &str, writer_session_id: &str) -> bool {
+    writer_session_id.is_empty() || writer_session_id == session_id
+}
+
 /// Lower-case name used in messages.
 pub fn name(status: SessionStatus) -> &'static str {
     match status {
@@ -40,6 +47,13 @@ pub fn name(status: SessionStatus) -> &'static str {
 mod tests {
     use super::*;
     use SessionStatus::*;
+
+    #[test]
+    fn only_the_session_itself_or_an_unnamed_writer_is_its_activity() {
+        assert!(is_activity("s1", ""));
+        assert!(is_activity("s1", "s1"));
+        assert!(!is_activity("s1", "s2"));
+    }
 
     #[test]
     fn table() {

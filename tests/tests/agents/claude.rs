@@ -295,6 +295,12 @@ async fn killed_mid_session() {
         state.active_tasks.iter().map(|t| (t.content.as_str(), t.status.as_str())).collect();
     assert_eq!(tasks, [("Write hello", "completed"), ("Survive the crash", "pending")]);
 
+    // Nothing more from it: it goes idle (the test's window is 1 s).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while sessions(&mut c, PROJECT).await[0].status != baton_proto::v1::SessionStatus::Idle as i32 {
+        assert!(std::time::Instant::now() < deadline, "the killed session never went idle");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     // The next conversation here saves what the hooks recorded after that checkpoint (the
     // write), and its model receives where the killed one stopped.
     model.set_script(Script::new(vec![Step::text("Picking up. NEXT")]));
@@ -315,6 +321,28 @@ async fn killed_mid_session() {
         .unwrap();
     let state = head(&mut c, &killed).await.state.unwrap();
     assert_eq!(state.files_created, ["hello.txt"], "every call the hooks saw before the kill");
+    // Saving for it was not its activity: it never became active again.
+    let revived = c
+        .events
+        .list_events(baton_proto::v1::ListEventsRequest {
+            project: PROJECT.into(),
+            limit: 1000,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .events
+        .into_iter()
+        .filter(|e| {
+            e.entity_id == killed.id && e.kind == baton_proto::v1::EventKind::SessionStatusChanged as i32
+        })
+        .map(|e| match e.value {
+            Some(baton_proto::v1::event::Value::Session(s)) => s.status,
+            _ => 0,
+        })
+        .collect::<Vec<i32>>();
+    assert_eq!(revived, [baton_proto::v1::SessionStatus::Idle as i32], "only its going idle");
     checked(
         "claude",
         &[

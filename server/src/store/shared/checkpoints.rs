@@ -49,7 +49,11 @@ impl Backend {
                 missing.len()
             )));
         }
-        let row = w.touch(row, &ctx.actor).await?;
+        let row = if crate::core::status::is_activity(&row.id, &ctx.actor.session_id) {
+            w.touch(row, &ctx.actor).await?
+        } else {
+            row
+        };
         // The head is a record: a parent other than the head is a fork, reported as a
         // conflict on it (both branches are kept either way).
         let fork = parent != head;
