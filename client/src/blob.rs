@@ -147,21 +147,10 @@ pub fn claude_project_dir(cwd: &Path) -> String {
 /// Writes a Claude Code transcript where Claude Code looks for it for `cwd` on this machine,
 /// with the old project path rewritten to `cwd`. Returns the file written.
 pub fn restore_claude(data: &[u8], blob: &BlobRef, cwd: &Path, home: &Path) -> anyhow::Result<PathBuf> {
-    let text = String::from_utf8_lossy(data);
-    let new_cwd = cwd.display().to_string();
-    let text = if blob.cwd.is_empty() || blob.cwd == new_cwd {
-        text.into_owned()
-    } else {
-        text.replace(&blob.cwd, &new_cwd)
-    };
     // One plain name, or nothing is written (the hub or a teammate chose it).
     let name = crate::safe::agent_session_id(&blob.agent_session_id)?;
-    let dir = claude_root(home).join("projects").join(claude_project_dir(cwd));
-    crate::fsperm::create_private_dir(&dir)?;
-    let file = dir.join(format!("{name}.jsonl"));
-    let tmp = file.with_extension("jsonl.baton-tmp");
-    crate::fsperm::write_private(&tmp, text.as_bytes())?;
-    std::fs::rename(&tmp, &file)?;
+    let file = claude_root(home).join("projects").join(claude_project_dir(cwd)).join(format!("{name}.jsonl"));
+    write_whole(&file, &rehomed(data, blob, cwd))?;
     Ok(file)
 }
 
@@ -359,12 +348,8 @@ pub fn restore_claude_tasks(data: &[u8], blob: &BlobRef, home: &Path) -> anyhow:
         checked.push((name.clone(), content.to_owned()));
     }
     let dir = claude_root(home).join("tasks").join(id);
-    crate::fsperm::create_private_dir(&dir)?;
     for (name, content) in checked {
-        let file = dir.join(&name);
-        let tmp = dir.join(format!("{name}.baton-tmp"));
-        crate::fsperm::write_private(&tmp, content.as_bytes())?;
-        std::fs::rename(&tmp, &file)?;
+        write_whole(&dir.join(&name), &content)?;
     }
     Ok(dir)
 }

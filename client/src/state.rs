@@ -1,5 +1,9 @@
 //! Local state of the agent sessions this machine's hooks have seen: which Baton session
-//! an agent conversation maps to, and its tool-call count (for "checkpoint every N").
+//! an agent conversation maps to, what its hooks recorded (its journal), its counters.
+//!
+//! Conversations with calls no checkpoint holds are marked by a file beside their record,
+//! so a SessionStart finds them without reading every record: reading them all cost
+//! hook-bench's "SessionStart, 4 at once" row ~7 ms per 600 conversations.
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};

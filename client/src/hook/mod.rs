@@ -1,6 +1,11 @@
 //! `baton hook <agent> <event>`: what the agents' hooks call. It reads the agent's JSON
 //! payload on stdin, does the right thing for the event, prints what the agent expects,
 //! and never breaks the agent: bounded time, always exit 0, errors go to `hook.log`.
+//!
+//! Hooks of one conversation take its project from its record while the cwd is the same,
+//! and PostToolUse reaches the hub only for a heartbeat (at most every 10 s) or a
+//! checkpoint: without them hook-bench's "PostToolUse, 4 at once" row spent two `git`
+//! processes and a connection on every call (16.1 ms p50 against 15).
 
 pub mod agent;
 pub mod journal;
@@ -461,6 +466,29 @@ pub fn offline_brief(ctx: &Ctx, project: &Project, budget: usize) -> String {
     }
 }
 
+/// The project of a conversation this machine has a live record of (in the same cwd), from
+/// that record; else found again (`git`). The record, when there is one.
+fn conversation_project(
+    ctx: &Ctx,
+    agent: Agent,
+    agent_sid: &str,
+    cwd: &Path,
+) -> (Project, Option<crate::state::AgentSession>) {
+    let known = ctx
+        .state
+        .get(agent.name(), agent_sid)
+        .filter(|s| !s.ended && !s.root.is_empty() && s.cwd == cwd.display().to_string());
+    let project = match &known {
+        Some(s) => Project {
+            key: s.project.clone(),
+            source: project::Source::Recorded,
+            root: PathBuf::from(&s.root),
+        },
+        None => project::identify(cwd),
+    };
+    (project, known)
+}
+
 /// Records what a hook says into the conversation's journal (its Baton session made first
 /// if this machine has none for it yet).
 async fn record(
@@ -469,9 +497,9 @@ async fn record(
     p: &Payload,
     f: impl FnOnce(&mut journal::Journal),
 ) -> anyhow::Result<()> {
-    let project = project::identify(&p.cwd());
     let agent_sid = p.agent_session_id().unwrap_or("unknown").to_owned();
-    if ctx.state.get(agent.name(), &agent_sid).is_none_or(|s| s.ended || s.project != project.key) {
+    let (project, known) = conversation_project(ctx, agent, &agent_sid, &p.cwd());
+    if known.is_none() {
         let mut hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
         session_for(ctx, agent, p, &project, hub.as_mut(), true, None).await?;
     }
@@ -482,25 +510,11 @@ async fn record(
 /// the call made a moment (a task completed, a failure recovered from) or one is due (every
 /// N calls, every M minutes of activity).
 async fn post_tool_use(ctx: &Ctx, agent: Agent, p: &Payload, error: Option<&str>) -> anyhow::Result<()> {
-    // Hooks of one conversation run in quick succession, several at once: the project comes
-    // from the conversation's record while its cwd is the same, and the hub is reached only
-    // for a heartbeat (at most every BEAT) or a checkpoint. Without these, hook-bench's
-    // "PostToolUse, 4 at once" row spent two git processes and a connection on every call.
+    // The hub only for a heartbeat (at most every BEAT) or a checkpoint (the module's header).
     const BEAT: i64 = 10_000_000;
     let cwd = p.cwd();
     let agent_sid = p.agent_session_id().unwrap_or("unknown").to_owned();
-    let known = ctx
-        .state
-        .get(agent.name(), &agent_sid)
-        .filter(|s| !s.ended && !s.root.is_empty() && s.cwd == cwd.display().to_string());
-    let project = match &known {
-        Some(s) => Project {
-            key: s.project.clone(),
-            source: project::Source::Recorded,
-            root: PathBuf::from(&s.root),
-        },
-        None => project::identify(&cwd),
-    };
+    let (project, known) = conversation_project(ctx, agent, &agent_sid, &cwd);
     let mut hub = match known {
         Some(_) => None,
         None => remote::connect(&ctx.settings, Timeouts::HOOK).await.ok(),

@@ -36,6 +36,16 @@ fn context(out: &str) -> String {
         .unwrap_or_else(|| panic!("no additionalContext: {out}"))
 }
 
+/// The project's sessions, newest first.
+async fn sessions_of(mut c: Clients, project: &str) -> Vec<baton_proto::v1::Session> {
+    c.sessions
+        .list_sessions(ListSessionsRequest { project: project.into(), ..Default::default() })
+        .await
+        .unwrap()
+        .into_inner()
+        .sessions
+}
+
 async fn wait_for<F: std::future::Future<Output = bool>>(mut f: impl FnMut() -> F) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while !f().await {
@@ -682,17 +692,7 @@ async fn resume_twice_makes_one_successor(backend: Backend) {
         &payload("SessionStart", sid, dir, json!({"source": "startup"})),
     );
     let mut c = server.clients().await;
-    let sessions = |c: &mut Clients| {
-        let mut c = c.clone();
-        async move {
-            c.sessions
-                .list_sessions(ListSessionsRequest { project: project.into(), ..Default::default() })
-                .await
-                .unwrap()
-                .into_inner()
-                .sessions
-        }
-    };
+    let sessions = |c: &mut Clients| sessions_of(c.clone(), project);
     // The first session goes idle on its own (no activity for the window).
     let first = sessions(&mut c).await[0].id.clone();
     wait_for(|| {
@@ -767,17 +767,7 @@ async fn resuming_an_ended_conversation_links_it(backend: Backend) {
         &payload("SessionEnd", sid, dir, json!({"reason": "other"})),
     );
     let mut c = server.clients().await;
-    let sessions = |c: &mut Clients| {
-        let mut c = c.clone();
-        async move {
-            c.sessions
-                .list_sessions(ListSessionsRequest { project: project.into(), ..Default::default() })
-                .await
-                .unwrap()
-                .into_inner()
-                .sessions
-        }
-    };
+    let sessions = |c: &mut Clients| sessions_of(c.clone(), project);
     wait_for(|| {
         let mut c = c.clone();
         async move { sessions(&mut c).await[0].status == SessionStatus::Completed as i32 }
@@ -908,14 +898,8 @@ async fn doctor_tries_an_agent_and_checks_versions(backend: Backend) {
     assert!(v["delivery"].as_str().unwrap().contains("developer message"), "{v}");
     let text = env.run(dir, &["doctor", "--try", "gemini"], "");
     assert!(text.stdout.contains("try the brief") && text.stdout.contains("<hook_context>"), "{text:?}");
-    let mut c = server.clients().await;
-    let sessions = c
-        .sessions
-        .list_sessions(ListSessionsRequest { project: "github.com/acme/try".into(), ..Default::default() })
-        .await
-        .unwrap()
-        .into_inner();
-    assert!(sessions.sessions.is_empty(), "--try starts no session");
+    let c = server.clients().await;
+    assert!(sessions_of(c, "github.com/acme/try").await.is_empty(), "--try starts no session");
 
     // A claude on the PATH that is not the version the suite proved.
     let bin = tempfile::tempdir().unwrap();
@@ -961,13 +945,7 @@ async fn time_checkpoints_and_expiry(backend: Backend) {
     env.run(dir, &["hook", "claude", "PostToolUse"], &payload("PostToolUse", sid, dir, read.clone()));
     env.run(dir, &["hook", "claude", "PostToolUse"], &payload("PostToolUse", sid, dir, read));
     let mut c = server.clients().await;
-    let sessions = c
-        .sessions
-        .list_sessions(ListSessionsRequest { project: "github.com/acme/time".into(), ..Default::default() })
-        .await
-        .unwrap()
-        .into_inner()
-        .sessions;
+    let sessions = sessions_of(c.clone(), "github.com/acme/time").await;
     let list = c
         .checkpoints
         .list_checkpoints(ListCheckpointsRequest { session_id: sessions[0].id.clone(), ..Default::default() })
@@ -1025,14 +1003,7 @@ async fn tool_calls_heartbeat_at_most_every_ten_seconds(backend: Backend) {
     let out = env.run(dir, &["hook", "claude", "Stop"], &payload("Stop", sid, dir, json!({})));
     assert_eq!(out.code, 0);
     let mut c = server.clients().await;
-    let s = c
-        .sessions
-        .list_sessions(ListSessionsRequest { project: "github.com/acme/beats".into(), ..Default::default() })
-        .await
-        .unwrap()
-        .into_inner()
-        .sessions
-        .remove(0);
+    let s = sessions_of(c.clone(), "github.com/acme/beats").await.remove(0);
     let head = c
         .checkpoints
         .get_checkpoint(GetCheckpointRequest { checkpoint_id: s.head_checkpoint_id, include_payload: false })
