@@ -27,7 +27,8 @@ pub fn store(data_dir: &Path, project: &str, text: &str) -> anyhow::Result<()> {
         text: text.to_owned(),
         cached_at_us: crate::write::now_us(),
     };
-    let tmp = p.with_extension("tmp");
+    // Hooks of parallel conversations store at once: each writes its own temporary file.
+    let tmp = p.with_extension(format!("{}.tmp", std::process::id()));
     crate::fsperm::write_private(&tmp, &serde_json::to_vec(&brief)?)?;
     std::fs::rename(tmp, p)?;
     Ok(())

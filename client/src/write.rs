@@ -1,7 +1,6 @@
 //! Writes from the client: sent at once when the hub answers, queued when it does not, and
 //! the queue flushed first so writes reach the hub in the order they were made.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -208,6 +207,8 @@ pub async fn flush(
             out.left = total - i;
             break;
         }
+        // Another process is sending this one right now (its own write): not ours to send.
+        let Some(_claim) = crate::queue::claim(&path)? else { continue };
         if now_us() - entry.written_at_us > crate::queue::MAX_AGE.as_micros() as i64 {
             locked.bury(&path, &entry, "older than the queue's 30-day cap".into())?;
             out.buried += 1;
@@ -263,57 +264,53 @@ pub async fn submit(
     // Journaled before anything is sent: if this process is stopped mid-send (a hook's
     // time budget, a kill, a hub that accepts but never answers), the write is still
     // queued for the next flush. A write that gets an answer leaves the journal.
-    let older = queue.counts().0;
-    let journal = journal(queue, &write, wait, false)?;
+    let older = queue.waiting();
+    let journal = {
+        let entry = Entry::new(&write, now_us());
+        locked(queue, wait)?.push_in_flight(&entry)?
+    };
     if older > 0 {
-        // Older writes first (order matters); this one is the newest entry, so the flush
-        // delivers it last, or leaves it queued.
+        // Queued writes first (order matters). Writes other processes are sending at this
+        // moment are not queued: they are as concurrent as this one, and waiting for them
+        // would only serialize hooks that run at once.
         let flushed = flush(queue, hub, wait, None).await?;
-        let id = write.request_id();
-        if let Some((_, result)) = flushed.results.into_iter().find(|(r, _)| r == id) {
-            return Ok(Delivered::Sent(Box::new(result)));
-        }
-        if let Some((_, reason)) = flushed.refused.into_iter().find(|(r, _)| r == id) {
-            anyhow::bail!("{reason}");
-        }
-        if flushed.left > 0 || journal.exists() {
-            crate::queue::sync(&journal)?;
+        if flushed.left > 0 {
+            crate::queue::sync(&journal.path)?;
             return Ok(Delivered::Queued);
         }
     }
     match write.clone().send(hub, None).await {
         Ok(result) => {
-            forget(queue, &journal, wait);
+            forget(&journal.path);
             Ok(Delivered::Sent(Box::new(result)))
         }
         Err(status) if remote::is_transient(&status) => {
-            crate::queue::sync(&journal)?;
+            crate::queue::sync(&journal.path)?;
             Ok(Delivered::Queued)
         }
         Err(status) => {
-            forget(queue, &journal, wait);
+            forget(&journal.path);
             Err(anyhow::anyhow!(remote::explain(&status)))
         }
     }
+    // The claim on the entry ends here: one left behind is an ordinary queued write.
 }
 
-fn journal(queue: &Queue, write: &Write, wait: Option<Duration>, durable: bool) -> anyhow::Result<PathBuf> {
-    let entry = Entry::new(write, now_us());
-    let locked = queue
+/// The queue, locked for a change; a hook waits at most `wait` (at least 2 s).
+fn locked(queue: &Queue, wait: Option<Duration>) -> anyhow::Result<crate::queue::Locked<'_>> {
+    queue
         .lock(wait.map(|w| w.max(Duration::from_secs(2))))?
-        .context("the offline queue is locked by another process")?;
-    locked.push(&entry, durable)
+        .context("the offline queue is locked by another process")
 }
 
-/// Takes a delivered write out of the journal. Failing to is harmless: a later flush sends
-/// it again and the hub answers with the stored reply.
-fn forget(queue: &Queue, path: &std::path::Path, wait: Option<Duration>) {
-    if let Ok(Some(locked)) = queue.lock(wait.map(|w| w.max(Duration::from_secs(2)))) {
-        let _ = locked.remove(path);
-    }
+/// Takes a delivered write out of the journal; no queue lock needed, as a flusher leaves a
+/// claimed entry alone. Failing to is harmless: a later flush sends it again and the hub
+/// answers with the stored reply.
+fn forget(path: &std::path::Path) {
+    let _ = std::fs::remove_file(path);
 }
 
 fn enqueue(queue: &Queue, write: &Write, wait: Option<Duration>) -> anyhow::Result<Delivered> {
-    journal(queue, write, wait, true)?;
+    locked(queue, wait)?.push(&Entry::new(write, now_us()))?;
     Ok(Delivered::Queued)
 }

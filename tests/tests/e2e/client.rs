@@ -297,6 +297,49 @@ async fn offline_queue_flushes_once_in_order(backend: Backend) {
 }
 both!(offline_queue_flushes_once_in_order);
 
+/// A write another process is sending right now (its queue entry claimed) is not queued:
+/// a write made meanwhile is sent at once, neither waiting behind it nor sending it in its
+/// place (hooks running at once used to flush each other's writes and queue on the lock).
+/// Once its process is gone, unsent, it is an ordinary queued write and goes first.
+#[tokio::test]
+async fn writes_in_flight_elsewhere_are_left_to_their_process() {
+    let server = Server::start(Backend::Sqlite).await.unwrap();
+    let env = ClientEnv::new(&server.url());
+    let repo = git_repo("https://github.com/acme/inflight.git");
+    let dir = repo.path();
+    let down = [("BATON_SERVER", "http://127.0.0.1:9")];
+    let out = env.run_with_env(dir, &["memory", "add", "decision", "made elsewhere"], "", &down);
+    assert!(out.stdout.contains("queued"), "{out:?}");
+    let pending = env.baton_home().join("data").join("queue").join("pending");
+    let entry = std::fs::read_dir(&pending).unwrap().flatten().map(|e| e.path()).next().unwrap();
+    // This test process stands for the one sending it (a lock is per open file).
+    let claim = std::fs::File::open(&entry).unwrap();
+    claim.lock().unwrap();
+
+    let out = env.run(dir, &["memory", "add", "decision", "made here"], "");
+    assert!(out.code == 0 && !out.stdout.contains("queued"), "sent, not queued behind it: {out:?}");
+    let decisions = |env: &ClientEnv| {
+        let out = env.run(dir, &["memory", "list", "decision", "--json"], "");
+        let v: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+        v["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["content"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(decisions(&env), ["made here"], "the claimed write was left to its process");
+    assert!(entry.exists());
+
+    drop(claim);
+    let out = env.run(dir, &["memory", "add", "decision", "made last"], "");
+    assert!(out.code == 0 && !out.stdout.contains("queued"), "{out:?}");
+    let mut held = decisions(&env);
+    held.sort();
+    assert_eq!(held, ["made elsewhere", "made here", "made last"]);
+    assert!(!entry.exists() && std::fs::read_dir(&pending).unwrap().count() == 0);
+}
+
 async fn stale_queued_write_is_reported(backend: Backend) {
     let mut server = Server::start(backend).await.unwrap();
     let env = ClientEnv::new(&server.url());
