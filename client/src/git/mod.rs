@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+mod plain;
+
 fn git(dir: &Path, args: &[&str]) -> Option<String> {
     let out = Command::new("git")
         .arg("-C")
@@ -29,6 +31,9 @@ pub struct Info {
 }
 
 pub fn info(dir: &Path) -> Info {
+    if let Some(info) = plain::read(dir) {
+        return info;
+    }
     if let Some(out) = git(dir, &["rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD"]) {
         let mut lines = out.lines();
         let toplevel = lines.next().filter(|s| !s.is_empty()).map(PathBuf::from);
