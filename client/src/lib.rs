@@ -1,5 +1,6 @@
 //! Baton's client: agent hooks, warmup briefs, checkpoints, resume and the offline queue.
 
+pub mod ancestry;
 pub mod blob;
 pub mod cache;
 pub mod cmd;
@@ -9,6 +10,7 @@ pub mod fsperm;
 pub mod git;
 pub mod hook;
 pub mod install;
+pub mod mcp;
 pub mod pages;
 pub mod project;
 pub mod queue;

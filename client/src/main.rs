@@ -67,6 +67,14 @@ enum Command {
         #[arg(long)]
         trust: bool,
     },
+    /// Serve the agent's memory tools over MCP on stdin/stdout (brief, remember, forget,
+    /// recall, sessions, session, checkpoint, conflicts); `baton init` registers it with
+    /// each agent.
+    Mcp {
+        /// The agent that starts it (its conversation's session and brief budget).
+        #[arg(long, value_enum)]
+        agent: Option<Agent>,
+    },
     /// Print the warmup brief for the current project.
     Warmup {
         /// Budget in characters.
@@ -259,6 +267,16 @@ async fn run(
             cmd::init::Options { uninstall, sync_transcripts, trust },
             json,
         ),
+        Command::Mcp { agent } => {
+            // stdout is the protocol: nothing else may print there.
+            return match baton::mcp::serve(ctx, agent).await {
+                Ok(()) => true,
+                Err(e) => {
+                    eprintln!("baton mcp: {e:#}");
+                    false
+                }
+            };
+        }
         Command::Warmup { budget } => cmd::warmup::run(&ctx, &dir, budget, json).await,
         Command::Status => cmd::status::run(&ctx, &dir, json).await,
         Command::Sync => cmd::sync::run(&ctx).await,

@@ -55,6 +55,10 @@ impl Timeouts {
     /// Health probes (`baton status`, `baton doctor`): a hub that does not answer in 3 s is
     /// reported as such rather than waited on.
     pub const PROBE: Self = Self { connect: Duration::from_secs(3), request: Some(Duration::from_secs(3)) };
+    /// `baton mcp`'s tools: a model waits on them, so a hub that does not answer is
+    /// reported quickly (reads fall back to the cached brief, writes are queued).
+    pub const MCP: Self =
+        Self { connect: Duration::from_millis(800), request: Some(Duration::from_secs(10)) };
     /// Streams (watch) have no overall deadline.
     pub const STREAM: Self = Self { connect: Duration::from_secs(3), request: None };
 }

@@ -50,6 +50,10 @@ pub struct AgentSession {
     /// When this machine last wrote a checkpoint of it (µs since the epoch; 0 = never).
     #[serde(default)]
     pub last_checkpoint_us: i64,
+    /// The processes above the hook that started it, nearest first: the agent's among them
+    /// (`baton mcp`, started by the same agent process, finds its conversation by them).
+    #[serde(default)]
+    pub agent_pids: Vec<u32>,
 }
 
 /// How long a conversation's record is kept after its last hook.
@@ -81,6 +85,39 @@ impl Store {
     pub fn get(&self, agent: &str, agent_session_id: &str) -> Option<AgentSession> {
         let bytes = fs::read(self.path(agent, agent_session_id)).ok()?;
         serde_json::from_slice(&bytes).ok()
+    }
+
+    /// The records of `agent`'s conversations (any agent's with `None`), most recently
+    /// written first, at most `limit`, with the agent's name and the file name's id part.
+    /// Records of pending resumes and successors are not conversations and are skipped.
+    pub fn recent(&self, agent: Option<&str>, limit: usize) -> Vec<(String, String, AgentSession)> {
+        let Ok(entries) = fs::read_dir(&self.dir) else { return Vec::new() };
+        let mut files: Vec<(std::time::SystemTime, String)> = entries
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let stem = name.strip_suffix(".json")?;
+                if stem.contains("pending_") || stem.contains("successor_") {
+                    return None;
+                }
+                if let Some(agent) = agent
+                    && !stem.starts_with(&format!("{agent}-"))
+                {
+                    return None;
+                }
+                Some((e.metadata().ok()?.modified().ok()?, name))
+            })
+            .collect();
+        files.sort_by_key(|f| std::cmp::Reverse(f.0));
+        files
+            .into_iter()
+            .filter_map(|(_, name)| {
+                let (agent, key) = name.strip_suffix(".json")?.split_once('-')?;
+                let record = serde_json::from_slice(&fs::read(self.dir.join(&name)).ok()?).ok()?;
+                Some((agent.to_owned(), key.to_owned(), record))
+            })
+            .take(limit)
+            .collect()
     }
 
     /// Removes and returns an entry (e.g. a resume waiting for the next new conversation).

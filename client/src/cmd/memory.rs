@@ -4,7 +4,7 @@ use std::path::Path;
 
 use baton_proto::v1::{
     ConflictPolicy, DeleteMemoryRequest, ListMemoryRequest, MemoryItem, MemoryOp, PutMemoryRequest,
-    RecordRef, delete_memory_request,
+    RecordRef, WriteResult, delete_memory_request,
 };
 
 use crate::remote::{self, Timeouts};
@@ -23,63 +23,78 @@ pub struct Add {
     pub if_revision: Option<i64>,
 }
 
-pub async fn add(ctx: &Ctx, dir: &Path, a: Add, json: bool) -> anyhow::Result<()> {
-    let project = project::identify(dir);
+/// What became of a memory write.
+pub enum Put {
+    /// A current-state set already held that item: nothing was sent.
+    AlreadyHeld,
+    Sent(Box<WriteResult>),
+    Queued,
+}
+
+/// Writes `a` by its category's rule: an item added to a current-state set as the set is
+/// when the write arrives (two concurrent adds both land, and it works offline: queued, and
+/// over the cap refused on arrival into the queue's dead letters); decision and
+/// session_summary appended; a note upserted. Secrets are redacted first; returns how many.
+/// `author`: the agent kind and session the write is recorded as made by.
+pub async fn put(
+    ctx: &Ctx,
+    mut hub: Option<&mut remote::Hub>,
+    project: &str,
+    a: &Add,
+    author: (i32, &str),
+) -> anyhow::Result<(Put, u32)> {
     let branch = a.branch.clone().unwrap_or_default();
     let (text, n1) = baton_proto::redact::redact(&a.text);
     let (rationale, n2) = baton_proto::redact::redact(a.rationale.as_deref().unwrap_or_default());
     let item = MemoryItem { content: text.into_owned(), rationale: rationale.into_owned() };
-    let agent = baton_proto::v1::AgentKind::Custom as i32;
-    let mut hub = remote::connect(&ctx.settings, Timeouts::CLI).await.ok();
-    let request = |op: MemoryOp, items: Vec<MemoryItem>, base: Option<i64>, policy: ConflictPolicy| {
-        let mut write = write::options(agent, "");
-        if let Some(w) = write.as_mut() {
-            w.base_revision = base;
-            w.policy = policy as i32;
-        }
-        PutMemoryRequest {
-            project: project.key.clone(),
-            category: a.category.clone(),
-            branch: branch.clone(),
-            key: a.key.clone().unwrap_or_default(),
-            op: op as i32,
-            items,
-            write,
-        }
+    let current = CURRENT.contains(&a.category.as_str());
+    if current
+        && a.if_revision.is_none()
+        && let Some(h) = hub.as_deref_mut()
+        && holds(h, project, &a.category, &branch, &item.content).await?
+    {
+        return Ok((Put::AlreadyHeld, n1 + n2));
+    }
+    let op = if current {
+        MemoryOp::AddItem
+    } else if HISTORY.contains(&a.category.as_str()) {
+        MemoryOp::Append
+    } else {
+        MemoryOp::Upsert
     };
-    let delivered = if CURRENT.contains(&a.category.as_str()) {
-        // An item added to the set as it is when the write arrives: two concurrent adds both
-        // land, and it works offline (queued; the hub applies it on arrival, over the cap it
-        // is refused and the queue's dead letters say so).
-        if let Some(h) = hub.as_mut()
-            && a.if_revision.is_none()
-            && holds(h, &project.key, &a.category, &branch, &item.content).await?
-        {
+    let policy = if a.if_revision.is_some() { ConflictPolicy::Reject } else { ConflictPolicy::Overwrite };
+    let mut write = write::options(author.0, author.1);
+    if let Some(w) = write.as_mut() {
+        w.base_revision = a.if_revision;
+        w.policy = policy as i32;
+    }
+    let request = PutMemoryRequest {
+        project: project.to_owned(),
+        category: a.category.clone(),
+        branch,
+        key: a.key.clone().unwrap_or_default(),
+        op: op as i32,
+        items: vec![item],
+        write,
+    };
+    let put = match write::submit(&ctx.queue, hub, Write::PutMemory(request), None).await? {
+        Delivered::Sent(r) => Put::Sent(r),
+        Delivered::Queued => Put::Queued,
+    };
+    Ok((put, n1 + n2))
+}
+
+pub async fn add(ctx: &Ctx, dir: &Path, a: Add, json: bool) -> anyhow::Result<()> {
+    let project = project::identify(dir);
+    let mut hub = remote::connect(&ctx.settings, Timeouts::CLI).await.ok();
+    let author = (baton_proto::v1::AgentKind::Custom as i32, "");
+    let (put, redacted) = put(ctx, hub.as_mut(), &project.key, &a, author).await?;
+    match put {
+        Put::AlreadyHeld => {
             println!("{} already holds that item: nothing to add", a.category);
             return Ok(());
         }
-        let policy = if a.if_revision.is_some() { ConflictPolicy::Reject } else { ConflictPolicy::Overwrite };
-        write::submit(
-            &ctx.queue,
-            hub.as_mut(),
-            Write::PutMemory(request(MemoryOp::AddItem, vec![item], a.if_revision, policy)),
-            None,
-        )
-        .await?
-    } else {
-        let op = if HISTORY.contains(&a.category.as_str()) { MemoryOp::Append } else { MemoryOp::Upsert };
-        let policy = if a.if_revision.is_some() { ConflictPolicy::Reject } else { ConflictPolicy::Overwrite };
-        write::submit(
-            &ctx.queue,
-            hub.as_mut(),
-            Write::PutMemory(request(op, vec![item], a.if_revision, policy)),
-            None,
-        )
-        .await?
-    };
-    let redacted = n1 + n2;
-    match delivered {
-        Delivered::Sent(r) => {
+        Put::Sent(r) => {
             if json {
                 println!(
                     "{}",
@@ -98,7 +113,7 @@ pub async fn add(ctx: &Ctx, dir: &Path, a: Add, json: bool) -> anyhow::Result<()
                 }
             }
         }
-        Delivered::Queued => {
+        Put::Queued => {
             println!("the hub is unreachable: queued (sent by the next call or `baton sync`)")
         }
     }

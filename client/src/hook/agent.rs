@@ -20,6 +20,11 @@ impl Agent {
         }
     }
 
+    /// The agent of a `name()`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::Claude, Self::Codex, Self::Gemini, Self::Cursor].into_iter().find(|a| a.name() == name)
+    }
+
     pub fn kind(self) -> AgentKind {
         match self {
             Self::Claude => AgentKind::ClaudeCode,

@@ -320,6 +320,7 @@ fn remember(
             root: project.root.display().to_string(),
             // The time checkpoints count from the session's start.
             last_checkpoint_us: write::now_us(),
+            agent_pids: crate::ancestry::pids(),
             ..Default::default()
         };
     })
@@ -624,19 +625,7 @@ async fn checkpoint(
         ctx.state.update(agent.name(), agent_sid, |s| s.journal.answer(answer))?;
     }
     let local = ctx.state.get(agent.name(), agent_sid).unwrap_or_default();
-    let transcript = p
-        .transcript()
-        .or_else(|| Some(PathBuf::from(&local.transcript_path)).filter(|t| !t.as_os_str().is_empty()));
-    // The journal (the hooks' payloads), completed by the transcript, which lags them.
-    let read = transcript.map(|t| transcript::read(&t, &cwd, &project.root)).unwrap_or_default();
-    let mut state = journal::merge(&local.journal, read);
-    state.git_head = git::head(&cwd).unwrap_or_default();
-    state.tool_count = state.tool_count.max(i64::try_from(local.tool_count).unwrap_or(0));
-    let mut redactor = baton_proto::redact::Redactor::default();
-    redactor.fields(baton_proto::redact::state_texts(&mut state));
-    if redactor.count > 0 {
-        log(ctx, &format!("redacted {} secret(s) from a checkpoint before sending", redactor.count));
-    }
+    let state = conversation_state(ctx, &local, p.transcript(), &cwd, &project.root);
     let last_answer = state.last_answer.clone();
     let mut blobs = Vec::new();
     if may_upload
@@ -679,6 +668,29 @@ async fn checkpoint(
     // Every call the journal holds is in this checkpoint (sent or queued).
     ctx.state.mark_unsaved(agent.name(), agent_sid, false);
     Ok((delivered, last_answer))
+}
+
+/// A conversation's state for a checkpoint: the journal (the hooks' payloads), completed by
+/// the transcript, which lags them; redacted.
+pub fn conversation_state(
+    ctx: &Ctx,
+    record: &crate::state::AgentSession,
+    transcript: Option<PathBuf>,
+    cwd: &Path,
+    root: &Path,
+) -> baton_proto::v1::CheckpointState {
+    let transcript = transcript
+        .or_else(|| Some(PathBuf::from(&record.transcript_path)).filter(|t| !t.as_os_str().is_empty()));
+    let read = transcript.map(|t| transcript::read(&t, cwd, root)).unwrap_or_default();
+    let mut state = journal::merge(&record.journal, read);
+    state.git_head = git::head(cwd).unwrap_or_default();
+    state.tool_count = state.tool_count.max(i64::try_from(record.tool_count).unwrap_or(0));
+    let mut redactor = baton_proto::redact::Redactor::default();
+    redactor.fields(baton_proto::redact::state_texts(&mut state));
+    if redactor.count > 0 {
+        log(ctx, &format!("redacted {} secret(s) from a checkpoint before sending", redactor.count));
+    }
+    state
 }
 
 async fn upload_transcript(

@@ -20,6 +20,7 @@ mod history;
 mod instances;
 mod limits;
 mod malformed;
+mod mcp;
 mod memory;
 mod metrics;
 mod paging;

@@ -1,0 +1,199 @@
+//! `baton mcp`: a Model Context Protocol server over stdio, so the agent itself can read
+//! and write Baton's memory mid-session (a brief at SessionStart fades as a session goes on
+//! and is compacted away). Built on the official Rust SDK (`rmcp`).
+
+mod params;
+mod tools;
+pub mod workspace;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::service::{NotificationContext, RoleServer};
+use rmcp::{ErrorData, Peer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use tokio::sync::Mutex;
+
+use self::tools::{Answer, Call, Failure};
+use crate::Ctx;
+use crate::hook::Agent;
+
+/// The server's name in the agents' configuration: its tools are `mcp__baton__<tool>`.
+pub const NAME: &str = "baton";
+
+/// The tools, as the agents name them in permission rules.
+pub const TOOLS: [&str; 8] =
+    ["brief", "remember", "forget", "recall", "sessions", "session", "checkpoint", "conflicts"];
+
+#[derive(Clone)]
+pub struct Server {
+    ctx: Arc<Ctx>,
+    agent: Option<Agent>,
+    /// The workspace from the client's roots, asked once (and again when they change).
+    dir: Arc<Mutex<Option<PathBuf>>>,
+    #[allow(dead_code, reason = "read by the tool_handler macro")]
+    tool_router: ToolRouter<Self>,
+}
+
+/// Serves MCP on stdin/stdout until the client closes it.
+pub async fn serve(ctx: Ctx, agent: Option<Agent>) -> anyhow::Result<()> {
+    let server = Server {
+        ctx: Arc::new(ctx),
+        agent,
+        dir: Arc::new(Mutex::new(None)),
+        tool_router: Server::tool_router(),
+    };
+    let running = server.serve(rmcp::transport::stdio()).await?;
+    running.waiting().await?;
+    Ok(())
+}
+
+impl Server {
+    /// The directory the agent works in: the client's first local root, else the agent's
+    /// project-directory variable, else the working directory. Roots are deprecated by the
+    /// 2026 specification (SEP-2577) but still what clients send to say where they work.
+    #[allow(deprecated)]
+    async fn dir(&self, peer: &Peer<RoleServer>) -> PathBuf {
+        let mut cached = self.dir.lock().await;
+        if let Some(dir) = cached.as_ref() {
+            return dir.clone();
+        }
+        let offers_roots = peer.peer_info().is_some_and(|i| i.capabilities.roots.is_some());
+        let from_roots = if offers_roots {
+            match tokio::time::timeout(std::time::Duration::from_secs(2), peer.list_roots()).await {
+                Ok(Ok(list)) => list.roots.iter().find_map(|r| workspace::root_dir(&r.uri)),
+                _ => None,
+            }
+        } else {
+            None
+        };
+        let dir = from_roots.unwrap_or_else(workspace::fallback_dir);
+        *cached = Some(dir.clone());
+        dir
+    }
+
+    async fn call<'a>(&'a self, peer: &Peer<RoleServer>) -> Call<'a> {
+        let dir = self.dir(peer).await;
+        let project = crate::project::identify(&dir);
+        Call { ctx: &self.ctx, agent: self.agent, dir, project }
+    }
+}
+
+/// A tool's answer. Bad arguments are tool errors the model reads, as the specification
+/// asks of input validation (so the model can correct the call) and as `rmcp` answers
+/// arguments that do not match the schema; an unknown tool is a protocol error.
+fn answer(result: Answer) -> Result<CallToolResult, ErrorData> {
+    let (text, ok) = match result {
+        Ok(text) => (text, true),
+        Err(Failure::Tool(text)) => (text, false),
+        Err(Failure::Arguments(text)) => (format!("Invalid arguments: {text}"), false),
+    };
+    let content = vec![ContentBlock::text(crate::safe::text(&text))];
+    Ok(if ok { CallToolResult::success(content) } else { CallToolResult::error(content) })
+}
+
+#[tool_router]
+impl Server {
+    #[tool(
+        description = "The project's current brief from Baton: its goal, constraints, open loops, recent decisions, what other sessions are doing and where the last session stopped. Read it again after a compaction or when you lose track."
+    )]
+    async fn brief(
+        &self,
+        Parameters(p): Parameters<params::Brief>,
+        peer: Peer<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        answer(tools::brief(&self.call(&peer).await, p).await)
+    }
+
+    #[tool(
+        description = "Save something every later session of this project should know: a goal, a constraint, an open loop, a decision (give the rationale) or a note (give a key). Goals, constraints and open loops are shared lists; adding never removes what others added."
+    )]
+    async fn remember(
+        &self,
+        Parameters(p): Parameters<params::Remember>,
+        peer: Peer<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        answer(tools::remember(&self.call(&peer).await, p).await)
+    }
+
+    #[tool(description = "Remove a memory entry that is wrong or done, by the id recall shows.")]
+    async fn forget(
+        &self,
+        Parameters(p): Parameters<params::Forget>,
+        peer: Peer<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        answer(tools::forget(&self.call(&peer).await, p).await)
+    }
+
+    #[tool(
+        description = "The project's memory entries (all, or one category), with their ids, authors and revisions."
+    )]
+    async fn recall(
+        &self,
+        Parameters(p): Parameters<params::Recall>,
+        peer: Peer<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        answer(tools::recall(&self.call(&peer).await, p).await)
+    }
+
+    #[tool(
+        description = "The project's sessions, newest first: which agents work on it where, their status, goal and unfinished tasks."
+    )]
+    async fn sessions(
+        &self,
+        Parameters(p): Parameters<params::Sessions>,
+        peer: Peer<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        answer(tools::sessions(&self.call(&peer).await, p).await)
+    }
+
+    #[tool(
+        description = "One session in detail: where it ran, and its last checkpoint's tasks, decisions, open questions, files and errors."
+    )]
+    async fn session(
+        &self,
+        Parameters(p): Parameters<params::Session>,
+        peer: Peer<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        answer(tools::session(&self.call(&peer).await, p).await)
+    }
+
+    #[tool(
+        description = "Save a checkpoint of this session now, with why, and your current tasks, decisions and open questions; the files changed and tool calls so far are added by Baton. Use it before risky steps and when a piece of work is done."
+    )]
+    async fn checkpoint(
+        &self,
+        Parameters(p): Parameters<params::Checkpoint>,
+        peer: Peer<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        answer(tools::checkpoint(&self.call(&peer).await, p).await)
+    }
+
+    #[tool(
+        description = "Conflicts since this session started: writes to the same memory or session that overwrote another's, or were refused as stale. Check it when memory is not what you expect."
+    )]
+    async fn conflicts(
+        &self,
+        Parameters(p): Parameters<params::Conflicts>,
+        peer: Peer<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        answer(tools::conflicts(&self.call(&peer).await, p).await)
+    }
+}
+
+#[tool_handler]
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(NAME, env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Baton keeps this project's memory across sessions, machines and agents. Read `brief` when you start or lose track; `remember` decisions (with rationale), constraints, open loops and goals as they happen; `checkpoint` before risky steps.",
+            )
+    }
+
+    async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
+        *self.dir.lock().await = None;
+    }
+}

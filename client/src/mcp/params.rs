@@ -1,0 +1,128 @@
+//! The tools' arguments: each field's description is what the model reads.
+
+use rmcp::schemars;
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Brief {
+    /// Most characters the brief may have (500 to 50000). Default: what this agent's
+    /// SessionStart brief gets.
+    pub budget: Option<u32>,
+}
+
+/// What kind of thing to remember.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    /// What the project is working towards now (a current-state set).
+    Goal,
+    /// A rule every session must follow, e.g. "no new dependencies" (a current-state set).
+    Constraint,
+    /// Something started and not finished, or a question still open (a current-state set).
+    OpenLoop,
+    /// A choice made, with its rationale (appended to the project's decision history).
+    Decision,
+    /// A fact under a key, e.g. key "deploy" (a later note with the same key replaces it).
+    Note,
+}
+
+impl Category {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Goal => "goal",
+            Self::Constraint => "constraint",
+            Self::OpenLoop => "open_loop",
+            Self::Decision => "decision",
+            Self::Note => "note",
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Remember {
+    /// goal, constraint or open_loop (current state, shared by every session of the
+    /// project), decision (with rationale) or note (with key).
+    pub category: Category,
+    /// The item, in one or two plain sentences a later session can act on.
+    pub text: String,
+    /// Why (decisions): what was weighed and what it rules out.
+    pub rationale: Option<String>,
+    /// The note's key (required for notes, e.g. "deploy", "retry-policy").
+    pub key: Option<String>,
+    /// Scope it to this git branch instead of the whole project.
+    pub branch: Option<String>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Forget {
+    /// The entry's id as `recall` shows it (the full id, or its last 8+ characters).
+    pub id: String,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Recall {
+    /// Only this category: goal, constraint, open_loop, recent_change, decision,
+    /// session_summary or note. Default: all of them.
+    pub category: Option<String>,
+    /// Also decisions and summaries evicted from the brief by the history cap.
+    #[serde(default)]
+    pub include_evicted: bool,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Sessions {
+    /// Only sessions with these statuses: active, idle, completed, crashed, resumed,
+    /// initializing. Default: all.
+    #[serde(default)]
+    pub status: Vec<String>,
+    /// How many, newest first (1 to 50, default 10).
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Session {
+    /// The session's id as `sessions` shows it (full, or its first or last 8+ characters).
+    pub id: String,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Task {
+    /// What the task is.
+    pub content: String,
+    /// pending, in_progress or completed.
+    pub status: String,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Decision {
+    pub decision: String,
+    pub rationale: Option<String>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Checkpoint {
+    /// Why now, e.g. "before switching the storage engine".
+    pub reason: String,
+    /// This session's tasks with their status (replaces the task list Baton recorded).
+    #[serde(default)]
+    pub tasks: Vec<Task>,
+    /// Decisions made in this session.
+    #[serde(default)]
+    pub decisions: Vec<Decision>,
+    /// Questions still open.
+    #[serde(default)]
+    pub open_questions: Vec<String>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Conflicts {}
