@@ -279,25 +279,13 @@ pub fn install(agent: Agent, file: &Path, exe: &str, uninstall: bool) -> anyhow:
         None
     };
     let (added, removed) = apply(&mut doc, agent, exe, uninstall, gemini_key)?;
-    let backup = file.with_extension("json.baton-backup");
+    let backup = backup_of(file);
     // A file Baton created and has now emptied again goes away entirely.
     if uninstall && doc.as_object().is_some_and(Map::is_empty) && !backup.exists() {
         std::fs::remove_file(file).with_context(|| format!("removing {}", file.display()))?;
         return Ok(Change { file: file.to_path_buf(), added, removed, notes });
     }
-    let new = format!("{}\n", serde_json::to_string_pretty(&doc)?);
-    if new != text {
-        if let Some(dir) = file.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        // Keep the user's original once, before Baton first changes it.
-        if !text.is_empty() && !backup.exists() {
-            std::fs::write(&backup, &text)?;
-        }
-        let tmp = file.with_extension("json.baton-tmp");
-        std::fs::write(&tmp, new)?;
-        std::fs::rename(&tmp, file)?;
-    }
+    save(file, &text, &format!("{}\n", serde_json::to_string_pretty(&doc)?))?;
     if !uninstall {
         match agent {
             Agent::Codex => notes.push(
@@ -310,6 +298,52 @@ pub fn install(agent: Agent, file: &Path, exe: &str, uninstall: bool) -> anyhow:
         }
     }
     Ok(Change { file: file.to_path_buf(), added, removed, notes })
+}
+
+/// Reads an agent's JSON settings file: `(its text, the document)`; a missing or empty
+/// file is an empty object.
+pub fn read_json(file: &Path) -> anyhow::Result<(String, Value)> {
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", file.display())),
+    };
+    if text.trim().is_empty() {
+        return Ok((text, json!({})));
+    }
+    let doc: Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not valid JSON; fix it or move it away first", file.display()))?;
+    if !doc.is_object() {
+        anyhow::bail!("{} does not hold a JSON object", file.display());
+    }
+    Ok((text, doc))
+}
+
+/// Writes `new` over an agent's file that held `old`, when they differ: the user's
+/// original is kept once beside it (`.baton-backup`) before Baton first changes it, and the
+/// file is replaced whole (write, then rename).
+pub fn save(file: &Path, old: &str, new: &str) -> anyhow::Result<()> {
+    if new == old {
+        return Ok(());
+    }
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let backup = backup_of(file);
+    if !old.is_empty() && !backup.exists() {
+        std::fs::write(&backup, old)?;
+    }
+    let mut tmp = file.as_os_str().to_owned();
+    tmp.push(".baton-tmp");
+    std::fs::write(&tmp, new)?;
+    std::fs::rename(&tmp, file)?;
+    Ok(())
+}
+
+pub fn backup_of(file: &Path) -> PathBuf {
+    let mut name = file.as_os_str().to_owned();
+    name.push(".baton-backup");
+    PathBuf::from(name)
 }
 
 /// Baton's hooks found in a settings file (event names).

@@ -50,14 +50,19 @@ enum Command {
         payload_file: Option<PathBuf>,
     },
     /// Install Baton's hooks into an agent's settings (merging; run again to update).
+    /// Also registers `baton mcp` (the agent's memory tools) in the agent's MCP
+    /// configuration, with the permission to call its tools without asking.
     Init {
         agent: Agent,
         /// user: every project (~/.claude, ~/.codex, ~/.gemini, ~/.cursor); project: this one.
         #[arg(long, value_enum, default_value = "user")]
         scope: baton::install::Scope,
-        /// Remove exactly the hooks Baton added.
+        /// Remove exactly what Baton added (hooks, MCP server, permission rules).
         #[arg(long)]
         uninstall: bool,
+        /// Install the hooks only, without the MCP server (and remove one `init` added).
+        #[arg(long)]
+        no_mcp: bool,
         /// Also upload the agent's conversation with checkpoints (Claude Code, Codex, Gemini), so that
         /// `baton resume --restore` can continue the conversation on another machine.
         #[arg(long)]
@@ -259,12 +264,12 @@ async fn run(
             }
             return true;
         }
-        Command::Init { agent, scope, uninstall, sync_transcripts, trust } => cmd::init::run(
+        Command::Init { agent, scope, uninstall, no_mcp, sync_transcripts, trust } => cmd::init::run(
             &ctx,
             &dir,
             agent,
             scope,
-            cmd::init::Options { uninstall, sync_transcripts, trust },
+            cmd::init::Options { uninstall, mcp: !no_mcp, sync_transcripts, trust },
             json,
         ),
         Command::Mcp { agent } => {

@@ -174,6 +174,20 @@ impl Machine {
         run(self.agent_command(cli, model_url, args, extra_env), "")
     }
 
+    /// Runs an agent CLI in `dir` (a subdirectory of the repository, say).
+    pub fn agent_in(
+        &self,
+        dir: &std::path::Path,
+        cli: &Cli,
+        model_url: &str,
+        args: &[&str],
+        extra_env: &[(&str, &str)],
+    ) -> Output {
+        let mut command = self.agent_command(cli, model_url, args, extra_env);
+        command.current_dir(dir);
+        run(command, "")
+    }
+
     /// Starts an agent CLI and returns at once (to kill it mid-session).
     pub fn spawn_agent(&self, cli: &Cli, model_url: &str, args: &[&str]) -> std::process::Child {
         self.agent_command(cli, model_url, args, &[])

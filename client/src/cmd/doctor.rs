@@ -44,12 +44,32 @@ fn version_note(agent: Agent) -> Option<String> {
     })
 }
 
+/// Whether the agent can call Baton's MCP tools: registered, approved, allowed. Not
+/// registered is a failure only when `baton init` registered it (the mark) and it is gone.
+fn mcp_check(ctx: &Ctx, agent: Agent, root: &Path) -> Check {
+    let marked = crate::mcp::register::marker(&ctx.settings.data_dir, agent).exists();
+    match crate::mcp::register::health(agent, root) {
+        Ok(at) => {
+            Check { ok: true, what: format!("{} can call Baton's MCP tools (server in {at})", agent.name()) }
+        }
+        Err(why) if !marked && why.starts_with("not registered") => Check {
+            ok: true,
+            what: format!(
+                "{}: Baton's MCP tools are not registered (`baton init {}` adds them)",
+                agent.name(),
+                agent.name()
+            ),
+        },
+        Err(why) => Check { ok: false, what: format!("{}: Baton's MCP tools: {why}", agent.name()) },
+    }
+}
+
 /// `baton doctor --try <agent>`: the brief this agent's SessionStart hook would give, in the
 /// agent's own output format, and how the agent hands it to its model. Starts no session.
 pub async fn try_agent(ctx: &Ctx, dir: &Path, agent: Agent, json: bool) -> anyhow::Result<()> {
     let info = crate::git::info(dir);
     let project = project::identify_in(dir, info.toplevel.clone());
-    let budget = agent.brief_budget(&ctx.settings);
+    let budget = crate::hook::brief_budget(ctx, agent);
     let brief = match remote::connect(&ctx.settings, Timeouts::HOOK).await {
         Ok(mut hub) => crate::hook::brief_text(&mut hub, &project, None, dir, &info, budget)
             .await
@@ -59,7 +79,7 @@ pub async fn try_agent(ctx: &Ctx, dir: &Path, agent: Agent, json: bool) -> anyho
             crate::hook::offline_brief(ctx, &project, budget)
         }
     };
-    let output = agent.brief_output(&brief);
+    let output = crate::hook::deliver(ctx, agent, &brief);
     let how = match agent {
         Agent::Claude => {
             "Claude Code adds it to the conversation as a system message, \"SessionStart hook additional context: …\""
@@ -113,6 +133,7 @@ pub async fn run(ctx: &Ctx, dir: &Path, json: bool) -> anyhow::Result<()> {
     checks.push(Check { ok: true, what: format!("project {} (from {:?})", project.key, project.source) });
     let exe = std::env::current_exe().map(|e| e.display().to_string()).unwrap_or_default();
     let mut any = false;
+    let mut hooked: Vec<Agent> = Vec::new();
     let mut claude_installed = false;
     let mut cursor_installed = false;
     for agent in [Agent::Claude, Agent::Codex, Agent::Gemini, Agent::Cursor] {
@@ -123,6 +144,9 @@ pub async fn run(ctx: &Ctx, dir: &Path, json: bool) -> anyhow::Result<()> {
                 continue;
             }
             any = true;
+            if !hooked.contains(&agent) {
+                hooked.push(agent);
+            }
             claude_installed |= agent == Agent::Claude;
             cursor_installed |= agent == Agent::Cursor;
             let text = std::fs::read_to_string(&file).unwrap_or_default();
@@ -177,6 +201,9 @@ pub async fn run(ctx: &Ctx, dir: &Path, json: bool) -> anyhow::Result<()> {
             }
             checks.push(Check { ok, what });
         }
+    }
+    for agent in hooked {
+        checks.push(mcp_check(ctx, agent, &project.root));
     }
     if !any {
         checks.push(Check {

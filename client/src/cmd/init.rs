@@ -9,6 +9,8 @@ use crate::{Ctx, config, project};
 /// What `baton init` was asked besides the agent and scope.
 pub struct Options {
     pub uninstall: bool,
+    /// Register `baton mcp` too (else remove a registration `init` made).
+    pub mcp: bool,
     pub sync_transcripts: bool,
     pub trust: bool,
 }
@@ -21,7 +23,7 @@ pub fn run(
     options: Options,
     json: bool,
 ) -> anyhow::Result<()> {
-    let Options { uninstall, sync_transcripts, trust } = options;
+    let Options { uninstall, mcp, sync_transcripts, trust } = options;
     if sync_transcripts && agent == Agent::Cursor {
         anyhow::bail!(
             "--sync-transcripts is available for claude, codex and gemini (Cursor's resume is not known)"
@@ -35,6 +37,10 @@ pub fn run(
     let exe = std::env::current_exe()?;
     let exe = exe.to_string_lossy();
     let mut change = install::install(agent, &file, &exe, uninstall)?;
+    let registered = !uninstall && mcp;
+    let tools = crate::mcp::register::register(agent, scope, &root, &exe, !registered)?;
+    crate::mcp::register::mark(&ctx.settings.data_dir, agent, registered)?;
+    change.notes.extend(tools.notes);
     if trust {
         let home = directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()).unwrap_or_default();
         let config = crate::codex_trust::config_file(&home);
@@ -56,7 +62,7 @@ pub fn run(
     if json {
         println!(
             "{}",
-            serde_json::json!({"agent": agent.name(), "file": change.file, "added": change.added, "removed": change.removed, "notes": change.notes})
+            serde_json::json!({"agent": agent.name(), "file": change.file, "added": change.added, "removed": change.removed, "mcp": {"registered": registered, "files": tools.files}, "notes": change.notes})
         );
         return Ok(());
     }
@@ -70,6 +76,12 @@ pub fn run(
     } else {
         let verb = if change.removed > 0 { "updated" } else { "installed" };
         println!("{verb} {} Baton hooks for {} in {}", change.added, agent.name(), change.file.display());
+    }
+    let files: Vec<String> = tools.files.iter().map(|f| f.display().to_string()).collect();
+    if registered {
+        println!("registered Baton's MCP tools (mcp {}) in {}", agent.name(), files.join(" and "));
+    } else if !files.is_empty() {
+        println!("removed Baton's MCP server from {}", files.join(" and "));
     }
     for note in &change.notes {
         println!("note: {note}");

@@ -72,9 +72,30 @@ pub async fn run(ctx: &Ctx, agent: Agent, event: &str, stdin: &str, payload_file
 fn fallback(ctx: &Ctx, agent: Agent, event: Event, payload: &Payload) -> String {
     if event == Event::SessionStart {
         let project = project::identify(&payload.cwd());
-        return agent.brief_output(&offline_brief(ctx, &project, agent.brief_budget(&ctx.settings)));
+        return deliver(ctx, agent, &offline_brief(ctx, &project, brief_budget(ctx, agent)));
     }
     agent.quiet_output().to_owned()
+}
+
+/// One line saying Baton's MCP tools are there, only when `baton init` registered them for
+/// this agent (its mark; `baton doctor` checks the agent's own files).
+fn tools_line(ctx: &Ctx, agent: Agent) -> Option<&'static str> {
+    crate::mcp::register::marker(&ctx.settings.data_dir, agent).exists().then_some(
+        "> Baton's tools are connected (MCP server \"baton\"): remember decisions, constraints and open loops as they happen; brief, recall, sessions and checkpoint when you need them.",
+    )
+}
+
+/// The brief's budget for this agent, less the tools line.
+pub fn brief_budget(ctx: &Ctx, agent: Agent) -> usize {
+    let line = tools_line(ctx, agent).map_or(0, |l| l.chars().count() + 2);
+    agent.brief_budget(&ctx.settings).saturating_sub(line)
+}
+
+/// The brief as the agent's hook prints it, with the tools line after its title.
+pub fn deliver(ctx: &Ctx, agent: Agent, brief: &str) -> String {
+    let Some(line) = tools_line(ctx, agent) else { return agent.brief_output(brief) };
+    let (title, rest) = brief.split_once('\n').unwrap_or((brief, ""));
+    agent.brief_output(&format!("{title}\n{line}\n{rest}"))
 }
 
 async fn handle(
@@ -341,9 +362,9 @@ async fn session_start(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<S
         p.agent_session_id().and_then(|sid| ctx.state.get(agent.name(), sid)).map(|s| s.baton_session_id);
     let session_id = session_for(ctx, agent, p, &project, hub.as_mut(), continuing, Some(&info)).await?;
     save_unsaved(ctx, agent, &project, &session_id, hub.as_mut()).await;
-    let budget = agent.brief_budget(&ctx.settings);
+    let budget = brief_budget(ctx, agent);
     let Some(hub) = hub.as_mut() else {
-        return Ok(agent.brief_output(&offline_brief(ctx, &project, budget)));
+        return Ok(deliver(ctx, agent, &offline_brief(ctx, &project, budget)));
     };
     // A continued session is alive again; a session just started needs no heartbeat.
     if known.as_deref() == Some(session_id.as_str()) {
@@ -355,11 +376,11 @@ async fn session_start(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<S
     match brief_text(hub, &project, Some(&session_id), &cwd, &info, budget).await {
         Ok(text) => {
             let _ = cache::store(&ctx.settings.data_dir, &project.key, &text);
-            Ok(agent.brief_output(&text))
+            Ok(deliver(ctx, agent, &text))
         }
         Err(status) => {
             log(ctx, &format!("GetBrief failed: {}", remote::explain(&status)));
-            Ok(agent.brief_output(&offline_brief(ctx, &project, budget)))
+            Ok(deliver(ctx, agent, &offline_brief(ctx, &project, budget)))
         }
     }
 }

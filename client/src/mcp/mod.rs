@@ -3,6 +3,7 @@
 //! and is compacted away). Built on the official Rust SDK (`rmcp`).
 
 mod params;
+pub mod register;
 mod tools;
 pub mod workspace;
 

@@ -8,6 +8,7 @@
 mod claude;
 mod codex;
 mod gemini;
+mod mcp;
 
 use baton_proto::v1::{Checkpoint, GetCheckpointRequest, ListSessionsRequest, Session};
 use baton_tests::Clients;

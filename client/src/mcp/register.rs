@@ -1,0 +1,595 @@
+//! Registering `baton mcp` with each agent, with the permission each needs to call its
+//! tools without asking (an agent that has a server but may not call it fails as silently
+//! as an untrusted hook): merged into the agent's own files, idempotent, and removed by
+//! `--uninstall`. What each agent reads was checked against the installed CLIs
+//! (tests/agents/FINDINGS.md, "MCP"); Cursor's from its documentation.
+//!
+//! | agent | server | permission |
+//! | --- | --- | --- |
+//! | Claude Code | `~/.claude.json` `mcpServers` (user); `.mcp.json` (project) | `permissions.allow` `mcp__baton` in `~/.claude/settings.json` or `.claude/settings.local.json`, which also approves the `.mcp.json` server (`enabledMcpjsonServers`) |
+//! | Codex | `config.toml` `[mcp_servers.baton]` | `default_tools_approval_mode = "approve"` |
+//! | Gemini CLI | `settings.json` `mcpServers` | `trust: true` (and `mcp.allowed`, when the user keeps such a list) |
+//! | Cursor | `mcp.json` `mcpServers` | `cli-config.json` / `.cursor/cli.json` `permissions.allow` `Mcp(baton:*)` |
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use serde_json::{Map, Value, json};
+
+use super::NAME;
+use crate::hook::Agent;
+use crate::install::{self, Scope};
+
+/// Claude Code's rule for every tool of the server, and Cursor's.
+const CLAUDE_RULE: &str = "mcp__baton";
+const CURSOR_RULE: &str = "Mcp(baton:*)";
+/// Baton's variables, passed through by Codex (which gives servers only an allowlist).
+const BATON_VARS: [&str; 6] =
+    ["BATON_SERVER", "BATON_TOKEN", "BATON_CA_CERT", "BATON_HOME", "BATON_HOST", "XDG_CONFIG_HOME"];
+
+fn home() -> anyhow::Result<PathBuf> {
+    Ok(directories::BaseDirs::new().context("no home directory")?.home_dir().to_path_buf())
+}
+
+/// Claude Code's own state file, which holds user-scope MCP servers.
+pub fn claude_json() -> anyhow::Result<PathBuf> {
+    Ok(match std::env::var_os("CLAUDE_CONFIG_DIR") {
+        Some(dir) => PathBuf::from(dir).join(".claude.json"),
+        None => home()?.join(".claude.json"),
+    })
+}
+
+/// The files holding the server's entry and the permission, by agent and scope.
+pub struct Files {
+    pub server: PathBuf,
+    pub permission: PathBuf,
+}
+
+pub fn files(agent: Agent, scope: Scope, root: &Path) -> anyhow::Result<Files> {
+    Ok(match (agent, scope) {
+        (Agent::Claude, Scope::User) => {
+            Files { server: claude_json()?, permission: install::settings_file(agent, scope, root)? }
+        }
+        (Agent::Claude, Scope::Project) => {
+            Files { server: root.join(".mcp.json"), permission: install::settings_file(agent, scope, root)? }
+        }
+        (Agent::Codex, Scope::User) => {
+            let file = crate::codex_trust::config_file(&home()?);
+            Files { server: file.clone(), permission: file }
+        }
+        (Agent::Codex, Scope::Project) => {
+            let file = root.join(".codex/config.toml");
+            Files { server: file.clone(), permission: file }
+        }
+        (Agent::Gemini, scope) => {
+            let file = install::settings_file(agent, scope, root)?;
+            Files { server: file.clone(), permission: file }
+        }
+        (Agent::Cursor, Scope::User) => Files {
+            server: home()?.join(".cursor/mcp.json"),
+            permission: home()?.join(".cursor/cli-config.json"),
+        },
+        (Agent::Cursor, Scope::Project) => {
+            Files { server: root.join(".cursor/mcp.json"), permission: root.join(".cursor/cli.json") }
+        }
+    })
+}
+
+fn args(agent: Agent) -> Vec<String> {
+    vec!["mcp".into(), "--agent".into(), agent.name().into()]
+}
+
+/// Whether a server entry is Baton's (a later `baton init` may replace it).
+fn is_ours(entry: &Value) -> bool {
+    entry.get("command").and_then(Value::as_str).is_some_and(|c| c.contains("baton"))
+        && entry.get("args").and_then(|a| a.get(0)).and_then(Value::as_str) == Some("mcp")
+}
+
+/// What `register` changed.
+#[derive(Debug, Default)]
+pub struct Change {
+    pub files: Vec<PathBuf>,
+    pub notes: Vec<String>,
+}
+
+/// Registers (or removes) `baton mcp` for `agent`; `exe` is this binary.
+pub fn register(
+    agent: Agent,
+    scope: Scope,
+    root: &Path,
+    exe: &str,
+    uninstall: bool,
+) -> anyhow::Result<Change> {
+    let files = files(agent, scope, root)?;
+    let mut change = Change::default();
+    match agent {
+        Agent::Codex => {
+            if codex(&files.server, exe, uninstall)? {
+                change.files.push(files.server);
+            }
+        }
+        _ => {
+            if edit_json(&files.server, |doc| server_entry(doc, agent, exe, uninstall))? {
+                change.files.push(files.server.clone());
+            }
+            if edit_json(&files.permission, |doc| permission(doc, agent, scope, uninstall))?
+                && files.permission != files.server
+            {
+                change.files.push(files.permission);
+            }
+        }
+    }
+    if !uninstall {
+        match (agent, scope) {
+            (Agent::Claude, Scope::Project) => change.notes.push(
+                "Claude Code ignores allow rules in .claude/settings.local.json in a workspace you have not trusted (or when the file is tracked in git): `baton doctor` says so".into(),
+            ),
+            (Agent::Gemini, _) => change.notes.push(
+                "Gemini CLI starts stdio MCP servers only in folders you trust (/permissions, or ~/.gemini/trustedFolders.json)".into(),
+            ),
+            (Agent::Cursor, _) => change.notes.push(
+                "Cursor's agent asks before a project's MCP servers start: approve baton once (`cursor-agent mcp enable baton`)".into(),
+            ),
+            _ => {}
+        }
+    }
+    Ok(change)
+}
+
+/// Applies `edit` to an agent's JSON file. A file that did not exist is not made just to
+/// stay empty, and one Baton made (no backup of the user's) is removed once emptied.
+/// Returns whether the file changed.
+fn edit_json(
+    file: &Path,
+    edit: impl FnOnce(&mut Map<String, Value>) -> anyhow::Result<()>,
+) -> anyhow::Result<bool> {
+    let (text, mut doc) = install::read_json(file)?;
+    let before = doc.clone();
+    let root = doc.as_object_mut().context("object")?;
+    edit(root)?;
+    if doc == before {
+        return Ok(false);
+    }
+    if doc.as_object().is_some_and(Map::is_empty) && !install::backup_of(file).exists() {
+        std::fs::remove_file(file).with_context(|| format!("removing {}", file.display()))?;
+        return Ok(true);
+    }
+    install::save(file, &text, &format!("{}\n", serde_json::to_string_pretty(&doc)?))?;
+    Ok(true)
+}
+
+/// The object at `key` in `root`, made when missing (and when not an object, refused).
+fn object<'a>(root: &'a mut Map<String, Value>, key: &str) -> anyhow::Result<&'a mut Map<String, Value>> {
+    root.entry(key)
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()
+        .with_context(|| format!("\"{key}\" is not an object"))
+}
+
+fn list<'a>(root: &'a mut Map<String, Value>, key: &str) -> anyhow::Result<&'a mut Vec<Value>> {
+    root.entry(key)
+        .or_insert_with(|| Value::Array(vec![]))
+        .as_array_mut()
+        .with_context(|| format!("\"{key}\" is not a list"))
+}
+
+/// Adds `item` to the list at `key` once, or removes it; an emptied list goes away.
+fn set_item(root: &mut Map<String, Value>, key: &str, item: &str, present: bool) -> anyhow::Result<()> {
+    let items = list(root, key)?;
+    items.retain(|v| v.as_str() != Some(item));
+    if present {
+        items.push(json!(item));
+    }
+    if items.is_empty() {
+        root.remove(key);
+    }
+    Ok(())
+}
+
+fn server_entry(
+    doc: &mut Map<String, Value>,
+    agent: Agent,
+    exe: &str,
+    uninstall: bool,
+) -> anyhow::Result<()> {
+    let servers = object(doc, "mcpServers")?;
+    if let Some(existing) = servers.get(NAME)
+        && !is_ours(existing)
+    {
+        anyhow::bail!(
+            "an MCP server named \"{NAME}\" that is not Baton's is already configured; rename it first"
+        );
+    }
+    servers.remove(NAME);
+    if !uninstall {
+        let mut entry = json!({ "command": exe, "args": args(agent) });
+        match agent {
+            Agent::Claude | Agent::Cursor => {
+                entry["type"] = json!("stdio");
+            }
+            // Gemini asks before each call to a server it does not trust.
+            Agent::Gemini => {
+                entry["trust"] = json!(true);
+            }
+            Agent::Codex => {}
+        }
+        servers.insert(NAME.into(), entry);
+    }
+    if servers.is_empty() {
+        doc.remove("mcpServers");
+    }
+    if agent == Agent::Gemini {
+        // A user who keeps a list of allowed servers starts only those.
+        if let Some(mcp) = doc.get_mut("mcp").and_then(Value::as_object_mut)
+            && mcp.contains_key("allowed")
+        {
+            set_item(mcp, "allowed", NAME, !uninstall)?;
+        }
+    }
+    Ok(())
+}
+
+fn permission(
+    doc: &mut Map<String, Value>,
+    agent: Agent,
+    scope: Scope,
+    uninstall: bool,
+) -> anyhow::Result<()> {
+    let rule = match agent {
+        Agent::Claude => CLAUDE_RULE,
+        Agent::Cursor => CURSOR_RULE,
+        // In the server's own entry.
+        Agent::Gemini | Agent::Codex => return Ok(()),
+    };
+    let permissions = object(doc, "permissions")?;
+    set_item(permissions, "allow", rule, !uninstall)?;
+    if permissions.is_empty() {
+        doc.remove("permissions");
+    }
+    if agent == Agent::Claude && scope == Scope::Project {
+        // The project's .mcp.json server, approved (Claude Code would wait for a yes).
+        set_item(doc, "enabledMcpjsonServers", NAME, !uninstall)?;
+    }
+    Ok(())
+}
+
+/// Codex's `[mcp_servers.baton]` table, edited as text so that the rest of the user's
+/// config.toml (comments, order) stays as it is; the result is parsed to check it.
+fn codex(file: &Path, exe: &str, uninstall: bool) -> anyhow::Result<bool> {
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if uninstall {
+                return Ok(false);
+            }
+            String::new()
+        }
+        Err(e) => return Err(e).with_context(|| format!("reading {}", file.display())),
+    };
+    let table: toml::Table = text.parse().with_context(|| format!("{} is not valid TOML", file.display()))?;
+    if let Some(existing) = table.get("mcp_servers").and_then(|s| s.get(NAME)) {
+        let ours = existing.get("command").and_then(toml::Value::as_str).is_some_and(|c| c.contains("baton"));
+        anyhow::ensure!(
+            ours,
+            "{} has an MCP server named \"{NAME}\" that is not Baton's; rename it first",
+            file.display()
+        );
+    }
+    let mut kept = String::new();
+    let mut skipping = false;
+    for line in text.lines() {
+        let header = line.trim();
+        if header.starts_with('[') {
+            skipping = header == format!("[mcp_servers.{NAME}]")
+                || header.starts_with(&format!("[mcp_servers.{NAME}."));
+        }
+        if !skipping {
+            kept.push_str(line);
+            kept.push('\n');
+        }
+    }
+    let mut new = kept.trim_end().to_owned();
+    if !uninstall {
+        let quote = |s: &str| toml::Value::String(s.to_owned()).to_string();
+        let args: Vec<String> = args(Agent::Codex).iter().map(|a| quote(a)).collect();
+        let vars: Vec<String> = BATON_VARS.iter().map(|v| quote(v)).collect();
+        if !new.is_empty() {
+            new.push_str("\n\n");
+        }
+        new.push_str(&format!(
+            "[mcp_servers.{NAME}]\ncommand = {}\nargs = [{}]\n# Baton's own settings, when set in the environment (Codex passes servers only a few variables).\nenv_vars = [{}]\n# Baton's tools read and write Baton's memory only: no approval prompt for each call.\ndefault_tools_approval_mode = \"approve\"\n",
+            quote(exe),
+            args.join(", "),
+            vars.join(", ")
+        ));
+    } else if !new.is_empty() {
+        new.push('\n');
+    }
+    let parsed: toml::Table =
+        new.parse().with_context(|| format!("{} would not stay valid TOML", file.display()))?;
+    let server = parsed.get("mcp_servers").and_then(|s| s.get(NAME));
+    anyhow::ensure!(server.is_some() != uninstall, "changing {} did not take", file.display());
+    if new.trim() == text.trim() {
+        return Ok(false);
+    }
+    install::save(file, &text, &new)?;
+    Ok(true)
+}
+
+/// Where `init` leaves a mark that the tools are registered for an agent: the brief says
+/// so in one line only then (reading the agents' own files on every SessionStart would
+/// cost the hook; `baton doctor` reads them).
+pub fn marker(data_dir: &Path, agent: Agent) -> PathBuf {
+    data_dir.join("mcp").join(agent.name())
+}
+
+pub fn mark(data_dir: &Path, agent: Agent, registered: bool) -> anyhow::Result<()> {
+    let file = marker(data_dir, agent);
+    if registered {
+        crate::fsperm::create_private_dir(file.parent().context("marker dir")?)?;
+        crate::fsperm::write_private(&file, b"")?;
+    } else {
+        let _ = std::fs::remove_file(file);
+    }
+    Ok(())
+}
+
+/// What `baton doctor` says about the server for `agent`: `Ok(where)` when it is
+/// registered and may be called, else why not.
+pub fn health(agent: Agent, root: &Path) -> Result<String, String> {
+    let mut found = None;
+    for scope in [Scope::Project, Scope::User] {
+        let Ok(files) = files(agent, scope, root) else { continue };
+        if registered_in(agent, &files.server) {
+            found = Some((scope, files));
+            break;
+        }
+    }
+    let Some((scope, files)) = found else {
+        return Err(format!("not registered: run `baton init {}`", agent.name()));
+    };
+    let at = files.server.display().to_string();
+    match agent {
+        Agent::Claude => claude_health(scope, root, &files).map(|()| at),
+        Agent::Codex => {
+            let approved = toml_server(&files.server)
+                .and_then(|s| {
+                    s.get("default_tools_approval_mode").and_then(toml::Value::as_str).map(str::to_owned)
+                })
+                .is_some_and(|m| m == "approve");
+            if approved {
+                Ok(at)
+            } else {
+                Err(format!(
+                    "in {at}, but each call waits for approval (`codex exec` refuses them): run `baton init codex` again"
+                ))
+            }
+        }
+        Agent::Gemini => gemini_health(&files.server).map(|()| at),
+        Agent::Cursor => {
+            let (_, doc) = install::read_json(&files.permission).map_err(|e| format!("{e:#}"))?;
+            let has =
+                |key: &str| rules(&doc, key).iter().any(|r| r == CURSOR_RULE || r.starts_with("Mcp(baton:"));
+            if has("deny") {
+                Err(format!("denied by a rule in {}", files.permission.display()))
+            } else if has("allow") {
+                Ok(at)
+            } else {
+                Err(format!(
+                    "in {at}, but no allow rule in {}: run `baton init cursor` again",
+                    files.permission.display()
+                ))
+            }
+        }
+    }
+}
+
+fn registered_in(agent: Agent, file: &Path) -> bool {
+    if agent == Agent::Codex {
+        return toml_server(file).is_some();
+    }
+    install::read_json(file)
+        .ok()
+        .is_some_and(|(_, doc)| doc.get("mcpServers").and_then(|s| s.get(NAME)).is_some())
+}
+
+fn toml_server(file: &Path) -> Option<toml::Value> {
+    let table: toml::Table = std::fs::read_to_string(file).ok()?.parse().ok()?;
+    table.get("mcp_servers")?.get(NAME).cloned()
+}
+
+fn rules(doc: &Value, key: &str) -> Vec<String> {
+    doc.get("permissions")
+        .and_then(|p| p.get(key))
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+fn claude_matches(rule: &str) -> bool {
+    rule == CLAUDE_RULE || rule == "mcp__*" || rule.starts_with("mcp__baton__")
+}
+
+fn claude_health(scope: Scope, root: &Path, files: &Files) -> Result<(), String> {
+    let user = install::settings_file(Agent::Claude, Scope::User, root).map_err(|e| format!("{e:#}"))?;
+    let local = install::settings_file(Agent::Claude, Scope::Project, root).map_err(|e| format!("{e:#}"))?;
+    let shared = root.join(".claude/settings.json");
+    let docs: Vec<(PathBuf, Value)> = [user.clone(), shared, local.clone()]
+        .into_iter()
+        .filter_map(|f| install::read_json(&f).ok().map(|(_, d)| (f, d)))
+        .collect();
+    for (file, doc) in &docs {
+        if rules(doc, "deny").iter().any(|r| claude_matches(r)) {
+            return Err(format!("denied by a rule in {}", file.display()));
+        }
+        let rejected = doc
+            .get("disabledMcpjsonServers")
+            .and_then(Value::as_array)
+            .is_some_and(|a| a.iter().any(|v| v.as_str() == Some(NAME)));
+        if scope == Scope::Project && rejected {
+            return Err(format!("rejected in {} (disabledMcpjsonServers)", file.display()));
+        }
+    }
+    let allowed_in = |file: &Path| {
+        docs.iter().any(|(f, d)| f == file && rules(d, "allow").iter().any(|r| claude_matches(r)))
+    };
+    if allowed_in(&user) {
+        return Ok(());
+    }
+    if allowed_in(&local) {
+        // Claude Code reads a project's allow rules only in a workspace the user trusted.
+        let trusted = claude_json()
+            .ok()
+            .and_then(|f| install::read_json(&f).ok())
+            .and_then(|(_, d)| {
+                d.get("projects")?.get(root.display().to_string())?.get("hasTrustDialogAccepted")?.as_bool()
+            })
+            .unwrap_or(false);
+        return if trusted {
+            Ok(())
+        } else {
+            Err(format!(
+                "the allow rule is in {}, which Claude Code ignores until you trust this workspace (start `claude` here once and accept), or run `baton init claude` for the user",
+                local.display()
+            ))
+        };
+    }
+    Err(format!(
+        "registered in {}, but Claude Code will not call its tools: no allow rule (run `baton init claude` again)",
+        files.server.display()
+    ))
+}
+
+fn gemini_health(file: &Path) -> Result<(), String> {
+    let (_, doc) = install::read_json(file).map_err(|e| format!("{e:#}"))?;
+    let names = |key: &str| -> Vec<String> {
+        doc.get("mcp")
+            .and_then(|m| m.get(key))
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .unwrap_or_default()
+    };
+    if names("excluded").iter().any(|n| n == NAME) {
+        return Err(format!("excluded in {} (mcp.excluded)", file.display()));
+    }
+    let allowed = doc.get("mcp").and_then(|m| m.get("allowed")).is_some();
+    if allowed && !names("allowed").iter().any(|n| n == NAME) {
+        return Err(format!("not in mcp.allowed in {}: Gemini CLI will not start it", file.display()));
+    }
+    let trusted =
+        doc.get("mcpServers").and_then(|s| s.get(NAME)).and_then(|s| s.get("trust")).and_then(Value::as_bool);
+    if trusted != Some(true) {
+        return Err(format!(
+            "not trusted in {}: Gemini CLI leaves its tools out when headless and asks before each call",
+            file.display()
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(file: &Path) -> Value {
+        install::read_json(file).unwrap().1
+    }
+
+    #[test]
+    fn claude_project_scope_registers_approves_and_allows_then_removes_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join(".claude")).unwrap();
+        let local = root.join(".claude/settings.local.json");
+        std::fs::write(&local, r#"{"permissions": {"allow": ["Bash(ls)"]}, "model": "x"}"#).unwrap();
+        for _ in 0..2 {
+            let change = register(Agent::Claude, Scope::Project, root, "/opt/baton", false).unwrap();
+            assert!(change.notes.iter().any(|n| n.contains("trust")), "{change:?}");
+        }
+        let mcp = read(&root.join(".mcp.json"));
+        assert_eq!(
+            mcp["mcpServers"]["baton"],
+            json!({"command": "/opt/baton", "args": ["mcp", "--agent", "claude"], "type": "stdio"})
+        );
+        let settings = read(&local);
+        assert_eq!(
+            settings["permissions"]["allow"],
+            json!(["Bash(ls)", "mcp__baton"]),
+            "once, beside the user's"
+        );
+        assert_eq!(settings["enabledMcpjsonServers"], json!(["baton"]));
+        assert_eq!(settings["model"], "x");
+
+        register(Agent::Claude, Scope::Project, root, "/opt/baton", true).unwrap();
+        assert!(!root.join(".mcp.json").exists(), "a file Baton made is removed once empty");
+        assert_eq!(read(&local), json!({"permissions": {"allow": ["Bash(ls)"]}, "model": "x"}));
+    }
+
+    #[test]
+    fn a_server_of_the_same_name_that_is_not_batons_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(".mcp.json");
+        let theirs = r#"{"mcpServers": {"baton": {"command": "npx", "args": ["baton-music"]}}}"#;
+        std::fs::write(&file, theirs).unwrap();
+        let err = register(Agent::Claude, Scope::Project, dir.path(), "/opt/baton", false).unwrap_err();
+        assert!(format!("{err:#}").contains("not Baton's"), "{err:#}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), theirs);
+    }
+
+    #[test]
+    fn codex_table_keeps_the_rest_of_config_toml() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config.toml");
+        let before = "# my settings\nmodel = \"o4\"\n\n[mcp_servers.other]\ncommand = \"other\"\n";
+        std::fs::write(&file, before).unwrap();
+        assert!(codex(&file, "/opt/baton", false).unwrap());
+        assert!(!codex(&file, "/opt/baton", false).unwrap(), "idempotent");
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.starts_with(before.trim_end()), "{text}");
+        let server = toml_server(&file).unwrap();
+        assert_eq!(server["command"].as_str(), Some("/opt/baton"));
+        assert_eq!(server["default_tools_approval_mode"].as_str(), Some("approve"));
+        assert!(server["env_vars"].as_array().unwrap().iter().any(|v| v.as_str() == Some("BATON_SERVER")));
+        assert!(codex(&file, "/opt/baton", true).unwrap());
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), before);
+    }
+
+    #[test]
+    fn gemini_trusts_the_server_and_joins_a_kept_allow_list() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("settings.json");
+        std::fs::write(&file, r#"{"mcp": {"allowed": ["github"]}}"#).unwrap();
+        let mut doc = read(&file);
+        server_entry(doc.as_object_mut().unwrap(), Agent::Gemini, "/opt/baton", false).unwrap();
+        assert_eq!(doc["mcpServers"]["baton"]["trust"], json!(true));
+        assert_eq!(doc["mcp"]["allowed"], json!(["github", "baton"]));
+        std::fs::write(&file, doc.to_string()).unwrap();
+        assert_eq!(gemini_health(&file), Ok(()));
+
+        doc["mcp"]["excluded"] = json!(["baton"]);
+        std::fs::write(&file, doc.to_string()).unwrap();
+        assert!(gemini_health(&file).unwrap_err().contains("excluded"));
+        doc["mcp"] = json!({"allowed": ["github"]});
+        std::fs::write(&file, doc.to_string()).unwrap();
+        assert!(gemini_health(&file).unwrap_err().contains("mcp.allowed"));
+        doc["mcp"] = json!({});
+        doc["mcpServers"]["baton"]["trust"] = json!(false);
+        std::fs::write(&file, doc.to_string()).unwrap();
+        assert!(gemini_health(&file).unwrap_err().contains("not trusted"));
+    }
+
+    #[test]
+    fn cursor_gets_its_allow_rule_and_doctor_sees_a_deny() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        register(Agent::Cursor, Scope::Project, root, "/opt/baton", false).unwrap();
+        assert_eq!(read(&root.join(".cursor/cli.json"))["permissions"]["allow"], json!(["Mcp(baton:*)"]));
+        assert!(health(Agent::Cursor, root).is_ok());
+        std::fs::write(
+            root.join(".cursor/cli.json"),
+            r#"{"permissions": {"allow": ["Mcp(baton:*)"], "deny": ["Mcp(baton:*)"]}}"#,
+        )
+        .unwrap();
+        assert!(health(Agent::Cursor, root).unwrap_err().contains("denied"));
+    }
+}
