@@ -401,6 +401,8 @@ fn responses_events(body: &Value, plan: &Step) -> Vec<(Option<&'static str>, Val
             tools.iter().filter(|t| t["type"] == "custom").filter_map(|t| t["name"].as_str()).collect()
         })
         .unwrap_or_default();
+    let offers_tool_search =
+        body["tools"].as_array().is_some_and(|tools| tools.iter().any(|t| t["type"] == "tool_search"));
     let mut events = vec![(
         Some("response.created"),
         json!({ "type": "response.created", "response": { "id": response_id, "object": "response", "status": "in_progress", "model": model } }),
@@ -428,7 +430,13 @@ fn responses_events(body: &Value, plan: &Step) -> Vec<(Option<&'static str>, Val
     }
     for (name, args) in &plan.calls {
         let index = output.len();
-        let item = if freeform.contains(&name.as_str()) {
+        let item = if name == "tool_search" && offers_tool_search {
+            // Codex's deferred tools (its MCP servers'): found by a query first.
+            json!({ "type": "tool_search_call", "id": id("ts_"), "call_id": id("call_"), "execution": "client", "arguments": args, "status": "completed" })
+        } else if let Some((namespace, tool)) = name.split_once("::") {
+            // A tool inside a namespace (Codex's MCP tools, once found).
+            json!({ "type": "function_call", "id": id("fc_"), "call_id": id("call_"), "namespace": namespace, "name": tool, "arguments": args.to_string(), "status": "completed" })
+        } else if freeform.contains(&name.as_str()) {
             // A freeform tool (apply_patch) takes raw text: `args` is {"input": text} or the text.
             let input = args["input"].as_str().or(args.as_str()).unwrap_or_default();
             json!({ "type": "custom_tool_call", "id": id("fc_"), "call_id": id("call_"), "name": name, "input": input, "status": "completed" })

@@ -144,7 +144,10 @@ pub async fn remember(call: &Call<'_>, p: params::Remember) -> Answer {
         Put::Queued => format!(
             "The Baton hub is unreachable: the {what} is queued on this machine and will be sent when it is back (it applies to the list as it is then)."
         ),
-        Put::Sent(r) => format!("Remembered as a {what} (revision {}).{}", r.revision, conflict_words(&r)),
+        Put::Sent(r) => {
+            let article = if what.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
+            format!("Remembered as {article} {what} (revision {}).{}", r.revision, conflict_words(&r))
+        }
     };
     if redacted > 0 {
         out.push_str(&format!(" {redacted} secret(s) were redacted before storing."));

@@ -6,8 +6,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failure should panic loudly
 
 mod claude;
-mod codex;
-mod gemini;
+pub mod codex;
+pub mod gemini;
 mod mcp;
 
 use baton_proto::v1::{Checkpoint, GetCheckpointRequest, ListSessionsRequest, Session};

@@ -105,3 +105,90 @@ async fn claude_remembers_through_the_mcp_server() {
         ],
     );
 }
+
+/// Codex: `baton init codex` adds `[mcp_servers.baton]` to the config the user already has;
+/// with a read-only sandbox (where Codex asks before an MCP call, and `codex exec` refuses)
+/// the tool runs because Baton set its approval mode, and finds the hub although Codex
+/// passes servers only a few variables.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_remembers_through_the_mcp_server() {
+    let Some(cli) = agents::cli("codex") else { return };
+    let server = Server::start(Backend::Sqlite).await.unwrap();
+    let m = Machine::new("machine-1", &server.url(), "https://github.com/acme/codex-mcp.git");
+    let model = FakeModel::start(Script::new(vec![
+        Step::tool("tool_search", json!({"query": "baton remember", "limit": 8})),
+        Step::tool("mcp__baton::remember", json!({"category": "constraint", "text": "Never log tokens"})),
+        Step::text("Done. CODEX-MCP-DONE"),
+    ]))
+    .await
+    .unwrap();
+    crate::codex::configure(&m, &model.url());
+    let init = m.baton(&["init", "codex", "--trust"]);
+    assert!(init.code == 0 && init.stdout.contains("registered Baton's MCP tools"), "{init:?}");
+    let config = std::fs::read_to_string(m.home.path().join(".codex/config.toml")).unwrap();
+    assert!(config.contains("[model_providers.fake]") && config.contains("[mcp_servers.baton]"), "{config}");
+    let doctor = m.baton(&["doctor"]);
+    assert!(doctor.stdout.contains("codex can call Baton's MCP tools"), "{doctor:?}");
+    let run = m.agent(
+        &cli,
+        &model.url(),
+        // Codex 0.169 defers MCP tools: the model finds them with tool_search first.
+        &["exec", "--skip-git-repo-check", "-s", "read-only", "--json", "Remember the logging rule"],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    let turns = model.turns();
+    let first = turns[0].text();
+    assert!(first.contains("Baton's tools are connected"), "{first}");
+    let last = turns.last().map(|t| t.text()).unwrap_or_default();
+    assert_eq!(turns.len(), 3, "tool_search, the MCP call, the answer");
+    assert!(
+        last.contains("Remembered as a constraint"),
+        "the tool's answer reached the model: {last}\n{run:?}"
+    );
+    let listed = m.baton(&["memory", "list", "constraint", "--json"]);
+    assert!(listed.stdout.contains("Never log tokens"), "{listed:?}");
+    checked(
+        "codex",
+        &[
+            "init adds [mcp_servers.baton] beside the user's config",
+            "found by tool_search, mcp__baton remember ran in a read-only sandbox without a prompt and stored the constraint",
+        ],
+    );
+}
+
+/// Gemini CLI: headless, without --yolo, a server it does not trust has its tools left out;
+/// `baton init gemini` trusts Baton's, so the model gets and calls them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_remembers_through_the_mcp_server() {
+    let Some(cli) = agents::cli("gemini") else { return };
+    let server = Server::start(Backend::Sqlite).await.unwrap();
+    let m = Machine::new("machine-1", &server.url(), "https://github.com/acme/gemini-mcp.git");
+    crate::gemini::configure(&m);
+    let init = m.baton(&["init", "gemini"]);
+    assert!(init.code == 0 && init.stdout.contains("registered Baton's MCP tools"), "{init:?}");
+    let doctor = m.baton(&["doctor"]);
+    assert!(doctor.stdout.contains("gemini can call Baton's MCP tools"), "{doctor:?}");
+    let model = FakeModel::start(Script::new(vec![
+        Step::tool("mcp_baton_remember", json!({"category": "open_loop", "text": "Flaky upload test on CI"})),
+        Step::text("Done. GEMINI-MCP-DONE"),
+    ]))
+    .await
+    .unwrap();
+    let run = m.agent(&cli, &model.url(), &["-p", "Note the open loop", "--skip-trust", "-o", "json"], &[]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let turns = model.turns();
+    let first = turns[0].text();
+    assert!(first.contains("mcp_baton_remember"), "the model was offered the tool: {first}");
+    let last = turns.last().map(|t| t.text()).unwrap_or_default();
+    assert!(last.contains("Remembered as an open loop"), "the tool's answer reached the model: {last}");
+    let listed = m.baton(&["memory", "list", "open_loop", "--json"]);
+    assert!(listed.stdout.contains("Flaky upload test on CI"), "{listed:?}");
+    checked(
+        "gemini",
+        &[
+            "init trusts Baton's MCP server",
+            "mcp_baton_remember ran headless without --yolo and stored the open loop",
+        ],
+    );
+}
