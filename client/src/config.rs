@@ -29,6 +29,11 @@ pub struct FileConfig {
     pub brief_budgets: Option<std::collections::BTreeMap<String, u32>>,
     /// Upload agent transcripts with checkpoints (`baton init claude --sync-transcripts`).
     pub sync_transcripts: Option<bool>,
+    /// Summarize each session at its end and before a compaction with this agent's own CLI
+    /// run headless: "claude", "codex" or "gemini" (off when absent).
+    pub summarize: Option<String>,
+    /// The summarizer's time limit in seconds (default 120).
+    pub summarize_seconds: Option<u64>,
 }
 
 /// The effective settings.
@@ -43,6 +48,9 @@ pub struct Settings {
     /// Per-agent hook budgets set in the config file (see `crate::hook::Agent::brief_budget`).
     pub brief_budgets: std::collections::BTreeMap<String, u32>,
     pub sync_transcripts: bool,
+    /// The agent whose CLI writes session summaries (`crate::summary`); `None` = off.
+    pub summarize: Option<crate::hook::Agent>,
+    pub summarize_seconds: u64,
     /// Where the queue, caches and local session state live.
     pub data_dir: PathBuf,
     pub config_file: PathBuf,
@@ -103,6 +111,20 @@ impl Settings {
                 .map(|(agent, chars)| (agent, chars.clamp(500, 100_000)))
                 .collect(),
             sync_transcripts: file.sync_transcripts.unwrap_or(false),
+            summarize: match file.summarize.as_deref().map(str::trim) {
+                None | Some("" | "off" | "none") => None,
+                Some(name) => Some(
+                    crate::hook::Agent::from_name(name)
+                        .filter(|a| *a != crate::hook::Agent::Cursor)
+                        .with_context(|| {
+                            format!(
+                                "{}: summarize = {name:?}: use \"claude\", \"codex\" or \"gemini\" (or leave it out)",
+                                config_file.display()
+                            )
+                        })?,
+                ),
+            },
+            summarize_seconds: file.summarize_seconds.unwrap_or(120).clamp(10, 1800),
             data_dir,
             config_file,
         })

@@ -18,6 +18,7 @@ pub mod remote;
 pub mod remotes;
 pub mod safe;
 pub mod state;
+pub mod summary;
 pub mod view;
 pub mod write;
 

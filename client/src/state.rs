@@ -54,6 +54,9 @@ pub struct AgentSession {
     /// (`baton mcp`, started by the same agent process, finds its conversation by them).
     #[serde(default)]
     pub agent_pids: Vec<u32>,
+    /// A summary of its end was started (at most one per session end).
+    #[serde(default)]
+    pub summarized_end: bool,
 }
 
 /// How long a conversation's record is kept after its last hook.

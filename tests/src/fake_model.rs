@@ -48,11 +48,23 @@ pub struct Script {
     pub counting: bool,
     /// A guard against an agent looping on a step: past it, only `default_text`.
     pub max_requests: usize,
+    /// The answer to Baton's session-summary requests (their prompt carries
+    /// `SUMMARY_MARKER`), and how long to wait before giving it.
+    pub baton_summary: Option<(String, std::time::Duration)>,
 }
+
+/// What Baton's summary prompt says, so the fake model can tell its requests apart.
+pub const SUMMARY_MARKER: &str = "BATON-SESSION-SUMMARY";
 
 impl Script {
     pub fn new(steps: Vec<Step>) -> Self {
-        Self { steps, default_text: "Nothing more to do.".into(), counting: false, max_requests: 200 }
+        Self {
+            steps,
+            default_text: "Nothing more to do.".into(),
+            counting: false,
+            max_requests: 200,
+            baton_summary: None,
+        }
     }
 }
 
@@ -74,6 +86,8 @@ pub enum Kind {
     Side,
     /// A compaction's summary request.
     Summary,
+    /// Baton's own session-summary request (`SUMMARY_MARKER`).
+    BatonSummary,
 }
 
 /// A request as the fake model received it.
@@ -98,6 +112,8 @@ struct State {
     script: Option<Script>,
     served: std::collections::HashMap<&'static str, usize>,
     received: Vec<Received>,
+    /// Baton's summary requests that arrived (answered or not).
+    baton_summaries: usize,
 }
 
 pub struct FakeModel {
@@ -121,7 +137,15 @@ impl FakeModel {
         let app =
             axum::Router::new().fallback(move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
                 let state = shared.clone();
-                async move { answer(&state, &method, &uri, &headers, &body) }
+                async move {
+                    // Baton's summary request may be scripted to answer late (its time limit).
+                    let delay = baton_summary(&state, &body).map(|(_, delay)| delay);
+                    if let Some(delay) = delay {
+                        state.lock().unwrap_or_else(PoisonError::into_inner).baton_summaries += 1;
+                        tokio::time::sleep(delay).await;
+                    }
+                    answer(&state, &method, &uri, &headers, &body)
+                }
             });
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
@@ -146,13 +170,29 @@ impl FakeModel {
         self.state.lock().unwrap_or_else(PoisonError::into_inner).received.clone()
     }
 
+    /// How many of Baton's session-summary requests arrived (answered in time or not).
+    pub fn baton_summaries(&self) -> usize {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).baton_summaries
+    }
+
     /// The conversation turns so far (requests that used a step).
     pub fn turns(&self) -> Vec<Received> {
         self.received().into_iter().filter(|r| r.kind == Kind::Main).collect()
     }
 }
 
+/// The scripted answer when `raw` is one of Baton's session-summary requests.
+fn baton_summary(state: &Mutex<State>, raw: &Bytes) -> Option<(String, std::time::Duration)> {
+    if !String::from_utf8_lossy(raw).contains(SUMMARY_MARKER) {
+        return None;
+    }
+    let st = state.lock().unwrap_or_else(PoisonError::into_inner);
+    let scripted = st.script.as_ref().and_then(|s| s.baton_summary.clone());
+    Some(scripted.unwrap_or_else(|| ("{}".into(), std::time::Duration::ZERO)))
+}
+
 fn answer(state: &Mutex<State>, method: &Method, uri: &Uri, headers: &HeaderMap, raw: &Bytes) -> Response {
+    let summary = baton_summary(state, raw).map(|(text, _)| text);
     let path = uri.path().to_owned();
     let body: Value = if raw.is_empty() {
         Value::Null
@@ -174,7 +214,10 @@ fn answer(state: &Mutex<State>, method: &Method, uri: &Uri, headers: &HeaderMap,
         return json_reply(StatusCode::OK, &json!({ "input_tokens": 100 }));
     }
     if path.ends_with("/messages") {
-        let (kind, step, plan) = anthropic_plan(&mut st, &body);
+        let (kind, step, plan) = match &summary {
+            Some(text) => (Kind::BatonSummary, None, Step::text(text)),
+            None => anthropic_plan(&mut st, &body),
+        };
         log(&mut st, Api::Anthropic, kind, step);
         let (events, full) = anthropic_events(&body, &plan);
         return if body["stream"].as_bool() == Some(true) {
@@ -184,7 +227,10 @@ fn answer(state: &Mutex<State>, method: &Method, uri: &Uri, headers: &HeaderMap,
         };
     }
     if path.ends_with("/responses") {
-        let (kind, step, plan) = responses_plan(&mut st, &body);
+        let (kind, step, plan) = match &summary {
+            Some(text) => (Kind::BatonSummary, None, Step::text(text)),
+            None => responses_plan(&mut st, &body),
+        };
         log(&mut st, Api::Responses, kind, step);
         return sse(&responses_events(&body, &plan));
     }
@@ -196,7 +242,10 @@ fn answer(state: &Mutex<State>, method: &Method, uri: &Uri, headers: &HeaderMap,
                 return json_reply(StatusCode::OK, &json!({ "totalTokens": 100 }));
             }
             "generateContent" | "streamGenerateContent" => {
-                let (kind, step, plan) = gemini_plan(&mut st, &body);
+                let (kind, step, plan) = match &summary {
+                    Some(text) => (Kind::BatonSummary, None, Step::text(text)),
+                    None => gemini_plan(&mut st, &body),
+                };
                 log(&mut st, Api::Gemini, kind, step);
                 let reply = gemini_reply(&plan, &model);
                 return if call == "streamGenerateContent" {

@@ -218,6 +218,21 @@ pub async fn run(ctx: &Ctx, dir: &Path, json: bool) -> anyhow::Result<()> {
                 .into(),
         });
     }
+    checks.push(match ctx.settings.summarize {
+        None => Check { ok: true, what: "session summaries: off (summarize = \"claude\", \"codex\" or \"gemini\" in the config turns them on)".into() },
+        Some(by) => {
+            let found = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+                .any(|dir| dir.join(by.name()).is_file());
+            Check {
+                ok: found,
+                what: if found {
+                    format!("session summaries by {} (headless, at most {} s each)", by.name(), ctx.settings.summarize_seconds)
+                } else {
+                    format!("session summaries by {}: `{}` is not on PATH, so none are written", by.name(), by.name())
+                },
+            }
+        }
+    });
     let (pending, dead) = ctx.queue.counts();
     checks.push(Check {
         ok: dead == 0,

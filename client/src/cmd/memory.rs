@@ -12,7 +12,7 @@ use crate::write::{self, Delivered, Write};
 use crate::{Ctx, project, view};
 
 pub const CURRENT: &[&str] = &["goal", "constraint", "open_loop", "recent_change"];
-pub const HISTORY: &[&str] = &["decision", "session_summary"];
+pub const HISTORY: &[&str] = &["decision", "session_summary", "extracted_decision"];
 
 pub struct Add {
     pub category: String,

@@ -33,11 +33,17 @@ use crate::{Ctx, cache, git};
 
 /// How long a hook may take in all (the agents allow more; Baton should not need it).
 const HOOK_BUDGET: Duration = Duration::from_millis(2500);
+/// How long the detached part of a hook may take (SessionEnd, and uploads), summaries aside.
+const DETACHED_BUDGET: Duration = Duration::from_secs(30);
 /// How long a hook waits for the queue lock before queueing behind another flush.
 const LOCK_WAIT: Duration = Duration::from_millis(300);
 
 /// Runs a hook and returns what to print. Never fails: problems are logged.
 pub async fn run(ctx: &Ctx, agent: Agent, event: &str, stdin: &str, payload_file: Option<&Path>) -> String {
+    if std::env::var_os(crate::summary::RUNNING).is_some() {
+        // Baton's own summarizer run (`crate::summary`) is not a Baton session.
+        return agent.quiet_output().to_owned();
+    }
     let Some(event) = Event::parse(event) else {
         log(ctx, &format!("{}: unknown hook event {event:?} (ignored)", agent.name()));
         return agent.quiet_output().to_owned();
@@ -54,15 +60,24 @@ pub async fn run(ctx: &Ctx, agent: Agent, event: &str, stdin: &str, payload_file
         // Cursor also loads Claude Code's hooks: Baton's Cursor hooks do the work.
         return agent.quiet_output().to_owned();
     }
-    let work = handle(ctx, agent, event, &payload, payload_file.is_some());
-    match tokio::time::timeout(HOOK_BUDGET, work).await {
+    let detached = payload_file.is_some();
+    // Work handed to a detached process has no agent waiting on it: room for an upload and
+    // a summary's time limit, still bounded.
+    let budget = if detached {
+        DETACHED_BUDGET
+            + Duration::from_secs(ctx.settings.summarize.map_or(0, |_| ctx.settings.summarize_seconds))
+    } else {
+        HOOK_BUDGET
+    };
+    let work = handle(ctx, agent, event, &payload, detached);
+    match tokio::time::timeout(budget, work).await {
         Ok(Ok(out)) => out,
         Ok(Err(e)) => {
             log(ctx, &format!("{} {event:?}: {e:#}", agent.name()));
             fallback(ctx, agent, event, &payload)
         }
         Err(_) => {
-            log(ctx, &format!("{} {event:?}: gave up after {HOOK_BUDGET:?}", agent.name()));
+            log(ctx, &format!("{} {event:?}: gave up after {budget:?}", agent.name()));
             fallback(ctx, agent, event, &payload)
         }
     }
@@ -154,7 +169,11 @@ async fn handle(
             }
             Ok(agent.quiet_output().to_owned())
         }
-        Event::Stop | Event::PreCompact if syncs(ctx, agent, p) && !detached => {
+        Event::Stop | Event::PreCompact
+            if !detached
+                && (syncs(ctx, agent, p)
+                    || (event == Event::PreCompact && ctx.settings.summarize.is_some())) =>
+        {
             // Uploading a transcript is slow work: a detached process does it.
             let name = if event == Event::Stop { "Stop" } else { "PreCompact" };
             if let Err(e) = spawn_detached(ctx, agent, name, p) {
@@ -171,6 +190,9 @@ async fn handle(
             let mut hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
             let reason = format!("before compaction ({})", p.trigger.as_deref().unwrap_or("auto"));
             checkpoint(ctx, agent, p, hub.as_mut(), CheckpointKind::PreCompact, &reason, detached).await?;
+            if detached {
+                summarize(ctx, agent, p, hub.as_mut(), false).await;
+            }
             Ok(agent.quiet_output().to_owned())
         }
         Event::SessionEnd if !detached => {
@@ -747,10 +769,11 @@ async fn session_end(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<()>
         checkpoint(ctx, agent, p, hub.as_mut(), CheckpointKind::SessionEnd, &reason, true).await?;
     let agent_sid = p.agent_session_id().unwrap_or("unknown").to_owned();
     let Some(local) = ctx.state.get(agent.name(), &agent_sid) else { return Ok(()) };
+    let summary = summarize(ctx, agent, p, hub.as_mut(), true).await;
     // Already redacted with the checkpoint's state.
     let request = EndSessionRequest {
         session_id: local.baton_session_id.clone(),
-        summary: crate::clip(&last_answer, 2000),
+        summary: summary.unwrap_or_else(|| crate::clip(&last_answer, 2000)),
         git_head: git::head(&cwd).unwrap_or_default(),
         write: write::options(agent.kind() as i32, &local.baton_session_id),
         ..Default::default()
@@ -758,6 +781,111 @@ async fn session_end(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<()>
     write::submit(&ctx.queue, hub.as_mut(), Write::EndSession(request, project.key), Some(LOCK_WAIT)).await?;
     ctx.state.update(agent.name(), &agent_sid, |s| s.ended = true)?;
     Ok(())
+}
+
+/// The opt-in session summary (`crate::summary`), written for the conversation's session:
+/// a checkpoint with what the model found, the session's goal, and its decisions as
+/// `extracted_decision` memory. At a session end at most once. Returns the summary; a
+/// failure is logged and changes nothing.
+async fn summarize(
+    ctx: &Ctx,
+    agent: Agent,
+    p: &Payload,
+    mut hub: Option<&mut Hub>,
+    at_end: bool,
+) -> Option<String> {
+    let by = ctx.settings.summarize?;
+    let agent_sid = p.agent_session_id().unwrap_or("unknown").to_owned();
+    let mut first = false;
+    let record = ctx
+        .state
+        .update(agent.name(), &agent_sid, |s| {
+            first = !s.summarized_end;
+            if at_end {
+                s.summarized_end = true;
+            }
+            s.clone()
+        })
+        .ok()?;
+    if record.baton_session_id.is_empty() || (at_end && !first) {
+        return None;
+    }
+    let cwd = p.cwd();
+    let project = project::identify(&cwd);
+    let state = conversation_state(ctx, &record, p.transcript(), &cwd, &project.root);
+    let transcript = p.transcript().or_else(|| Some(PathBuf::from(&record.transcript_path)));
+    let input = crate::summary::input(&state, transcript.as_deref().filter(|t| t.is_file()));
+    let scratch = match tempfile_dir(ctx) {
+        Ok(dir) => dir,
+        Err(e) => {
+            log(ctx, &format!("summary: no scratch directory ({e:#})"));
+            return None;
+        }
+    };
+    let limit = Duration::from_secs(ctx.settings.summarize_seconds);
+    let result = crate::summary::run(by, &input, limit, &scratch).await;
+    let _ = std::fs::remove_dir_all(&scratch);
+    let extracted = match result {
+        Ok(e) => e,
+        Err(e) => {
+            log(ctx, &format!("summary by {}: {e:#} (nothing recorded)", by.name()));
+            return None;
+        }
+    };
+    let session_id = record.baton_session_id.clone();
+    let author = |id: &str| write::options(agent.kind() as i32, id);
+    let request = CreateCheckpointRequest {
+        session_id: session_id.clone(),
+        checkpoint_id: uuid::Uuid::now_v7().to_string(),
+        kind: CheckpointKind::Auto as i32,
+        reason: format!("session summary (by {})", by.name()),
+        state: Some(crate::summary::with_summary(state, &extracted)),
+        write: author(&session_id),
+        ..Default::default()
+    };
+    let mut writes = vec![Write::CreateCheckpoint(Box::new(request), project.key.clone())];
+    if !extracted.goal.is_empty() || !at_end {
+        writes.push(Write::UpdateSession(
+            baton_proto::v1::UpdateSessionRequest {
+                session_id: session_id.clone(),
+                goal: Some(extracted.goal.clone()).filter(|g| !g.is_empty()),
+                summary: Some(extracted.summary.clone()),
+                write: author(&session_id),
+                ..Default::default()
+            },
+            project.key.clone(),
+        ));
+    }
+    if !extracted.decisions.is_empty() {
+        writes.push(Write::PutMemory(baton_proto::v1::PutMemoryRequest {
+            project: project.key.clone(),
+            category: "extracted_decision".into(),
+            op: baton_proto::v1::MemoryOp::Append as i32,
+            items: extracted
+                .decisions
+                .iter()
+                .map(|d| baton_proto::v1::MemoryItem {
+                    content: d.decision.clone(),
+                    rationale: d.rationale.clone(),
+                })
+                .collect(),
+            write: author(&session_id),
+            ..Default::default()
+        }));
+    }
+    for w in writes {
+        if let Err(e) = write::submit(&ctx.queue, hub.as_deref_mut(), w, Some(LOCK_WAIT)).await {
+            log(ctx, &format!("summary: a write was refused: {e:#}"));
+        }
+    }
+    Some(extracted.summary)
+}
+
+/// A private scratch directory under Baton's data directory.
+fn tempfile_dir(ctx: &Ctx) -> anyhow::Result<PathBuf> {
+    let dir = ctx.settings.data_dir.join("tmp").join(format!("summary-{}", uuid::Uuid::now_v7()));
+    crate::fsperm::create_private_dir(&dir)?;
+    Ok(dir)
 }
 
 /// Starts `baton hook <agent> <event> --payload-file F` in its own process group, so it

@@ -40,6 +40,9 @@ pub struct Server {
 
 /// Serves MCP on stdin/stdout until the client closes it.
 pub async fn serve(ctx: Ctx, agent: Option<Agent>) -> anyhow::Result<()> {
+    if std::env::var_os(crate::summary::RUNNING).is_some() {
+        anyhow::bail!("not served to Baton's own summarizer run");
+    }
     let server = Server {
         ctx: Arc::new(ctx),
         agent,

@@ -66,7 +66,8 @@ pub struct Forget {
 #[serde(deny_unknown_fields)]
 pub struct Recall {
     /// Only this category: goal, constraint, open_loop, recent_change, decision,
-    /// session_summary or note. Default: all of them.
+    /// session_summary, extracted_decision (decisions a model found in a session's
+    /// transcript) or note. Default: all of them.
     pub category: Option<String>,
     /// Also decisions and summaries evicted from the brief by the history cap.
     #[serde(default)]

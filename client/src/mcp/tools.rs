@@ -237,8 +237,16 @@ async fn list_memory(
     Ok(crate::pages::memory(hub, request).await?.entries)
 }
 
-const CATEGORIES: [&str; 7] =
-    ["goal", "constraint", "open_loop", "recent_change", "decision", "session_summary", "note"];
+const CATEGORIES: [&str; 8] = [
+    "goal",
+    "constraint",
+    "open_loop",
+    "recent_change",
+    "decision",
+    "session_summary",
+    "extracted_decision",
+    "note",
+];
 
 pub async fn recall(call: &Call<'_>, p: params::Recall) -> Answer {
     let category = p.category.as_deref().map(str::trim).unwrap_or_default();

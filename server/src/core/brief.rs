@@ -162,15 +162,18 @@ pub fn sections(data: &BriefData, client_changes: &[String]) -> Vec<Section> {
         }
     }
     let plain = |category: &str| memory(category).iter().map(|e| one_line(&e.content)).collect::<Vec<_>>();
+    let decision = |e: &&MemoryEntry, mark: &str| {
+        if e.rationale.is_empty() {
+            one_line(&format!("{mark}{}", e.content))
+        } else {
+            one_line(&format!("{mark}{} (why: {})", e.content, e.rationale))
+        }
+    };
+    // Recorded on purpose first; then what a model extracted from sessions, marked as such.
     let decisions = memory("decision")
         .iter()
-        .map(|e| {
-            if e.rationale.is_empty() {
-                one_line(&e.content)
-            } else {
-                one_line(&format!("{} (why: {})", e.content, e.rationale))
-            }
-        })
+        .map(|e| decision(e, ""))
+        .chain(memory(crate::core::memory::EXTRACTED_DECISION).iter().map(|e| decision(e, "(extracted) ")))
         .collect();
     let mut changes: Vec<String> = client_changes.iter().map(|c| one_line(c)).collect();
     changes.extend(plain("recent_change"));

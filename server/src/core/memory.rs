@@ -17,6 +17,8 @@ pub enum Semantics {
 
 /// The category of keyed notes.
 pub const NOTE: &str = "note";
+/// The category of decisions extracted by a model, not recorded on purpose.
+pub const EXTRACTED_DECISION: &str = "extracted_decision";
 
 /// Every category with its semantics and default cap (keyed notes have no cap).
 pub const CATEGORIES: &[(&str, Semantics, i32)] = &[
@@ -26,6 +28,9 @@ pub const CATEGORIES: &[(&str, Semantics, i32)] = &[
     ("recent_change", Semantics::CurrentSet, 20),
     ("decision", Semantics::History, 5),
     ("session_summary", Semantics::History, 1),
+    // Decisions a model extracted from a session's transcript (opt-in session summaries):
+    // a history of their own, so they never evict a decision someone recorded on purpose.
+    (EXTRACTED_DECISION, Semantics::History, 10),
     (NOTE, Semantics::Keyed, 0),
 ];
 
@@ -36,7 +41,7 @@ pub const MAX_CAP: i32 = 1000;
 pub enum MemoryRuleError {
     #[error(
         "category: unknown category {0:?}; use one of goal, constraint, open_loop, \
-         recent_change, decision, session_summary, note"
+         recent_change, decision, session_summary, extracted_decision, note"
     )]
     UnknownCategory(String),
     #[error("op: category {category:?} is written with {expected}, not {got}")]

@@ -9,6 +9,7 @@ mod claude;
 pub mod codex;
 pub mod gemini;
 mod mcp;
+mod summary;
 
 use baton_proto::v1::{Checkpoint, GetCheckpointRequest, ListSessionsRequest, Session};
 use baton_tests::Clients;

@@ -1,0 +1,151 @@
+//! Opt-in session summaries with the real Claude Code: at SessionEnd Baton runs `claude`
+//! headless (its hooks and MCP off, nothing kept for its resume list) against the fake
+//! model, which answers Baton's summary prompt as scripted: a good answer, garbage, or too
+//! late. One SessionEnd gives exactly one summary.
+
+use baton_proto::v1::ListMemoryRequest;
+use baton_tests::agents::{self, Machine};
+use baton_tests::fake_model::{FakeModel, Script, Step};
+use baton_tests::{Backend, Server};
+use std::time::Duration;
+
+use crate::{checked, head, sessions, until_ended};
+
+const ORIGIN: &str = "https://github.com/acme/claude-summary.git";
+const PROJECT: &str = "github.com/acme/claude-summary";
+
+/// A machine with Baton's hooks for Claude Code and summaries by `claude`.
+fn machine(server: &Server, seconds: u32) -> Machine {
+    let m = Machine::new("machine-1", &server.url(), ORIGIN);
+    let config = m.baton_home().join("config");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.toml"),
+        format!("summarize = \"claude\"\nsummarize_seconds = {seconds}\n"),
+    )
+    .unwrap();
+    assert_eq!(m.baton(&["init", "claude", "--no-mcp"]).code, 0);
+    m
+}
+
+async fn session_with(answer: &str, delay: Duration, seconds: u32) -> (Server, Machine, FakeModel) {
+    let server = Server::start(Backend::Sqlite).await.unwrap();
+    let m = machine(&server, seconds);
+    let mut script = Script::new(vec![Step::text("All done here. LAST-ANSWER")]);
+    script.baton_summary = Some((answer.to_owned(), delay));
+    let model = FakeModel::start(script).await.unwrap();
+    let cli = agents::cli("claude").expect("checked by the caller");
+    let run = m.agent(&cli, &model.url(), &["-p", "Finish the retry work", "--output-format", "json"], &[]);
+    assert_eq!(run.code, 0, "{run:?}");
+    (server, m, model)
+}
+
+fn summaries(model: &FakeModel) -> usize {
+    model.baton_summaries()
+}
+
+fn hook_log(m: &Machine) -> String {
+    std::fs::read_to_string(m.baton_home().join("data/hook.log")).unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_good_summary_stays_on_the_session_and_decisions_are_marked_extracted() {
+    if agents::cli("claude").is_none() {
+        return;
+    }
+    let answer = r#"{"goal": "Make uploads survive a flaky store", "decisions": [{"decision": "Retry uploads three times", "rationale": "the store drops 1% of writes"}], "open_loops": ["Backoff is not tuned"], "summary": "Added retries to the uploader; backoff still to tune. SUMMARY-MARKER"}"#;
+    let (server, m, model) = session_with(answer, Duration::ZERO, 120).await;
+    let mut c = server.clients().await;
+    let ended = until_ended(&mut c, PROJECT).await;
+    assert!(ended.summary.contains("SUMMARY-MARKER"), "the session's summary is the model's: {ended:?}");
+    assert_eq!(ended.goal, "Make uploads survive a flaky store");
+    assert_eq!(summaries(&model), 1, "one SessionEnd, exactly one summary");
+    assert_eq!(sessions(&mut c, PROJECT).await.len(), 1, "the summarizer's run is not a Baton session");
+    let cp = head(&mut c, &ended).await;
+    assert_eq!(cp.reason, "session summary (by claude)");
+    let state = cp.state.unwrap();
+    assert!(state.open_questions.iter().any(|q| q == "Backoff is not tuned"), "{state:?}");
+    let memory = c
+        .memory
+        .list_memory(ListMemoryRequest { project: PROJECT.into(), ..Default::default() })
+        .await
+        .unwrap()
+        .into_inner();
+    let extracted: Vec<_> = memory.entries.iter().filter(|e| e.category == "extracted_decision").collect();
+    assert_eq!(extracted.len(), 1, "{memory:?}");
+    assert_eq!(extracted[0].content, "Retry uploads three times");
+    assert_eq!(extracted[0].author.as_ref().unwrap().session_id, ended.id, "author = the session");
+    assert!(memory.entries.iter().all(|e| e.category != "decision"), "not a decision recorded on purpose");
+    let listed = m.baton(&["memory", "list"]);
+    assert!(listed.stdout.contains("extracted_decision"), "{listed:?}");
+    let brief = m.baton(&["warmup"]);
+    assert!(brief.stdout.contains("(extracted) Retry uploads three times"), "{brief:?}");
+    // Nothing kept for Claude Code's own resume list but the session itself.
+    let transcripts = walk(&m.home.path().join(".claude/projects"));
+    assert_eq!(transcripts.len(), 1, "{transcripts:?}");
+    checked(
+        "claude",
+        &[
+            "summarize = \"claude\": one SessionEnd, one headless summary run, not a Baton session, not in claude's resume list",
+            "the summary, goal and open loops on the session; the decision as extracted_decision, shown marked in the brief",
+        ],
+    );
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else if path.extension().is_some_and(|e| e == "jsonl") {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_or_no_answer_changes_nothing_else() {
+    if agents::cli("claude").is_none() {
+        return;
+    }
+    for (answer, delay, seconds, logged) in [
+        ("I would rather not summarize this.", Duration::ZERO, 120, "no JSON object"),
+        (
+            r#"{"goal":"x","decisions":[],"open_loops":[],"summary":"late"}"#,
+            Duration::from_secs(30),
+            10,
+            "gave no summary within",
+        ),
+    ] {
+        let (server, m, model) = session_with(answer, delay, seconds).await;
+        let mut c = server.clients().await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(40);
+        let ended = loop {
+            let s = sessions(&mut c, PROJECT).await.into_iter().next();
+            if let Some(s) = s.filter(|s| s.status == baton_proto::v1::SessionStatus::Completed as i32) {
+                break s;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the session never ended ({logged}): {}",
+                hook_log(&m)
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        assert!(ended.summary.contains("LAST-ANSWER"), "the last answer, as without summaries: {ended:?}");
+        assert_eq!(summaries(&model), 1);
+        let cp = head(&mut c, &ended).await;
+        assert_ne!(cp.reason, "session summary (by claude)");
+        let memory = c
+            .memory
+            .list_memory(ListMemoryRequest { project: PROJECT.into(), ..Default::default() })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(memory.entries.is_empty(), "{memory:?}");
+        assert!(hook_log(&m).contains(logged), "{}", hook_log(&m));
+    }
+    checked("claude", &["a garbage summary and one past the time limit are logged and change nothing else"]);
+}
