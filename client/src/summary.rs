@@ -143,7 +143,19 @@ fn command(agent: Agent, scratch: &Path) -> anyhow::Result<(std::process::Comman
             out_file = Some(last);
         }
         Agent::Gemini => {
-            c.args(["-p", &ask, "-o", "json", "--allowed-mcp-server-names", "none", "-e", "none"]);
+            // It runs in Baton's own scratch directory, which no one has trusted: it reads
+            // only its input and has no MCP servers or extensions.
+            c.args([
+                "-p",
+                &ask,
+                "-o",
+                "json",
+                "--skip-trust",
+                "--allowed-mcp-server-names",
+                "none",
+                "-e",
+                "none",
+            ]);
         }
         Agent::Cursor => anyhow::bail!("summaries are written by claude, codex or gemini"),
     }
@@ -176,13 +188,13 @@ pub async fn run(agent: Agent, input: &str, limit: Duration, scratch: &Path) -> 
             anyhow::bail!("{} gave no summary within {limit:?}", agent.name());
         }
     };
-    anyhow::ensure!(
-        output.status.success(),
-        "{} failed ({}): {}",
-        agent.name(),
-        output.status,
-        crate::clip(String::from_utf8_lossy(&output.stderr).trim(), 300)
-    );
+    if !output.status.success() {
+        // The end of what it said: the reason comes last.
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let tail: String =
+            stderr.trim().chars().rev().take(600).collect::<Vec<_>>().into_iter().rev().collect();
+        anyhow::bail!("{} failed ({}): …{tail}", agent.name(), output.status);
+    }
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let answer = match agent {
         Agent::Codex => match out_file {

@@ -149,3 +149,52 @@ async fn garbage_or_no_answer_changes_nothing_else() {
     }
     checked("claude", &["a garbage summary and one past the time limit are logged and change nothing else"]);
 }
+
+/// The same with Codex and Gemini CLI writing the summary (their own sessions unchanged).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_and_gemini_write_summaries_too() {
+    for by in ["codex", "gemini"] {
+        let (Some(claude), Some(_)) = (agents::cli("claude"), agents::cli(by)) else { return };
+        let server = Server::start(Backend::Sqlite).await.unwrap();
+        let m = Machine::new("machine-1", &server.url(), ORIGIN);
+        let config = m.baton_home().join("config");
+        std::fs::create_dir_all(&config).unwrap();
+        std::fs::write(config.join("config.toml"), format!("summarize = \"{by}\"\n")).unwrap();
+        assert_eq!(m.baton(&["init", "claude", "--no-mcp"]).code, 0);
+        let mut script = Script::new(vec![Step::text("All done here. LAST-ANSWER")]);
+        let answer = format!(
+            r#"{{"goal": "", "decisions": [{{"decision": "Pin the {by} version", "rationale": "reproducible runs"}}], "open_loops": [], "summary": "Summarized by {by}. BY-MARKER"}}"#
+        );
+        script.baton_summary = Some((answer, Duration::ZERO));
+        let model = FakeModel::start(script).await.unwrap();
+        if by == "codex" {
+            crate::codex::configure(&m, &model.url());
+        } else {
+            crate::gemini::configure(&m);
+        }
+        // The summarizer's CLI finds the fake model as the user's would find theirs.
+        let url = model.url();
+        let env: Vec<(&str, &str)> = if by == "codex" {
+            vec![("FAKE_OPENAI_KEY", "fake")]
+        } else {
+            vec![("GOOGLE_GEMINI_BASE_URL", url.as_str()), ("GEMINI_API_KEY", "fake")]
+        };
+        let run = m.agent(&claude, &model.url(), &["-p", "Finish", "--output-format", "json"], &env);
+        assert_eq!(run.code, 0, "{run:?}");
+        let mut c = server.clients().await;
+        let ended = until_ended(&mut c, PROJECT).await;
+        assert!(ended.summary.contains("BY-MARKER"), "{by}: {ended:?}\n{}", hook_log(&m));
+        assert_eq!(summaries(&model), 1, "{by}");
+        let brief = m.baton(&["warmup"]);
+        assert!(brief.stdout.contains(&format!("(extracted) Pin the {by} version")), "{brief:?}");
+        if by == "gemini" {
+            let chats = walk(&m.home.path().join(".gemini/tmp"));
+            assert!(chats.is_empty(), "the summarizer's chat is not kept: {chats:?}");
+        } else {
+            let rollouts = walk(&m.home.path().join(".codex/sessions"));
+            assert!(rollouts.is_empty(), "--ephemeral keeps no rollout: {rollouts:?}");
+        }
+    }
+    checked("codex", &["summarize = \"codex\": codex exec --ephemeral wrote the summary, no rollout kept"]);
+    checked("gemini", &["summarize = \"gemini\": gemini -p wrote the summary, its chat not kept"]);
+}
