@@ -15,8 +15,17 @@ const PROJECT: &str = "github.com/acme/claude-mcp";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_remembers_through_the_mcp_server() {
+    claude_remembers(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_remembers_through_the_mcp_server_on_postgres() {
+    claude_remembers(Backend::Postgres).await;
+}
+
+async fn claude_remembers(backend: Backend) {
     let Some(cli) = agents::cli("claude") else { return };
-    let server = Server::start(Backend::Sqlite).await.unwrap();
+    let server = Server::start(backend).await.unwrap();
     let m1 = Machine::new("machine-1", &server.url(), ORIGIN);
     let init = m1.baton(&["init", "claude"]);
     assert!(init.code == 0 && init.stdout.contains("registered Baton's MCP tools"), "{init:?}");
@@ -97,6 +106,7 @@ async fn claude_remembers_through_the_mcp_server() {
     checked(
         "claude",
         &[
+            if backend == Backend::Sqlite { "hub on SQLite" } else { "hub on Postgres" },
             "init registers the MCP server and its allow rule",
             "default permission mode, from a subdirectory: mcp__baton__remember stored a decision as the conversation's session",
             "the brief names the tools",

@@ -29,7 +29,16 @@ fn machine(server: &Server, seconds: u32) -> Machine {
 }
 
 async fn session_with(answer: &str, delay: Duration, seconds: u32) -> (Server, Machine, FakeModel) {
-    let server = Server::start(Backend::Sqlite).await.unwrap();
+    session_on(Backend::Sqlite, answer, delay, seconds).await
+}
+
+async fn session_on(
+    backend: Backend,
+    answer: &str,
+    delay: Duration,
+    seconds: u32,
+) -> (Server, Machine, FakeModel) {
+    let server = Server::start(backend).await.unwrap();
     let m = machine(&server, seconds);
     let mut script = Script::new(vec![Step::text("All done here. LAST-ANSWER")]);
     script.baton_summary = Some((answer.to_owned(), delay));
@@ -50,11 +59,20 @@ fn hook_log(m: &Machine) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_good_summary_stays_on_the_session_and_decisions_are_marked_extracted() {
+    good_summary(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_good_summary_on_a_postgres_hub() {
+    good_summary(Backend::Postgres).await;
+}
+
+async fn good_summary(backend: Backend) {
     if agents::cli("claude").is_none() {
         return;
     }
     let answer = r#"{"goal": "Make uploads survive a flaky store", "decisions": [{"decision": "Retry uploads three times", "rationale": "the store drops 1% of writes"}], "open_loops": ["Backoff is not tuned"], "summary": "Added retries to the uploader; backoff still to tune. SUMMARY-MARKER"}"#;
-    let (server, m, model) = session_with(answer, Duration::ZERO, 120).await;
+    let (server, m, model) = session_on(backend, answer, Duration::ZERO, 120).await;
     let mut c = server.clients().await;
     let ended = until_ended(&mut c, PROJECT).await;
     assert!(ended.summary.contains("SUMMARY-MARKER"), "the session's summary is the model's: {ended:?}");

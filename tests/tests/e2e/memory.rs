@@ -454,3 +454,47 @@ async fn set_items(backend: Backend) {
     }
 }
 both!(set_items);
+
+/// Decisions a model extracted from sessions (`extracted_decision`) are a history of their
+/// own: however many arrive, the decisions recorded on purpose stay, and the brief shows
+/// both, the extracted ones marked.
+async fn extracted_decisions_never_evict_deliberate_ones(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    for i in 0..5 {
+        put(&mut c, &p, "decision", "", MemoryOp::Append, &[&format!("deliberate {i}")]).await.unwrap();
+    }
+    for i in 0..12 {
+        put(&mut c, &p, "extracted_decision", "", MemoryOp::Append, &[&format!("extracted {i}")])
+            .await
+            .unwrap();
+    }
+    let deliberate = list(&mut c, &p, "decision", false).await;
+    assert_eq!(deliberate.len(), 5, "{deliberate:?}");
+    let extracted = list(&mut c, &p, "extracted_decision", false).await;
+    assert_eq!(extracted.len(), 10, "its own cap: {extracted:?}");
+    assert!(
+        extracted.iter().all(|e| e.content != "extracted 0" && e.content != "extracted 1"),
+        "oldest evicted"
+    );
+    let (code, msg) = code(put(&mut c, &p, "extracted_decision", "", MemoryOp::ReplaceSet, &["x"]).await);
+    assert_eq!(code, Code::InvalidArgument, "{msg}");
+    let brief = c
+        .brief
+        .get_brief(baton_proto::v1::GetBriefRequest {
+            project: p.clone(),
+            budget_chars: 20_000,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .brief
+        .unwrap();
+    assert!(brief.text.contains("- deliberate 4 (why: because deliberate 4)"), "{}", brief.text);
+    assert!(brief.text.contains("- (extracted) extracted 11 (why: because extracted 11)"), "{}", brief.text);
+    let deliberate_at = brief.text.find("deliberate 4").unwrap();
+    assert!(brief.text.find("(extracted) extracted 11").unwrap() > deliberate_at, "deliberate ones first");
+}
+both!(extracted_decisions_never_evict_deliberate_ones);
