@@ -94,6 +94,12 @@ async def main():
             assert "Remembered" in said, said
             result, said = await call(session, "remember", {"category": "constraint", "text": "no new dependencies"})
             assert "already holds" in said, said
+            for i in range(4):
+                result, said = await call(session, "remember", {"category": "constraint", "text": f"rule {i}"})
+                assert not result.is_error, said
+            result, said = await call(session, "remember", {"category": "constraint", "text": "one rule too many"})
+            assert result.is_error and "not remembered" in said and "5" in said, said
+            out["over_cap"] = said
             result, said = await call(session, "remember", {"category": "note", "key": "deploy", "text": "tag, then push"})
             assert "Remembered as a note" in said, said
 

@@ -44,6 +44,8 @@ async fn stock_client_calls_every_tool(backend: Backend) {
     std::fs::create_dir_all(&deep).unwrap();
     let out = python_mcp(&env, &server.url(), &deep, "up");
     assert!(out["brief"].as_str().unwrap().contains("Use SQLite for the local cache"));
+    let over = out["over_cap"].as_str().unwrap();
+    assert!(over.contains("cap"), "the hub's refusal names the cap: {over}");
 
     // What it stored, read over gRPC: in the repository's project (started in a
     // subdirectory), written by the conversation's own session.
