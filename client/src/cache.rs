@@ -17,12 +17,7 @@ fn path(data_dir: &Path, project: &str) -> PathBuf {
     data_dir.join("briefs").join(format!("{}.json", &digest[..24]))
 }
 
-/// Rewrites the project's cached brief in place under a lock: a file made new on every
-/// SessionStart (write, then rename) cost hook-bench's "SessionStart, 4 at once" row an
-/// inode allocation each, slow on ext4 beside many recently deleted files. A write cut
-/// short leaves a cache that does not parse: no cached brief until the next SessionStart.
 pub fn store(data_dir: &Path, project: &str, text: &str) -> anyhow::Result<()> {
-    use std::io::Write as _;
     let p = path(data_dir, project);
     if let Some(dir) = p.parent() {
         crate::fsperm::create_private_dir(dir)?;
@@ -32,20 +27,16 @@ pub fn store(data_dir: &Path, project: &str, text: &str) -> anyhow::Result<()> {
         text: text.to_owned(),
         cached_at_us: crate::write::now_us(),
     };
-    let bytes = serde_json::to_vec(&brief)?;
-    let mut file = crate::fsperm::open_private_keep(&p)?;
-    file.lock()?;
-    file.set_len(0)?;
-    file.write_all(&bytes)?;
+    // Hooks of parallel conversations store at once: each writes a temporary file of its
+    // own, then renames it over the brief.
+    let tmp = p.with_extension(format!("{}.tmp", uuid::Uuid::now_v7()));
+    crate::fsperm::write_private(&tmp, &serde_json::to_vec(&brief)?)?;
+    std::fs::rename(tmp, p)?;
     Ok(())
 }
 
 pub fn load(data_dir: &Path, project: &str) -> Option<CachedBrief> {
-    use std::io::Read as _;
-    let mut file = std::fs::File::open(path(data_dir, project)).ok()?;
-    file.lock_shared().ok()?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).ok()?;
+    let bytes = std::fs::read(path(data_dir, project)).ok()?;
     serde_json::from_slice::<CachedBrief>(&bytes).ok().filter(|b| b.project == project)
 }
 

@@ -27,16 +27,6 @@ pub fn write_private_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     file.sync_all()
 }
 
-/// Opens (or makes) `path` for writing with mode 0600 without truncating it: for a file
-/// rewritten in place under a lock.
-pub fn open_private_keep(path: &Path) -> std::io::Result<std::fs::File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.create(true).write(true).truncate(false);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path)
-}
-
 /// Opens `path` for writing with mode 0600 (appending, or truncating), fixing the mode of
 /// a file that already existed with a wider one.
 pub fn open_private(path: &Path, append: bool) -> std::io::Result<std::fs::File> {
