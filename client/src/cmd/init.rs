@@ -39,7 +39,12 @@ pub fn run(
     let mut change = install::install(agent, &file, &exe, uninstall)?;
     let registered = !uninstall && mcp;
     let tools = crate::mcp::register::register(agent, scope, &root, &exe, !registered)?;
-    crate::mcp::register::mark(&ctx.settings.data_dir, agent, registered)?;
+    // The brief's tools line: while the server is registered for this agent in any scope.
+    crate::mcp::register::mark(
+        &ctx.settings.data_dir,
+        agent,
+        crate::mcp::register::registered(agent, &root),
+    )?;
     change.notes.extend(tools.notes);
     if trust {
         let home = directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()).unwrap_or_default();
@@ -48,7 +53,9 @@ pub fn run(
         change.notes.retain(|n| !n.contains("/hooks"));
         change.notes.push(format!("Codex trusts Baton's hooks: recorded {recorded} in {}", config.display()));
     }
-    if sync_transcripts || (uninstall && agent == Agent::Claude && ctx.settings.sync_transcripts) {
+    // Transcript sync is one setting for every agent: it goes off with the last hooks.
+    let last_removed = uninstall && ctx.settings.sync_transcripts && !any_hooks_installed(&root);
+    if sync_transcripts || last_removed {
         config::set_key(&ctx.settings.config_file, "sync_transcripts", toml::Value::Boolean(!uninstall))?;
         change.notes.push(if uninstall {
             format!("transcript sync turned off in {}", ctx.settings.config_file.display())
@@ -87,4 +94,14 @@ pub fn run(
         println!("note: {note}");
     }
     Ok(())
+}
+
+/// Whether Baton's hooks are installed for any agent, in either scope.
+fn any_hooks_installed(root: &Path) -> bool {
+    [Agent::Claude, Agent::Codex, Agent::Gemini, Agent::Cursor].into_iter().any(|agent| {
+        [Scope::User, Scope::Project].into_iter().any(|scope| {
+            install::settings_file(agent, scope, root)
+                .is_ok_and(|f| !install::installed(agent, &f).is_empty())
+        })
+    })
 }

@@ -384,6 +384,13 @@ pub fn health(agent: Agent, root: &Path) -> Result<String, String> {
     }
 }
 
+/// Whether `baton mcp` is registered for `agent` in either scope.
+pub fn registered(agent: Agent, root: &Path) -> bool {
+    [Scope::Project, Scope::User]
+        .into_iter()
+        .any(|scope| files(agent, scope, root).is_ok_and(|f| registered_in(agent, &f.server)))
+}
+
 fn registered_in(agent: Agent, file: &Path) -> bool {
     if agent == Agent::Codex {
         return toml_server(file).is_some();

@@ -1410,3 +1410,32 @@ async fn hooks_while_the_hub_restarts() {
     let mut c = server.clients().await;
     crate::assert_gapless(&crate::all_events(&mut c, "github.com/acme/restarts").await);
 }
+
+/// Settings shared by every agent follow the last of them: transcript sync goes off with
+/// the last agent's hooks, and the brief's MCP line stays while the server is registered in
+/// another scope.
+#[tokio::test]
+async fn uninstalling_one_agent_leaves_what_others_still_use() {
+    let server = Server::start(Backend::Sqlite).await.unwrap();
+    let env = ClientEnv::new(&server.url());
+    let repo = git_repo("https://github.com/acme/uninstall.git");
+    let dir = repo.path();
+    let config = env.baton_home().join("config/config.toml");
+    let sync_on = || std::fs::read_to_string(&config).unwrap_or_default().contains("sync_transcripts = true");
+    assert_eq!(env.run(dir, &["init", "claude", "--sync-transcripts"], "").code, 0);
+    assert_eq!(env.run(dir, &["init", "codex"], "").code, 0);
+    assert!(sync_on());
+    assert_eq!(env.run(dir, &["init", "claude", "--uninstall"], "").code, 0);
+    assert!(sync_on(), "codex's hooks still use it");
+    let out = env.run(dir, &["init", "codex", "--uninstall"], "");
+    assert!(out.stdout.contains("transcript sync turned off"), "{out:?}");
+    assert!(!sync_on());
+
+    let marker = env.baton_home().join("data/mcp/claude");
+    assert_eq!(env.run(dir, &["init", "claude"], "").code, 0);
+    assert_eq!(env.run(dir, &["init", "claude", "--scope", "project"], "").code, 0);
+    assert_eq!(env.run(dir, &["init", "claude", "--scope", "project", "--uninstall"], "").code, 0);
+    assert!(marker.exists(), "still registered for the user");
+    assert_eq!(env.run(dir, &["init", "claude", "--uninstall"], "").code, 0);
+    assert!(!marker.exists());
+}
