@@ -112,10 +112,15 @@ pub fn parse(answer: &str) -> anyhow::Result<Extracted> {
     Ok(e)
 }
 
+/// The prompt argument (the instructions themselves come on stdin).
+fn ask() -> String {
+    format!("{MARKER}: follow the instructions in the input.")
+}
+
 /// The headless command for `agent`, reading the input on stdin; `scratch` is a private
 /// directory for its files.
 fn command(agent: Agent, scratch: &Path) -> anyhow::Result<(std::process::Command, Option<PathBuf>)> {
-    let ask = format!("{MARKER}: follow the instructions in the input.");
+    let ask = ask();
     let mut out_file = None;
     let mut c = std::process::Command::new(agent.name());
     match agent {
@@ -167,6 +172,7 @@ fn command(agent: Agent, scratch: &Path) -> anyhow::Result<(std::process::Comman
 pub async fn run(agent: Agent, input: &str, limit: Duration, scratch: &Path) -> anyhow::Result<Extracted> {
     use std::os::unix::process::CommandExt as _;
     use std::process::Stdio;
+    let started = std::time::SystemTime::now();
     let (mut command, out_file) = command(agent, scratch)?;
     command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
     let mut child = tokio::process::Command::from(command)
@@ -214,21 +220,23 @@ pub async fn run(agent: Agent, input: &str, limit: Duration, scratch: &Path) -> 
         Agent::Cursor => stdout,
     };
     if agent == Agent::Gemini {
-        forget_gemini_chat();
+        forget_gemini_chat(started);
     }
     parse(&answer)
 }
 
-/// Gemini keeps every headless run as a chat it offers to resume: the summarizer's goes.
-fn forget_gemini_chat() {
+/// Gemini keeps every headless run as a chat it offers to resume: the summarizer's goes —
+/// only a chat written since this run started that holds its exact prompt, so that no chat
+/// of the user's is touched.
+fn forget_gemini_chat(started: std::time::SystemTime) {
     let Some(home) = directories::BaseDirs::new().map(|b| b.home_dir().join(".gemini/tmp")) else { return };
     let Ok(projects) = std::fs::read_dir(home) else { return };
-    let recent = std::time::SystemTime::now() - Duration::from_secs(3600);
+    let ask = ask();
     for chats in projects.flatten().map(|p| p.path().join("chats")) {
         let Ok(files) = std::fs::read_dir(chats) else { continue };
         for file in files.flatten().map(|f| f.path()) {
-            let fresh = std::fs::metadata(&file).and_then(|m| m.modified()).is_ok_and(|t| t > recent);
-            if fresh && std::fs::read_to_string(&file).is_ok_and(|t| t.contains(MARKER)) {
+            let fresh = std::fs::metadata(&file).and_then(|m| m.modified()).is_ok_and(|t| t >= started);
+            if fresh && std::fs::read_to_string(&file).is_ok_and(|t| t.contains(&ask)) {
                 let _ = std::fs::remove_file(&file);
             }
         }

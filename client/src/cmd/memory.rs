@@ -123,6 +123,32 @@ pub async fn add(ctx: &Ctx, dir: &Path, a: Add, json: bool) -> anyhow::Result<()
     Ok(())
 }
 
+/// Every memory category, as the hub names them.
+pub fn categories() -> impl Iterator<Item = &'static str> {
+    CURRENT.iter().chain(HISTORY).copied().chain(["note"])
+}
+
+/// The full id of a memory entry given as `baton memory list` shows it (the full id, or
+/// its first or last characters).
+pub async fn entry_id(hub: &mut remote::Hub, project: &str, id: &str) -> anyhow::Result<String> {
+    if uuid::Uuid::parse_str(id).is_ok() {
+        return Ok(id.to_owned());
+    }
+    let list = crate::pages::memory(
+        hub,
+        ListMemoryRequest { project: project.to_owned(), include_evicted: true, ..Default::default() },
+    )
+    .await?;
+    let found: Vec<_> = list.entries.iter().filter(|e| e.id.ends_with(id) || e.id.starts_with(id)).collect();
+    match found.as_slice() {
+        [one] => Ok(one.id.clone()),
+        [] => anyhow::bail!(
+            "no memory entry {id} in project {project}; `baton memory list` (or recall) shows them"
+        ),
+        _ => anyhow::bail!("{id} matches {} entries; give more of the id", found.len()),
+    }
+}
+
 /// Whether a current-state set holds an item with this content (read live).
 async fn holds(
     hub: &mut remote::Hub,
@@ -258,29 +284,7 @@ pub async fn rm(
     let project = project::identify(dir);
     let mut hub = remote::connect(&ctx.settings, Timeouts::CLI).await?;
     let target = match (id, category) {
-        (Some(id), _) => {
-            // Accept the short ids shown by `baton memory list`.
-            let full = if uuid::Uuid::parse_str(&id).is_ok() {
-                id
-            } else {
-                let list = crate::pages::memory(
-                    &mut hub,
-                    ListMemoryRequest {
-                        project: project.key.clone(),
-                        include_evicted: true,
-                        ..Default::default()
-                    },
-                )
-                .await?;
-                let found: Vec<_> = list.entries.iter().filter(|e| e.id.ends_with(&id)).collect();
-                match found.as_slice() {
-                    [one] => one.id.clone(),
-                    [] => anyhow::bail!("no memory entry matching {id:?}"),
-                    _ => anyhow::bail!("{id:?} matches several entries; give more of the id"),
-                }
-            };
-            delete_memory_request::Target::EntryId(full)
-        }
+        (Some(id), _) => delete_memory_request::Target::EntryId(entry_id(&mut hub, &project.key, &id).await?),
         (None, Some(category)) => delete_memory_request::Target::Record(RecordRef {
             category,
             key: key.unwrap_or_default(),

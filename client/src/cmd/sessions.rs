@@ -14,7 +14,7 @@ pub struct Filters {
     pub limit: u32,
 }
 
-fn parse_status(s: &str) -> anyhow::Result<SessionStatus> {
+pub fn parse_status(s: &str) -> anyhow::Result<SessionStatus> {
     SessionStatus::from_str_name(&format!("SESSION_STATUS_{}", s.to_ascii_uppercase()))
         .filter(|s| *s != SessionStatus::Unspecified)
         .ok_or_else(|| {

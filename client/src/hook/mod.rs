@@ -811,7 +811,7 @@ async fn summarize(
         return None;
     }
     let cwd = p.cwd();
-    let project = project::identify(&cwd);
+    let (project, _) = conversation_project(ctx, agent, &agent_sid, &cwd);
     let state = conversation_state(ctx, &record, p.transcript(), &cwd, &project.root);
     let transcript = p.transcript().or_else(|| Some(PathBuf::from(&record.transcript_path)));
     let input = crate::summary::input(&state, transcript.as_deref().filter(|t| t.is_file()));

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use baton_proto::v1::{
     AgentKind, CheckpointKind, CheckpointState, CreateCheckpointRequest, DeleteMemoryRequest,
     GetCheckpointRequest, GetSessionRequest, ListMemoryRequest, ListSessionsRequest, MemoryEntry,
-    Session as SessionMsg, SessionStatus, WriteResult, delete_memory_request,
+    Session as SessionMsg, WriteResult, delete_memory_request,
 };
 
 use super::params;
@@ -185,24 +185,7 @@ pub async fn forget(call: &Call<'_>, p: params::Forget) -> Answer {
                     .into(),
             ));
         };
-        let entries = list_memory(h, &call.project.key, "", true).await?;
-        let found: Vec<&MemoryEntry> =
-            entries.iter().filter(|e| e.id.ends_with(id) || e.id.starts_with(id)).collect();
-        match found.as_slice() {
-            [one] => one.id.clone(),
-            [] => {
-                return Err(Failure::Tool(format!(
-                    "no memory entry {id} in project {}; recall lists them",
-                    call.project.key
-                )));
-            }
-            _ => {
-                return Err(Failure::Arguments(format!(
-                    "{id} matches {} entries: give more of the id",
-                    found.len()
-                )));
-            }
-        }
+        memory::entry_id(h, &call.project.key, id).await?
     };
     let conversation = call.conversation();
     let (kind, session) = call.author(conversation.as_ref());
@@ -237,23 +220,13 @@ async fn list_memory(
     Ok(crate::pages::memory(hub, request).await?.entries)
 }
 
-const CATEGORIES: [&str; 8] = [
-    "goal",
-    "constraint",
-    "open_loop",
-    "recent_change",
-    "decision",
-    "session_summary",
-    "extracted_decision",
-    "note",
-];
-
 pub async fn recall(call: &Call<'_>, p: params::Recall) -> Answer {
     let category = p.category.as_deref().map(str::trim).unwrap_or_default();
-    if !category.is_empty() && !CATEGORIES.contains(&category) {
+    if !category.is_empty() && !memory::categories().any(|c| c == category) {
+        let all: Vec<&str> = memory::categories().collect();
         return Err(Failure::Arguments(format!(
             "unknown category {category:?}: use one of {}",
-            CATEGORIES.join(", ")
+            all.join(", ")
         )));
     }
     let Some(mut hub) = call.hub().await else { return Ok(call.offline()) };
@@ -287,14 +260,9 @@ pub async fn recall(call: &Call<'_>, p: params::Recall) -> Answer {
 }
 
 fn parse_status(s: &str) -> Result<i32, Failure> {
-    SessionStatus::from_str_name(&format!("SESSION_STATUS_{}", s.trim().to_ascii_uppercase()))
-        .filter(|s| *s != SessionStatus::Unspecified)
+    crate::cmd::sessions::parse_status(s.trim())
         .map(|s| s as i32)
-        .ok_or_else(|| {
-            Failure::Arguments(format!(
-                "unknown status {s:?}: use active, idle, completed, crashed, resumed or initializing"
-            ))
-        })
+        .map_err(|e| Failure::Arguments(e.to_string()))
 }
 
 /// How many sessions' last tasks `sessions` reads (one request each).

@@ -27,13 +27,18 @@ pub async fn sessions(c: &mut Clients, project: &str) -> Vec<Session> {
 /// The project's newest session once it is completed (SessionEnd's work is detached from
 /// the agent): panics after 20 s.
 pub async fn until_ended(c: &mut Clients, project: &str) -> Session {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    until_ended_within(c, project, 20).await
+}
+
+/// `until_ended`, waiting at most `seconds`.
+pub async fn until_ended_within(c: &mut Clients, project: &str, seconds: u64) -> Session {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
     loop {
         let newest = sessions(c, project).await.into_iter().next();
         if let Some(s) = newest.filter(|s| s.status == baton_proto::v1::SessionStatus::Completed as i32) {
             return s;
         }
-        assert!(std::time::Instant::now() < deadline, "no completed session in {project} after 20 s");
+        assert!(std::time::Instant::now() < deadline, "no completed session in {project} after {seconds} s");
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }

@@ -139,19 +139,7 @@ async fn garbage_or_no_answer_changes_nothing_else() {
     ] {
         let (server, m, model) = session_with(answer, delay, seconds).await;
         let mut c = server.clients().await;
-        let deadline = std::time::Instant::now() + Duration::from_secs(40);
-        let ended = loop {
-            let s = sessions(&mut c, PROJECT).await.into_iter().next();
-            if let Some(s) = s.filter(|s| s.status == baton_proto::v1::SessionStatus::Completed as i32) {
-                break s;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the session never ended ({logged}): {}",
-                hook_log(&m)
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        };
+        let ended = crate::until_ended_within(&mut c, PROJECT, 40).await;
         assert!(ended.summary.contains("LAST-ANSWER"), "the last answer, as without summaries: {ended:?}");
         assert_eq!(summaries(&model), 1);
         let cp = head(&mut c, &ended).await;

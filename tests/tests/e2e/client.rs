@@ -11,6 +11,8 @@ use baton_proto::v1::{
 use baton_tests::{Backend, ClientEnv, Clients, Server, both, git, git_repo};
 use serde_json::{Value, json};
 
+use crate::sessions_of;
+
 fn fixture(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(name).display().to_string()
 }
@@ -37,15 +39,6 @@ fn context(out: &str) -> String {
 }
 
 /// The project's sessions, newest first.
-async fn sessions_of(mut c: Clients, project: &str) -> Vec<baton_proto::v1::Session> {
-    c.sessions
-        .list_sessions(ListSessionsRequest { project: project.into(), ..Default::default() })
-        .await
-        .unwrap()
-        .into_inner()
-        .sessions
-}
-
 async fn wait_for<F: std::future::Future<Output = bool>>(mut f: impl FnMut() -> F) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while !f().await {
@@ -1327,13 +1320,7 @@ fn work(env: &ClientEnv, dir: &Path, sid: &str) {
 
 async fn checkpoints_of(server: &Server, project: &str) -> usize {
     let mut c = server.clients().await;
-    let sessions = c
-        .sessions
-        .list_sessions(ListSessionsRequest { project: project.into(), ..Default::default() })
-        .await
-        .unwrap()
-        .into_inner()
-        .sessions;
+    let sessions = sessions_of(c.clone(), project).await;
     let mut n = 0;
     for s in sessions {
         n += c

@@ -148,6 +148,16 @@ pub async fn put_note(
     c.memory.put_memory(note_request(project, key, content, w)).await.map(tonic::Response::into_inner)
 }
 
+/// A project's sessions, newest first (the first page).
+pub async fn sessions_of(mut c: Clients, project: &str) -> Vec<Session> {
+    c.sessions
+        .list_sessions(baton_proto::v1::ListSessionsRequest { project: project.into(), ..Default::default() })
+        .await
+        .unwrap()
+        .into_inner()
+        .sessions
+}
+
 /// Every event of a project, in order.
 pub async fn all_events(c: &mut Clients, project: &str) -> Vec<Event> {
     let mut out = Vec::new();

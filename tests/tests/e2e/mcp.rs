@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use baton_proto::v1::{GetCheckpointRequest, ListCheckpointsRequest, ListMemoryRequest, ListSessionsRequest};
+use baton_proto::v1::{GetCheckpointRequest, ListCheckpointsRequest, ListMemoryRequest};
 use baton_tests::{Backend, ClientEnv, Server, both, git_repo};
 use serde_json::Value;
 
@@ -51,13 +51,7 @@ async fn stock_client_calls_every_tool(backend: Backend) {
     // subdirectory), written by the conversation's own session.
     let mut c = server.clients().await;
     let project = "github.com/acme/mcp";
-    let sessions = c
-        .sessions
-        .list_sessions(ListSessionsRequest { project: project.into(), ..Default::default() })
-        .await
-        .unwrap()
-        .into_inner()
-        .sessions;
+    let sessions = crate::sessions_of(c.clone(), project).await;
     let own = sessions.iter().find(|s| s.agent_session_id == "mcp-up").expect("the hook's session");
     assert!(own.id.ends_with(out["own_session"].as_str().unwrap()), "{own:?} vs {out}");
     let memory = c

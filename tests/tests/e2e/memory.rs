@@ -480,21 +480,10 @@ async fn extracted_decisions_never_evict_deliberate_ones(backend: Backend) {
     );
     let (code, msg) = code(put(&mut c, &p, "extracted_decision", "", MemoryOp::ReplaceSet, &["x"]).await);
     assert_eq!(code, Code::InvalidArgument, "{msg}");
-    let brief = c
-        .brief
-        .get_brief(baton_proto::v1::GetBriefRequest {
-            project: p.clone(),
-            budget_chars: 20_000,
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .brief
-        .unwrap();
-    assert!(brief.text.contains("- deliberate 4 (why: because deliberate 4)"), "{}", brief.text);
-    assert!(brief.text.contains("- (extracted) extracted 11 (why: because extracted 11)"), "{}", brief.text);
-    let deliberate_at = brief.text.find("deliberate 4").unwrap();
-    assert!(brief.text.find("(extracted) extracted 11").unwrap() > deliberate_at, "deliberate ones first");
+    let brief = crate::brief_text(&mut c, &p, "").await;
+    assert!(brief.contains("- deliberate 4 (why: because deliberate 4)"), "{brief}");
+    assert!(brief.contains("- (extracted) extracted 11 (why: because extracted 11)"), "{brief}");
+    let deliberate_at = brief.find("deliberate 4").unwrap();
+    assert!(brief.find("(extracted) extracted 11").unwrap() > deliberate_at, "deliberate ones first");
 }
 both!(extracted_decisions_never_evict_deliberate_ones);
