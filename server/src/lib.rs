@@ -16,6 +16,7 @@ pub mod events;
 pub mod jobs;
 pub mod limits;
 pub mod metrics;
+pub mod service;
 pub mod store;
 
 use std::future::Future;

@@ -45,7 +45,7 @@ impl<S: Store> MemoryService for Api<S> {
         let mut redactor = Redactor::default();
         redactor.fields(req.items.iter_mut().flat_map(|i| [&mut i.content, &mut i.rationale]));
         let ctx = write_ctx("PutMemory", &hash_view, req.write.as_ref(), redactor.count, &who)?;
-        Ok(Response::new(self.store.put_memory(ctx, req).await?))
+        Ok(Response::new(crate::service::memory::put(&self.store, ctx, req).await?))
     }
 
     async fn list_memory(
@@ -100,7 +100,7 @@ impl<S: Store> MemoryService for Api<S> {
         let mut hash_view = req.clone();
         without_clock(&mut hash_view.write);
         let ctx = write_ctx("DeleteMemory", &hash_view, req.write.as_ref(), 0, &who)?;
-        Ok(Response::new(self.store.delete_memory(ctx, req).await?))
+        Ok(Response::new(crate::service::memory::delete(&self.store, ctx, req).await?))
     }
 
     async fn set_memory_caps(
@@ -119,6 +119,6 @@ impl<S: Store> MemoryService for Api<S> {
         let mut hash_view = req.clone();
         without_clock(&mut hash_view.write);
         let ctx = write_ctx("SetMemoryCaps", &hash_view, req.write.as_ref(), 0, &who)?;
-        Ok(Response::new(self.store.set_memory_caps(ctx, req).await?))
+        Ok(Response::new(crate::service::memory::set_caps(&self.store, ctx, req).await?))
     }
 }

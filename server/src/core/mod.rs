@@ -5,6 +5,7 @@ pub mod access;
 pub mod brief;
 pub mod checkpoint;
 pub mod chunk;
+pub mod conflict;
 pub mod lww;
 pub mod memory;
 pub mod page;
@@ -12,6 +13,7 @@ pub mod purge;
 pub mod retention;
 pub mod set_item;
 pub mod status;
+pub mod time;
 pub mod validate;
 
 /// Secret redaction, shared with the client (it lives in `baton-proto` so both apply the

@@ -330,7 +330,7 @@ mod tests {
                 items: vec![MemoryItem { content: format!("v{revision}"), rationale: String::new() }],
                 ..Default::default()
             };
-            store.put_memory(crate::store::WriteCtx::default(), req)
+            crate::service::memory::put(&store, crate::store::WriteCtx::default(), req)
         };
         put(1).await.unwrap();
         let _only = FAIL_POINT.lock().await;
@@ -394,7 +394,7 @@ mod tests {
             items: vec![MemoryItem { content: "hello".into(), rationale: String::new() }],
             ..Default::default()
         };
-        other.put_memory(crate::store::WriteCtx::default(), req).await.unwrap();
+        crate::service::memory::put(&other, crate::store::WriteCtx::default(), req).await.unwrap();
         let got = tokio::time::timeout(Duration::from_secs(5), watchers[7].recv()).await;
         assert_eq!(got.expect("delivered").unwrap().unwrap().event.revision, 1);
         until(|| hub.dormant() == 299).await;
@@ -419,7 +419,7 @@ mod tests {
                 items: vec![MemoryItem { rationale: content.clone(), content }],
                 ..Default::default()
             };
-            store.put_memory(crate::store::WriteCtx::default(), req)
+            crate::service::memory::put(&store, crate::store::WriteCtx::default(), req)
         };
         put("first", "small".into()).await.unwrap();
         let mut feed = hub.subscribe("p").await;

@@ -10,13 +10,12 @@ use std::collections::HashMap;
 use std::future::Future;
 
 use baton_proto::v1::{
-    Actor, CompactEventsResponse, CreateCheckpointRequest, CreateCheckpointResponse, DeleteMemoryRequest,
-    DeleteMemoryResponse, EndSessionRequest, EndSessionResponse, Event, GetCheckpointResponse,
-    GetSessionResponse, HeartbeatResponse, ListCheckpointsResponse, ListConflictsResponse,
-    ListEventsResponse, ListMemoryRequest, ListMemoryResponse, ListSessionsResponse, ProjectPruned,
-    PurgeResponse, PutMemoryRequest, PutMemoryResponse, ResumeSessionRequest, ResumeSessionResponse,
-    SessionStatus, SetMemoryCapsRequest, SetMemoryCapsResponse, StartSessionRequest, StartSessionResponse,
-    UpdateSessionRequest, UpdateSessionResponse,
+    Actor, CompactEventsResponse, CreateCheckpointRequest, CreateCheckpointResponse, EndSessionRequest,
+    EndSessionResponse, Event, GetCheckpointResponse, GetSessionResponse, HeartbeatResponse,
+    ListCheckpointsResponse, ListConflictsResponse, ListEventsResponse, ListMemoryRequest,
+    ListMemoryResponse, ListSessionsResponse, ProjectPruned, PurgeResponse, ResumeSessionRequest,
+    ResumeSessionResponse, SessionStatus, StartSessionRequest, StartSessionResponse, UpdateSessionRequest,
+    UpdateSessionResponse,
 };
 use uuid::Uuid;
 
@@ -26,6 +25,7 @@ use crate::core::lww::WriteIntent;
 use crate::error::Result;
 
 mod memory_cache;
+pub mod model;
 /// Whose brief, of what.
 #[derive(Debug, Clone, Default)]
 pub struct BriefFor {
@@ -89,6 +89,16 @@ impl WriteCtx {
     pub fn written_us(&self, now_us: i64) -> i64 {
         self.intent(now_us).queued_at_us.unwrap_or(now_us)
     }
+
+    /// Who wrote, with what intent, as the write's conflict and result carry it.
+    pub fn writer(&self) -> crate::core::conflict::Writer<'_> {
+        crate::core::conflict::Writer {
+            actor: &self.actor,
+            base_revision: self.base_revision,
+            redacted: self.redacted,
+            clamped: self.clamped(),
+        }
+    }
 }
 
 /// Sessions filter for `list_sessions` (validated).
@@ -124,8 +134,34 @@ pub struct Expiry {
     pub idle_after_us: i64,
 }
 
+/// A write in progress: the project's lock is held from [`Store::begin`] until it commits
+/// or rolls back. It reads through the lock's transaction and applies what the service
+/// layer decided in one go ([`WriteTx::commit`]).
+pub trait WriteTx: Send {
+    /// A memory record's LWW version and its live entries, in order.
+    fn record_state(&mut self, record: &str) -> impl Future<Output = Result<model::RecordState>> + Send;
+    /// A memory record's entries in order, evicted ones too if asked.
+    fn record_entries(
+        &mut self,
+        record: &str,
+        include_evicted: bool,
+    ) -> impl Future<Output = Result<Vec<model::Entry>>> + Send;
+    /// One memory entry of the project, by id.
+    fn entry(&mut self, id: &str) -> impl Future<Output = Result<Option<model::Entry>>> + Send;
+    /// Applies the changes, then the log; commits (durable on return) and wakes the
+    /// project's watchers.
+    fn commit(self, changes: Vec<model::Change>, log: model::Log) -> impl Future<Output = Result<()>> + Send;
+    /// Drops the write: nothing of it is kept, its revision included.
+    fn rollback(self) -> impl Future<Output = Result<()>> + Send;
+}
+
 /// The storage contract. `impl Future + Send` so that tonic services can await it.
 pub trait Store: Clone + Send + Sync + 'static {
+    type Tx: WriteTx;
+    /// Begins a write: takes the project's lock (creating the project on first use), which
+    /// allocates the write's revision and reads its time, caps and any earlier reply to
+    /// its request id.
+    fn begin(&self, lock: model::Lock<'_>) -> impl Future<Output = Result<(Self::Tx, model::Locked)>> + Send;
     fn start_session(
         &self,
         ctx: WriteCtx,
@@ -194,11 +230,6 @@ pub trait Store: Clone + Send + Sync + 'static {
         after: Option<String>,
         within: Within,
     ) -> impl Future<Output = Result<ListCheckpointsResponse>> + Send;
-    fn put_memory(
-        &self,
-        ctx: WriteCtx,
-        req: PutMemoryRequest,
-    ) -> impl Future<Output = Result<PutMemoryResponse>> + Send;
     /// A page of up to `page_size` entries, after `after` in the list's order.
     fn list_memory(
         &self,
@@ -206,16 +237,6 @@ pub trait Store: Clone + Send + Sync + 'static {
         page_size: i64,
         after: Option<MemoryPosition>,
     ) -> impl Future<Output = Result<ListMemoryResponse>> + Send;
-    fn delete_memory(
-        &self,
-        ctx: WriteCtx,
-        req: DeleteMemoryRequest,
-    ) -> impl Future<Output = Result<DeleteMemoryResponse>> + Send;
-    fn set_memory_caps(
-        &self,
-        ctx: WriteCtx,
-        req: SetMemoryCapsRequest,
-    ) -> impl Future<Output = Result<SetMemoryCapsResponse>> + Send;
     fn brief_data(&self, q: BriefFor) -> impl Future<Output = Result<BriefData>> + Send;
     fn list_events(
         &self,

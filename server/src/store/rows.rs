@@ -5,24 +5,13 @@ use std::collections::HashMap;
 
 use baton_proto::v1::{Actor, Checkpoint, Conflict, Event, MemoryEntry, Session};
 use prost::Message;
-use prost_types::Timestamp;
 
 use crate::core::checkpoint::{self, Header};
 use crate::core::lww::RecordVersion;
 use crate::error::{Error, Result};
+use crate::store::model;
 
-/// Timestamp from µs since the epoch.
-pub fn ts(us: i64) -> Timestamp {
-    Timestamp {
-        seconds: us.div_euclid(1_000_000),
-        nanos: i32::try_from(us.rem_euclid(1_000_000) * 1000).unwrap_or(0),
-    }
-}
-
-/// µs since the epoch from a timestamp (saturating).
-pub fn us(ts: &Timestamp) -> i64 {
-    ts.seconds.saturating_mul(1_000_000).saturating_add(i64::from(ts.nanos) / 1000)
-}
+pub use crate::core::time::{ts, us};
 
 pub fn encode_actor(actor: &Actor) -> Vec<u8> {
     actor.encode_to_vec()
@@ -217,6 +206,23 @@ pub struct MemoryRow {
 }
 
 impl MemoryRow {
+    pub fn to_entry(&self) -> model::Entry {
+        model::Entry {
+            id: self.id.clone(),
+            category: self.category.clone(),
+            branch: self.branch.clone(),
+            key: self.key.clone(),
+            content: self.content.clone(),
+            rationale: self.rationale.clone(),
+            author: decode_actor(&self.author),
+            revision: self.revision,
+            seq: self.seq,
+            created_us: self.created_us,
+            evicted: self.evicted,
+            record_revision: self.record_revision.unwrap_or(self.revision),
+        }
+    }
+
     pub fn to_proto(&self) -> MemoryEntry {
         MemoryEntry {
             id: self.id.clone(),
@@ -250,6 +256,7 @@ pub struct RecordStateRow {
     pub rationale: Option<String>,
     pub author: Option<Vec<u8>>,
     pub revision: Option<i64>,
+    pub seq: Option<i64>,
     pub created_us: Option<i64>,
 }
 
@@ -263,33 +270,27 @@ impl RecordStateRow {
         }
     }
 
-    pub fn entry(self, project: &str) -> Option<MemoryEntry> {
+    pub fn entry(self) -> Option<model::Entry> {
         let revision = self.revision?;
-        Some(MemoryEntry {
+        Some(model::Entry {
             id: self.id?,
-            project: project.to_owned(),
             category: self.category?,
             branch: self.branch?,
             key: self.key?,
             content: self.content?,
             rationale: self.rationale?,
-            author: Some(decode_actor(&self.author?)),
+            author: decode_actor(&self.author?),
             revision,
-            record_revision: self.record_revision.unwrap_or(revision),
-            created_at: Some(ts(self.created_us?)),
+            seq: self.seq?,
+            created_us: self.created_us?,
             evicted: false,
+            record_revision: self.record_revision.unwrap_or(revision),
         })
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn timestamps_round_trip() {
-        for v in [0, 1, 1_700_000_000_123_456, -1] {
-            assert_eq!(us(&ts(v)), v);
-        }
-    }
+/// A record's state from its rows (`RecordStateRow`).
+pub fn record_state(rows: Vec<RecordStateRow>) -> model::RecordState {
+    let version = rows.first().and_then(RecordStateRow::version);
+    model::RecordState { version, entries: rows.into_iter().filter_map(RecordStateRow::entry).collect() }
 }

@@ -3,6 +3,10 @@
 use baton_proto::v1 as pb;
 
 impl crate::store::Store for Backend {
+    type Tx = BackendTx;
+    async fn begin(&self, lock: crate::store::model::Lock<'_>) -> Result<(BackendTx, crate::store::model::Locked)> {
+        self.begin_write(lock).await
+    }
     async fn start_session(&self, ctx: WriteCtx, req: pb::StartSessionRequest, id: uuid::Uuid) -> Result<pb::StartSessionResponse> {
         self.do_start_session(ctx, req, id).await
     }
@@ -39,17 +43,8 @@ impl crate::store::Store for Backend {
     async fn list_checkpoints(&self, session_id: uuid::Uuid, include_state: bool, page_size: i64, after: Option<String>, within: crate::store::Within) -> Result<pb::ListCheckpointsResponse> {
         self.do_list_checkpoints(session_id, include_state, page_size, after, within).await
     }
-    async fn put_memory(&self, ctx: WriteCtx, req: pb::PutMemoryRequest) -> Result<pb::PutMemoryResponse> {
-        self.do_put_memory(ctx, req).await
-    }
     async fn list_memory(&self, req: pb::ListMemoryRequest, page_size: i64, after: Option<crate::store::MemoryPosition>) -> Result<pb::ListMemoryResponse> {
         self.do_list_memory(req, page_size, after).await
-    }
-    async fn delete_memory(&self, ctx: WriteCtx, req: pb::DeleteMemoryRequest) -> Result<pb::DeleteMemoryResponse> {
-        self.do_delete_memory(ctx, req).await
-    }
-    async fn set_memory_caps(&self, ctx: WriteCtx, req: pb::SetMemoryCapsRequest) -> Result<pb::SetMemoryCapsResponse> {
-        self.do_set_memory_caps(ctx, req).await
     }
     async fn brief_data(&self, q: crate::store::BriefFor) -> Result<BriefData> {
         self.do_brief_data(q).await

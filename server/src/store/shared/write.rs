@@ -13,13 +13,16 @@ use std::collections::{HashMap, HashSet};
 
 use baton_proto::v1::{
     Actor, CheckpointRef, Conflict, Event, EventKind, MemoryChange, RecordValue, SessionStatus,
-    WriteOutcome, WriteResult,
+    WriteResult,
 };
 use prost::Message;
 
 use crate::core::lww::{Decision, RecordVersion};
 use crate::error::{Error, Result};
 use crate::store::rows::{decode_actor, decode_conflict, decode_event, encode_actor, ts};
+use crate::service::write::{event, replayed};
+#[allow(unused_imports)] // used only when the failpoints feature is on
+use crate::service::write::injected;
 use crate::store::WriteCtx;
 
 /// A write transaction in progress.
@@ -32,8 +35,6 @@ struct Write {
     /// The revision the lock allocated (the project's head as far as the database knows).
     locked: i64,
     last: i64,
-    /// The project's memory caps (JSON), as read by the lock.
-    caps_json: String,
     /// (event kind, conflict outcome) of each event, for the metrics once committed.
     emitted: Vec<(i32, Option<i32>)>,
     /// Encoded events (revision, kind, body) and conflicts (id, revision, body), inserted by
@@ -51,15 +52,12 @@ struct Write {
 /// What a write reads first, which the backend reads together with the project lock (in
 /// the same round trip or hand-off), after the lock is held.
 enum Prefetch<'a> {
-    /// A memory record's state (`RECORD_STATE`).
-    Record(&'a str),
     /// A resume's target: a session id, or a checkpoint id, or neither (the latest).
     Resume { session: Option<&'a str>, checkpoint: Option<&'a str> },
 }
 
 /// The rows of a `Prefetch`.
 enum Prefetched {
-    Record(String, Vec<RecordStateRow>),
     /// The session a resume takes over and the checkpoint it starts from
     /// (`RESUME_SESSION`, `RESUME_CHECKPOINT`).
     Resume(Box<(Option<SessionRow>, Option<CheckpointRow>)>),
@@ -119,10 +117,6 @@ where
     };
     let prefetched = match prefetch {
         None => None,
-        Some(Prefetch::Record(record)) => Some(Prefetched::Record(
-            (*record).to_owned(),
-            of(layout.prefetch).iter().map(RecordStateRow::from_row).collect::<Result<_, _>>()?,
-        )),
         Some(Prefetch::Resume { .. }) => {
             let session = of(layout.prefetch).first().map(SessionRow::from_row).transpose()?;
             let checkpoint = of(layout.prefetch + 1).first().map(CheckpointRow::from_row).transpose()?;
@@ -179,19 +173,13 @@ impl Backend {
         self.begin_with(project, ctx, true, None).await
     }
 
-    /// `begin_memory` for a write that will read one memory record's state (LWW): the
-    /// backend may read it together with the lock, so `Write::record_state` needs no query
-    /// of its own.
-    async fn begin_memory_record(&self, project: &str, ctx: &WriteCtx, record: Option<&str>) -> Result<Begun> {
-        self.begin_with(project, ctx, true, record.map(Prefetch::Record)).await
-    }
 
     async fn begin_with(&self, project: &str, ctx: &WriteCtx, memory: bool, prefetch: Option<Prefetch<'_>>) -> Result<Begun> {
         // A write that joins a batch holding other projects waits for its own lock only
         // briefly (`Lease::bounded`); if that runs out, it starts again at the head of a
         // batch of its own, which holds nothing while it waits.
         let mut fresh = false;
-        let (tx, ((revision, now_us, caps_json, stored_hash, stored_reply), prefetched)) = loop {
+        let (tx, ((revision, now_us, _caps, stored_hash, stored_reply), prefetched)) = loop {
             let mut tx = begin_write(self, project, fresh).await?;
             match lock_project(&mut tx, project, ctx.request_id.as_deref(), memory, prefetch.as_ref()).await {
                 Ok(locked) => break (tx, locked),
@@ -221,7 +209,6 @@ impl Backend {
             pending: Some(revision),
             locked: revision,
             last: revision,
-            caps_json,
             emitted: Vec::new(),
             events: Vec::new(),
             conflicts: Vec::new(),
@@ -374,26 +361,9 @@ impl Combined {
     }
 }
 
-/// A storage fault injected by a fail point (tests only): what a lost connection gives.
-#[allow(dead_code)] // used only when the failpoints feature is on
-fn injected(point: &str) -> Error {
-    Error::Unavailable(sqlx::Error::Io(std::io::Error::new(
-        std::io::ErrorKind::ConnectionReset,
-        format!("fault injected at {point}"),
-    )))
-}
 
-/// Decodes a stored reply and marks it as replayed.
-fn replayed<T: Message + Default>(bytes: &[u8], result: impl FnOnce(&mut T) -> Option<&mut WriteResult>) -> Result<T> {
-    let mut reply = T::decode(bytes).map_err(|e| Error::internal(format!("stored reply does not decode: {e}")))?;
-    if let Some(r) = result(&mut reply) {
-        r.replayed = true;
-    }
-    Ok(reply)
-}
 
-/// Builds the conflict of a write that was not simply applied.
-#[allow(clippy::too_many_arguments)]
+/// Builds the conflict of a write that was not simply applied (`core::conflict`).
 fn make_conflict(
     record: String,
     decision: Decision,
@@ -403,41 +373,12 @@ fn make_conflict(
     written_value: Option<RecordValue>,
     detail: String,
 ) -> Conflict {
-    let outcome = outcome(decision);
-    Conflict {
-        id: uuid::Uuid::now_v7().to_string(),
-        record,
-        outcome: outcome as i32,
-        base_revision: ctx.base_revision,
-        current_revision: current.as_ref().map_or(0, |(v, _)| v.revision),
-        current_author: current.as_ref().map(|(_, a)| a.clone()),
-        current_written_at: current.as_ref().map(|(v, _)| ts(v.written_us)),
-        current_value,
-        written_value,
-        writer: Some(ctx.actor.clone()),
-        detail,
-        ..Default::default()
-    }
-}
-
-fn outcome(decision: Decision) -> WriteOutcome {
-    match decision {
-        Decision::Applied => WriteOutcome::Applied,
-        Decision::Overwritten => WriteOutcome::Overwritten,
-        Decision::Stale => WriteOutcome::Stale,
-        Decision::Rejected => WriteOutcome::Rejected,
-    }
+    let contested = crate::core::conflict::Contested { record, current, current_value, written_value, detail };
+    crate::core::conflict::conflict(decision, ctx.writer(), contested)
 }
 
 fn write_result(revision: i64, decision: Decision, conflict: Option<Conflict>, ctx: &WriteCtx) -> WriteResult {
-    WriteResult {
-        revision,
-        outcome: outcome(decision) as i32,
-        conflict,
-        redacted: i32::try_from(ctx.redacted).unwrap_or(i32::MAX),
-        replayed: false,
-        written_at_clamped: ctx.clamped(),
-    }
+    crate::core::conflict::result(revision, decision, conflict, ctx.writer())
 }
 
 /// The project's head revision (0 for an unknown project).
@@ -449,12 +390,3 @@ async fn head_revision(conn: &mut Conn, project: &str) -> Result<i64> {
     Ok(head.map_or(0, |(h,)| h))
 }
 
-fn event(kind: EventKind, entity: &str, entity_id: &str, actor: &Actor) -> Event {
-    Event {
-        kind: kind as i32,
-        entity: entity.to_owned(),
-        entity_id: entity_id.to_owned(),
-        actor: Some(actor.clone()),
-        ..Default::default()
-    }
-}

@@ -32,6 +32,14 @@ macro_rules! greatest {
     };
 }
 
+mod sql;
+mod write;
+
+pub use write::SqliteTx;
+
+/// This backend's write transaction (`Store::Tx`).
+type BackendTx = SqliteTx;
+
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
 
 /// Baton's store on SQLite.
@@ -128,7 +136,6 @@ async fn lock_project(
     let opened = if opening.is_empty() { 0 } else { opening.split("; ").count() };
     let after_lock = match prefetch {
         None => "",
-        Some(Prefetch::Record(_)) => PREFETCH_RECORD.as_str(),
         Some(Prefetch::Resume { .. }) => PREFETCH_RESUME.as_str(),
     };
     let sql = [opening.as_str(), LOCK_PROJECT, after_lock]
@@ -139,7 +146,6 @@ async fn lock_project(
     let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(project).bind(request_id).bind(memory);
     query = match prefetch {
         None => query,
-        Some(Prefetch::Record(record)) => query.bind(project).bind(*record),
         Some(Prefetch::Resume { session, checkpoint }) => {
             query.bind(project).bind(*session).bind(*checkpoint)
         }
@@ -175,10 +181,8 @@ impl SqliteStore {
     }
 }
 
-/// What the lock reads with it: a record's state (`RECORD_STATE`) or a resume's target
-/// (`RESUME_SESSION`, `RESUME_CHECKPOINT`). Their parameters come after the lock's three.
-static PREFETCH_RECORD: std::sync::LazyLock<String> =
-    std::sync::LazyLock::new(|| shift_parameters(RECORD_STATE, 3));
+/// What the lock reads with it: a resume's target (`RESUME_SESSION`, `RESUME_CHECKPOINT`).
+/// Their parameters come after the lock's three.
 static PREFETCH_RESUME: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!("{}; {}", shift_parameters(&RESUME_SESSION, 3), shift_parameters(&RESUME_CHECKPOINT, 3))
 });
@@ -219,17 +223,17 @@ fn announce(_store: &Backend, _project: &str, _revision: i64) {}
 /// slowed each other (the write's lease waited up to a scheduler slice, 0.75 ms, p90).
 const RESUME_BRIEF_WAITS: bool = true;
 
-include!("shared/write.rs");
-include!("shared/sessions.rs");
-include!("shared/checkpoints.rs");
-include!("shared/memory.rs");
-include!("shared/reads.rs");
-include!("shared/tokens.rs");
-include!("shared/retention.rs");
-include!("shared/purge.rs");
-include!("shared/transfer.rs");
-include!("shared/store_impl.rs");
-include!("shared/backfill.rs");
+include!("../shared/write.rs");
+include!("../shared/sessions.rs");
+include!("../shared/checkpoints.rs");
+include!("../shared/memory.rs");
+include!("../shared/reads.rs");
+include!("../shared/tokens.rs");
+include!("../shared/retention.rs");
+include!("../shared/purge.rs");
+include!("../shared/transfer.rs");
+include!("../shared/store_impl.rs");
+include!("../shared/backfill.rs");
 
 #[cfg(test)]
 mod tests {

@@ -56,6 +56,14 @@ macro_rules! greatest {
 /// The NOTIFY channel.
 pub const CHANNEL: &str = "baton_events";
 
+mod sql;
+mod write;
+
+pub use write::PgTx;
+
+/// This backend's write transaction (`Store::Tx`).
+type BackendTx = PgTx;
+
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
 
 /// Baton's store on Postgres.
@@ -241,9 +249,9 @@ impl std::ops::DerefMut for Plain {
 
 /// Run on every connection as it connects: the statements that start a write, prepared for
 /// `lock_project` to `EXECUTE`: the project lock (`LOCK_ROW`), the request id's stored
-/// reply, and what a write reads first (`Prefetch`): a memory record's state
-/// (`RECORD_STATE`), a resume's target and start checkpoint (`RESUME_SESSION`,
-/// `RESUME_CHECKPOINT`), the queries the write runs itself when the lock did not read them.
+/// reply, and what a write reads first (`Prefetch`): a resume's target and start checkpoint
+/// (`RESUME_SESSION`, `RESUME_CHECKPOINT`), the queries the write runs itself when the lock
+/// did not read them.
 static SESSION_SETUP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     // The simple protocol returns text: bytea must come as hex (the default), which is
     // what sqlx decodes, whatever the server or role sets.
@@ -251,7 +259,6 @@ static SESSION_SETUP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| 
         "SET bytea_output = 'hex'; \
          PREPARE baton_lock_row(text, boolean) AS {LOCK_ROW}; \
          PREPARE baton_request(text, text) AS SELECT request_hash, reply FROM requests WHERE project = $1 AND request_id = $2; \
-         PREPARE baton_record_state(text, text) AS {RECORD_STATE}; \
          PREPARE baton_resume_session(text, text, text) AS {resume_session}; \
          PREPARE baton_resume_checkpoint(text, text, text) AS {resume_checkpoint}",
         resume_session = RESUME_SESSION.as_str(),
@@ -298,9 +305,6 @@ async fn lock_project(
     let or_null = |value: Option<&str>| value.map_or_else(|| Ok("NULL".to_owned()), literal);
     let prefetch_statements = match prefetch {
         None => vec![],
-        Some(Prefetch::Record(record)) => {
-            vec![format!("EXECUTE baton_record_state({project}, {})", literal(record)?)]
-        }
         Some(Prefetch::Resume { session, checkpoint }) => {
             let args = format!("{project}, {}, {}", or_null(*session)?, or_null(*checkpoint)?);
             vec![
@@ -472,17 +476,17 @@ async fn notify(
 /// made resumes 0.4–0.6 ms slower (p50).
 const RESUME_BRIEF_WAITS: bool = false;
 
-include!("shared/write.rs");
-include!("shared/sessions.rs");
-include!("shared/checkpoints.rs");
-include!("shared/memory.rs");
-include!("shared/reads.rs");
-include!("shared/tokens.rs");
-include!("shared/retention.rs");
-include!("shared/purge.rs");
-include!("shared/transfer.rs");
-include!("shared/store_impl.rs");
-include!("shared/backfill.rs");
+include!("../shared/write.rs");
+include!("../shared/sessions.rs");
+include!("../shared/checkpoints.rs");
+include!("../shared/memory.rs");
+include!("../shared/reads.rs");
+include!("../shared/tokens.rs");
+include!("../shared/retention.rs");
+include!("../shared/purge.rs");
+include!("../shared/transfer.rs");
+include!("../shared/store_impl.rs");
+include!("../shared/backfill.rs");
 
 #[cfg(test)]
 mod tests {

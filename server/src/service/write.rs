@@ -1,0 +1,187 @@
+//! What every write shares: the project lock (which allocates the write's revision), the
+//! answer to a repeated request id (its stored reply, never a second write), exactly one
+//! event per revision, the reply kept for idempotency, one commit.
+
+use baton_proto::v1::{Actor, Conflict, Event, EventKind, WriteResult};
+use prost::Message;
+
+use crate::core::time::ts;
+use crate::error::{Error, Result};
+use crate::store::model::{Change, Lock, Log, LoggedConflict, LoggedEvent, StoredRequest};
+use crate::store::{Store, WriteCtx, WriteTx};
+
+/// A write in progress: its transaction, the revisions it took, what it will log and the
+/// changes it decided on, applied together by `finish`.
+pub(crate) struct Write<T> {
+    tx: T,
+    pub project: String,
+    /// The write's time by the database clock (µs).
+    pub now_us: i64,
+    /// The project's memory caps (JSON), as the lock read them.
+    pub caps_json: String,
+    /// A revision allocated but not yet given its event.
+    pending: Option<i64>,
+    /// The revision the lock allocated, and the last one taken.
+    locked: i64,
+    last: i64,
+    changes: Vec<Change>,
+    log: Log,
+    /// (event kind, conflict outcome) of each event, for the metrics once committed.
+    emitted: Vec<(i32, Option<i32>)>,
+    clamped: bool,
+}
+
+#[allow(clippy::large_enum_variant)] // built once per write and matched at once: boxing buys nothing
+pub(crate) enum Begun<T> {
+    Fresh(Write<T>),
+    /// The stored reply of an earlier request with the same request id.
+    Replay(Vec<u8>),
+}
+
+/// Begins a write: the lock first, then the idempotency check.
+#[tracing::instrument(level = "debug", skip_all, fields(project = lock.project))]
+pub(crate) async fn begin<S: Store>(store: &S, lock: Lock<'_>, ctx: &WriteCtx) -> Result<Begun<S::Tx>> {
+    let (tx, locked) = store.begin(lock).await?;
+    fail::fail_point!("write.after_lock", |_| Err(injected("write.after_lock")));
+    if let (Some(request_id), Some(earlier)) = (&ctx.request_id, locked.earlier) {
+        // Nothing of this transaction is kept: the revision is not used.
+        tx.rollback().await?;
+        if earlier.request_hash != ctx.request_hash {
+            return Err(Error::InvalidArgument(format!(
+                "write.request_id: {request_id:?} was already used for a different request in project \
+                 {:?}; a new write needs a new request_id",
+                lock.project
+            )));
+        }
+        return Ok(Begun::Replay(earlier.reply));
+    }
+    Ok(Begun::Fresh(Write {
+        tx,
+        project: lock.project.to_owned(),
+        now_us: locked.now_us,
+        caps_json: locked.memory_caps,
+        pending: Some(locked.revision),
+        locked: locked.revision,
+        last: locked.revision,
+        changes: Vec::new(),
+        log: Log::default(),
+        emitted: Vec::new(),
+        clamped: ctx.clamped(),
+    }))
+}
+
+impl<T: WriteTx> Write<T> {
+    /// The transaction, for the write's reads.
+    pub fn tx(&mut self) -> &mut T {
+        &mut self.tx
+    }
+
+    /// The revision the next event will get (allocated on first ask). The project lock is
+    /// held, so the next number is this write's to take; `finish` records the new head.
+    pub fn revision(&mut self) -> i64 {
+        if let Some(revision) = self.pending {
+            return revision;
+        }
+        let revision = self.last + 1;
+        self.pending = Some(revision);
+        self.last = revision;
+        revision
+    }
+
+    /// Adds a change to those `finish` applies.
+    pub fn apply(&mut self, change: Change) {
+        self.changes.push(change);
+    }
+
+    /// Logs the event of the pending revision (and its conflict, if any); returns it as
+    /// stored, its conflict stamped with project, revision and time.
+    pub fn emit(&mut self, mut event: Event) -> Result<Event> {
+        let revision = self.revision();
+        self.pending = None;
+        event.project.clone_from(&self.project);
+        event.revision = revision;
+        event.at = Some(ts(self.now_us));
+        event.written_at_clamped = self.clamped;
+        if let Some(conflict) = event.conflict.as_mut() {
+            conflict.project.clone_from(&self.project);
+            conflict.revision = revision;
+            conflict.at = Some(ts(self.now_us));
+            self.log.conflicts.push(LoggedConflict {
+                id: conflict.id.clone(),
+                revision,
+                body: conflict.encode_to_vec(),
+            });
+        }
+        fail::fail_point!("write.before_event", |_| Err(injected("write.before_event")));
+        self.emitted.push((event.kind, event.conflict.as_ref().map(|c| c.outcome)));
+        self.log.events.push(LoggedEvent { revision, kind: event.kind, body: event.encode_to_vec() });
+        Ok(event)
+    }
+
+    /// The error for a write refused under CONFLICT_POLICY_REJECT (which uses no revision:
+    /// the transaction is dropped, so rolled back).
+    pub fn rejected(&self, mut conflict: Conflict) -> Error {
+        crate::metrics::record_conflict(conflict.outcome);
+        conflict.project.clone_from(&self.project);
+        conflict.at = Some(ts(self.now_us));
+        Error::Rejected(Box::new(conflict))
+    }
+
+    /// Applies the changes, logs the events and the reply (for idempotency), commits.
+    pub async fn finish(mut self, ctx: &WriteCtx, reply: &impl Message) -> Result<()> {
+        if self.pending.is_some() {
+            // A revision without its event would be a gap in the log: refuse to commit.
+            return Err(Error::internal("write allocated a revision without an event"));
+        }
+        fail::fail_point!("write.before_reply", |_| Err(injected("write.before_reply")));
+        self.log.request = ctx.request_id.as_ref().map(|request_id| StoredRequest {
+            request_id: request_id.clone(),
+            request_hash: ctx.request_hash.clone(),
+            reply: reply.encode_to_vec(),
+            created_us: self.now_us,
+        });
+        if self.last > self.locked {
+            self.log.head = Some(self.last);
+        }
+        fail::fail_point!("write.before_commit", |_| Err(injected("write.before_commit")));
+        self.tx.commit(self.changes, self.log).await?;
+        crate::metrics::record_commit(&self.emitted);
+        // Committed, but the reply is lost (as when the network drops it): a retry with the
+        // same request_id must get the stored reply.
+        fail::fail_point!("write.after_commit", |_| Err(injected("write.after_commit")));
+        Ok(())
+    }
+}
+
+/// Decodes a stored reply and marks it as replayed.
+pub(crate) fn replayed<T: Message + Default>(
+    bytes: &[u8],
+    result: impl FnOnce(&mut T) -> Option<&mut WriteResult>,
+) -> Result<T> {
+    let mut reply =
+        T::decode(bytes).map_err(|e| Error::internal(format!("stored reply does not decode: {e}")))?;
+    if let Some(r) = result(&mut reply) {
+        r.replayed = true;
+    }
+    Ok(reply)
+}
+
+/// A new event about an entity, by an actor.
+pub(crate) fn event(kind: EventKind, entity: &str, entity_id: &str, actor: &Actor) -> Event {
+    Event {
+        kind: kind as i32,
+        entity: entity.to_owned(),
+        entity_id: entity_id.to_owned(),
+        actor: Some(actor.clone()),
+        ..Default::default()
+    }
+}
+
+/// A storage fault injected by a fail point (tests only): what a lost connection gives.
+#[allow(dead_code)] // used only when the failpoints feature is on
+pub(crate) fn injected(point: &str) -> Error {
+    Error::Unavailable(sqlx::Error::Io(std::io::Error::new(
+        std::io::ErrorKind::ConnectionReset,
+        format!("fault injected at {point}"),
+    )))
+}

@@ -1,0 +1,150 @@
+//! Baton's records as a write transaction reads and changes them: the vocabulary between
+//! the service layer (which decides) and a backend (which applies). No API request or
+//! reply crosses it; actors are kept as the API's `Actor` value, which is also how they
+//! are stored (encoded).
+
+use baton_proto::v1::{Actor, MemoryEntry};
+
+use crate::core::lww::RecordVersion;
+use crate::core::time::ts;
+
+/// What a write locks, and what it reads first.
+#[derive(Debug, Clone, Copy)]
+pub struct Lock<'a> {
+    pub project: &'a str,
+    /// The write's idempotency key: an earlier reply stored under it is read with the lock.
+    pub request_id: Option<&'a str>,
+    /// The write may change the project's memory: its revision becomes the project's
+    /// `memory_revision`, which tells briefs that a cached memory section is out of date.
+    pub memory: bool,
+    /// What the write reads first, once the lock is held (a backend may read it with the
+    /// lock; see the backend's module header).
+    pub first_read: Option<FirstRead<'a>>,
+}
+
+/// A write's first read (`Lock::first_read`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FirstRead<'a> {
+    /// A memory record's state (`WriteTx::record_state`).
+    Record(&'a str),
+}
+
+/// What the project lock gives a write.
+#[derive(Debug, Clone)]
+pub struct Locked {
+    /// The revision allocated to the write (the project's new head).
+    pub revision: i64,
+    /// The write's time by the database clock (µs), never before the project's last write.
+    pub now_us: i64,
+    /// The project's memory caps (a JSON object of category → cap).
+    pub memory_caps: String,
+    /// The stored hash and reply of an earlier request with the write's request id.
+    pub earlier: Option<EarlierRequest>,
+}
+
+#[derive(Debug, Clone)]
+pub struct EarlierRequest {
+    pub request_hash: Vec<u8>,
+    pub reply: Vec<u8>,
+}
+
+/// A memory entry as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub id: String,
+    pub category: String,
+    pub branch: String,
+    pub key: String,
+    pub content: String,
+    pub rationale: String,
+    pub author: Actor,
+    /// The revision that wrote the entry, and its place among that write's entries.
+    pub revision: i64,
+    pub seq: i64,
+    pub created_us: i64,
+    pub evicted: bool,
+    /// The revision of its record's last write (its own revision for history entries).
+    pub record_revision: i64,
+}
+
+impl Entry {
+    pub fn to_proto(&self, project: &str) -> MemoryEntry {
+        MemoryEntry {
+            id: self.id.clone(),
+            project: project.to_owned(),
+            category: self.category.clone(),
+            branch: self.branch.clone(),
+            key: self.key.clone(),
+            content: self.content.clone(),
+            rationale: self.rationale.clone(),
+            author: Some(self.author.clone()),
+            revision: self.revision,
+            record_revision: self.record_revision,
+            created_at: Some(ts(self.created_us)),
+            evicted: self.evicted,
+        }
+    }
+}
+
+/// A memory record (a set or a note): its last write and its live entries in order.
+#[derive(Debug, Clone, Default)]
+pub struct RecordState {
+    pub version: Option<(RecordVersion, Actor)>,
+    pub entries: Vec<Entry>,
+}
+
+/// A change a write applies to its project, decided before any is applied. A write's
+/// changes are applied in order, and no two of them touch the same row, so a backend may
+/// send them as one statement.
+#[derive(Debug, Clone)]
+pub enum Change {
+    /// Drops every entry of a memory record.
+    DeleteRecord { record: String },
+    /// Drops memory entries by id.
+    DeleteEntries { ids: Vec<String> },
+    /// Marks memory entries evicted (history beyond its cap).
+    Evict { ids: Vec<String> },
+    /// Adds entries to a memory record.
+    InsertEntries { record: String, entries: Vec<Entry> },
+    /// Sets a memory record's LWW version.
+    PutRecordVersion { record: String, revision: i64, written_us: i64, author: Actor },
+    /// Replaces the project's memory caps (a JSON object).
+    SetMemoryCaps { json: String },
+}
+
+/// What every write logs with its changes: one event per revision, the conflicts it
+/// reported, its reply (for idempotency) and, if it took more than one revision, the
+/// project's new head.
+#[derive(Debug, Clone, Default)]
+pub struct Log {
+    pub events: Vec<LoggedEvent>,
+    pub conflicts: Vec<LoggedConflict>,
+    pub request: Option<StoredRequest>,
+    /// The project's head when it is past the revision the lock allocated.
+    pub head: Option<i64>,
+}
+
+/// An event as stored: its body is the encoded `baton.v1.Event`.
+#[derive(Debug, Clone)]
+pub struct LoggedEvent {
+    pub revision: i64,
+    pub kind: i32,
+    pub body: Vec<u8>,
+}
+
+/// A conflict as stored: its body is the encoded `baton.v1.Conflict`.
+#[derive(Debug, Clone)]
+pub struct LoggedConflict {
+    pub id: String,
+    pub revision: i64,
+    pub body: Vec<u8>,
+}
+
+/// A write's reply, kept under its request id.
+#[derive(Debug, Clone)]
+pub struct StoredRequest {
+    pub request_id: String,
+    pub request_hash: Vec<u8>,
+    pub reply: Vec<u8>,
+    pub created_us: i64,
+}

@@ -1,0 +1,92 @@
+//! The SQL of SQLite writes. Values are bound in the order their `?` appear; several of
+//! these may be sent as one query (`;`-separated), the values of each in turn.
+
+/// µs since the epoch by the database clock.
+macro_rules! now_us {
+    () => {
+        "CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)"
+    };
+}
+
+/// The project lock: creates the project on first use, allocates the next revision, reads
+/// the write's time (never earlier than the project's previous write) and memory caps,
+/// records the revision as the project's `memory_revision` when the write changes memory,
+/// and reads an earlier reply to the request id. Safe in one statement: the writer holds
+/// the database's write lock (`BEGIN IMMEDIATE`) before it runs.
+/// Binds: project, memory, memory, project, request id, project, request id.
+pub const LOCK: &str = concat!(
+    "INSERT INTO projects (key, head_revision, last_write_us, created_us, memory_revision) VALUES (?, 1, ",
+    now_us!(),
+    ", ",
+    now_us!(),
+    ", CASE WHEN ? THEN 1 ELSE 0 END) ON CONFLICT (key) DO UPDATE SET ",
+    "head_revision = projects.head_revision + 1, ",
+    "memory_revision = CASE WHEN ? THEN projects.head_revision + 1 ELSE projects.memory_revision END, ",
+    "last_write_us = MAX(projects.last_write_us, ",
+    now_us!(),
+    ") RETURNING head_revision, last_write_us, memory_caps, ",
+    "(SELECT request_hash FROM requests WHERE project = ? AND request_id = ?) AS request_hash, ",
+    "(SELECT reply FROM requests WHERE project = ? AND request_id = ?) AS reply"
+);
+
+/// A memory record's LWW version (NULL columns if never written) and its live entries in
+/// order (NULL entry columns if none), one row per entry.
+/// Binds: project, record, project, record.
+pub const RECORD_STATE: &str = "SELECT r.revision AS record_revision, r.written_us AS record_written_us, \
+     r.author AS record_author, m.id, m.category, m.branch, m.key, m.content, m.rationale, m.author, \
+     m.revision, m.seq, m.created_us FROM (SELECT 1 AS one) k \
+     LEFT JOIN records r ON r.project = ? AND r.record = ? \
+     LEFT JOIN memory m ON m.project = ? AND m.record = ? AND m.evicted = FALSE \
+     ORDER BY m.revision, m.seq";
+
+/// The columns of a memory entry with its record's revision (`MemoryRow`).
+macro_rules! entry_columns {
+    () => {
+        "SELECT m.id, m.project, m.category, m.branch, m.key, m.record, m.content, m.rationale, m.author, \
+         m.revision, m.seq, m.created_us, m.evicted, r.revision AS record_revision FROM memory m \
+         LEFT JOIN records r ON r.project = m.project AND r.record = m.record"
+    };
+}
+
+/// A record's entries in order. Binds: project, record, include evicted.
+pub const RECORD_ENTRIES: &str = concat!(
+    entry_columns!(),
+    " WHERE m.project = ? AND m.record = ? AND (m.evicted = FALSE OR ?) ORDER BY m.revision, m.seq"
+);
+
+/// One entry. Binds: id, project.
+pub const ENTRY: &str = concat!(entry_columns!(), " WHERE m.id = ? AND m.project = ?");
+
+/// Binds: project, record.
+pub const DELETE_RECORD: &str = "DELETE FROM memory WHERE project = ? AND record = ?";
+
+/// Binds: project, id.
+pub const DELETE_ENTRY: &str = "DELETE FROM memory WHERE project = ? AND id = ?";
+
+/// Binds: project, id.
+pub const EVICT_ENTRY: &str = "UPDATE memory SET evicted = TRUE WHERE project = ? AND id = ?";
+
+/// Binds: the columns in order.
+pub const INSERT_ENTRY: &str = "INSERT INTO memory (id, project, category, branch, key, record, content, \
+     rationale, author, revision, seq, created_us, evicted) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+
+/// Binds: project, record, revision, written_us, author.
+pub const PUT_RECORD_VERSION: &str = "INSERT INTO records (project, record, revision, written_us, author) \
+     VALUES (?, ?, ?, ?, ?) ON CONFLICT (project, record) DO UPDATE SET revision = excluded.revision, \
+     written_us = excluded.written_us, author = excluded.author";
+
+/// Binds: caps, project.
+pub const SET_MEMORY_CAPS: &str = "UPDATE projects SET memory_caps = ? WHERE key = ?";
+
+/// Binds: project, revision, kind, body.
+pub const INSERT_EVENT: &str = "INSERT INTO events (project, revision, kind, body) VALUES (?, ?, ?, ?)";
+
+/// Binds: id, project, revision, body.
+pub const INSERT_CONFLICT: &str = "INSERT INTO conflicts (id, project, revision, body) VALUES (?, ?, ?, ?)";
+
+/// Binds: project, request id, request hash, reply, created_us.
+pub const INSERT_REQUEST: &str =
+    "INSERT INTO requests (project, request_id, request_hash, reply, created_us) VALUES (?, ?, ?, ?, ?)";
+
+/// Binds: head, project.
+pub const SET_HEAD: &str = "UPDATE projects SET head_revision = ? WHERE key = ?";
