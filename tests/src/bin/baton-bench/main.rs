@@ -1,7 +1,9 @@
 //! baton-bench: Baton over gRPC next to the raw storage floor (the same database doing one
 //! transaction per write with nothing of Baton around it), in one run, on SQLite and on
 //! Postgres. Prints a table with p50/p99, throughput and the Baton/floor ratio against the
-//! targets, then how latency and memory grow with sessions per project and watchers.
+//! targets, then how latency and memory grow with sessions per project and watchers. The
+//! `etcd` rows put a real etcd next to Baton instead of the floor (small writes at 1, 8 and
+//! 32 clients, watch latency, server CPU per write), over etcd's own gRPC API.
 //!
 //!   cargo build --release --workspace && ./target/release/baton-bench
 //!   ./target/release/baton-bench --quick              # a few seconds per scenario (CI)
@@ -9,7 +11,12 @@
 //!   ./target/release/baton-bench --scaling-only       # just the scaling tables
 //!   ./target/release/baton-bench --only hot,resume    # some scenarios: rpc, hot, spread,
 //!                                                     # checkpoints, resume, fanout, catchup,
-//!                                                     # memory, scaling
+//!                                                     # memory, scaling, etcd
+//!   ./target/release/baton-bench --only etcd          # Baton next to one durable etcd node
+//!
+//! The etcd rows need etcd 3.4 (`apt-get install etcd-server`; the bench starts its own node
+//! on loopback, in a temporary directory, with fsync, and stops it); without it they print
+//! how to install it. `--quick` skips them.
 //!
 //! Postgres runs with its own durability settings (fsync, synchronous commit), as a team's
 //! server does; `--postgres-no-fsync` uses the tests' fast settings instead.
@@ -18,6 +25,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a bench: fail loudly
 
+mod etcd;
 mod floor;
 mod memory;
 mod scenarios;
@@ -42,7 +50,8 @@ struct Args {
     #[arg(long, default_value = "both", value_parser = ["sqlite", "postgres", "both"])]
     backend: String,
     /// Some scenarios only, comma-separated: rpc, hot, spread, checkpoints, resume, fanout,
-    /// catchup, memory (the server's peak RSS under planted data), scaling.
+    /// catchup, memory (the server's peak RSS under planted data), scaling, etcd (Baton next
+    /// to a real etcd node: `apt-get install etcd-server`; skipped with --quick).
     #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(scenarios::NAMES))]
     only: Vec<String>,
     /// Just the scaling tables (`--only scaling`).
@@ -155,6 +164,12 @@ async fn main() {
                 None => "",
             };
             println!("| {} | {} | {} | {} | {} | {met} |", r.scenario, r.baton, r.floor, r.ratio, r.target);
+        }
+        if !rows.notes.is_empty() {
+            println!();
+            for note in &rows.notes {
+                println!("{note}");
+            }
         }
         println!();
         println!("Scaling ({backend:?}):");

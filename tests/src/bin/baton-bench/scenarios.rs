@@ -19,6 +19,8 @@ use crate::{Row, Sizes};
 
 pub struct Results {
     pub table: Vec<Row>,
+    /// Lines printed under the table (e.g. why the etcd rows are missing).
+    pub notes: Vec<String>,
     pub scaling: Vec<String>,
 }
 
@@ -26,7 +28,7 @@ fn write_opts() -> Option<WriteOptions> {
     Some(WriteOptions { request_id: uuid::Uuid::new_v4().to_string(), ..Default::default() })
 }
 
-fn note(project: &str, key: String, content: String) -> PutMemoryRequest {
+pub fn note(project: &str, key: String, content: String) -> PutMemoryRequest {
     PutMemoryRequest {
         project: project.into(),
         category: "note".into(),
@@ -75,8 +77,8 @@ pub fn checkpoint_text(len: usize, seed: u64) -> Vec<u8> {
 }
 
 /// The scenarios' names, for `--only`.
-pub const NAMES: [&str; 9] =
-    ["rpc", "hot", "spread", "checkpoints", "resume", "fanout", "catchup", "scaling", "memory"];
+pub const NAMES: [&str; 10] =
+    ["rpc", "hot", "spread", "checkpoints", "resume", "fanout", "catchup", "scaling", "memory", "etcd"];
 
 pub async fn run_all(backend: Backend, sizes: Sizes, only: &[String]) -> Results {
     let run = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
@@ -90,6 +92,7 @@ pub async fn run_all(backend: Backend, sizes: Sizes, only: &[String]) -> Results
     let floor = Floor::open(backend, dir.path()).await;
     let c = server.clients().await;
     let mut table = Vec::new();
+    let mut notes = Vec::new();
 
     if run("rpc") {
         eprintln!("[{backend:?}] gRPC calls without storage");
@@ -129,6 +132,10 @@ pub async fn run_all(backend: Backend, sizes: Sizes, only: &[String]) -> Results
         eprintln!("[{backend:?}] watch catch-up");
         table.push(catch_up(&server, &c, &floor, sizes.catch_up_events).await);
     }
+    if run("etcd") {
+        eprintln!("[{backend:?}] Baton next to etcd (small writes, watch latency)");
+        crate::etcd::rows(backend, &server, sizes, &mut table, &mut notes).await;
+    }
     if run("memory") {
         eprintln!("[{backend:?}] server memory under planted data (a server of its own)");
         table.push(crate::memory::memory(backend, sizes.quick).await);
@@ -139,7 +146,7 @@ pub async fn run_all(backend: Backend, sizes: Sizes, only: &[String]) -> Results
     } else {
         Vec::new()
     };
-    Results { table, scaling }
+    Results { table, notes, scaling }
 }
 
 /// The ceiling the write scenarios live under on this machine: the same clients making a

@@ -9,6 +9,9 @@ use std::time::{Duration, Instant};
 pub struct Run {
     pub latencies: Vec<Duration>,
     pub elapsed: Duration,
+    /// CPU time (user + system) the measured server process spent in the run's windows,
+    /// when one was named (`alternating_cpu`).
+    pub server_cpu: Option<Duration>,
 }
 
 impl Run {
@@ -36,6 +39,12 @@ impl Run {
 
     pub fn p99(&self) -> Duration {
         self.percentile(0.99)
+    }
+
+    /// The server's CPU time per operation, when measured.
+    pub fn cpu_per_op(&self) -> Option<Duration> {
+        let ops = u32::try_from(self.ops()).ok().filter(|n| *n > 0)?;
+        Some(self.server_cpu? / ops)
     }
 }
 
@@ -86,21 +95,49 @@ where
     B: Fn(usize, u64) -> BF + Send + Sync + 'static,
     BF: Future<Output = ()> + Send + 'static,
 {
+    alternating_cpu(clients, window, (baton, None), (floor, None)).await
+}
+
+/// `alternating`, with each side's server process (when given) read for its CPU time before
+/// and after each of its rounds: `Run::server_cpu` holds the sum.
+pub async fn alternating_cpu<A, AF, B, BF>(
+    clients: usize,
+    window: Duration,
+    (baton, baton_pid): (A, Option<u32>),
+    (floor, floor_pid): (B, Option<u32>),
+) -> (Run, Run)
+where
+    A: Fn(usize, u64) -> AF + Send + Sync + 'static,
+    AF: Future<Output = ()> + Send + 'static,
+    B: Fn(usize, u64) -> BF + Send + Sync + 'static,
+    BF: Future<Output = ()> + Send + 'static,
+{
     let (baton, floor) = (Arc::new(baton), Arc::new(floor));
     let round = window / ROUNDS as u32;
     let (mut a, mut b) = (Run::default(), Run::default());
     for r in 0..ROUNDS {
         let base = r * 1_000_000_000;
         let op = baton.clone();
+        let cpu = baton_pid.and_then(cpu_time);
         let run = closed_loop(clients, round, move |client, i| op(client, base + i)).await;
-        a.latencies.extend(run.latencies);
-        a.elapsed += run.elapsed;
+        a.add(run, cpu, baton_pid.and_then(cpu_time));
         let op = floor.clone();
+        let cpu = floor_pid.and_then(cpu_time);
         let run = closed_loop(clients, round, move |client, i| op(client, base + i)).await;
-        b.latencies.extend(run.latencies);
-        b.elapsed += run.elapsed;
+        b.add(run, cpu, floor_pid.and_then(cpu_time));
     }
     (a, b)
+}
+
+impl Run {
+    /// Merges a round into this run, with the server's CPU time before and after it.
+    fn add(&mut self, run: Run, cpu_before: Option<Duration>, cpu_after: Option<Duration>) {
+        self.latencies.extend(run.latencies);
+        self.elapsed += run.elapsed;
+        if let (Some(before), Some(after)) = (cpu_before, cpu_after) {
+            self.server_cpu = Some(self.server_cpu.unwrap_or_default() + after.saturating_sub(before));
+        }
+    }
 }
 
 /// `n` calls one after another.
@@ -130,4 +167,23 @@ pub fn rss_mib(pid: u32) -> Option<f64> {
     let kb: f64 =
         status.lines().find(|l| l.starts_with("VmRSS:"))?.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb / 1024.0)
+}
+
+/// CPU time (user + system) a process has used so far, from /proc/<pid>/stat (Linux):
+/// utime and stime, fields 14 and 15, in clock ticks.
+pub fn cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Field 2, the command, is in parentheses and may hold spaces: count from after it.
+    let mut fields = stat.get(stat.rfind(')')? + 1..)?.split_whitespace();
+    // Field 3 is the first after the parenthesis: utime is the 12th from there.
+    let utime: u64 = fields.nth(11)?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(Duration::from_secs_f64((utime + stime) as f64 / clock_ticks_per_second()?))
+}
+
+#[allow(unsafe_code)]
+fn clock_ticks_per_second() -> Option<f64> {
+    // SAFETY: sysconf(3) only reads a configuration value; no memory is passed.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (ticks > 0).then_some(ticks as f64)
 }
