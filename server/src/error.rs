@@ -26,6 +26,9 @@ pub enum Error {
     NotFound(String),
     #[error("{0}")]
     AlreadyExists(String),
+    /// A write its session's status refuses (FAILED_PRECONDITION).
+    #[error(transparent)]
+    Refused(#[from] crate::core::status::Refused),
     /// Invalid status transition, fenced session (FAILED_PRECONDITION).
     #[error("{0}")]
     FailedPrecondition(String),
@@ -70,7 +73,7 @@ impl Error {
             Self::Invalid(_) | Self::MemoryRule(_) | Self::InvalidArgument(_) => Code::InvalidArgument,
             Self::NotFound(_) => Code::NotFound,
             Self::AlreadyExists(_) => Code::AlreadyExists,
-            Self::FailedPrecondition(_) => Code::FailedPrecondition,
+            Self::FailedPrecondition(_) | Self::Refused(_) => Code::FailedPrecondition,
             Self::Rejected(_) => Code::Aborted,
             Self::ResourceExhausted(_) => Code::ResourceExhausted,
             Self::OutOfRange(_) => Code::OutOfRange,
@@ -212,7 +215,7 @@ fn detail_of(error: Error, message: &str) -> (&'static str, Vec<Detail>) {
             )
         }
         Error::AlreadyExists(_) => (reason::ALREADY_EXISTS, Vec::new()),
-        Error::FailedPrecondition(_) => (reason::FAILED_PRECONDITION, Vec::new()),
+        Error::FailedPrecondition(_) | Error::Refused(_) => (reason::FAILED_PRECONDITION, Vec::new()),
         Error::Rejected(conflict) => (
             reason::WRITE_REJECTED,
             vec![Detail::Rejected(Box::new(RejectedWrite { conflict: Some(*conflict) }))],

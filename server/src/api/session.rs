@@ -78,7 +78,7 @@ impl<S: Store> SessionService for Api<S> {
         redactor.field(&mut req.goal);
         redactor.fields(req.metadata.values_mut());
         let ctx = write_ctx("StartSession", &hash_view, req.write.as_ref(), redactor.count, &who)?;
-        Ok(Response::new(self.store.start_session(ctx, req, id).await?))
+        Ok(Response::new(crate::service::session::start(&self.store, ctx, req, id).await?))
     }
 
     async fn get_session(
@@ -159,7 +159,7 @@ impl<S: Store> SessionService for Api<S> {
         let mut redactor = Redactor::default();
         redactor.fields(req.goal.iter_mut().chain(req.summary.iter_mut()).chain(req.metadata.values_mut()));
         let ctx = write_ctx("UpdateSession", &hash_view, req.write.as_ref(), redactor.count, &auth.who)?;
-        Ok(Response::new(self.store.update_session(ctx, req, auth.id, auth.within).await?))
+        Ok(Response::new(crate::service::session::update(&self.store, ctx, req, auth.id, auth.within).await?))
     }
 
     async fn heartbeat(
@@ -189,7 +189,10 @@ impl<S: Store> SessionService for Api<S> {
         {
             return Err(Error::from(invalid("tool_count", "must not be negative")).into());
         }
-        Ok(Response::new(self.store.heartbeat(auth.id, status, req.tool_count, auth.within).await?))
+        Ok(Response::new(
+            crate::service::session::heartbeat(&self.store, auth.id, status, req.tool_count, auth.within)
+                .await?,
+        ))
     }
 
     async fn end_session(
@@ -219,7 +222,9 @@ impl<S: Store> SessionService for Api<S> {
         let mut redactor = Redactor::default();
         redactor.field(&mut req.summary);
         let ctx = write_ctx("EndSession", &hash_view, req.write.as_ref(), redactor.count, &auth.who)?;
-        Ok(Response::new(self.store.end_session(ctx, req, auth.id, status, auth.within).await?))
+        Ok(Response::new(
+            crate::service::session::end(&self.store, ctx, req, auth.id, status, auth.within).await?,
+        ))
     }
 
     async fn resume_session(

@@ -18,6 +18,38 @@ pub fn allowed(from: SessionStatus, to: SessionStatus) -> bool {
     )
 }
 
+/// A write refused by a session's status (FAILED_PRECONDITION), saying what to do instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    #[error("status: session {id} cannot go from {} to {}", name(*from), name(*to))]
+    Transition { id: String, from: SessionStatus, to: SessionStatus },
+    #[error("session {id} was resumed by session {by}; it is fenced: continue in that session")]
+    Fenced { id: String, by: String },
+    #[error("session {id} is completed and takes no more writes; start a new session or resume from it")]
+    Completed { id: String },
+    #[error("session {id} is marked crashed (no heartbeat within its lease); resume it with ResumeSession")]
+    Crashed { id: String },
+}
+
+/// Refuses a status change the session's lifecycle does not allow.
+pub fn check_transition(id: &str, from: SessionStatus, to: SessionStatus) -> Result<(), Refused> {
+    if allowed(from, to) {
+        return Ok(());
+    }
+    Err(Refused::Transition { id: id.to_owned(), from, to })
+}
+
+/// Refuses writes to a session that has ended or was taken over (fencing).
+pub fn check_open(id: &str, status: SessionStatus, resumed_by: Option<&str>) -> Result<(), Refused> {
+    let id = id.to_owned();
+    match status {
+        SessionStatus::Resumed => Err(Refused::Fenced { id, by: resumed_by.unwrap_or("?").to_owned() }),
+        SessionStatus::Completed => Err(Refused::Completed { id }),
+        SessionStatus::Crashed => Err(Refused::Crashed { id }),
+        _ => Ok(()),
+    }
+}
+
 /// Statuses whose session takes no more writes: ended, or claimed by a successor.
 pub fn is_closed(status: SessionStatus) -> bool {
     matches!(status, SessionStatus::Completed | SessionStatus::Crashed | SessionStatus::Resumed)
@@ -53,6 +85,24 @@ mod tests {
         assert!(is_activity("s1", ""));
         assert!(is_activity("s1", "s1"));
         assert!(!is_activity("s1", "s2"));
+    }
+
+    #[test]
+    fn closed_sessions_refuse_writes_and_say_what_to_do() {
+        assert_eq!(check_open("s", Active, None), Ok(()));
+        assert_eq!(check_open("s", Idle, None), Ok(()));
+        let fenced = check_open("s", Resumed, Some("t")).unwrap_err().to_string();
+        assert!(
+            fenced.contains("resumed by session t") && fenced.contains("continue in that session"),
+            "{fenced}"
+        );
+        assert!(check_open("s", Completed, None).unwrap_err().to_string().contains("start a new session"));
+        assert!(check_open("s", Crashed, None).unwrap_err().to_string().contains("ResumeSession"));
+        assert_eq!(
+            check_transition("s", Completed, Active).unwrap_err().to_string(),
+            "status: session s cannot go from completed to active"
+        );
+        assert_eq!(check_transition("s", Idle, Active), Ok(()));
     }
 
     #[test]

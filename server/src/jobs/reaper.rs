@@ -20,7 +20,7 @@ pub async fn run<S: Store>(
             () = tokio::time::sleep(interval) => {}
             _ = shutdown.changed() => return,
         }
-        match store.expire_sessions(expiry).await {
+        match crate::service::session::expire(&store, expiry).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(sessions = n, "marked sessions idle or crashed"),
             Err(e) => tracing::warn!(error = %e, "session expiry failed; will retry"),

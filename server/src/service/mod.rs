@@ -3,4 +3,5 @@
 //! case; `write` holds what every write shares.
 
 pub mod memory;
+pub mod session;
 pub(crate) mod write;

@@ -88,6 +88,16 @@ impl<T: WriteTx> Write<T> {
         revision
     }
 
+    /// The last revision the write took.
+    pub fn revision_taken(&self) -> i64 {
+        self.last
+    }
+
+    /// Drops the write: nothing of it is kept, its revision included.
+    pub async fn rollback(self) -> Result<()> {
+        self.tx.rollback().await
+    }
+
     /// Adds a change to those `finish` applies.
     pub fn apply(&mut self, change: Change) {
         self.changes.push(change);

@@ -10,12 +10,10 @@ use std::collections::HashMap;
 use std::future::Future;
 
 use baton_proto::v1::{
-    Actor, CompactEventsResponse, CreateCheckpointRequest, CreateCheckpointResponse, EndSessionRequest,
-    EndSessionResponse, Event, GetCheckpointResponse, GetSessionResponse, HeartbeatResponse,
-    ListCheckpointsResponse, ListConflictsResponse, ListEventsResponse, ListMemoryRequest,
-    ListMemoryResponse, ListSessionsResponse, ProjectPruned, PurgeResponse, ResumeSessionRequest,
-    ResumeSessionResponse, SessionStatus, StartSessionRequest, StartSessionResponse, UpdateSessionRequest,
-    UpdateSessionResponse,
+    Actor, CompactEventsResponse, CreateCheckpointRequest, CreateCheckpointResponse, Event,
+    GetCheckpointResponse, GetSessionResponse, ListCheckpointsResponse, ListConflictsResponse,
+    ListEventsResponse, ListMemoryRequest, ListMemoryResponse, ListSessionsResponse, ProjectPruned,
+    PurgeResponse, ResumeSessionRequest, ResumeSessionResponse, SessionStatus,
 };
 use uuid::Uuid;
 
@@ -146,6 +144,8 @@ pub trait WriteTx: Send {
         record: &str,
         include_evicted: bool,
     ) -> impl Future<Output = Result<Vec<model::Entry>>> + Send;
+    /// A session of the project, by id.
+    fn session(&mut self, id: &str) -> impl Future<Output = Result<Option<model::Session>>> + Send;
     /// One memory entry of the project, by id.
     fn entry(&mut self, id: &str) -> impl Future<Output = Result<Option<model::Entry>>> + Send;
     /// Applies the changes, then the log; commits (durable on return) and wakes the
@@ -162,12 +162,21 @@ pub trait Store: Clone + Send + Sync + 'static {
     /// allocates the write's revision and reads its time, caps and any earlier reply to
     /// its request id.
     fn begin(&self, lock: model::Lock<'_>) -> impl Future<Output = Result<(Self::Tx, model::Locked)>> + Send;
-    fn start_session(
+    /// Liveness without a write: moves a session's `last_seen_at` to now and its
+    /// `tool_count` forward, if it is in `status` (any status if `None`) and `within`.
+    /// Returns its status and last-seen time, or `None` if no session matched.
+    fn touch_session(
         &self,
-        ctx: WriteCtx,
-        req: StartSessionRequest,
-        id: Uuid,
-    ) -> impl Future<Output = Result<StartSessionResponse>> + Send;
+        id: String,
+        tool_count: i64,
+        status: Option<SessionStatus>,
+        within: Within,
+    ) -> impl Future<Output = Result<Option<(i32, i64)>>> + Send;
+    /// Sessions whose liveness ran out (id, project, status, last seen), at most 500.
+    fn expired_sessions(
+        &self,
+        expiry: Expiry,
+    ) -> impl Future<Output = Result<Vec<(String, String, i32, i64)>>> + Send;
     fn get_session(
         &self,
         id: Uuid,
@@ -175,28 +184,6 @@ pub trait Store: Clone + Send + Sync + 'static {
     ) -> impl Future<Output = Result<GetSessionResponse>> + Send;
     fn list_sessions(&self, query: SessionQuery)
     -> impl Future<Output = Result<ListSessionsResponse>> + Send;
-    fn update_session(
-        &self,
-        ctx: WriteCtx,
-        req: UpdateSessionRequest,
-        id: Uuid,
-        within: Within,
-    ) -> impl Future<Output = Result<UpdateSessionResponse>> + Send;
-    fn heartbeat(
-        &self,
-        id: Uuid,
-        status: SessionStatus,
-        tool_count: Option<i64>,
-        within: Within,
-    ) -> impl Future<Output = Result<HeartbeatResponse>> + Send;
-    fn end_session(
-        &self,
-        ctx: WriteCtx,
-        req: EndSessionRequest,
-        id: Uuid,
-        status: SessionStatus,
-        within: Within,
-    ) -> impl Future<Output = Result<EndSessionResponse>> + Send;
     /// Claims the target and starts the successor; the brief is added by the caller.
     /// `settled` is told when the brief may be read side by side with the write: at once,
     /// or (SQLite) once the write has read all it needs and only its commit is left, so
@@ -260,8 +247,6 @@ pub trait Store: Clone + Send + Sync + 'static {
         after: i64,
         limit: i64,
     ) -> impl Future<Output = Result<ListConflictsResponse>> + Send;
-    /// Marks sessions idle or crashed whose liveness ran out; returns how many changed.
-    fn expire_sessions(&self, expiry: Expiry) -> impl Future<Output = Result<usize>> + Send;
     /// Which of these chunk digests the project lacks.
     fn missing_chunks(
         &self,

@@ -27,7 +27,12 @@ pub struct Lock<'a> {
 pub enum FirstRead<'a> {
     /// A memory record's state (`WriteTx::record_state`).
     Record(&'a str),
+    /// A session (`WriteTx::session`).
+    Session(&'a str),
 }
+
+/// A session as stored (read straight from its row).
+pub use crate::store::rows::SessionRow as Session;
 
 /// What the project lock gives a write.
 #[derive(Debug, Clone)]
@@ -110,6 +115,12 @@ pub enum Change {
     PutRecordVersion { record: String, revision: i64, written_us: i64, author: Actor },
     /// Replaces the project's memory caps (a JSON object).
     SetMemoryCaps { json: String },
+    /// Adds a session (its `revision` is also its start revision).
+    InsertSession(Box<Session>),
+    /// Writes back a session read in this write: every field a write may change, its
+    /// liveness (`last_seen_us`, `tool_count`) only forward, as heartbeats move it without
+    /// the project's lock.
+    PutSession(Box<Session>),
 }
 
 /// What every write logs with its changes: one event per revision, the conflicts it

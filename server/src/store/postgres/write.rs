@@ -2,11 +2,13 @@
 //! begun by the project lock and ended by one statement holding all its changes and its
 //! log (`sql::APPLY`). Every statement is a round trip: a write makes two, plus its reads.
 
+use sqlx::Arguments as _;
 use sqlx::Postgres;
+use sqlx::postgres::PgArguments;
 
 use super::{BOUNDED_LOCK_WAIT_MS, PgStore, sql};
 use crate::error::Result;
-use crate::store::model::{Change, EarlierRequest, Entry, Lock, Locked, Log, RecordState};
+use crate::store::model::{Change, EarlierRequest, Entry, Lock, Locked, Log, RecordState, Session};
 use crate::store::rows::{MemoryRow, RecordStateRow, encode_actor, record_state};
 use crate::store::writer::Lease;
 
@@ -89,6 +91,10 @@ impl crate::store::WriteTx for PgTx {
         Ok(rows.iter().map(MemoryRow::to_entry).collect())
     }
 
+    async fn session(&mut self, id: &str) -> Result<Option<Session>> {
+        Ok(sqlx::query_as(sql::SESSION).bind(id).bind(&self.project).fetch_optional(&mut *self.lease).await?)
+    }
+
     async fn entry(&mut self, id: &str) -> Result<Option<Entry>> {
         let row: Option<MemoryRow> =
             sqlx::query_as(sql::ENTRY).bind(id).bind(&self.project).fetch_optional(&mut *self.lease).await?;
@@ -120,6 +126,8 @@ struct Arrays {
     added: Vec<(String, Entry)>,
     versions: Vec<(String, i64, i64, Vec<u8>)>,
     memory_caps: Option<String>,
+    added_sessions: Vec<Session>,
+    put_sessions: Vec<Session>,
 }
 
 fn apply(project: &str, changes: Vec<Change>, log: Log) -> sqlx::QueryBuilder<Postgres> {
@@ -136,16 +144,17 @@ fn apply(project: &str, changes: Vec<Change>, log: Log) -> sqlx::QueryBuilder<Po
                 a.versions.push((record, revision, written_us, encode_actor(&author)));
             }
             Change::SetMemoryCaps { json } => a.memory_caps = Some(json),
+            Change::InsertSession(s) => a.added_sessions.push(*s),
+            Change::PutSession(s) => a.put_sessions.push(*s),
         }
     }
     let column = |f: fn(&(String, Entry)) -> String| a.added.iter().map(f).collect::<Vec<String>>();
-    let mut args = sqlx::postgres::PgArguments::default();
+    let mut args = PgArguments::default();
     let bind = |r: Result<(), sqlx::error::BoxDynError>| {
         if let Err(e) = r {
             tracing::error!(error = %e, "a value could not be bound");
         }
     };
-    use sqlx::Arguments as _;
     bind(args.add(project));
     bind(args.add(&a.deleted_records));
     bind(args.add(&a.deleted_entries));
@@ -179,5 +188,71 @@ fn apply(project: &str, changes: Vec<Change>, log: Log) -> sqlx::QueryBuilder<Po
     bind(args.add(request.as_ref().map(|r| r.created_us)));
     bind(args.add(a.memory_caps));
     bind(args.add(log.head));
+    bind_added_sessions(&mut args, &a.added_sessions);
+    bind_put_sessions(&mut args, &a.put_sessions);
     sqlx::QueryBuilder::with_arguments(sql::APPLY, args)
+}
+
+/// Adds one array parameter: a column of `rows`.
+fn column<'a, T>(args: &mut PgArguments, rows: &'a [Session], f: impl Fn(&'a Session) -> T)
+where
+    Vec<T>: for<'q> sqlx::Encode<'q, Postgres> + sqlx::Type<Postgres>,
+{
+    if let Err(e) = args.add(rows.iter().map(f).collect::<Vec<T>>()) {
+        tracing::error!(error = %e, "a value could not be bound");
+    }
+}
+
+/// $33–$59 of `sql::APPLY`.
+fn bind_added_sessions(args: &mut PgArguments, rows: &[Session]) {
+    column(args, rows, |s| s.id.as_str());
+    column(args, rows, |s| s.agent);
+    column(args, rows, |s| s.agent_session_id.as_str());
+    column(args, rows, |s| s.host.as_str());
+    column(args, rows, |s| s.user_name.as_str());
+    column(args, rows, |s| s.cwd.as_str());
+    column(args, rows, |s| s.branch.as_str());
+    column(args, rows, |s| s.goal.as_str());
+    column(args, rows, |s| s.status);
+    column(args, rows, |s| s.lease_ttl_ms);
+    column(args, rows, |s| s.last_seen_us);
+    column(args, rows, |s| s.head_checkpoint_id.clone());
+    column(args, rows, |s| s.git_base.as_str());
+    column(args, rows, |s| s.git_head.as_str());
+    column(args, rows, |s| s.summary.as_str());
+    column(args, rows, |s| s.tool_count);
+    column(args, rows, |s| s.resumed_from.clone());
+    column(args, rows, |s| s.resumed_by.clone());
+    column(args, rows, |s| s.metadata.as_str());
+    column(args, rows, |s| s.created_us);
+    column(args, rows, |s| s.updated_us);
+    column(args, rows, |s| s.revision);
+    column(args, rows, |s| s.written_us);
+    column(args, rows, |s| s.author.as_slice());
+    column(args, rows, |s| s.head_revision);
+    column(args, rows, |s| s.head_written_us);
+    column(args, rows, |s| s.head_author.as_slice());
+}
+
+/// $60–$78 of `sql::APPLY`.
+fn bind_put_sessions(args: &mut PgArguments, rows: &[Session]) {
+    column(args, rows, |s| s.agent_session_id.as_str());
+    column(args, rows, |s| s.branch.as_str());
+    column(args, rows, |s| s.goal.as_str());
+    column(args, rows, |s| s.status);
+    column(args, rows, |s| s.last_seen_us);
+    column(args, rows, |s| s.head_checkpoint_id.clone());
+    column(args, rows, |s| s.git_head.as_str());
+    column(args, rows, |s| s.summary.as_str());
+    column(args, rows, |s| s.tool_count);
+    column(args, rows, |s| s.resumed_by.clone());
+    column(args, rows, |s| s.metadata.as_str());
+    column(args, rows, |s| s.updated_us);
+    column(args, rows, |s| s.revision);
+    column(args, rows, |s| s.written_us);
+    column(args, rows, |s| s.author.as_slice());
+    column(args, rows, |s| s.head_revision);
+    column(args, rows, |s| s.head_written_us);
+    column(args, rows, |s| s.head_author.as_slice());
+    column(args, rows, |s| s.id.as_str());
 }

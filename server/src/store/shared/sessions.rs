@@ -1,10 +1,8 @@
 // Sessions: start, update (last-write-wins record), liveness, status, end, resume.
 
 use baton_proto::v1::{
-    EndSessionRequest, EndSessionResponse, GetSessionResponse, HeartbeatResponse,
-    ListSessionsResponse, ResumeSessionRequest, ResumeSessionResponse,
-    SkippedCheckpoint, StartSessionRequest, StartSessionResponse, UpdateSessionRequest,
-    UpdateSessionResponse, record_value, resume_session_request,
+    GetSessionResponse, ListSessionsResponse, ResumeSessionRequest, ResumeSessionResponse,
+    SkippedCheckpoint, record_value, resume_session_request,
 };
 
 use crate::core::{lww, status};
@@ -89,34 +87,12 @@ async fn must_session(conn: &mut Conn, id: &str) -> Result<SessionRow> {
 
 /// Refuses a status change the session's lifecycle does not allow.
 fn check_transition(row: &SessionRow, to: SessionStatus) -> Result<()> {
-    let from = row.status();
-    if status::allowed(from, to) {
-        return Ok(());
-    }
-    Err(Error::FailedPrecondition(format!(
-        "status: session {} cannot go from {} to {}",
-        row.id,
-        status::name(from),
-        status::name(to)
-    )))
+    Ok(status::check_transition(&row.id, row.status(), to)?)
 }
 
 /// Refuses writes to a session that has ended or was taken over (fencing).
 fn check_open(row: &SessionRow) -> Result<()> {
-    let id = &row.id;
-    match row.status() {
-        SessionStatus::Resumed => Err(Error::FailedPrecondition(format!(
-            "session {id} was resumed by session {}; it is fenced: continue in that session",
-            row.resumed_by.as_deref().unwrap_or("?")
-        ))),
-        SessionStatus::Completed => Err(Error::FailedPrecondition(format!(
-            "session {id} is completed and takes no more writes; start a new session or resume from it"
-        ))),
-        SessionStatus::Crashed => Err(Error::FailedPrecondition(format!(
-            "session {id} is marked crashed (no heartbeat within its lease); resume it with ResumeSession"
-        ))),
-        _ => Ok(()),
-    }
+    Ok(status::check_open(&row.id, row.status(), row.resumed_by.as_deref())?)
 }
 
 impl Backend {
@@ -263,45 +239,6 @@ fn resume_command(agent: i32, agent_session_id: &str) -> String {
 }
 
 impl Backend {
-    pub(crate) async fn do_start_session(&self, ctx: WriteCtx, req: StartSessionRequest, id: uuid::Uuid) -> Result<StartSessionResponse> {
-        let mut w = match self.begin(&req.project, &ctx).await? {
-            Begun::Replay(bytes) => return replayed(&bytes, |r: &mut StartSessionResponse| r.result.as_mut()),
-            Begun::Fresh(w) => w,
-        };
-        let id = id.to_string();
-        let status = if req.status == SessionStatus::Initializing as i32 { SessionStatus::Initializing } else { SessionStatus::Active };
-        let row = w
-            .insert_session(
-                &NewSession {
-                    id: &id,
-                    project: &req.project,
-                    agent: req.agent,
-                    agent_session_id: &req.agent_session_id,
-                    host: &req.host,
-                    user: &req.user,
-                    cwd: &req.cwd,
-                    branch: &req.branch,
-                    goal: &req.goal,
-                    status,
-                    lease_ttl_ms: req.lease_ttl_ms,
-                    git_base: &req.git_base,
-                    resumed_from: None,
-                    metadata: &req.metadata,
-                },
-                &ctx,
-            )
-            .await?
-            .ok_or_else(|| {
-                Error::AlreadyExists(format!("session_id: session {id} already exists; use a new id (or none) to start a session"))
-            })?;
-        let session = row.to_proto();
-        let mut ev = event(EventKind::SessionStarted, "session", &id, &ctx.actor);
-        ev.value = Some(baton_proto::v1::event::Value::Session(session.clone()));
-        let revision = w.emit(ev).await?.revision;
-        let reply = StartSessionResponse { session: Some(session), result: Some(write_result(revision, Decision::Applied, None, &ctx)) };
-        w.finish(self, &ctx, &reply).await?;
-        Ok(reply)
-    }
 
     pub(crate) async fn do_get_session(&self, id: uuid::Uuid, within: crate::store::Within) -> Result<GetSessionResponse> {
         let mut conn = self.pool.acquire().await?;
@@ -366,184 +303,8 @@ impl Backend {
         Ok(ListSessionsResponse { sessions, next_page_token, as_of_revision })
     }
 
-    pub(crate) async fn do_update_session(&self, ctx: WriteCtx, req: UpdateSessionRequest, id: uuid::Uuid, within: crate::store::Within) -> Result<UpdateSessionResponse> {
-        let id = id.to_string();
-        let project = self.project_of(&id, &within).await?;
-        let mut w = match self.begin(&project, &ctx).await? {
-            Begun::Replay(bytes) => return replayed(&bytes, |r: &mut UpdateSessionResponse| r.result.as_mut()),
-            Begun::Fresh(w) => w,
-        };
-        let row = must_session(&mut w.tx, &id).await?;
-        check_open(&row)?;
-        let row = w.touch(row, &ctx.actor).await?;
-        let current = RecordVersion { revision: row.revision, written_us: row.written_us };
-        let decision = lww::decide(Some(current), ctx.intent(w.now_us));
-        let before = row.to_proto();
-        let mut after = before.clone();
-        if let Some(goal) = &req.goal {
-            after.goal.clone_from(goal);
-        }
-        if let Some(branch) = &req.branch {
-            after.branch.clone_from(branch);
-        }
-        if let Some(summary) = &req.summary {
-            after.summary.clone_from(summary);
-        }
-        if let Some(agent_session_id) = &req.agent_session_id {
-            after.agent_session_id.clone_from(agent_session_id);
-        }
-        if req.replace_metadata {
-            after.metadata.clone_from(&req.metadata);
-        } else {
-            after.metadata.extend(req.metadata.clone());
-        }
-        let record = format!("session/{id}");
-        let current_author = decode_actor(&row.author);
-        let conflict = decision.is_conflict().then(|| {
-            make_conflict(
-                record,
-                decision,
-                &ctx,
-                Some((current, current_author)),
-                Some(RecordValue { value: Some(record_value::Value::Session(before.clone())) }),
-                Some(RecordValue { value: Some(record_value::Value::Session(after.clone())) }),
-                String::new(),
-            )
-        });
-        if let (Decision::Rejected, Some(conflict)) = (decision, &conflict) {
-            return Err(w.rejected(conflict.clone()));
-        }
-        let revision = w.revision();
-        let session = if decision.applies() {
-            let metadata = serde_json::to_string(&after.metadata).map_err(Error::internal)?;
-            sqlx::query(
-                "UPDATE sessions SET goal = $2, branch = $3, summary = $4, metadata = $5, revision = $6, \
-                 written_us = $7, author = $8, updated_us = $9, agent_session_id = $10 WHERE id = $1",
-            )
-            .bind(&id)
-            .bind(&after.goal)
-            .bind(&after.branch)
-            .bind(&after.summary)
-            .bind(metadata)
-            .bind(revision)
-            .bind(ctx.written_us(w.now_us))
-            .bind(encode_actor(&ctx.actor))
-            .bind(w.now_us)
-            .bind(&after.agent_session_id)
-            .execute(&mut *w.tx)
-            .await?;
-            must_session(&mut w.tx, &id).await?.to_proto()
-        } else {
-            before
-        };
-        let mut ev = event(EventKind::SessionUpdated, "session", &id, &ctx.actor);
-        ev.value = Some(baton_proto::v1::event::Value::Session(session.clone()));
-        ev.conflict = conflict;
-        let conflict = w.emit(ev).await?.conflict;
-        let reply = UpdateSessionResponse { session: Some(session), result: Some(write_result(revision, decision, conflict, &ctx)) };
-        w.finish(self, &ctx, &reply).await?;
-        Ok(reply)
-    }
 
-    pub(crate) async fn do_heartbeat(&self, id: uuid::Uuid, to: SessionStatus, tool_count: Option<i64>, within: crate::store::Within) -> Result<HeartbeatResponse> {
-        let id = id.to_string();
-        let tool_count = tool_count.unwrap_or(0);
-        if to == SessionStatus::Active {
-            // The common case needs no lock and no revision: liveness is not a write.
-            let mut write = plain_write(self).await?;
-            let seen: Option<(i64,)> = sqlx::query_as(concat!(
-                "UPDATE sessions SET last_seen_us = ",
-                now_us!(),
-                ", tool_count = ",
-                greatest!(),
-                "(tool_count, $2) WHERE id = $1 AND status = $3 AND project = COALESCE($4, project) RETURNING last_seen_us"
-            ))
-            .bind(&id)
-            .bind(tool_count)
-            .bind(SessionStatus::Active as i32)
-            .bind(&within)
-            .fetch_optional(&mut *write)
-            .await?;
-            write.commit().await?;
-            if let Some((seen,)) = seen {
-                return Ok(HeartbeatResponse { status: to as i32, last_seen_at: Some(ts(seen)), revision: 0 });
-            }
-        }
-        let project = self.project_of(&id, &within).await?;
-        let ctx = WriteCtx::default();
-        let Begun::Fresh(mut w) = self.begin(&project, &ctx).await? else {
-            return Err(Error::internal("heartbeat has no request id to replay"));
-        };
-        let row = must_session(&mut w.tx, &id).await?;
-        check_open(&row)?;
-        if row.status() == to {
-            // Nothing to change but liveness: give the revision back.
-            w.tx.rollback().await?;
-            let mut write = plain_write(self).await?;
-            sqlx::query(concat!(
-                "UPDATE sessions SET last_seen_us = ",
-                now_us!(),
-                ", tool_count = ",
-                greatest!(),
-                "(tool_count, $2) WHERE id = $1"
-            ))
-            .bind(&id)
-            .bind(tool_count)
-            .execute(&mut *write)
-            .await?;
-            write.commit().await?;
-            let row = must_session(&mut *self.pool.acquire().await?, &id).await?;
-            return Ok(HeartbeatResponse { status: row.status, last_seen_at: Some(ts(row.last_seen_us)), revision: 0 });
-        }
-        sqlx::query(concat!("UPDATE sessions SET tool_count = ", greatest!(), "(tool_count, $2) WHERE id = $1"))
-            .bind(&id)
-            .bind(tool_count)
-            .execute(&mut *w.tx)
-            .await?;
-        let actor = Actor { session_id: id.clone(), ..Default::default() };
-        let row = w.set_status(&row, to, &actor, true).await?;
-        let revision = w.last;
-        w.finish(self, &ctx, &HeartbeatResponse::default()).await?;
-        Ok(HeartbeatResponse { status: row.status, last_seen_at: Some(ts(row.last_seen_us)), revision })
-    }
 
-    pub(crate) async fn do_end_session(&self, ctx: WriteCtx, req: EndSessionRequest, id: uuid::Uuid, to: SessionStatus, within: crate::store::Within) -> Result<EndSessionResponse> {
-        let id = id.to_string();
-        let project = self.project_of(&id, &within).await?;
-        let mut w = match self.begin(&project, &ctx).await? {
-            Begun::Replay(bytes) => return replayed(&bytes, |r: &mut EndSessionResponse| r.result.as_mut()),
-            Begun::Fresh(w) => w,
-        };
-        let row = must_session(&mut w.tx, &id).await?;
-        check_open(&row)?;
-        if !status::allowed(row.status(), to) {
-            return Err(Error::FailedPrecondition(format!(
-                "status: session {id} cannot go from {} to {}",
-                status::name(row.status()),
-                status::name(to)
-            )));
-        }
-        let revision = w.revision();
-        if !req.summary.is_empty() {
-            // The summary is an editable field: the record's revision moves with it.
-            sqlx::query("UPDATE sessions SET summary = $2, revision = $3, written_us = $4, author = $5 WHERE id = $1")
-                .bind(&id)
-                .bind(&req.summary)
-                .bind(revision)
-                .bind(ctx.written_us(w.now_us))
-                .bind(encode_actor(&ctx.actor))
-                .execute(&mut *w.tx)
-                .await?;
-        }
-        if !req.git_head.is_empty() {
-            sqlx::query("UPDATE sessions SET git_head = $2 WHERE id = $1").bind(&id).bind(&req.git_head).execute(&mut *w.tx).await?;
-        }
-        let row = w.set_status(&row, to, &ctx.actor, true).await?;
-        let session = row.to_proto();
-        let reply = EndSessionResponse { session: Some(session), result: Some(write_result(revision, Decision::Applied, None, &ctx)) };
-        w.finish(self, &ctx, &reply).await?;
-        Ok(reply)
-    }
 
     pub(crate) async fn do_resume_session(
         &self,
@@ -692,38 +453,4 @@ impl Backend {
         Ok(reply)
     }
 
-    pub(crate) async fn do_expire_sessions(&self, expiry: Expiry) -> Result<usize> {
-        let candidates: Vec<(String, String, i32, i64)> = sqlx::query_as(concat!(
-            "SELECT id, project, status, last_seen_us FROM sessions WHERE status IN ($1, $2, $3) AND (",
-            "(lease_ttl_ms > 0 AND last_seen_us + lease_ttl_ms * 1000 < ",
-            now_us!(),
-            ") OR (lease_ttl_ms = 0 AND status = $2 AND last_seen_us + $4 < ",
-            now_us!(),
-            ")) LIMIT 500"
-        ))
-        .bind(SessionStatus::Initializing as i32)
-        .bind(SessionStatus::Active as i32)
-        .bind(SessionStatus::Idle as i32)
-        .bind(expiry.idle_after_us)
-        .fetch_all(&self.pool)
-        .await?;
-        let mut changed = 0;
-        for (id, project, old_status, seen) in candidates {
-            let ctx = WriteCtx::default();
-            let Begun::Fresh(mut w) = self.begin(&project, &ctx).await? else { continue };
-            let Some(row) = session_row(&mut w.tx, &id).await? else { continue };
-            // Re-checked under the project lock: any activity since the scan wins, and of
-            // several instances racing here exactly one makes the change.
-            if row.status != old_status || row.last_seen_us != seen {
-                w.tx.rollback().await?;
-                continue;
-            }
-            let to = if row.lease_ttl_ms > 0 { SessionStatus::Crashed } else { SessionStatus::Idle };
-            let actor = Actor { session_id: id.clone(), ..Default::default() };
-            w.set_status(&row, to, &actor, false).await?;
-            w.finish(self, &ctx, &HeartbeatResponse::default()).await?;
-            changed += 1;
-        }
-        Ok(changed)
-    }
 }

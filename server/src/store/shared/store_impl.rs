@@ -7,23 +7,17 @@ impl crate::store::Store for Backend {
     async fn begin(&self, lock: crate::store::model::Lock<'_>) -> Result<(BackendTx, crate::store::model::Locked)> {
         self.begin_write(lock).await
     }
-    async fn start_session(&self, ctx: WriteCtx, req: pb::StartSessionRequest, id: uuid::Uuid) -> Result<pb::StartSessionResponse> {
-        self.do_start_session(ctx, req, id).await
+    async fn touch_session(&self, id: String, tool_count: i64, status: Option<SessionStatus>, within: crate::store::Within) -> Result<Option<(i32, i64)>> {
+        self.liveness(id, tool_count, status, within).await
+    }
+    async fn expired_sessions(&self, expiry: Expiry) -> Result<Vec<(String, String, i32, i64)>> {
+        self.expired(expiry).await
     }
     async fn get_session(&self, id: uuid::Uuid, within: crate::store::Within) -> Result<pb::GetSessionResponse> {
         self.do_get_session(id, within).await
     }
     async fn list_sessions(&self, query: SessionQuery) -> Result<pb::ListSessionsResponse> {
         self.do_list_sessions(query).await
-    }
-    async fn update_session(&self, ctx: WriteCtx, req: pb::UpdateSessionRequest, id: uuid::Uuid, within: crate::store::Within) -> Result<pb::UpdateSessionResponse> {
-        self.do_update_session(ctx, req, id, within).await
-    }
-    async fn heartbeat(&self, id: uuid::Uuid, status: SessionStatus, tool_count: Option<i64>, within: crate::store::Within) -> Result<pb::HeartbeatResponse> {
-        self.do_heartbeat(id, status, tool_count, within).await
-    }
-    async fn end_session(&self, ctx: WriteCtx, req: pb::EndSessionRequest, id: uuid::Uuid, status: SessionStatus, within: crate::store::Within) -> Result<pb::EndSessionResponse> {
-        self.do_end_session(ctx, req, id, status, within).await
     }
     async fn resume_session(
         &self,
@@ -57,9 +51,6 @@ impl crate::store::Store for Backend {
     }
     async fn list_conflicts(&self, project: String, after: i64, limit: i64) -> Result<pb::ListConflictsResponse> {
         self.do_list_conflicts(project, after, limit).await
-    }
-    async fn expire_sessions(&self, expiry: Expiry) -> Result<usize> {
-        self.do_expire_sessions(expiry).await
     }
     async fn missing_chunks(&self, project: String, digests: Vec<String>) -> Result<Vec<String>> {
         let mut conn = self.pool.acquire().await?;

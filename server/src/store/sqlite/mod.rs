@@ -32,6 +32,7 @@ macro_rules! greatest {
     };
 }
 
+mod liveness;
 mod sql;
 mod write;
 

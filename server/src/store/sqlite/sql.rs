@@ -90,3 +90,52 @@ pub const INSERT_REQUEST: &str =
 
 /// Binds: head, project.
 pub const SET_HEAD: &str = "UPDATE projects SET head_revision = ? WHERE key = ?";
+
+/// A session's columns (`SessionRow`).
+macro_rules! session_columns {
+    () => {
+        "id, project, agent, agent_session_id, host, user_name, cwd, branch, goal, status, lease_ttl_ms, \
+         last_seen_us, head_checkpoint_id, git_base, git_head, summary, tool_count, resumed_from, resumed_by, \
+         metadata, created_us, updated_us, revision, written_us, author, head_revision, head_written_us, head_author"
+    };
+}
+
+/// One session of a project. Binds: id, project.
+pub const SESSION: &str =
+    concat!("SELECT ", session_columns!(), " FROM sessions WHERE id = ? AND project = ?");
+
+/// Binds: the columns in order, then the start revision.
+pub const INSERT_SESSION: &str = concat!(
+    "INSERT INTO sessions (",
+    session_columns!(),
+    ", start_revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+);
+
+/// Every column a write may change; liveness only forward (heartbeats move it without the
+/// project lock). Binds: agent_session_id, branch, goal, status, last_seen_us,
+/// head_checkpoint_id, git_head, summary, tool_count, resumed_by, metadata, updated_us,
+/// revision, written_us, author, head_revision, head_written_us, head_author, id, project.
+pub const PUT_SESSION: &str = "UPDATE sessions SET agent_session_id = ?, branch = ?, goal = ?, status = ?, \
+     last_seen_us = MAX(last_seen_us, ?), head_checkpoint_id = ?, git_head = ?, summary = ?, \
+     tool_count = MAX(tool_count, ?), resumed_by = ?, metadata = ?, updated_us = ?, revision = ?, written_us = ?, \
+     author = ?, head_revision = ?, head_written_us = ?, head_author = ? WHERE id = ? AND project = ?";
+
+/// Liveness without a write (`Store::touch_session`). Binds: tool count, id, status (NULL:
+/// any), project (NULL: any).
+pub const TOUCH_SESSION: &str = concat!(
+    "UPDATE sessions SET last_seen_us = ",
+    now_us!(),
+    ", tool_count = MAX(tool_count, ?) WHERE id = ? AND status = COALESCE(?, status) ",
+    "AND project = COALESCE(?, project) RETURNING status, last_seen_us"
+);
+
+/// Sessions whose liveness ran out: a lease that expired, or (without a lease) no
+/// activity for the idle time. Binds: initializing, active, idle, active, idle time (µs).
+pub const EXPIRED_SESSIONS: &str = concat!(
+    "SELECT id, project, status, last_seen_us FROM sessions WHERE status IN (?, ?, ?) AND (",
+    "(lease_ttl_ms > 0 AND last_seen_us + lease_ttl_ms * 1000 < ",
+    now_us!(),
+    ") OR (lease_ttl_ms = 0 AND status = ? AND last_seen_us + ? < ",
+    now_us!(),
+    ")) LIMIT 500"
+);

@@ -14,7 +14,9 @@ use sqlx::{Arguments as _, FromRow as _, QueryBuilder, Sqlite};
 
 use super::{SqliteStore, sql};
 use crate::error::{Error, Result};
-use crate::store::model::{Change, EarlierRequest, Entry, FirstRead, Lock, Locked, Log, RecordState};
+use crate::store::model::{
+    Change, EarlierRequest, Entry, FirstRead, Lock, Locked, Log, RecordState, Session,
+};
 use crate::store::rows::{MemoryRow, RecordStateRow, encode_actor, record_state};
 use crate::store::writer::Lease;
 
@@ -23,8 +25,14 @@ pub struct SqliteTx {
     lease: Lease<Sqlite>,
     store: SqliteStore,
     project: String,
-    /// The record state read with the lock, until the write asks for it.
-    first: Option<(String, RecordState)>,
+    /// What was read with the lock, until the write asks for it.
+    first: Option<First>,
+}
+
+/// A write's first read (`Lock::first_read`), as read with the lock.
+enum First {
+    Record(String, RecordState),
+    Session(String, Option<Box<Session>>),
 }
 
 /// Statements sent as one query: constant texts, their values bound in order.
@@ -78,8 +86,14 @@ impl SqliteStore {
         let at = query.count;
         query.push(sql::LOCK).bind(lock.project).bind(lock.memory).bind(lock.memory);
         query.bind(lock.project).bind(lock.request_id).bind(lock.project).bind(lock.request_id);
-        if let Some(FirstRead::Record(record)) = lock.first_read {
-            query.push(sql::RECORD_STATE).bind(lock.project).bind(record).bind(lock.project).bind(record);
+        match lock.first_read {
+            Some(FirstRead::Record(record)) => {
+                query.push(sql::RECORD_STATE).bind(lock.project).bind(record).bind(lock.project).bind(record);
+            }
+            Some(FirstRead::Session(id)) => {
+                query.push(sql::SESSION).bind(id).bind(lock.project);
+            }
+            None => {}
         }
         let rows = by_statement(&mut lease, query).await?;
         let of = |i: usize| rows.get(i).map(Vec::as_slice).unwrap_or_default();
@@ -88,7 +102,11 @@ impl SqliteStore {
         let first = match lock.first_read {
             Some(FirstRead::Record(record)) => {
                 let state = of(at + 1).iter().map(RecordStateRow::from_row).collect::<Result<Vec<_>, _>>()?;
-                Some((record.to_owned(), record_state(state)))
+                Some(First::Record(record.to_owned(), record_state(state)))
+            }
+            Some(FirstRead::Session(id)) => {
+                let session = of(at + 1).first().map(Session::from_row).transpose()?.map(Box::new);
+                Some(First::Session(id.to_owned(), session))
             }
             None => None,
         };
@@ -124,7 +142,7 @@ async fn by_statement(lease: &mut Lease<Sqlite>, query: Statements) -> Result<Ve
 
 impl crate::store::WriteTx for SqliteTx {
     async fn record_state(&mut self, record: &str) -> Result<RecordState> {
-        if let Some((read, state)) = self.first.take()
+        if let Some(First::Record(read, state)) = self.first.take()
             && read == record
         {
             return Ok(state);
@@ -147,6 +165,15 @@ impl crate::store::WriteTx for SqliteTx {
             .fetch_all(&mut *self.lease)
             .await?;
         Ok(rows.iter().map(MemoryRow::to_entry).collect())
+    }
+
+    async fn session(&mut self, id: &str) -> Result<Option<Session>> {
+        if let Some(First::Session(read, session)) = self.first.take()
+            && read == id
+        {
+            return Ok(session.map(|s| *s));
+        }
+        Ok(sqlx::query_as(sql::SESSION).bind(id).bind(&self.project).fetch_optional(&mut *self.lease).await?)
     }
 
     async fn entry(&mut self, id: &str) -> Result<Option<Entry>> {
@@ -209,6 +236,8 @@ fn push_change(query: &mut Statements, project: &str, change: &Change) {
         Change::SetMemoryCaps { json } => {
             query.push(sql::SET_MEMORY_CAPS).bind(json.as_str()).bind(project);
         }
+        Change::InsertSession(s) => push_insert_session(query, s),
+        Change::PutSession(s) => push_put_session(query, s),
     }
 }
 
@@ -227,4 +256,49 @@ fn push_log(query: &mut Statements, project: &str, log: &Log) {
     if let Some(head) = log.head {
         query.push(sql::SET_HEAD).bind(head).bind(project);
     }
+}
+
+fn push_insert_session(query: &mut Statements, s: &Session) {
+    query.push(sql::INSERT_SESSION).bind(s.id.as_str()).bind(s.project.as_str()).bind(s.agent);
+    query
+        .bind(s.agent_session_id.as_str())
+        .bind(s.host.as_str())
+        .bind(s.user_name.as_str())
+        .bind(s.cwd.as_str());
+    query
+        .bind(s.branch.as_str())
+        .bind(s.goal.as_str())
+        .bind(s.status)
+        .bind(s.lease_ttl_ms)
+        .bind(s.last_seen_us);
+    query.bind(s.head_checkpoint_id.as_deref()).bind(s.git_base.as_str()).bind(s.git_head.as_str());
+    query
+        .bind(s.summary.as_str())
+        .bind(s.tool_count)
+        .bind(s.resumed_from.as_deref())
+        .bind(s.resumed_by.as_deref());
+    query.bind(s.metadata.as_str()).bind(s.created_us).bind(s.updated_us).bind(s.revision).bind(s.written_us);
+    query
+        .bind(s.author.as_slice())
+        .bind(s.head_revision)
+        .bind(s.head_written_us)
+        .bind(s.head_author.as_slice());
+    query.bind(s.revision);
+}
+
+fn push_put_session(query: &mut Statements, s: &Session) {
+    query
+        .push(sql::PUT_SESSION)
+        .bind(s.agent_session_id.as_str())
+        .bind(s.branch.as_str())
+        .bind(s.goal.as_str());
+    query.bind(s.status).bind(s.last_seen_us).bind(s.head_checkpoint_id.as_deref()).bind(s.git_head.as_str());
+    query.bind(s.summary.as_str()).bind(s.tool_count).bind(s.resumed_by.as_deref()).bind(s.metadata.as_str());
+    query
+        .bind(s.updated_us)
+        .bind(s.revision)
+        .bind(s.written_us)
+        .bind(s.author.as_slice())
+        .bind(s.head_revision);
+    query.bind(s.head_written_us).bind(s.head_author.as_slice()).bind(s.id.as_str()).bind(s.project.as_str());
 }
