@@ -165,13 +165,32 @@ impl From<sqlx::Error> for Error {
             Kind::Transient => Self::Unavailable(error),
             Kind::BadValue => {
                 tracing::debug!(error = %error, "the database refused a value");
-                Self::InvalidArgument(
-                    "a text field holds a character the database cannot store (such as a NUL byte); remove it and retry"
-                        .into(),
-                )
+                Self::bad_value()
             }
             Kind::Other => Self::Internal(error.into()),
         }
+    }
+}
+
+impl Error {
+    /// A failure Postgres reported by its SQLSTATE and message, as a function that caught
+    /// it returns them (`baton_apply`): classified as a driver error would be.
+    pub fn postgres(code: &str, message: &str) -> Self {
+        if POSTGRES_TRANSIENT.contains(&code) {
+            Self::Unavailable(sqlx::Error::Protocol(format!("{code}: {message}")))
+        } else if POSTGRES_BAD_VALUE.contains(&code) {
+            tracing::debug!(%code, %message, "the database refused a value");
+            Self::bad_value()
+        } else {
+            Self::internal(format!("{code}: {message}"))
+        }
+    }
+
+    fn bad_value() -> Self {
+        Self::InvalidArgument(
+            "a text field holds a character the database cannot store (such as a NUL byte); remove it and retry"
+                .into(),
+        )
     }
 }
 

@@ -31,6 +31,31 @@ pub enum FirstRead<'a> {
     Session(&'a str),
 }
 
+/// A first read as a backend read it with the lock, kept until the write asks for it.
+#[derive(Debug)]
+pub enum FirstReadDone {
+    Record(String, RecordState),
+    Session(String, Option<Box<Session>>),
+}
+
+impl FirstReadDone {
+    /// The record's state, if this is what was read.
+    pub fn record(first: &mut Option<Self>, record: &str) -> Option<RecordState> {
+        match first.take() {
+            Some(Self::Record(read, state)) if read == record => Some(state),
+            _ => None,
+        }
+    }
+
+    /// The session (or that there is none), if this is what was read.
+    pub fn session(first: &mut Option<Self>, id: &str) -> Option<Option<Session>> {
+        match first.take() {
+            Some(Self::Session(read, session)) if read == id => Some(session.map(|s| *s)),
+            _ => None,
+        }
+    }
+}
+
 /// A session as stored (read straight from its row).
 pub use crate::store::rows::SessionRow as Session;
 

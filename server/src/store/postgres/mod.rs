@@ -56,6 +56,7 @@ macro_rules! greatest {
 /// The NOTIFY channel.
 pub const CHANNEL: &str = "baton_events";
 
+mod apply;
 mod liveness;
 mod sql;
 mod write;

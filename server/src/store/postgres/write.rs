@@ -1,33 +1,41 @@
-//! A write on Postgres: a savepoint in its lane's batch (`store::writer`, which opens it),
-//! begun by the project lock and ended by one statement holding all its changes and its
-//! log (`sql::APPLY`). Every statement is a round trip: a write makes two, plus its reads.
+//! A write on Postgres: a part of its lane's batch (`store::writer`) in two round trips.
+//!
+//! Every statement is a round trip, and a project's writes in a batch run back to back
+//! holding its lock, so the round trips of a write bound how fast one project can be
+//! written (`baton-bench`'s rows "small memory writes, one hot project" and "over 100
+//! projects"). A write makes two: `baton_begin*` takes the project's lock, changing nothing,
+//! and reads the write's first read with it (`Lock::first_read`); `baton_apply` makes all its
+//! changes in a subtransaction of its own, which rolls back alone if it fails, as a
+//! savepoint would, without the round trip a SAVEPOINT costs (`Writer::lease_own`).
 
-use sqlx::Arguments as _;
-use sqlx::Postgres;
-use sqlx::postgres::PgArguments;
+use sqlx::{FromRow as _, Postgres, Row as _};
 
-use super::{BOUNDED_LOCK_WAIT_MS, PgStore, sql};
-use crate::error::Result;
-use crate::store::model::{Change, EarlierRequest, Entry, Lock, Locked, Log, RecordState, Session};
-use crate::store::rows::{MemoryRow, RecordStateRow, encode_actor, record_state};
+use super::{PgStore, apply, sql};
+use crate::error::{Error, Result};
+use crate::store::model::{
+    Change, EarlierRequest, Entry, FirstRead, FirstReadDone, Lock, Locked, Log, RecordState, Session,
+};
+use crate::store::rows::{MemoryRow, RecordStateRow, record_state};
 use crate::store::writer::Lease;
-
-/// SQLSTATE lock_not_available: a bounded wait for a lock ran out.
-const LOCK_NOT_AVAILABLE: &str = "55P03";
 
 /// A write in progress (see the module header).
 pub struct PgTx {
     lease: Lease<Postgres>,
     store: PgStore,
     project: String,
+    /// The revision and time the lock gave the write, and whether it may change memory.
+    locked: (i64, i64, bool),
+    /// What was read with the lock, until the write asks for it.
+    first: Option<FirstReadDone>,
 }
 
-/// The lock's row (`sql::LOCK`).
+/// The lock's columns (`sql::BEGIN`).
 #[derive(sqlx::FromRow)]
 struct LockRow {
-    out_revision: i64,
-    out_now_us: i64,
-    out_caps: String,
+    out_ran_out: bool,
+    out_revision: Option<i64>,
+    out_now_us: Option<i64>,
+    out_caps: Option<String>,
     out_hash: Option<Vec<u8>>,
     out_reply: Option<Vec<u8>>,
 }
@@ -38,41 +46,65 @@ impl PgStore {
         // briefly; if that runs out, it starts again at the head of a batch of its own,
         // which holds nothing while it waits (see `store::writer`).
         let mut fresh = false;
-        let (lease, row) = loop {
-            let mut lease = self.writer.lease(lock.project, fresh, false).await?;
-            let wait_ms = if lease.bounded() { BOUNDED_LOCK_WAIT_MS } else { 0 };
-            let locked = sqlx::query_as::<_, LockRow>(sql::LOCK)
-                .bind(lock.project)
-                .bind(lock.request_id)
-                .bind(lock.memory)
-                .bind(wait_ms)
-                .fetch_one(&mut *lease)
-                .await;
-            match locked {
-                Ok(row) => break (lease, row),
-                Err(e) if lease.bounded() && is_lock_not_available(&e) => {
-                    lease.rollback().await?;
-                    fresh = true;
-                }
-                Err(e) => return Err(e.into()),
+        let (lease, rows, lock_row) = loop {
+            let mut lease = self.writer.lease_own(lock.project, fresh).await?;
+            let query = match lock.first_read {
+                None => sqlx::query(sql::BEGIN),
+                Some(FirstRead::Record(_)) => sqlx::query(sql::BEGIN_RECORD),
+                Some(FirstRead::Session(_)) => sqlx::query(sql::BEGIN_SESSION),
+            };
+            let query = query.bind(lock.project).bind(lock.request_id).bind(lease.bounded());
+            let query = match lock.first_read {
+                None => query,
+                Some(FirstRead::Record(read) | FirstRead::Session(read)) => query.bind(read),
+            };
+            let rows = query.fetch_all(&mut *lease).await?;
+            let row = rows.first().ok_or_else(|| Error::internal("the project lock returned no row"))?;
+            let lock_row = LockRow::from_row(row)?;
+            if !lock_row.out_ran_out {
+                break (lease, rows, lock_row);
+            }
+            lease.rollback().await?;
+            fresh = true;
+        };
+        let (Some(revision), Some(now_us), Some(memory_caps)) =
+            (lock_row.out_revision, lock_row.out_now_us, lock_row.out_caps)
+        else {
+            return Err(Error::internal("the project lock returned no revision"));
+        };
+        let first = match lock.first_read {
+            None => None,
+            Some(FirstRead::Record(record)) => {
+                let state = rows.iter().map(RecordStateRow::from_row).collect::<Result<Vec<_>, _>>()?;
+                Some(FirstReadDone::Record(record.to_owned(), record_state(state)))
+            }
+            Some(FirstRead::Session(id)) => {
+                let row = rows.first().ok_or_else(|| Error::internal("the project lock returned no row"))?;
+                let present: Option<String> = row.try_get("id")?;
+                let session = present.map(|_| Session::from_row(row)).transpose()?.map(Box::new);
+                Some(FirstReadDone::Session(id.to_owned(), session))
             }
         };
-        let earlier = match (row.out_hash, row.out_reply) {
+        let earlier = match (lock_row.out_hash, lock_row.out_reply) {
             (Some(request_hash), Some(reply)) => Some(EarlierRequest { request_hash, reply }),
             _ => None,
         };
-        let locked =
-            Locked { revision: row.out_revision, now_us: row.out_now_us, memory_caps: row.out_caps, earlier };
-        Ok((PgTx { lease, store: self.clone(), project: lock.project.to_owned() }, locked))
+        let tx = PgTx {
+            lease,
+            store: self.clone(),
+            project: lock.project.to_owned(),
+            locked: (revision, now_us, lock.memory),
+            first,
+        };
+        Ok((tx, Locked { revision, now_us, memory_caps, earlier }))
     }
-}
-
-fn is_lock_not_available(error: &sqlx::Error) -> bool {
-    matches!(error, sqlx::Error::Database(db) if db.code().as_deref() == Some(LOCK_NOT_AVAILABLE))
 }
 
 impl crate::store::WriteTx for PgTx {
     async fn record_state(&mut self, record: &str) -> Result<RecordState> {
+        if let Some(state) = FirstReadDone::record(&mut self.first, record) {
+            return Ok(state);
+        }
         let rows: Vec<RecordStateRow> = sqlx::query_as(sql::RECORD_STATE)
             .bind(&self.project)
             .bind(record)
@@ -92,6 +124,9 @@ impl crate::store::WriteTx for PgTx {
     }
 
     async fn session(&mut self, id: &str) -> Result<Option<Session>> {
+        if let Some(session) = FirstReadDone::session(&mut self.first, id) {
+            return Ok(session);
+        }
         Ok(sqlx::query_as(sql::SESSION).bind(id).bind(&self.project).fetch_optional(&mut *self.lease).await?)
     }
 
@@ -101,10 +136,24 @@ impl crate::store::WriteTx for PgTx {
         Ok(row.as_ref().map(MemoryRow::to_entry))
     }
 
-    async fn commit(self, changes: Vec<Change>, log: Log) -> Result<()> {
+    async fn commit(mut self, changes: Vec<Change>, log: Log) -> Result<()> {
+        let (revision, now_us, memory) = self.locked;
+        let head = log.head.unwrap_or(revision);
         let newest = log.events.iter().map(|e| e.revision).max();
-        let apply = apply(&self.project, changes, log);
-        self.lease.commit_after(apply).await?;
+        let write = apply::Write {
+            project: &self.project,
+            head,
+            now_us,
+            memory_revision: memory.then_some(revision),
+        };
+        let failed: Option<(String, String)> =
+            apply::query(&write, changes, log).fetch_optional(&mut *self.lease).await?;
+        if let Some((code, message)) = failed {
+            // Undone by its subtransaction; the batch carries on.
+            self.lease.rollback().await?;
+            return Err(Error::postgres(&code, &message));
+        }
+        self.lease.commit().await?;
         self.store.wakers.wake(&self.project);
         if let Some(revision) = newest {
             self.store.notifier.announce(&self.project, revision);
@@ -115,144 +164,4 @@ impl crate::store::WriteTx for PgTx {
     async fn rollback(self) -> Result<()> {
         Ok(self.lease.rollback().await?)
     }
-}
-
-/// A write's changes and log as the arrays of `sql::APPLY`.
-#[derive(Default)]
-struct Arrays {
-    deleted_records: Vec<String>,
-    deleted_entries: Vec<String>,
-    evicted: Vec<String>,
-    added: Vec<(String, Entry)>,
-    versions: Vec<(String, i64, i64, Vec<u8>)>,
-    memory_caps: Option<String>,
-    added_sessions: Vec<Session>,
-    put_sessions: Vec<Session>,
-}
-
-fn apply(project: &str, changes: Vec<Change>, log: Log) -> sqlx::QueryBuilder<Postgres> {
-    let mut a = Arrays::default();
-    for change in changes {
-        match change {
-            Change::DeleteRecord { record } => a.deleted_records.push(record),
-            Change::DeleteEntries { ids } => a.deleted_entries.extend(ids),
-            Change::Evict { ids } => a.evicted.extend(ids),
-            Change::InsertEntries { record, entries } => {
-                a.added.extend(entries.into_iter().map(|e| (record.clone(), e)));
-            }
-            Change::PutRecordVersion { record, revision, written_us, author } => {
-                a.versions.push((record, revision, written_us, encode_actor(&author)));
-            }
-            Change::SetMemoryCaps { json } => a.memory_caps = Some(json),
-            Change::InsertSession(s) => a.added_sessions.push(*s),
-            Change::PutSession(s) => a.put_sessions.push(*s),
-        }
-    }
-    let column = |f: fn(&(String, Entry)) -> String| a.added.iter().map(f).collect::<Vec<String>>();
-    let mut args = PgArguments::default();
-    let bind = |r: Result<(), sqlx::error::BoxDynError>| {
-        if let Err(e) = r {
-            tracing::error!(error = %e, "a value could not be bound");
-        }
-    };
-    bind(args.add(project));
-    bind(args.add(&a.deleted_records));
-    bind(args.add(&a.deleted_entries));
-    bind(args.add(&a.evicted));
-    bind(args.add(column(|(_, e)| e.id.clone())));
-    bind(args.add(column(|(_, e)| e.category.clone())));
-    bind(args.add(column(|(_, e)| e.branch.clone())));
-    bind(args.add(column(|(_, e)| e.key.clone())));
-    bind(args.add(column(|(record, _)| record.clone())));
-    bind(args.add(column(|(_, e)| e.content.clone())));
-    bind(args.add(column(|(_, e)| e.rationale.clone())));
-    bind(args.add(a.added.iter().map(|(_, e)| encode_actor(&e.author)).collect::<Vec<_>>()));
-    bind(args.add(a.added.iter().map(|(_, e)| e.revision).collect::<Vec<_>>()));
-    bind(args.add(a.added.iter().map(|(_, e)| e.seq).collect::<Vec<_>>()));
-    bind(args.add(a.added.iter().map(|(_, e)| e.created_us).collect::<Vec<_>>()));
-    bind(args.add(a.added.iter().map(|(_, e)| e.evicted).collect::<Vec<_>>()));
-    bind(args.add(a.versions.iter().map(|v| v.0.clone()).collect::<Vec<_>>()));
-    bind(args.add(a.versions.iter().map(|v| v.1).collect::<Vec<_>>()));
-    bind(args.add(a.versions.iter().map(|v| v.2).collect::<Vec<_>>()));
-    bind(args.add(a.versions.into_iter().map(|v| v.3).collect::<Vec<_>>()));
-    bind(args.add(log.events.iter().map(|e| e.revision).collect::<Vec<_>>()));
-    bind(args.add(log.events.iter().map(|e| e.kind).collect::<Vec<_>>()));
-    bind(args.add(log.events.into_iter().map(|e| e.body).collect::<Vec<_>>()));
-    bind(args.add(log.conflicts.iter().map(|c| c.id.clone()).collect::<Vec<_>>()));
-    bind(args.add(log.conflicts.iter().map(|c| c.revision).collect::<Vec<_>>()));
-    bind(args.add(log.conflicts.into_iter().map(|c| c.body).collect::<Vec<_>>()));
-    let request = log.request;
-    bind(args.add(request.as_ref().map(|r| r.request_id.clone())));
-    bind(args.add(request.as_ref().map(|r| r.request_hash.clone())));
-    bind(args.add(request.as_ref().map(|r| r.reply.clone())));
-    bind(args.add(request.as_ref().map(|r| r.created_us)));
-    bind(args.add(a.memory_caps));
-    bind(args.add(log.head));
-    bind_added_sessions(&mut args, &a.added_sessions);
-    bind_put_sessions(&mut args, &a.put_sessions);
-    sqlx::QueryBuilder::with_arguments(sql::APPLY, args)
-}
-
-/// Adds one array parameter: a column of `rows`.
-fn column<'a, T>(args: &mut PgArguments, rows: &'a [Session], f: impl Fn(&'a Session) -> T)
-where
-    Vec<T>: for<'q> sqlx::Encode<'q, Postgres> + sqlx::Type<Postgres>,
-{
-    if let Err(e) = args.add(rows.iter().map(f).collect::<Vec<T>>()) {
-        tracing::error!(error = %e, "a value could not be bound");
-    }
-}
-
-/// $33–$59 of `sql::APPLY`.
-fn bind_added_sessions(args: &mut PgArguments, rows: &[Session]) {
-    column(args, rows, |s| s.id.as_str());
-    column(args, rows, |s| s.agent);
-    column(args, rows, |s| s.agent_session_id.as_str());
-    column(args, rows, |s| s.host.as_str());
-    column(args, rows, |s| s.user_name.as_str());
-    column(args, rows, |s| s.cwd.as_str());
-    column(args, rows, |s| s.branch.as_str());
-    column(args, rows, |s| s.goal.as_str());
-    column(args, rows, |s| s.status);
-    column(args, rows, |s| s.lease_ttl_ms);
-    column(args, rows, |s| s.last_seen_us);
-    column(args, rows, |s| s.head_checkpoint_id.clone());
-    column(args, rows, |s| s.git_base.as_str());
-    column(args, rows, |s| s.git_head.as_str());
-    column(args, rows, |s| s.summary.as_str());
-    column(args, rows, |s| s.tool_count);
-    column(args, rows, |s| s.resumed_from.clone());
-    column(args, rows, |s| s.resumed_by.clone());
-    column(args, rows, |s| s.metadata.as_str());
-    column(args, rows, |s| s.created_us);
-    column(args, rows, |s| s.updated_us);
-    column(args, rows, |s| s.revision);
-    column(args, rows, |s| s.written_us);
-    column(args, rows, |s| s.author.as_slice());
-    column(args, rows, |s| s.head_revision);
-    column(args, rows, |s| s.head_written_us);
-    column(args, rows, |s| s.head_author.as_slice());
-}
-
-/// $60–$78 of `sql::APPLY`.
-fn bind_put_sessions(args: &mut PgArguments, rows: &[Session]) {
-    column(args, rows, |s| s.agent_session_id.as_str());
-    column(args, rows, |s| s.branch.as_str());
-    column(args, rows, |s| s.goal.as_str());
-    column(args, rows, |s| s.status);
-    column(args, rows, |s| s.last_seen_us);
-    column(args, rows, |s| s.head_checkpoint_id.clone());
-    column(args, rows, |s| s.git_head.as_str());
-    column(args, rows, |s| s.summary.as_str());
-    column(args, rows, |s| s.tool_count);
-    column(args, rows, |s| s.resumed_by.clone());
-    column(args, rows, |s| s.metadata.as_str());
-    column(args, rows, |s| s.updated_us);
-    column(args, rows, |s| s.revision);
-    column(args, rows, |s| s.written_us);
-    column(args, rows, |s| s.author.as_slice());
-    column(args, rows, |s| s.head_revision);
-    column(args, rows, |s| s.head_written_us);
-    column(args, rows, |s| s.head_author.as_slice());
-    column(args, rows, |s| s.id.as_str());
 }

@@ -15,7 +15,7 @@ use sqlx::{Arguments as _, FromRow as _, QueryBuilder, Sqlite};
 use super::{SqliteStore, sql};
 use crate::error::{Error, Result};
 use crate::store::model::{
-    Change, EarlierRequest, Entry, FirstRead, Lock, Locked, Log, RecordState, Session,
+    Change, EarlierRequest, Entry, FirstRead, FirstReadDone, Lock, Locked, Log, RecordState, Session,
 };
 use crate::store::rows::{MemoryRow, RecordStateRow, encode_actor, record_state};
 use crate::store::writer::Lease;
@@ -26,13 +26,7 @@ pub struct SqliteTx {
     store: SqliteStore,
     project: String,
     /// What was read with the lock, until the write asks for it.
-    first: Option<First>,
-}
-
-/// A write's first read (`Lock::first_read`), as read with the lock.
-enum First {
-    Record(String, RecordState),
-    Session(String, Option<Box<Session>>),
+    first: Option<FirstReadDone>,
 }
 
 /// Statements sent as one query: constant texts, their values bound in order.
@@ -102,11 +96,11 @@ impl SqliteStore {
         let first = match lock.first_read {
             Some(FirstRead::Record(record)) => {
                 let state = of(at + 1).iter().map(RecordStateRow::from_row).collect::<Result<Vec<_>, _>>()?;
-                Some(First::Record(record.to_owned(), record_state(state)))
+                Some(FirstReadDone::Record(record.to_owned(), record_state(state)))
             }
             Some(FirstRead::Session(id)) => {
                 let session = of(at + 1).first().map(Session::from_row).transpose()?.map(Box::new);
-                Some(First::Session(id.to_owned(), session))
+                Some(FirstReadDone::Session(id.to_owned(), session))
             }
             None => None,
         };
@@ -142,9 +136,7 @@ async fn by_statement(lease: &mut Lease<Sqlite>, query: Statements) -> Result<Ve
 
 impl crate::store::WriteTx for SqliteTx {
     async fn record_state(&mut self, record: &str) -> Result<RecordState> {
-        if let Some(First::Record(read, state)) = self.first.take()
-            && read == record
-        {
+        if let Some(state) = FirstReadDone::record(&mut self.first, record) {
             return Ok(state);
         }
         let rows: Vec<RecordStateRow> = sqlx::query_as(sql::RECORD_STATE)
@@ -168,10 +160,8 @@ impl crate::store::WriteTx for SqliteTx {
     }
 
     async fn session(&mut self, id: &str) -> Result<Option<Session>> {
-        if let Some(First::Session(read, session)) = self.first.take()
-            && read == id
-        {
-            return Ok(session.map(|s| *s));
+        if let Some(session) = FirstReadDone::session(&mut self.first, id) {
+            return Ok(session);
         }
         Ok(sqlx::query_as(sql::SESSION).bind(id).bind(&self.project).fetch_optional(&mut *self.lease).await?)
     }

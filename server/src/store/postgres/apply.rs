@@ -1,0 +1,224 @@
+//! A write's changes and log as the arguments of `baton_apply` (the migration
+//! `begin_functions`): the rows it adds or writes back as arrays of the composite types
+//! declared there, in their order.
+
+use sqlx::{Postgres, query::QueryAs};
+
+use super::sql;
+use crate::store::model::{Change, Log, Session};
+use crate::store::rows::encode_actor;
+
+/// What the lock gave the write, as `baton_apply` records it on the project.
+pub(super) struct Write<'a> {
+    pub project: &'a str,
+    /// The project's head after this write.
+    pub head: i64,
+    pub now_us: i64,
+    /// The write's revision, if it may have changed memory (the brief's cache key).
+    pub memory_revision: Option<i64>,
+}
+
+/// `baton_entry`.
+#[derive(sqlx::Type)]
+#[sqlx(type_name = "baton_entry")]
+struct EntryArg {
+    id: String,
+    category: String,
+    branch: String,
+    key: String,
+    record: String,
+    content: String,
+    rationale: String,
+    author: Vec<u8>,
+    revision: i64,
+    seq: i64,
+    created_us: i64,
+    evicted: bool,
+}
+
+/// `baton_record_version`.
+#[derive(sqlx::Type)]
+#[sqlx(type_name = "baton_record_version")]
+struct VersionArg {
+    record: String,
+    revision: i64,
+    written_us: i64,
+    author: Vec<u8>,
+}
+
+/// `baton_session`: a session's columns but its project (and start revision).
+#[derive(sqlx::Type)]
+#[sqlx(type_name = "baton_session")]
+struct SessionArg {
+    id: String,
+    agent: i32,
+    agent_session_id: String,
+    host: String,
+    user_name: String,
+    cwd: String,
+    branch: String,
+    goal: String,
+    status: i32,
+    lease_ttl_ms: i64,
+    last_seen_us: i64,
+    head_checkpoint_id: Option<String>,
+    git_base: String,
+    git_head: String,
+    summary: String,
+    tool_count: i64,
+    resumed_from: Option<String>,
+    resumed_by: Option<String>,
+    metadata: String,
+    created_us: i64,
+    updated_us: i64,
+    revision: i64,
+    written_us: i64,
+    author: Vec<u8>,
+    head_revision: i64,
+    head_written_us: i64,
+    head_author: Vec<u8>,
+}
+
+impl From<Session> for SessionArg {
+    fn from(s: Session) -> Self {
+        Self {
+            id: s.id,
+            agent: s.agent,
+            agent_session_id: s.agent_session_id,
+            host: s.host,
+            user_name: s.user_name,
+            cwd: s.cwd,
+            branch: s.branch,
+            goal: s.goal,
+            status: s.status,
+            lease_ttl_ms: s.lease_ttl_ms,
+            last_seen_us: s.last_seen_us,
+            head_checkpoint_id: s.head_checkpoint_id,
+            git_base: s.git_base,
+            git_head: s.git_head,
+            summary: s.summary,
+            tool_count: s.tool_count,
+            resumed_from: s.resumed_from,
+            resumed_by: s.resumed_by,
+            metadata: s.metadata,
+            created_us: s.created_us,
+            updated_us: s.updated_us,
+            revision: s.revision,
+            written_us: s.written_us,
+            author: s.author,
+            head_revision: s.head_revision,
+            head_written_us: s.head_written_us,
+            head_author: s.head_author,
+        }
+    }
+}
+
+/// `baton_event`.
+#[derive(sqlx::Type)]
+#[sqlx(type_name = "baton_event")]
+struct EventArg {
+    revision: i64,
+    kind: i32,
+    body: Vec<u8>,
+}
+
+/// `baton_conflict`.
+#[derive(sqlx::Type)]
+#[sqlx(type_name = "baton_conflict")]
+struct ConflictArg {
+    id: String,
+    revision: i64,
+    body: Vec<u8>,
+}
+
+/// A write's changes, by kind, as `baton_apply` takes them.
+#[derive(Default)]
+struct Changes {
+    caps: Option<String>,
+    deleted_records: Vec<String>,
+    deleted_entries: Vec<String>,
+    evicted: Vec<String>,
+    entries: Vec<EntryArg>,
+    versions: Vec<VersionArg>,
+    added_sessions: Vec<SessionArg>,
+    put_sessions: Vec<SessionArg>,
+}
+
+impl Changes {
+    fn of(changes: Vec<Change>) -> Self {
+        let mut c = Self::default();
+        for change in changes {
+            match change {
+                Change::DeleteRecord { record } => c.deleted_records.push(record),
+                Change::DeleteEntries { ids } => c.deleted_entries.extend(ids),
+                Change::Evict { ids } => c.evicted.extend(ids),
+                Change::InsertEntries { record, entries } => {
+                    c.entries.extend(entries.into_iter().map(|e| EntryArg {
+                        id: e.id,
+                        category: e.category,
+                        branch: e.branch,
+                        key: e.key,
+                        record: record.clone(),
+                        content: e.content,
+                        rationale: e.rationale,
+                        author: encode_actor(&e.author),
+                        revision: e.revision,
+                        seq: e.seq,
+                        created_us: e.created_us,
+                        evicted: e.evicted,
+                    }));
+                }
+                Change::PutRecordVersion { record, revision, written_us, author } => {
+                    c.versions.push(VersionArg {
+                        record,
+                        revision,
+                        written_us,
+                        author: encode_actor(&author),
+                    });
+                }
+                Change::SetMemoryCaps { json } => c.caps = Some(json),
+                Change::InsertSession(session) => c.added_sessions.push((*session).into()),
+                Change::PutSession(session) => c.put_sessions.push((*session).into()),
+            }
+        }
+        c
+    }
+}
+
+/// The call of `baton_apply` for a write: a row (SQLSTATE, message) if it failed.
+pub(super) fn query<'q>(
+    write: &Write<'_>,
+    changes: Vec<Change>,
+    log: Log,
+) -> QueryAs<'q, Postgres, (String, String), sqlx::postgres::PgArguments> {
+    let c = Changes::of(changes);
+    let events: Vec<EventArg> = log
+        .events
+        .into_iter()
+        .map(|e| EventArg { revision: e.revision, kind: e.kind, body: e.body })
+        .collect();
+    let conflicts: Vec<ConflictArg> = log
+        .conflicts
+        .into_iter()
+        .map(|c| ConflictArg { id: c.id, revision: c.revision, body: c.body })
+        .collect();
+    let request = log.request;
+    sqlx::query_as(sql::APPLY)
+        .bind(write.project.to_owned())
+        .bind(write.head)
+        .bind(write.now_us)
+        .bind(write.memory_revision)
+        .bind(c.caps)
+        .bind(c.deleted_records)
+        .bind(c.deleted_entries)
+        .bind(c.evicted)
+        .bind(c.entries)
+        .bind(c.versions)
+        .bind(c.added_sessions)
+        .bind(c.put_sessions)
+        .bind(events)
+        .bind(conflicts)
+        .bind(request.as_ref().map(|r| r.request_id.clone()))
+        .bind(request.as_ref().map(|r| r.request_hash.clone()))
+        .bind(request.map(|r| r.reply))
+}
