@@ -8,88 +8,26 @@
 
 -- The lock without a change: locks the project's row (creating the project on first use)
 -- and gives the write's revision (head + 1), its time (never before the project's last
--- write), the memory caps and an earlier reply to the request id. A write that is refused
--- or fails before `baton_apply` has changed nothing. A bounded lock (p_bounded: the batch
--- already holds other projects' locks) does not wait for a row locked elsewhere (another
--- instance's batch, an open psql) nor for a project that does not exist yet: it says so
--- (out_ran_out), and the write starts again in a batch of its own, so batches of different
--- instances never wait for each other in a cycle. (An error, such as lock_timeout's, would
--- end the whole batch's transaction.)
-CREATE FUNCTION baton_begin(p_project TEXT, p_request_id TEXT, p_bounded BOOLEAN)
+-- write), the memory caps and an earlier reply to the request id; then what the write
+-- reads first: a memory record's LWW version and live entries in order, one row per entry
+-- (p_record), or a session of the project (p_session), in columns NULL when absent. A
+-- write that is refused or fails before `baton_apply` has changed nothing.
+--
+-- A bounded lock (p_bounded: the batch already holds other projects' locks) does not wait
+-- for a row locked elsewhere (another instance's batch, an open psql) nor for a project
+-- that does not exist yet (another instance's batch may be creating it): it says so
+-- (out_ran_out) and the write starts again in a batch of its own, so batches of different
+-- instances never wait for each other in a cycle. (An error, such as lock_timeout's,
+-- would end the whole batch's transaction.)
+CREATE FUNCTION baton_begin(p_project TEXT, p_request_id TEXT, p_bounded BOOLEAN, p_record TEXT,
+    p_session TEXT)
 RETURNS TABLE (out_ran_out BOOLEAN, out_revision BIGINT, out_now_us BIGINT, out_caps TEXT, out_hash BYTEA,
-    out_reply BYTEA)
-LANGUAGE plpgsql VOLATILE AS $$
-DECLARE
-    v_head BIGINT;
-    v_last BIGINT;
-BEGIN
-    out_ran_out := FALSE;
-    IF p_bounded THEN
-        SELECT p.head_revision, p.last_write_us, p.memory_caps INTO v_head, v_last, out_caps
-        FROM projects p WHERE p.key = p_project FOR UPDATE SKIP LOCKED;
-        -- Not found: locked elsewhere, or not created yet (and maybe being created by another
-        -- instance's batch, whose insert this one's would wait for): either way, not here.
-        IF NOT FOUND THEN
-            out_ran_out := TRUE;
-            RETURN NEXT;
-            RETURN;
-        END IF;
-    ELSE
-        SELECT p.head_revision, p.last_write_us, p.memory_caps INTO v_head, v_last, out_caps
-        FROM projects p WHERE p.key = p_project FOR UPDATE;
-    END IF;
-    IF v_head IS NULL THEN
-        INSERT INTO projects (key, head_revision, last_write_us, created_us, memory_revision)
-        VALUES (p_project, 0, baton_now_us(), baton_now_us(), 0) ON CONFLICT (key) DO NOTHING;
-        SELECT p.head_revision, p.last_write_us, p.memory_caps INTO v_head, v_last, out_caps
-        FROM projects p WHERE p.key = p_project FOR UPDATE;
-    END IF;
-    out_revision := v_head + 1;
-    -- The clock is read once the row lock is held.
-    out_now_us := GREATEST(v_last, baton_now_us());
-    IF p_request_id IS NOT NULL THEN
-        SELECT r.request_hash, r.reply INTO out_hash, out_reply
-        FROM requests r WHERE r.project = p_project AND r.request_id = p_request_id;
-    END IF;
-    RETURN NEXT;
-END
-$$;
-
--- The lock, then a memory record's LWW version and live entries in order: one row per
--- entry (entry columns NULL if none; version columns NULL if never written).
-CREATE FUNCTION baton_begin_record(p_project TEXT, p_request_id TEXT, p_bounded BOOLEAN, p_record TEXT)
-RETURNS TABLE (out_ran_out BOOLEAN, out_revision BIGINT, out_now_us BIGINT, out_caps TEXT, out_hash BYTEA,
-    out_reply BYTEA, record_revision BIGINT, record_written_us BIGINT, record_author BYTEA, id TEXT,
-    category TEXT, branch TEXT, key TEXT, content TEXT, rationale TEXT, author BYTEA, revision BIGINT,
-    seq BIGINT, created_us BIGINT)
-LANGUAGE plpgsql VOLATILE AS $$
-#variable_conflict use_column
-DECLARE
-    l RECORD;
-BEGIN
-    SELECT * INTO l FROM baton_begin(p_project, p_request_id, p_bounded);
-    IF l.out_ran_out THEN
-        RETURN QUERY SELECT TRUE, NULL::BIGINT, NULL::BIGINT, NULL::TEXT, NULL::BYTEA, NULL::BYTEA, NULL::BIGINT,
-            NULL::BIGINT, NULL::BYTEA, NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::TEXT,
-            NULL::BYTEA, NULL::BIGINT, NULL::BIGINT, NULL::BIGINT;
-        RETURN;
-    END IF;
-    RETURN QUERY
-    SELECT FALSE, l.out_revision, l.out_now_us, l.out_caps, l.out_hash, l.out_reply, r.revision, r.written_us,
-           r.author, m.id, m.category, m.branch, m.key, m.content, m.rationale, m.author, m.revision, m.seq,
-           m.created_us
-    FROM (SELECT 1 AS one) k
-    LEFT JOIN records r ON r.project = p_project AND r.record = p_record
-    LEFT JOIN memory m ON m.project = p_project AND m.record = p_record AND m.evicted = FALSE
-    ORDER BY m.revision, m.seq;
-END
-$$;
-
--- The lock, then one session of the project (its columns NULL if there is none).
-CREATE FUNCTION baton_begin_session(p_project TEXT, p_request_id TEXT, p_bounded BOOLEAN, p_session TEXT)
-RETURNS TABLE (out_ran_out BOOLEAN, out_revision BIGINT, out_now_us BIGINT, out_caps TEXT, out_hash BYTEA,
-    out_reply BYTEA, id TEXT, project TEXT, agent INTEGER, agent_session_id TEXT, host TEXT, user_name TEXT,
-    cwd TEXT, branch TEXT, goal TEXT, status INTEGER, lease_ttl_ms BIGINT, last_seen_us BIGINT,
+    out_reply BYTEA,
+    record_revision BIGINT, record_written_us BIGINT, record_author BYTEA, m_id TEXT, m_category TEXT,
+    m_branch TEXT, m_key TEXT, m_content TEXT, m_rationale TEXT, m_author BYTEA, m_revision BIGINT,
+    m_seq BIGINT, m_created_us BIGINT,
+    id TEXT, project TEXT, agent INTEGER, agent_session_id TEXT, host TEXT, user_name TEXT, cwd TEXT,
+    branch TEXT, goal TEXT, status INTEGER, lease_ttl_ms BIGINT, last_seen_us BIGINT,
     head_checkpoint_id TEXT, git_base TEXT, git_head TEXT, summary TEXT, tool_count BIGINT,
     resumed_from TEXT, resumed_by TEXT, metadata TEXT, created_us BIGINT, updated_us BIGINT,
     revision BIGINT, written_us BIGINT, author BYTEA, head_revision BIGINT, head_written_us BIGINT,
@@ -97,17 +35,69 @@ RETURNS TABLE (out_ran_out BOOLEAN, out_revision BIGINT, out_now_us BIGINT, out_
 LANGUAGE plpgsql VOLATILE AS $$
 #variable_conflict use_column
 DECLARE
-    l RECORD;
+    v_head BIGINT;
+    v_last BIGINT;
+    v_caps TEXT;
+    v_hash BYTEA;
+    v_reply BYTEA;
 BEGIN
-    SELECT * INTO l FROM baton_begin(p_project, p_request_id, p_bounded);
-    RETURN QUERY
-    SELECT l.out_ran_out, l.out_revision, l.out_now_us, l.out_caps, l.out_hash, l.out_reply, s.id, s.project,
-           s.agent, s.agent_session_id, s.host, s.user_name, s.cwd, s.branch, s.goal, s.status, s.lease_ttl_ms,
-           s.last_seen_us, s.head_checkpoint_id, s.git_base, s.git_head, s.summary, s.tool_count,
-           s.resumed_from, s.resumed_by, s.metadata, s.created_us, s.updated_us, s.revision, s.written_us,
-           s.author, s.head_revision, s.head_written_us, s.head_author
-    FROM (SELECT 1 AS one) k
-    LEFT JOIN sessions s ON NOT l.out_ran_out AND s.id = p_session AND s.project = p_project;
+    IF p_bounded THEN
+        SELECT p.head_revision, p.last_write_us, p.memory_caps INTO v_head, v_last, v_caps
+        FROM projects p WHERE p.key = p_project FOR UPDATE SKIP LOCKED;
+        IF NOT FOUND THEN
+            -- Every other column NULL.
+            out_ran_out := TRUE;
+            RETURN NEXT;
+            RETURN;
+        END IF;
+    ELSE
+        SELECT p.head_revision, p.last_write_us, p.memory_caps INTO v_head, v_last, v_caps
+        FROM projects p WHERE p.key = p_project FOR UPDATE;
+    END IF;
+    IF v_head IS NULL THEN
+        INSERT INTO projects (key, head_revision, last_write_us, created_us, memory_revision)
+        VALUES (p_project, 0, baton_now_us(), baton_now_us(), 0) ON CONFLICT (key) DO NOTHING;
+        SELECT p.head_revision, p.last_write_us, p.memory_caps INTO v_head, v_last, v_caps
+        FROM projects p WHERE p.key = p_project FOR UPDATE;
+    END IF;
+    IF p_request_id IS NOT NULL THEN
+        SELECT r.request_hash, r.reply INTO v_hash, v_reply
+        FROM requests r WHERE r.project = p_project AND r.request_id = p_request_id;
+    END IF;
+    -- The clock is read once the row lock is held.
+    out_ran_out := FALSE;
+    out_revision := v_head + 1;
+    out_now_us := GREATEST(v_last, baton_now_us());
+    out_caps := v_caps;
+    out_hash := v_hash;
+    out_reply := v_reply;
+    IF p_record IS NOT NULL THEN
+        RETURN QUERY
+        SELECT FALSE, out_revision, out_now_us, v_caps, v_hash, v_reply, r.revision, r.written_us, r.author,
+               m.id, m.category, m.branch, m.key, m.content, m.rationale, m.author, m.revision, m.seq,
+               m.created_us, NULL::TEXT, NULL::TEXT, NULL::INTEGER, NULL::TEXT, NULL::TEXT, NULL::TEXT,
+               NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::INTEGER, NULL::BIGINT, NULL::BIGINT, NULL::TEXT,
+               NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::BIGINT, NULL::TEXT, NULL::TEXT, NULL::TEXT,
+               NULL::BIGINT, NULL::BIGINT, NULL::BIGINT, NULL::BIGINT, NULL::BYTEA, NULL::BIGINT, NULL::BIGINT,
+               NULL::BYTEA
+        FROM (SELECT 1 AS one) k
+        LEFT JOIN records r ON r.project = p_project AND r.record = p_record
+        LEFT JOIN memory m ON m.project = p_project AND m.record = p_record AND m.evicted = FALSE
+        ORDER BY m.revision, m.seq;
+    ELSIF p_session IS NOT NULL THEN
+        SELECT s.id, s.project, s.agent, s.agent_session_id, s.host, s.user_name, s.cwd, s.branch, s.goal,
+               s.status, s.lease_ttl_ms, s.last_seen_us, s.head_checkpoint_id, s.git_base, s.git_head,
+               s.summary, s.tool_count, s.resumed_from, s.resumed_by, s.metadata, s.created_us, s.updated_us,
+               s.revision, s.written_us, s.author, s.head_revision, s.head_written_us, s.head_author
+        INTO id, project, agent, agent_session_id, host, user_name, cwd, branch, goal, status, lease_ttl_ms,
+             last_seen_us, head_checkpoint_id, git_base, git_head, summary, tool_count, resumed_from,
+             resumed_by, metadata, created_us, updated_us, revision, written_us, author, head_revision,
+             head_written_us, head_author
+        FROM sessions s WHERE s.id = p_session AND s.project = p_project;
+        RETURN NEXT;
+    ELSE
+        RETURN NEXT;
+    END IF;
 END
 $$;
 

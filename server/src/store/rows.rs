@@ -248,16 +248,16 @@ pub struct RecordStateRow {
     pub record_revision: Option<i64>,
     pub record_written_us: Option<i64>,
     pub record_author: Option<Vec<u8>>,
-    pub id: Option<String>,
-    pub category: Option<String>,
-    pub branch: Option<String>,
-    pub key: Option<String>,
-    pub content: Option<String>,
-    pub rationale: Option<String>,
-    pub author: Option<Vec<u8>>,
-    pub revision: Option<i64>,
-    pub seq: Option<i64>,
-    pub created_us: Option<i64>,
+    pub m_id: Option<String>,
+    pub m_category: Option<String>,
+    pub m_branch: Option<String>,
+    pub m_key: Option<String>,
+    pub m_content: Option<String>,
+    pub m_rationale: Option<String>,
+    pub m_author: Option<Vec<u8>>,
+    pub m_revision: Option<i64>,
+    pub m_seq: Option<i64>,
+    pub m_created_us: Option<i64>,
 }
 
 impl RecordStateRow {
@@ -271,18 +271,18 @@ impl RecordStateRow {
     }
 
     pub fn entry(self) -> Option<model::Entry> {
-        let revision = self.revision?;
+        let revision = self.m_revision?;
         Some(model::Entry {
-            id: self.id?,
-            category: self.category?,
-            branch: self.branch?,
-            key: self.key?,
-            content: self.content?,
-            rationale: self.rationale?,
-            author: decode_actor(&self.author?),
+            id: self.m_id?,
+            category: self.m_category?,
+            branch: self.m_branch?,
+            key: self.m_key?,
+            content: self.m_content?,
+            rationale: self.m_rationale?,
+            author: decode_actor(&self.m_author?),
             revision,
-            seq: self.seq?,
-            created_us: self.created_us?,
+            seq: self.m_seq?,
+            created_us: self.m_created_us?,
             evicted: false,
             record_revision: self.record_revision.unwrap_or(revision),
         })

@@ -11,26 +11,18 @@ macro_rules! session_columns {
     };
 }
 
-/// The project lock, which changes nothing (the migration `begin_functions`): creates the
-/// project on first use, locks its row, and reads the write's revision and time, the memory
-/// caps and an earlier reply to the request id, each once the lock is held. Bounded, it
-/// does not wait for a row locked elsewhere (`out_ran_out`). $1 project, $2 request id,
-/// $3 bounded.
-pub const BEGIN: &str = "SELECT out_ran_out, out_revision, out_now_us, out_caps, out_hash, out_reply \
-     FROM baton_begin($1, $2, $3)";
-
-/// The lock, then a memory record's state (`RECORD_STATE`'s rows) read once it is held.
-/// $1 project, $2 request id, $3 bounded, $4 record.
-pub const BEGIN_RECORD: &str = "SELECT out_ran_out, out_revision, out_now_us, out_caps, out_hash, out_reply, \
-     record_revision, record_written_us, record_author, id, category, branch, key, content, rationale, author, \
-     revision, seq, created_us FROM baton_begin_record($1, $2, $3, $4)";
-
-/// The lock, then a session of the project (its columns NULL if none) read once it is held.
-/// $1 project, $2 request id, $3 bounded, $4 session id.
-pub const BEGIN_SESSION: &str = concat!(
-    "SELECT out_ran_out, out_revision, out_now_us, out_caps, out_hash, out_reply, ",
+/// The project lock, which changes nothing, with the write's first read (the migration
+/// `begin_functions`): the write's revision and time, the memory caps and an earlier reply
+/// to the request id, then a memory record's state (`RECORD_STATE`'s columns, one row per
+/// entry) or a session (`SessionRow`'s columns), each read once the lock is held. Bounded,
+/// it does not wait for a row locked elsewhere (`out_ran_out`). $1 project, $2 request id,
+/// $3 bounded, $4 record (or NULL), $5 session id (or NULL).
+pub const BEGIN: &str = concat!(
+    "SELECT out_ran_out, out_revision, out_now_us, out_caps, out_hash, out_reply, record_revision, ",
+    "record_written_us, record_author, m_id, m_category, m_branch, m_key, m_content, m_rationale, m_author, ",
+    "m_revision, m_seq, m_created_us, ",
     session_columns!(),
-    " FROM baton_begin_session($1, $2, $3, $4)"
+    " FROM baton_begin($1, $2, $3, $4, $5)"
 );
 
 /// A write's changes and log in a subtransaction of its own (`apply.rs`): no row if they
@@ -41,8 +33,9 @@ pub const APPLY: &str = "SELECT out_code, out_message FROM baton_apply($1, $2, $
 /// A memory record's LWW version (NULL columns if never written) and its live entries in
 /// order (NULL entry columns if none), one row per entry. $1 project, $2 record.
 pub const RECORD_STATE: &str = "SELECT r.revision AS record_revision, r.written_us AS record_written_us, \
-     r.author AS record_author, m.id, m.category, m.branch, m.key, m.content, m.rationale, m.author, \
-     m.revision, m.seq, m.created_us FROM (SELECT 1 AS one) k \
+     r.author AS record_author, m.id AS m_id, m.category AS m_category, m.branch AS m_branch, \
+     m.key AS m_key, m.content AS m_content, m.rationale AS m_rationale, m.author AS m_author, \
+     m.revision AS m_revision, m.seq AS m_seq, m.created_us AS m_created_us FROM (SELECT 1 AS one) k \
      LEFT JOIN records r ON r.project = $1 AND r.record = $2 \
      LEFT JOIN memory m ON m.project = $1 AND m.record = $2 AND m.evicted = FALSE \
      ORDER BY m.revision, m.seq";

@@ -3,7 +3,7 @@
 //! Every statement is a round trip, and a project's writes in a batch run back to back
 //! holding its lock, so the round trips of a write bound how fast one project can be
 //! written (`baton-bench`'s rows "small memory writes, one hot project" and "over 100
-//! projects"). A write makes two: `baton_begin*` takes the project's lock, changing nothing,
+//! projects"). A write makes two: `baton_begin` takes the project's lock, changing nothing,
 //! and reads the write's first read with it (`Lock::first_read`); `baton_apply` makes all its
 //! changes in a subtransaction of its own, which rolls back alone if it fails, as a
 //! savepoint would, without the round trip a SAVEPOINT costs (`Writer::lease_own`).
@@ -48,16 +48,17 @@ impl PgStore {
         let mut fresh = false;
         let (lease, rows, lock_row) = loop {
             let mut lease = self.writer.lease_own(lock.project, fresh).await?;
-            let query = match lock.first_read {
-                None => sqlx::query(sql::BEGIN),
-                Some(FirstRead::Record(_)) => sqlx::query(sql::BEGIN_RECORD),
-                Some(FirstRead::Session(_)) => sqlx::query(sql::BEGIN_SESSION),
+            let (record, session) = match lock.first_read {
+                None => (None, None),
+                Some(FirstRead::Record(record)) => (Some(record), None),
+                Some(FirstRead::Session(id)) => (None, Some(id)),
             };
-            let query = query.bind(lock.project).bind(lock.request_id).bind(lease.bounded());
-            let query = match lock.first_read {
-                None => query,
-                Some(FirstRead::Record(read) | FirstRead::Session(read)) => query.bind(read),
-            };
+            let query = sqlx::query(sql::BEGIN)
+                .bind(lock.project)
+                .bind(lock.request_id)
+                .bind(lease.bounded())
+                .bind(record)
+                .bind(session);
             let rows = query.fetch_all(&mut *lease).await?;
             let row = rows.first().ok_or_else(|| Error::internal("the project lock returned no row"))?;
             let lock_row = LockRow::from_row(row)?;

@@ -33,8 +33,9 @@ pub const LOCK: &str = concat!(
 /// order (NULL entry columns if none), one row per entry.
 /// Binds: project, record, project, record.
 pub const RECORD_STATE: &str = "SELECT r.revision AS record_revision, r.written_us AS record_written_us, \
-     r.author AS record_author, m.id, m.category, m.branch, m.key, m.content, m.rationale, m.author, \
-     m.revision, m.seq, m.created_us FROM (SELECT 1 AS one) k \
+     r.author AS record_author, m.id AS m_id, m.category AS m_category, m.branch AS m_branch, \
+     m.key AS m_key, m.content AS m_content, m.rationale AS m_rationale, m.author AS m_author, \
+     m.revision AS m_revision, m.seq AS m_seq, m.created_us AS m_created_us FROM (SELECT 1 AS one) k \
      LEFT JOIN records r ON r.project = ? AND r.record = ? \
      LEFT JOIN memory m ON m.project = ? AND m.record = ? AND m.evicted = FALSE \
      ORDER BY m.revision, m.seq";
