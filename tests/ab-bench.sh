@@ -19,6 +19,6 @@ for round in $(seq 1 "$rounds"); do
   for side in old new; do
     bin=$old; [ "$side" = new ] && bin=$new
     echo "=== round $round: $side ($bin)"
-    BATON_TEST_BATON_SERVER_BIN=$bin "$bench" "$@" 2>/dev/null | grep '^| [a-zA-Z]' | grep -v '^| scenario'
+    BATON_TEST_BATON_SERVER_BIN=$bin "$bench" "$@" 2>/dev/null | grep '^| ' | grep -v -e '^| scenario' -e '^| ---'
   done
 done

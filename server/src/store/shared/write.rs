@@ -1,6 +1,7 @@
-// The write machinery shared by both backends: lock the project row (allocating the
+// The old write machinery, still used by the writes that have not moved to `service/`
+// (resume, checkpoints, purge, retention, transfer): lock the project row (allocating the
 // revision), deduplicate by request_id, emit exactly one event per revision, commit, wake
-// the readers. Included into `sqlite.rs` and `postgres.rs`, where `Db`, `Conn`, `Tx`, `Pool`,
+// the readers. Included into `sqlite/mod.rs` and `postgres/mod.rs`, where `Db`, `Conn`, `Tx`, `Pool`,
 // `Backend` (with its `writer`), `plain_write`, `open_statement`, `close_statements`,
 // `announce`, `lock_project`, `now_us!` and `greatest!` are the backend's own.
 //
