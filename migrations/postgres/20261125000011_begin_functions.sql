@@ -125,11 +125,16 @@ CREATE FUNCTION baton_apply(p_project TEXT, p_head BIGINT, p_now_us BIGINT, p_me
     p_request_id TEXT, p_request_hash BYTEA, p_reply BYTEA)
 RETURNS TABLE (out_code TEXT, out_message TEXT)
 LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_record TEXT;
 BEGIN
     BEGIN
-        IF cardinality(p_deleted_records) > 0 THEN
-            DELETE FROM memory WHERE project = p_project AND record = ANY(p_deleted_records);
-        END IF;
+        -- One record at a time, by equality: with `record = ANY(...)` the planner, knowing
+        -- nothing of a new project, filtered the project's entries through another index
+        -- (1.1 ms a write at 6,000 entries, auto_explain on baton-bench's etcd rows).
+        FOREACH v_record IN ARRAY p_deleted_records LOOP
+            DELETE FROM memory WHERE project = p_project AND record = v_record;
+        END LOOP;
         IF cardinality(p_deleted_entries) > 0 THEN
             DELETE FROM memory WHERE project = p_project AND id = ANY(p_deleted_entries);
         END IF;
