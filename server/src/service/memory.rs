@@ -8,14 +8,14 @@
 use std::collections::HashMap;
 
 use baton_proto::v1::{
-    DeleteMemoryRequest, DeleteMemoryResponse, EventKind, MemoryChange, MemoryEntry, MemoryItem, MemoryOp,
-    MemorySet, PutMemoryRequest, PutMemoryResponse, RecordValue, SetMemoryCapsRequest, SetMemoryCapsResponse,
-    WriteOutcome, WriteResult, delete_memory_request, record_value,
+    Actor, Conflict, DeleteMemoryRequest, DeleteMemoryResponse, EventKind, MemoryChange, MemoryEntry,
+    MemoryItem, MemoryOp, MemorySet, PutMemoryRequest, PutMemoryResponse, RecordValue, SetMemoryCapsRequest,
+    SetMemoryCapsResponse, WriteOutcome, WriteResult, delete_memory_request, record_value,
 };
 
 use super::write::{self, Begun, Write, event, replayed};
 use crate::core::conflict::{self, Contested};
-use crate::core::lww::{self, Decision};
+use crate::core::lww::{self, Decision, RecordVersion};
 use crate::core::memory::{self as rules, Semantics};
 use crate::core::set_item::{self, SetItemError, SetItemOp};
 use crate::error::{Error, Result};
@@ -66,6 +66,45 @@ impl Target<'_> {
     }
 }
 
+/// A set or note as the write found it: its entries as the API shows them, and its version.
+struct Found {
+    record: String,
+    before: Vec<MemoryEntry>,
+    current: Option<(RecordVersion, Actor)>,
+}
+
+impl Found {
+    async fn read<T: WriteTx>(w: &mut Write<T>, t: &Target<'_>) -> Result<Self> {
+        let record = t.record();
+        let state = w.tx().record_state(&record).await?;
+        let before = state.entries.iter().map(|e| e.to_proto(&w.project)).collect();
+        Ok(Self { record, before, current: state.version })
+    }
+
+    /// The revision of the record's last write (0 if never written).
+    fn revision(&self) -> i64 {
+        self.current.as_ref().map_or(0, |(v, _)| v.revision)
+    }
+
+    /// The conflict of a write that wanted the record to hold `wanted`.
+    fn conflict(
+        &self,
+        t: &Target<'_>,
+        decision: Decision,
+        ctx: &WriteCtx,
+        wanted: Vec<MemoryEntry>,
+    ) -> Conflict {
+        let contested = Contested {
+            record: self.record.clone(),
+            current: self.current.clone(),
+            current_value: Some(t.value(self.revision(), self.before.clone())),
+            written_value: Some(t.value(self.revision(), wanted)),
+            detail: String::new(),
+        };
+        conflict::conflict(decision, ctx.writer(), contested)
+    }
+}
+
 /// The lock of a memory write, reading the record it is about first (sets and notes).
 fn lock<'a>(project: &'a str, ctx: &'a WriteCtx, record: Option<&'a str>) -> Lock<'a> {
     Lock {
@@ -98,7 +137,8 @@ pub async fn put<S: Store>(store: &S, ctx: WriteCtx, req: PutMemoryRequest) -> R
         }
         Semantics::CurrentSet | Semantics::Keyed => {
             let op = if semantics == Semantics::Keyed { MemoryOp::Upsert } else { MemoryOp::ReplaceSet };
-            let (entries, result) = write_record(&mut w, &t, &ctx, op, &req.items, None).await?;
+            let found = Found::read(&mut w, &t).await?;
+            let (entries, result) = write_record(&mut w, &t, &ctx, op, found, &req.items, None)?;
             PutMemoryResponse { entries, evicted: vec![], result: Some(result), removed: vec![] }
         }
     };
@@ -143,22 +183,21 @@ pub async fn delete<S: Store>(
     let (deleted_ids, result) = if semantics == Semantics::History {
         delete_history(&mut w, &t, &ctx, only).await?
     } else {
-        let record = t.record();
-        let state = w.tx().record_state(&record).await?;
-        if state.entries.is_empty() && state.version.is_none() {
+        let found = Found::read(&mut w, &t).await?;
+        if found.before.is_empty() && found.current.is_none() {
             return Err(Error::NotFound(format!(
-                "record: {record} does not exist in project {:?}",
-                req.project
+                "record: {} does not exist in project {:?}",
+                found.record, req.project
             )));
         }
-        let drop_ids: Vec<String> = state
-            .entries
+        let drop_ids: Vec<String> = found
+            .before
             .iter()
             .filter(|e| only.as_ref().is_none_or(|id| &e.id == id))
             .map(|e| e.id.clone())
             .collect();
         let op = if semantics == Semantics::Keyed { MemoryOp::Upsert } else { MemoryOp::ReplaceSet };
-        let (_, result) = write_record(&mut w, &t, &ctx, op, &[], Some(&drop_ids)).await?;
+        let (_, result) = write_record(&mut w, &t, &ctx, op, found, &[], Some(&drop_ids))?;
         let deleted = if result.outcome == WriteOutcome::Stale as i32 { vec![] } else { drop_ids };
         (deleted, result)
     };
@@ -249,35 +288,19 @@ fn new_entries(
         .collect()
 }
 
-/// A last-write-wins write of a whole record (a set or a note): `items` is its new
-/// content, `delete_ids` the entries it drops (None = all of them).
-async fn write_record<T: WriteTx>(
+/// A last-write-wins write of a whole record (a set or a note), as `found`: `items` is its
+/// new content, `delete_ids` the entries it drops (None = all of them).
+fn write_record<T: WriteTx>(
     w: &mut Write<T>,
     t: &Target<'_>,
     ctx: &WriteCtx,
     op: MemoryOp,
+    found: Found,
     items: &[MemoryItem],
     delete_ids: Option<&[String]>,
 ) -> Result<(Vec<MemoryEntry>, WriteResult)> {
-    let record = t.record();
-    let state = w.tx().record_state(&record).await?;
-    let before: Vec<MemoryEntry> = state.entries.iter().map(|e| e.to_proto(&w.project)).collect();
-    let current = state.version;
-    let current_revision = current.as_ref().map_or(0, |(v, _)| v.revision);
-    let decision = lww::decide(current.as_ref().map(|(v, _)| *v), ctx.intent(w.now_us));
-    let conflict = decision.is_conflict().then(|| {
-        conflict::conflict(
-            decision,
-            ctx.writer(),
-            Contested {
-                record: record.clone(),
-                current: current.clone(),
-                current_value: Some(t.value(current_revision, before.clone())),
-                written_value: Some(t.value(current_revision, t.written(items, ctx))),
-                detail: String::new(),
-            },
-        )
-    });
+    let decision = lww::decide(found.current.as_ref().map(|(v, _)| *v), ctx.intent(w.now_us));
+    let conflict = decision.is_conflict().then(|| found.conflict(t, decision, ctx, t.written(items, ctx)));
     if let (Decision::Rejected, Some(conflict)) = (decision, &conflict) {
         return Err(w.rejected(conflict.clone()));
     }
@@ -290,7 +313,8 @@ async fn write_record<T: WriteTx>(
         // those just created, in the order a read gives them.
         let mut after: Vec<MemoryEntry> = match delete_ids {
             None => Vec::new(),
-            Some(ids) => before
+            Some(ids) => found
+                .before
                 .iter()
                 .filter(|e| !ids.contains(&e.id))
                 .cloned()
@@ -300,12 +324,12 @@ async fn write_record<T: WriteTx>(
                 })
                 .collect(),
         };
-        deleted_ids =
-            delete_ids.map_or_else(|| before.iter().map(|e| e.id.clone()).collect(), <[String]>::to_vec);
+        deleted_ids = delete_ids
+            .map_or_else(|| found.before.iter().map(|e| e.id.clone()).collect(), <[String]>::to_vec);
         after.extend(created.iter().cloned());
         after
     } else {
-        before
+        found.before
     };
     let change = Changed { op, entries, evicted_ids: vec![], deleted_ids };
     let conflict = emit_memory(w, t, change, conflict, ctx)?.conflict;
@@ -323,37 +347,24 @@ async fn write_items<T: WriteTx>(
     items: &[MemoryItem],
     cap: i32,
 ) -> Result<(Vec<MemoryEntry>, Vec<MemoryEntry>, WriteResult)> {
-    let record = t.record();
-    let state = w.tx().record_state(&record).await?;
-    let before: Vec<MemoryEntry> = state.entries.iter().map(|e| e.to_proto(&w.project)).collect();
-    let current = state.version;
-    let current_revision = current.as_ref().map_or(0, |(v, _)| v.revision);
-    let decision = set_item::decide(current_revision, ctx.intent(w.now_us));
+    let found = Found::read(w, t).await?;
+    let decision = set_item::decide(found.revision(), ctx.intent(w.now_us));
     let which = if op == MemoryOp::AddItem { SetItemOp::Add } else { SetItemOp::Remove };
-    let held: Vec<(String, String)> = before.iter().map(|e| (e.id.clone(), e.content.clone())).collect();
-    let change = set_item::change(which, &record, &held, items, cap).map_err(|e| match e {
+    let held: Vec<(String, String)> =
+        found.before.iter().map(|e| (e.id.clone(), e.content.clone())).collect();
+    let change = set_item::change(which, &found.record, &held, items, cap).map_err(|e| match e {
         SetItemError::OverCap { .. } => Error::FailedPrecondition(e.to_string()),
         SetItemError::Empty(_) => Error::InvalidArgument(e.to_string()),
     })?;
     let (removed, kept): (Vec<MemoryEntry>, Vec<MemoryEntry>) =
-        before.iter().cloned().partition(|e| change.remove.contains(&e.id));
+        found.before.iter().cloned().partition(|e| change.remove.contains(&e.id));
     let conflict = decision.is_conflict().then(|| {
         let mut wanted = kept.clone();
         wanted.extend(t.written(&change.add, ctx).into_iter().map(|mut e| {
             e.key = String::new();
             e
         }));
-        conflict::conflict(
-            decision,
-            ctx.writer(),
-            Contested {
-                record: record.clone(),
-                current: current.clone(),
-                current_value: Some(t.value(current_revision, before.clone())),
-                written_value: Some(t.value(current_revision, wanted)),
-                detail: String::new(),
-            },
-        )
+        found.conflict(t, decision, ctx, wanted)
     });
     if let (Decision::Rejected, Some(conflict)) = (decision, &conflict) {
         return Err(w.rejected(conflict.clone()));
@@ -455,7 +466,7 @@ fn emit_memory<T: WriteTx>(
     w: &mut Write<T>,
     t: &Target<'_>,
     changed: Changed,
-    conflict: Option<baton_proto::v1::Conflict>,
+    conflict: Option<Conflict>,
     ctx: &WriteCtx,
 ) -> Result<baton_proto::v1::Event> {
     let mut ev = event(EventKind::MemoryChanged, "memory", &t.record(), &ctx.actor);

@@ -8,7 +8,6 @@
 //! own next statements (`Lease::commit_after`). The rows "small memory writes, one hot
 //! project" and "over 100 projects" of `baton-bench` fall short without them.
 
-use futures::TryStreamExt as _;
 use sqlx::sqlite::{SqliteArguments, SqliteRow};
 use sqlx::{Arguments as _, FromRow as _, QueryBuilder, Sqlite};
 
@@ -118,20 +117,11 @@ impl SqliteStore {
     }
 }
 
-/// Runs a query of several statements; the rows come back by statement (one list per
-/// statement, each statement's rows before its completion).
+/// Runs a query of several statements; the rows come back by statement
+/// (`rows_by_statement`).
 async fn by_statement(lease: &mut Lease<Sqlite>, query: Statements) -> Result<Vec<Vec<SqliteRow>>> {
     let query = sqlx::query_with(sqlx::AssertSqlSafe(query.sql), query.args);
-    let mut results = sqlx::Executor::fetch_many(&mut **lease, query);
-    let (mut rows, mut current) = (Vec::new(), Vec::new());
-    while let Some(item) = results.try_next().await? {
-        match item {
-            sqlx::Either::Left(_) => rows.push(std::mem::take(&mut current)),
-            sqlx::Either::Right(row) => current.push(row),
-        }
-    }
-    rows.push(current);
-    Ok(rows)
+    Ok(super::rows_by_statement(sqlx::Executor::fetch_many(&mut **lease, query)).await?)
 }
 
 impl crate::store::WriteTx for SqliteTx {
