@@ -63,6 +63,12 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+impl From<crate::core::resume::NotResumable> for Error {
+    fn from(e: crate::core::resume::NotResumable) -> Self {
+        Self::FailedPrecondition(e.to_string())
+    }
+}
+
 impl Error {
     pub fn internal(message: impl std::fmt::Display) -> Self {
         Self::Internal(anyhow::anyhow!("{message}"))

@@ -21,7 +21,7 @@ mod event;
 mod memory;
 mod session;
 
-pub use brief::build_brief;
+pub use crate::service::brief::build_brief;
 pub use checkpoint::MAX_CHUNKS_BYTES;
 
 /// Request limits of this instance.

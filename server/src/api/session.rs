@@ -9,7 +9,6 @@ use baton_proto::v1::{
 };
 use tonic::{Request, Response, Status};
 
-use super::brief::resume_with_brief;
 use super::{Api, without_clock, write_ctx};
 use crate::core::access::Need;
 use crate::core::redact::Redactor;
@@ -253,7 +252,7 @@ impl<S: Store> SessionService for Api<S> {
         let mut hash_view = req.clone();
         without_clock(&mut hash_view.write);
         let ctx = write_ctx("ResumeSession", &hash_view, req.write.as_ref(), 0, &who)?;
-        let reply = resume_with_brief(&self.store, ctx, req, new_id, budget).await?;
+        let reply = crate::service::resume::resume_with_brief(&self.store, ctx, req, new_id, budget).await?;
         Ok(Response::new(reply))
     }
 }

@@ -10,6 +10,7 @@ pub mod lww;
 pub mod memory;
 pub mod page;
 pub mod purge;
+pub mod resume;
 pub mod retention;
 pub mod set_item;
 pub mod status;

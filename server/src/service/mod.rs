@@ -2,6 +2,8 @@
 //! store apply it (ARCHITECTURE.md: api → service → core, store below). One file per use
 //! case; `write` holds what every write shares.
 
+pub mod brief;
 pub mod memory;
+pub mod resume;
 pub mod session;
 pub(crate) mod write;

@@ -25,7 +25,7 @@ use baton_proto::v1::{
     Actor, CompactEventsResponse, CreateCheckpointRequest, CreateCheckpointResponse, Event,
     GetCheckpointResponse, GetSessionResponse, ListCheckpointsResponse, ListConflictsResponse,
     ListEventsResponse, ListMemoryRequest, ListMemoryResponse, ListSessionsResponse, ProjectPruned,
-    PurgeResponse, ResumeSessionRequest, ResumeSessionResponse, SessionStatus,
+    PurgeResponse, SessionStatus,
 };
 use uuid::Uuid;
 
@@ -158,6 +158,15 @@ pub trait WriteTx: Send {
     ) -> impl Future<Output = Result<Vec<model::Entry>>> + Send;
     /// A session of the project, by id.
     fn session(&mut self, id: &str) -> impl Future<Output = Result<Option<model::Session>>> + Send;
+    /// The sessions a resume may take over (`core::resume::choose` picks one): the one
+    /// named, or the session of the checkpoint named, or the project's most recently updated
+    /// session of each status crashed, idle and completed. Only the project's.
+    fn resume_candidates(
+        &mut self,
+        asked: crate::core::resume::Asked<'_>,
+    ) -> impl Future<Output = Result<Vec<model::Session>>> + Send;
+    /// A checkpoint of the project, by id, with its state and payload.
+    fn checkpoint(&mut self, id: &str) -> impl Future<Output = Result<Option<model::Checkpoint>>> + Send;
     /// One memory entry of the project, by id.
     fn entry(&mut self, id: &str) -> impl Future<Output = Result<Option<model::Entry>>> + Send;
     /// Applies the changes, then the log; commits (durable on return) and wakes the
@@ -170,6 +179,9 @@ pub trait WriteTx: Send {
 /// The storage contract. `impl Future + Send` so that tonic services can await it.
 pub trait Store: Clone + Send + Sync + 'static {
     type Tx: WriteTx;
+    /// Whether a resume's brief, read beside its write, waits until the write has read all
+    /// it needs (`service::resume`): where reads and writes compete for the same cores.
+    const RESUME_BRIEF_WAITS: bool;
     /// Begins a write: takes the project's lock (creating the project on first use), which
     /// allocates the write's revision and reads its time, caps and any earlier reply to
     /// its request id.
@@ -196,18 +208,6 @@ pub trait Store: Clone + Send + Sync + 'static {
     ) -> impl Future<Output = Result<GetSessionResponse>> + Send;
     fn list_sessions(&self, query: SessionQuery)
     -> impl Future<Output = Result<ListSessionsResponse>> + Send;
-    /// Claims the target and starts the successor; the brief is added by the caller.
-    /// `settled` is told when the brief may be read side by side with the write: at once,
-    /// or (SQLite) once the write has read all it needs and only its commit is left, so
-    /// that the two no longer compete for the cores. Never, if the write fails before or
-    /// replays an earlier reply.
-    fn resume_session(
-        &self,
-        ctx: WriteCtx,
-        req: ResumeSessionRequest,
-        new_id: Uuid,
-        settled: Option<tokio::sync::oneshot::Sender<()>>,
-    ) -> impl Future<Output = Result<ResumeSessionResponse>> + Send;
     fn create_checkpoint(
         &self,
         ctx: WriteCtx,

@@ -59,6 +59,9 @@ impl FirstReadDone {
 /// A session as stored (read straight from its row).
 pub use crate::store::rows::SessionRow as Session;
 
+/// A checkpoint as stored, its state and payload encoded (read straight from its row).
+pub use crate::store::rows::CheckpointRow as Checkpoint;
+
 /// What the project lock gives a write.
 #[derive(Debug, Clone)]
 pub struct Locked {

@@ -250,21 +250,15 @@ impl std::ops::DerefMut for Plain {
 }
 
 /// Run on every connection as it connects: the statements that start a write, prepared for
-/// `lock_project` to `EXECUTE`: the project lock (`LOCK_ROW`), the request id's stored
-/// reply, and what a write reads first (`Prefetch`): a resume's target and start checkpoint
-/// (`RESUME_SESSION`, `RESUME_CHECKPOINT`), the queries the write runs itself when the lock
-/// did not read them.
+/// `lock_project` to `EXECUTE`: the project lock (`LOCK_ROW`) and the request id's stored
+/// reply.
 static SESSION_SETUP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     // The simple protocol returns text: bytea must come as hex (the default), which is
     // what sqlx decodes, whatever the server or role sets.
     format!(
         "SET bytea_output = 'hex'; \
          PREPARE baton_lock_row(text, boolean) AS {LOCK_ROW}; \
-         PREPARE baton_request(text, text) AS SELECT request_hash, reply FROM requests WHERE project = $1 AND request_id = $2; \
-         PREPARE baton_resume_session(text, text, text) AS {resume_session}; \
-         PREPARE baton_resume_checkpoint(text, text, text) AS {resume_checkpoint}",
-        resume_session = RESUME_SESSION.as_str(),
-        resume_checkpoint = RESUME_CHECKPOINT.as_str(),
+         PREPARE baton_request(text, text) AS SELECT request_hash, reply FROM requests WHERE project = $1 AND request_id = $2"
     )
 });
 
@@ -283,9 +277,8 @@ const LOCK_ROW: &str = concat!(
     "RETURNING p.head_revision, p.last_write_us, p.memory_caps"
 );
 
-/// The project-row lock (see `shared/write.rs`), then the request id's lookup, then what
-/// the write reads first (`prefetch`). Each is a statement of its own, so each
-/// reads with a snapshot taken after the lock is held: a duplicate request or a change of
+/// The project-row lock (see `shared/write.rs`), then the request id's lookup. Each is a
+/// statement of its own, so each reads with a snapshot taken after the lock is held: a duplicate request or a change of
 /// the record committed while this write waited for the lock is seen. A bounded lease
 /// waits for the lock only `BOUNDED_LOCK_WAIT_MS` (`lock_timeout`, set for the lock alone;
 /// if it runs out, rolling back to the write's savepoint undoes the setting too).
@@ -299,22 +292,10 @@ async fn lock_project(
     project: &str,
     request_id: Option<&str>,
     memory: bool,
-    prefetch: Option<&Prefetch<'_>>,
-) -> Result<(Locked, Option<Prefetched>), sqlx::Error> {
+) -> Result<Locked, sqlx::Error> {
     // Every literal first: once the opening is taken, the writer rolls back to its savepoint.
     let project = literal(project)?;
     let request_id = request_id.map(literal).transpose()?;
-    let or_null = |value: Option<&str>| value.map_or_else(|| Ok("NULL".to_owned()), literal);
-    let prefetch_statements = match prefetch {
-        None => vec![],
-        Some(Prefetch::Resume { session, checkpoint }) => {
-            let args = format!("{project}, {}, {}", or_null(*session)?, or_null(*checkpoint)?);
-            vec![
-                format!("EXECUTE baton_resume_session({args})"),
-                format!("EXECUTE baton_resume_checkpoint({args})"),
-            ]
-        }
-    };
     // The opening is `;`-separated statements: one entry each, so that positions count.
     let mut statements: Vec<String> =
         tx.take_opening().map(|opening| opening.split("; ").map(str::to_owned).collect()).unwrap_or_default();
@@ -331,16 +312,10 @@ async fn lock_project(
     if let Some(request_id) = &request_id {
         statements.push(format!("EXECUTE baton_request({project}, {request_id})"));
     }
-    let prefetch_at = statements.len();
-    statements.extend(prefetch_statements);
-    let layout = LockLayout {
-        lock: lock_at,
-        request: request_id.is_some().then_some(request_at),
-        prefetch: prefetch_at,
-    };
+    let layout = LockLayout { lock: lock_at, request: request_id.is_some().then_some(request_at) };
     let results = sqlx::raw_sql(sqlx::AssertSqlSafe(statements.join("; "))).fetch_many(&mut **tx);
-    let ((revision, now_us, caps), request, prefetched) = lock_rows(results, layout, prefetch).await?;
-    Ok(((revision, now_us, caps, request.0, request.1), prefetched))
+    let ((revision, now_us, caps), request) = lock_rows(results, layout).await?;
+    Ok((revision, now_us, caps, request.0, request.1))
 }
 
 impl PgStore {

@@ -73,3 +73,37 @@ pub const TOUCH_SESSION: &str = "UPDATE sessions SET last_seen_us = baton_now_us
 pub const EXPIRED_SESSIONS: &str = "SELECT id, project, status, last_seen_us FROM sessions \
      WHERE status IN ($1, $2, $3) AND ((lease_ttl_ms > 0 AND last_seen_us + lease_ttl_ms * 1000 < baton_now_us()) \
      OR (lease_ttl_ms = 0 AND status = $4 AND last_seen_us + $5 < baton_now_us())) LIMIT 500";
+
+/// The session of one of the project's checkpoints. $1 project, $2 checkpoint id.
+pub const CHECKPOINT_SESSION: &str = concat!(
+    "SELECT ",
+    session_columns!(),
+    " FROM sessions WHERE project = $1 AND id = (SELECT session_id FROM checkpoints WHERE id = $2 AND project = $1)"
+);
+
+/// The project's most recently updated session of each status a resume may take over, one
+/// index range each. The statuses are written into the text: bound, a generic plan would
+/// estimate every status as common as the most common one. $1 project.
+pub static LATEST_ENDED: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    use baton_proto::v1::SessionStatus::{Completed, Crashed, Idle};
+    let latest = [Crashed, Idle, Completed].map(|status| {
+        format!(
+            "(SELECT {} FROM sessions WHERE project = $1 AND status = {} ORDER BY updated_us DESC, id DESC LIMIT 1)",
+            session_columns!(),
+            status as i32
+        )
+    });
+    latest.join(" UNION ALL ")
+});
+
+/// A checkpoint's columns (`CheckpointRow`).
+macro_rules! checkpoint_columns {
+    () => {
+        "id, session_id, project, parent_id, kind, reason, state, payload, payload_content_type, compression, \
+         size_bytes, digest, state_digest, created_us, revision, author, blobs"
+    };
+}
+
+/// One checkpoint of a project, with its state and payload. $1 id, $2 project.
+pub const CHECKPOINT: &str =
+    concat!("SELECT ", checkpoint_columns!(), " FROM checkpoints WHERE id = $1 AND project = $2");

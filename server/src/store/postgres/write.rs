@@ -11,9 +11,11 @@
 use sqlx::{FromRow as _, Postgres, Row as _};
 
 use super::{PgStore, apply, sql};
+use crate::core::resume::Asked;
 use crate::error::{Error, Result};
 use crate::store::model::{
-    Change, EarlierRequest, Entry, FirstRead, FirstReadDone, Lock, Locked, Log, RecordState, Session,
+    Change, Checkpoint, EarlierRequest, Entry, FirstRead, FirstReadDone, Lock, Locked, Log, RecordState,
+    Session,
 };
 use crate::store::rows::{MemoryRow, RecordStateRow, record_state};
 use crate::store::writer::Lease;
@@ -129,6 +131,25 @@ impl crate::store::WriteTx for PgTx {
             return Ok(session);
         }
         Ok(sqlx::query_as(sql::SESSION).bind(id).bind(&self.project).fetch_optional(&mut *self.lease).await?)
+    }
+
+    async fn resume_candidates(&mut self, asked: Asked<'_>) -> Result<Vec<Session>> {
+        let query = match asked {
+            Asked::Session(id) => sqlx::query_as(sql::SESSION).bind(id).bind(&self.project),
+            Asked::Checkpoint(id) => sqlx::query_as(sql::CHECKPOINT_SESSION).bind(&self.project).bind(id),
+            Asked::Latest => {
+                sqlx::query_as(sqlx::AssertSqlSafe(sql::LATEST_ENDED.as_str())).bind(&self.project)
+            }
+        };
+        Ok(query.fetch_all(&mut *self.lease).await?)
+    }
+
+    async fn checkpoint(&mut self, id: &str) -> Result<Option<Checkpoint>> {
+        Ok(sqlx::query_as(sql::CHECKPOINT)
+            .bind(id)
+            .bind(&self.project)
+            .fetch_optional(&mut *self.lease)
+            .await?)
     }
 
     async fn entry(&mut self, id: &str) -> Result<Option<Entry>> {

@@ -4,6 +4,7 @@ use baton_proto::v1 as pb;
 
 impl crate::store::Store for Backend {
     type Tx = BackendTx;
+    const RESUME_BRIEF_WAITS: bool = RESUME_BRIEF_WAITS;
     async fn begin(&self, lock: crate::store::model::Lock<'_>) -> Result<(BackendTx, crate::store::model::Locked)> {
         self.begin_write(lock).await
     }
@@ -18,15 +19,6 @@ impl crate::store::Store for Backend {
     }
     async fn list_sessions(&self, query: SessionQuery) -> Result<pb::ListSessionsResponse> {
         self.do_list_sessions(query).await
-    }
-    async fn resume_session(
-        &self,
-        ctx: WriteCtx,
-        req: pb::ResumeSessionRequest,
-        new_id: uuid::Uuid,
-        settled: Option<tokio::sync::oneshot::Sender<()>>,
-    ) -> Result<pb::ResumeSessionResponse> {
-        self.do_resume_session(ctx, req, new_id, settled).await
     }
     async fn create_checkpoint(&self, ctx: WriteCtx, checkpoint: NewCheckpoint, within: crate::store::Within) -> Result<pb::CreateCheckpointResponse> {
         self.do_create_checkpoint(ctx, checkpoint, within).await

@@ -44,24 +44,8 @@ struct Write {
     conflicts: Vec<(String, i64, Vec<u8>)>,
     /// Changes that need no answer before the commit, sent with the log by `finish`.
     deferred: Combined,
-    /// Rows read together with the lock (`Prefetch`), taken by the first to ask.
-    prefetched: Option<Prefetched>,
     /// The write's `written_at` was after its `client_now` and was clamped (its events say so).
     clamped: bool,
-}
-
-/// What a write reads first, which the backend reads together with the project lock (in
-/// the same round trip or hand-off), after the lock is held.
-enum Prefetch<'a> {
-    /// A resume's target: a session id, or a checkpoint id, or neither (the latest).
-    Resume { session: Option<&'a str>, checkpoint: Option<&'a str> },
-}
-
-/// The rows of a `Prefetch`.
-enum Prefetched {
-    /// The session a resume takes over and the checkpoint it starts from
-    /// (`RESUME_SESSION`, `RESUME_CHECKPOINT`).
-    Resume(Box<(Option<SessionRow>, Option<CheckpointRow>)>),
 }
 
 /// Where each part of a project lock's query is, counted in statements: each statement's
@@ -70,7 +54,6 @@ struct LockLayout {
     lock: usize,
     /// The request id lookup, where it is a statement of its own.
     request: Option<usize>,
-    prefetch: usize,
 }
 
 /// The rows of a query of several statements, by statement: each statement's rows come
@@ -93,13 +76,11 @@ where
 }
 
 /// Decodes the rows of a project lock's query (`lock_project`), by statement: the lock's
-/// row (`L`), the request id lookup's row where it has its own statement, and the
-/// prefetched rows.
+/// row (`L`) and the request id lookup's row where it has its own statement.
 async fn lock_rows<L, S>(
     results: S,
     layout: LockLayout,
-    prefetch: Option<&Prefetch<'_>>,
-) -> Result<(L, (Option<Vec<u8>>, Option<Vec<u8>>), Option<Prefetched>), sqlx::Error>
+) -> Result<(L, (Option<Vec<u8>>, Option<Vec<u8>>)), sqlx::Error>
 where
     L: for<'r> sqlx::FromRow<'r, Row>,
     S: futures::Stream<Item = Result<sqlx::Either<<Db as sqlx::Database>::QueryResult, Row>, sqlx::Error>> + Unpin,
@@ -116,15 +97,7 @@ where
         Some(row) => FromRow::from_row(row)?,
         None => (None, None),
     };
-    let prefetched = match prefetch {
-        None => None,
-        Some(Prefetch::Resume { .. }) => {
-            let session = of(layout.prefetch).first().map(SessionRow::from_row).transpose()?;
-            let checkpoint = of(layout.prefetch + 1).first().map(CheckpointRow::from_row).transpose()?;
-            Some(Prefetched::Resume(Box::new((session, checkpoint))))
-        }
-    };
-    Ok((lock, request, prefetched))
+    Ok((lock, request))
 }
 
 /// A write transaction: a savepoint in the batch of `project`'s lane (see `writer.rs`), or
@@ -158,31 +131,25 @@ enum Begun {
 impl Backend {
     /// Begins a write on `project`: the lock first, then the idempotency check.
     async fn begin(&self, project: &str, ctx: &WriteCtx) -> Result<Begun> {
-        self.begin_with(project, ctx, false, None).await
-    }
-
-    /// `begin` for a resume: the backend may read its target with the lock
-    /// (`Write::resume_target`).
-    async fn begin_resume(&self, project: &str, ctx: &WriteCtx, session: Option<&str>, checkpoint: Option<&str>) -> Result<Begun> {
-        self.begin_with(project, ctx, false, Some(Prefetch::Resume { session, checkpoint })).await
+        self.begin_with(project, ctx, false).await
     }
 
     /// Begins a write that may change the project's memory: its lock also records the
     /// write's revision as the project's `memory_revision`, which tells briefs that their
     /// cached memory section is out of date (`MemoryCache`).
     async fn begin_memory(&self, project: &str, ctx: &WriteCtx) -> Result<Begun> {
-        self.begin_with(project, ctx, true, None).await
+        self.begin_with(project, ctx, true).await
     }
 
 
-    async fn begin_with(&self, project: &str, ctx: &WriteCtx, memory: bool, prefetch: Option<Prefetch<'_>>) -> Result<Begun> {
+    async fn begin_with(&self, project: &str, ctx: &WriteCtx, memory: bool) -> Result<Begun> {
         // A write that joins a batch holding other projects waits for its own lock only
         // briefly (`Lease::bounded`); if that runs out, it starts again at the head of a
         // batch of its own, which holds nothing while it waits.
         let mut fresh = false;
-        let (tx, ((revision, now_us, _caps, stored_hash, stored_reply), prefetched)) = loop {
+        let (tx, (revision, now_us, _caps, stored_hash, stored_reply)) = loop {
             let mut tx = begin_write(self, project, fresh).await?;
-            match lock_project(&mut tx, project, ctx.request_id.as_deref(), memory, prefetch.as_ref()).await {
+            match lock_project(&mut tx, project, ctx.request_id.as_deref(), memory).await {
                 Ok(locked) => break (tx, locked),
                 Err(e) if tx.bounded() && lock_ran_out(&e) => {
                     tx.rollback().await?;
@@ -214,7 +181,6 @@ impl Backend {
             events: Vec::new(),
             conflicts: Vec::new(),
             deferred: Combined::new(),
-            prefetched,
             clamped: ctx.clamped(),
         }))
     }

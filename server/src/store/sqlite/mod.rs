@@ -124,39 +124,25 @@ const LOCK_PROJECT: &str = concat!(
     "(SELECT reply FROM requests WHERE project = $1 AND request_id = $2)"
 );
 
-/// The project lock (`LOCK_PROJECT`), with the write's savepoint statements in front and
-/// what it reads first (`prefetch`) behind: one hand-off to the connection's thread.
+/// The project lock (`LOCK_PROJECT`), with the write's savepoint statements in front: one
+/// hand-off to the connection's thread.
 async fn lock_project(
     tx: &mut Tx,
     project: &str,
     request_id: Option<&str>,
     memory: bool,
-    prefetch: Option<&Prefetch<'_>>,
-) -> Result<(Locked, Option<Prefetched>), sqlx::Error> {
+) -> Result<Locked, sqlx::Error> {
     let opening = tx.take_opening().unwrap_or_default();
     let opened = if opening.is_empty() { 0 } else { opening.split("; ").count() };
-    let after_lock = match prefetch {
-        None => "",
-        Some(Prefetch::Resume { .. }) => PREFETCH_RESUME.as_str(),
-    };
-    let sql = [opening.as_str(), LOCK_PROJECT, after_lock]
-        .into_iter()
-        .filter(|s| !s.is_empty())
-        .collect::<Vec<_>>()
-        .join("; ");
-    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(project).bind(request_id).bind(memory);
-    query = match prefetch {
-        None => query,
-        Some(Prefetch::Resume { session, checkpoint }) => {
-            query.bind(project).bind(*session).bind(*checkpoint)
-        }
-    };
-    let layout = LockLayout { lock: opened, request: None, prefetch: opened + 1 };
+    let sql =
+        [opening.as_str(), LOCK_PROJECT].into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>().join("; ");
+    let query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(project).bind(request_id).bind(memory);
+    let layout = LockLayout { lock: opened, request: None };
     // Several statements in one prepared query: SQLite's own way (sqlx's driver steps
     // through them, as for every `Combined`).
     let results = sqlx::Executor::fetch_many(&mut **tx, query);
-    let (locked, _, prefetched) = lock_rows(results, layout, prefetch).await?;
-    Ok((locked, prefetched))
+    let (locked, _) = lock_rows(results, layout).await?;
+    Ok(locked)
 }
 
 impl SqliteStore {
@@ -181,12 +167,6 @@ impl SqliteStore {
         Ok(rows_by_statement(sqlx::Executor::fetch_many(&mut *conn, query)).await?)
     }
 }
-
-/// What the lock reads with it: a resume's target (`RESUME_SESSION`, `RESUME_CHECKPOINT`).
-/// Their parameters come after the lock's three.
-static PREFETCH_RESUME: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    format!("{}; {}", shift_parameters(&RESUME_SESSION, 3), shift_parameters(&RESUME_CHECKPOINT, 3))
-});
 
 /// `sql` with each parameter `$n` renumbered `$n+by`, to follow another statement's in one
 /// query (SQLite binds `$n` to the query's n-th value, whichever statement it is in). Only

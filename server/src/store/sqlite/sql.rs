@@ -140,3 +140,39 @@ pub const EXPIRED_SESSIONS: &str = concat!(
     now_us!(),
     ")) LIMIT 500"
 );
+
+/// The session of one of the project's checkpoints. Binds: project, checkpoint id,
+/// project.
+pub const CHECKPOINT_SESSION: &str = concat!(
+    "SELECT ",
+    session_columns!(),
+    " FROM sessions WHERE project = ? AND id = (SELECT session_id FROM checkpoints WHERE id = ? AND project = ?)"
+);
+
+/// The project's most recently updated session of each status a resume may take over, one
+/// index range each. The statuses are written into the text, so that each is planned on
+/// its own. Binds: project, project, project.
+pub static LATEST_ENDED: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    use baton_proto::v1::SessionStatus::{Completed, Crashed, Idle};
+    let latest = [Crashed, Idle, Completed].map(|status| {
+        format!(
+            "SELECT * FROM (SELECT {} FROM sessions WHERE project = ? AND status = {} \
+             ORDER BY updated_us DESC, id DESC LIMIT 1)",
+            session_columns!(),
+            status as i32
+        )
+    });
+    latest.join(" UNION ALL ")
+});
+
+/// A checkpoint's columns (`CheckpointRow`).
+macro_rules! checkpoint_columns {
+    () => {
+        "id, session_id, project, parent_id, kind, reason, state, payload, payload_content_type, compression, \
+         size_bytes, digest, state_digest, created_us, revision, author, blobs"
+    };
+}
+
+/// One checkpoint of a project, with its state and payload. Binds: id, project.
+pub const CHECKPOINT: &str =
+    concat!("SELECT ", checkpoint_columns!(), " FROM checkpoints WHERE id = ? AND project = ?");
