@@ -163,7 +163,7 @@ impl<S: Store> CheckpointService for Api<S> {
         req.payload = Vec::new();
         let new =
             NewCheckpoint { request: req, session_id, id, content, state_tool_count, blobs, chunk_digests };
-        Ok(Response::new(self.store.create_checkpoint(ctx, new, auth.within).await?))
+        Ok(Response::new(crate::service::checkpoint::create(&self.store, ctx, new, auth.within).await?))
     }
 
     async fn get_checkpoint(

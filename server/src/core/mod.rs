@@ -6,6 +6,7 @@ pub mod brief;
 pub mod checkpoint;
 pub mod chunk;
 pub mod conflict;
+pub mod head;
 pub mod lww;
 pub mod memory;
 pub mod page;

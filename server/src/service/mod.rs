@@ -3,6 +3,7 @@
 //! case; `write` holds what every write shares.
 
 pub mod brief;
+pub mod checkpoint;
 pub mod memory;
 pub mod resume;
 pub mod session;

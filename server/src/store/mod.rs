@@ -22,10 +22,9 @@ use std::collections::HashMap;
 use std::future::Future;
 
 use baton_proto::v1::{
-    Actor, CompactEventsResponse, CreateCheckpointRequest, CreateCheckpointResponse, Event,
-    GetCheckpointResponse, GetSessionResponse, ListCheckpointsResponse, ListConflictsResponse,
-    ListEventsResponse, ListMemoryRequest, ListMemoryResponse, ListSessionsResponse, ProjectPruned,
-    PurgeResponse, SessionStatus,
+    Actor, CompactEventsResponse, CreateCheckpointRequest, Event, GetCheckpointResponse, GetSessionResponse,
+    ListCheckpointsResponse, ListConflictsResponse, ListEventsResponse, ListMemoryRequest,
+    ListMemoryResponse, ListSessionsResponse, ProjectPruned, PurgeResponse, SessionStatus,
 };
 use uuid::Uuid;
 
@@ -167,6 +166,11 @@ pub trait WriteTx: Send {
     ) -> impl Future<Output = Result<Vec<model::Session>>> + Send;
     /// A checkpoint of the project, by id, with its state and payload.
     fn checkpoint(&mut self, id: &str) -> impl Future<Output = Result<Option<model::Checkpoint>>> + Send;
+    /// The project and session of a checkpoint of any project, by id.
+    fn checkpoint_owner(&mut self, id: &str)
+    -> impl Future<Output = Result<Option<(String, String)>>> + Send;
+    /// Which of these chunk digests the project has no chunk for, in their order.
+    fn missing_chunks(&mut self, digests: &[String]) -> impl Future<Output = Result<Vec<String>>> + Send;
     /// One memory entry of the project, by id.
     fn entry(&mut self, id: &str) -> impl Future<Output = Result<Option<model::Entry>>> + Send;
     /// Applies the changes, then the log; commits (durable on return) and wakes the
@@ -208,12 +212,6 @@ pub trait Store: Clone + Send + Sync + 'static {
     ) -> impl Future<Output = Result<GetSessionResponse>> + Send;
     fn list_sessions(&self, query: SessionQuery)
     -> impl Future<Output = Result<ListSessionsResponse>> + Send;
-    fn create_checkpoint(
-        &self,
-        ctx: WriteCtx,
-        checkpoint: NewCheckpoint,
-        within: Within,
-    ) -> impl Future<Output = Result<CreateCheckpointResponse>> + Send;
     fn get_checkpoint(
         &self,
         id: Uuid,

@@ -145,6 +145,8 @@ pub enum Change {
     SetMemoryCaps { json: String },
     /// Adds a session (its `revision` is also its start revision).
     InsertSession(Box<Session>),
+    /// Adds a checkpoint (before any `PutSession`, which may make it the head).
+    InsertCheckpoint(Box<Checkpoint>),
     /// Writes back a session read in this write: every field a write may change, its
     /// liveness (`last_seen_us`, `tool_count`) only forward, as heartbeats move it without
     /// the project's lock.

@@ -1,11 +1,11 @@
 //! A write's changes and log as the arguments of `baton_apply` (the migration
-//! `begin_functions`): the rows it adds or writes back as arrays of the composite types
+//! `begin_functions`, with checkpoints since `apply_checkpoints`): the rows it adds or writes back as arrays of the composite types
 //! declared there, in their order.
 
 use sqlx::{Postgres, query::QueryAs};
 
 use super::sql;
-use crate::store::model::{Change, Log, Session};
+use crate::store::model::{Change, Checkpoint, Log, Session};
 use crate::store::rows::encode_actor;
 
 /// What the lock gave the write, as `baton_apply` records it on the project.
@@ -113,6 +113,51 @@ impl From<Session> for SessionArg {
     }
 }
 
+/// `baton_checkpoint`: a checkpoint's columns but its project.
+#[derive(sqlx::Type)]
+#[sqlx(type_name = "baton_checkpoint")]
+struct CheckpointArg {
+    id: String,
+    session_id: String,
+    parent_id: Option<String>,
+    kind: i32,
+    reason: String,
+    state: Vec<u8>,
+    payload: Vec<u8>,
+    payload_content_type: String,
+    compression: String,
+    size_bytes: i64,
+    digest: String,
+    state_digest: Option<String>,
+    created_us: i64,
+    revision: i64,
+    author: Vec<u8>,
+    blobs: Vec<u8>,
+}
+
+impl From<Checkpoint> for CheckpointArg {
+    fn from(c: Checkpoint) -> Self {
+        Self {
+            id: c.id,
+            session_id: c.session_id,
+            parent_id: c.parent_id,
+            kind: c.kind,
+            reason: c.reason,
+            state: c.state,
+            payload: c.payload,
+            payload_content_type: c.payload_content_type,
+            compression: c.compression,
+            size_bytes: c.size_bytes,
+            digest: c.digest,
+            state_digest: c.state_digest,
+            created_us: c.created_us,
+            revision: c.revision,
+            author: c.author,
+            blobs: c.blobs,
+        }
+    }
+}
+
 /// `baton_event`.
 #[derive(sqlx::Type)]
 #[sqlx(type_name = "baton_event")]
@@ -142,6 +187,7 @@ struct Changes {
     versions: Vec<VersionArg>,
     added_sessions: Vec<SessionArg>,
     put_sessions: Vec<SessionArg>,
+    checkpoints: Vec<CheckpointArg>,
 }
 
 impl Changes {
@@ -179,6 +225,7 @@ impl Changes {
                 Change::SetMemoryCaps { json } => c.caps = Some(json),
                 Change::InsertSession(session) => c.added_sessions.push((*session).into()),
                 Change::PutSession(session) => c.put_sessions.push((*session).into()),
+                Change::InsertCheckpoint(checkpoint) => c.checkpoints.push((*checkpoint).into()),
             }
         }
         c
@@ -221,4 +268,5 @@ pub(super) fn query<'q>(
         .bind(request.as_ref().map(|r| r.request_id.clone()))
         .bind(request.as_ref().map(|r| r.request_hash.clone()))
         .bind(request.map(|r| r.reply))
+        .bind(c.checkpoints)
 }

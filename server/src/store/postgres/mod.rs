@@ -46,13 +46,6 @@ macro_rules! now_us {
     };
 }
 
-/// The two-argument maximum.
-macro_rules! greatest {
-    () => {
-        "GREATEST"
-    };
-}
-
 /// The NOTIFY channel.
 pub const CHANNEL: &str = "baton_events";
 

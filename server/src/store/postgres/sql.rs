@@ -28,7 +28,7 @@ pub const BEGIN: &str = concat!(
 /// A write's changes and log in a subtransaction of its own (`apply.rs`): no row if they
 /// were applied, else the SQLSTATE and message of what failed.
 pub const APPLY: &str = "SELECT out_code, out_message FROM baton_apply($1, $2, $3, $4, $5, $6, $7, $8, $9, \
-     $10, $11, $12, $13, $14, $15, $16, $17)";
+     $10, $11, $12, $13, $14, $15, $16, $17, $18)";
 
 /// A memory record's LWW version (NULL columns if never written) and its live entries in
 /// order (NULL entry columns if none), one row per entry. $1 project, $2 record.
@@ -107,3 +107,10 @@ macro_rules! checkpoint_columns {
 /// One checkpoint of a project, with its state and payload. $1 id, $2 project.
 pub const CHECKPOINT: &str =
     concat!("SELECT ", checkpoint_columns!(), " FROM checkpoints WHERE id = $1 AND project = $2");
+
+/// The project and session of a checkpoint of any project. $1 id.
+pub const CHECKPOINT_OWNER: &str = "SELECT project, session_id FROM checkpoints WHERE id = $1";
+
+/// The digests of $2 (in order) the project $1 has no chunk for.
+pub const MISSING_CHUNKS: &str = "SELECT u.digest FROM unnest($2::text[]) WITH ORDINALITY AS u (digest, n) \
+     WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.project = $1 AND c.digest = u.digest) ORDER BY u.n";

@@ -152,6 +152,21 @@ impl crate::store::WriteTx for PgTx {
             .await?)
     }
 
+    async fn checkpoint_owner(&mut self, id: &str) -> Result<Option<(String, String)>> {
+        Ok(sqlx::query_as(sql::CHECKPOINT_OWNER).bind(id).fetch_optional(&mut *self.lease).await?)
+    }
+
+    async fn missing_chunks(&mut self, digests: &[String]) -> Result<Vec<String>> {
+        if digests.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(sqlx::query_scalar(sql::MISSING_CHUNKS)
+            .bind(&self.project)
+            .bind(digests)
+            .fetch_all(&mut *self.lease)
+            .await?)
+    }
+
     async fn entry(&mut self, id: &str) -> Result<Option<Entry>> {
         let row: Option<MemoryRow> =
             sqlx::query_as(sql::ENTRY).bind(id).bind(&self.project).fetch_optional(&mut *self.lease).await?;

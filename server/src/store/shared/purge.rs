@@ -20,7 +20,7 @@ impl Backend {
         let ctx = WriteCtx { actor, ..WriteCtx::default() };
         let mut w = match self.begin_memory(&project, &ctx).await? {
             Begun::Fresh(w) => w,
-            Begun::Replay(_) => return Err(Error::internal("maintenance write without request_id replayed")),
+            Begun::Replay => return Err(Error::internal("maintenance write without request_id replayed")),
         };
         let needle = value.as_bytes();
         let mut out = PurgeResponse::default();

@@ -24,7 +24,7 @@ impl Backend {
         let ctx = WriteCtx { actor, ..WriteCtx::default() };
         let mut w = match self.begin(&project, &ctx).await? {
             Begun::Fresh(w) => w,
-            Begun::Replay(_) => return Err(Error::internal("maintenance write without request_id replayed")),
+            Begun::Replay => return Err(Error::internal("maintenance write without request_id replayed")),
         };
         let rows: Vec<(String, Option<String>, i64)> =
             sqlx::query_as("SELECT id, parent_id, created_us FROM checkpoints WHERE project = $1").bind(&project).fetch_all(&mut *w.tx).await?;
@@ -117,7 +117,7 @@ impl Backend {
         let ctx = WriteCtx { actor, ..WriteCtx::default() };
         let mut w = match self.begin(&project, &ctx).await? {
             Begun::Fresh(w) => w,
-            Begun::Replay(_) => return Err(Error::internal("maintenance write without request_id replayed")),
+            Begun::Replay => return Err(Error::internal("maintenance write without request_id replayed")),
         };
         // The compaction's own event is at w.last; everything before it may go.
         if below < 1 || below > w.last {

@@ -1,8 +1,7 @@
 // Sessions: start, update (last-write-wins record), liveness, status, end, resume.
 
-use baton_proto::v1::{GetSessionResponse, ListSessionsResponse, record_value};
+use baton_proto::v1::{GetSessionResponse, ListSessionsResponse};
 
-use crate::core::{lww, status};
 use crate::store::rows::{CheckpointRow, SessionRow};
 use crate::store::{Expiry, SessionQuery};
 
@@ -23,71 +22,6 @@ async fn must_session(conn: &mut Conn, id: &str) -> Result<SessionRow> {
     session_row(conn, id)
         .await?
         .ok_or_else(|| Error::NotFound(format!("session_id: no session {id}; start one with StartSession")))
-}
-
-/// Refuses a status change the session's lifecycle does not allow.
-fn check_transition(row: &SessionRow, to: SessionStatus) -> Result<()> {
-    Ok(status::check_transition(&row.id, row.status(), to)?)
-}
-
-/// Refuses writes to a session that has ended or was taken over (fencing).
-fn check_open(row: &SessionRow) -> Result<()> {
-    Ok(status::check_open(&row.id, row.status(), row.resumed_by.as_deref())?)
-}
-
-impl Backend {
-    /// The project of a session (outside the write, to know which row to lock; a
-    /// session's project never changes); a session outside `within` is not found.
-    async fn project_of(&self, session_id: &str, within: &crate::store::Within) -> Result<String> {
-        self.do_project_of(crate::store::Entity::Session, session_id.to_owned())
-            .await?
-            .filter(|p| crate::store::is_within(p, within))
-            .ok_or_else(|| Error::NotFound(format!("session_id: no session {session_id}; start one with StartSession")))
-    }
-}
-
-impl Write {
-    /// A status change: its own revision and event.
-    /// `activity` says whether the change is the session's own doing (which also counts as
-    /// liveness) or the reaper's (which must not move `last_seen_at`).
-    async fn set_status(&mut self, row: &SessionRow, to: SessionStatus, actor: &Actor, activity: bool) -> Result<SessionRow> {
-        check_transition(row, to)?;
-        self.revision();
-        let sql = if activity {
-            "UPDATE sessions SET status = $2, updated_us = $3, last_seen_us = $3 WHERE id = $1 RETURNING *"
-        } else {
-            "UPDATE sessions SET status = $2, updated_us = $3 WHERE id = $1 RETURNING *"
-        };
-        let row: SessionRow = sqlx::query_as(sql)
-            .bind(&row.id)
-            .bind(to as i32)
-            .bind(self.now_us)
-            .fetch_optional(&mut *self.tx)
-            .await?
-            .ok_or_else(|| Error::NotFound(format!("session_id: no session {}", row.id)))?;
-        self.emit_status(&row, actor).await?;
-        Ok(row)
-    }
-
-    /// The event of a status change (the pending revision's).
-    async fn emit_status(&mut self, row: &SessionRow, actor: &Actor) -> Result<()> {
-        let mut ev = event(EventKind::SessionStatusChanged, "session", &row.id, actor);
-        ev.value = Some(baton_proto::v1::event::Value::Session(row.to_proto()));
-        self.emit(ev).await.map(drop)
-    }
-
-    /// Activity on a session: idle or initializing sessions become active again.
-    async fn touch(&mut self, row: SessionRow, actor: &Actor) -> Result<SessionRow> {
-        if matches!(row.status(), SessionStatus::Idle | SessionStatus::Initializing) {
-            return self.set_status(&row, SessionStatus::Active, actor, true).await;
-        }
-        sqlx::query("UPDATE sessions SET last_seen_us = $2 WHERE id = $1")
-            .bind(&row.id)
-            .bind(self.now_us)
-            .execute(&mut *self.tx)
-            .await?;
-        Ok(row)
-    }
 }
 
 impl Backend {

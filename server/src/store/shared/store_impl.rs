@@ -20,9 +20,6 @@ impl crate::store::Store for Backend {
     async fn list_sessions(&self, query: SessionQuery) -> Result<pb::ListSessionsResponse> {
         self.do_list_sessions(query).await
     }
-    async fn create_checkpoint(&self, ctx: WriteCtx, checkpoint: NewCheckpoint, within: crate::store::Within) -> Result<pb::CreateCheckpointResponse> {
-        self.do_create_checkpoint(ctx, checkpoint, within).await
-    }
     async fn get_checkpoint(&self, id: uuid::Uuid, include_payload: bool, within: crate::store::Within) -> Result<pb::GetCheckpointResponse> {
         self.do_get_checkpoint(id, include_payload, within).await
     }

@@ -106,7 +106,7 @@ impl Backend {
         let ctx = WriteCtx { actor: Actor { token: "baton-server import".into(), ..Actor::default() }, ..WriteCtx::default() };
         let mut w = match self.begin_memory(&project, &ctx).await? {
             Begun::Fresh(w) => w,
-            Begun::Replay(_) => return Err(Error::internal("import write without request_id replayed")),
+            Begun::Replay => return Err(Error::internal("import write without request_id replayed")),
         };
         let mut events = 0;
         for line in lines {

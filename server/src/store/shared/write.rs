@@ -13,15 +13,12 @@
 use std::collections::{HashMap, HashSet};
 
 use baton_proto::v1::{
-    Actor, CheckpointRef, Conflict, Event, EventKind, MemoryChange, RecordValue, SessionStatus,
-    WriteResult,
+    Actor, CheckpointRef, Conflict, Event, EventKind, MemoryChange, SessionStatus,
 };
 use prost::Message;
 
-use crate::core::lww::{Decision, RecordVersion};
 use crate::error::{Error, Result};
-use crate::store::rows::{decode_actor, decode_conflict, decode_event, encode_actor, ts};
-use crate::service::write::{event, replayed};
+use crate::store::rows::{decode_actor, decode_conflict, decode_event, ts};
 #[allow(unused_imports)] // used only when the failpoints feature is on
 use crate::service::write::injected;
 use crate::store::WriteCtx;
@@ -124,8 +121,8 @@ const ROWS_PER_INSERT: usize = 200;
 #[allow(clippy::large_enum_variant)] // built once per write and matched at once: boxing buys nothing
 enum Begun {
     Fresh(Write),
-    /// The stored reply of an earlier request with the same request_id.
-    Replay(Vec<u8>),
+    /// An earlier request with the same request_id (these writes have none).
+    Replay,
 }
 
 impl Backend {
@@ -168,7 +165,8 @@ impl Backend {
                      project {project:?}; a new write needs a new request_id"
                 )));
             }
-            return Ok(Begun::Replay(reply));
+            drop(reply);
+            return Ok(Begun::Replay);
         }
         Ok(Begun::Fresh(Write {
             tx,
@@ -218,15 +216,6 @@ impl Write {
         self.emitted.push((event.kind, event.conflict.as_ref().map(|c| c.outcome)));
         self.events.push((revision, event.kind, event.encode_to_vec()));
         Ok(event)
-    }
-
-    /// The error for a write refused under CONFLICT_POLICY_REJECT (which uses no revision:
-    /// the transaction is dropped, so rolled back).
-    fn rejected(&self, mut conflict: Conflict) -> Error {
-        crate::metrics::record_conflict(conflict.outcome);
-        conflict.project = self.project.clone();
-        conflict.at = Some(ts(self.now_us));
-        Error::Rejected(Box::new(conflict))
     }
 
     /// Stores the reply for idempotency, commits and wakes the project's readers.
@@ -331,23 +320,6 @@ impl Combined {
 
 
 /// Builds the conflict of a write that was not simply applied (`core::conflict`).
-fn make_conflict(
-    record: String,
-    decision: Decision,
-    ctx: &WriteCtx,
-    current: Option<(RecordVersion, Actor)>,
-    current_value: Option<RecordValue>,
-    written_value: Option<RecordValue>,
-    detail: String,
-) -> Conflict {
-    let contested = crate::core::conflict::Contested { record, current, current_value, written_value, detail };
-    crate::core::conflict::conflict(decision, ctx.writer(), contested)
-}
-
-fn write_result(revision: i64, decision: Decision, conflict: Option<Conflict>, ctx: &WriteCtx) -> WriteResult {
-    crate::core::conflict::result(revision, decision, conflict, ctx.writer())
-}
-
 /// The project's head revision (0 for an unknown project).
 async fn head_revision(conn: &mut Conn, project: &str) -> Result<i64> {
     let head: Option<(i64,)> = sqlx::query_as("SELECT head_revision FROM projects WHERE key = $1")

@@ -25,13 +25,6 @@ macro_rules! now_us {
     };
 }
 
-/// The two-argument maximum.
-macro_rules! greatest {
-    () => {
-        "MAX"
-    };
-}
-
 mod liveness;
 mod sql;
 mod write;

@@ -176,3 +176,18 @@ macro_rules! checkpoint_columns {
 /// One checkpoint of a project, with its state and payload. Binds: id, project.
 pub const CHECKPOINT: &str =
     concat!("SELECT ", checkpoint_columns!(), " FROM checkpoints WHERE id = ? AND project = ?");
+
+/// Binds: the columns in order.
+pub const INSERT_CHECKPOINT: &str = concat!(
+    "INSERT INTO checkpoints (",
+    checkpoint_columns!(),
+    ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+);
+
+/// The project and session of a checkpoint of any project. Binds: id.
+pub const CHECKPOINT_OWNER: &str = "SELECT project, session_id FROM checkpoints WHERE id = ?";
+
+/// The digests of a JSON array (in order) the project has no chunk for. Binds: the array,
+/// project.
+pub const MISSING_CHUNKS: &str = "SELECT d.value FROM json_each(?) d WHERE NOT EXISTS \
+     (SELECT 1 FROM chunks c WHERE c.project = ? AND c.digest = d.value) ORDER BY d.key";

@@ -180,6 +180,22 @@ impl crate::store::WriteTx for SqliteTx {
             .await?)
     }
 
+    async fn checkpoint_owner(&mut self, id: &str) -> Result<Option<(String, String)>> {
+        Ok(sqlx::query_as(sql::CHECKPOINT_OWNER).bind(id).fetch_optional(&mut *self.lease).await?)
+    }
+
+    async fn missing_chunks(&mut self, digests: &[String]) -> Result<Vec<String>> {
+        if digests.is_empty() {
+            return Ok(Vec::new());
+        }
+        let digests = serde_json::to_string(digests).map_err(Error::internal)?;
+        Ok(sqlx::query_scalar(sql::MISSING_CHUNKS)
+            .bind(digests)
+            .bind(&self.project)
+            .fetch_all(&mut *self.lease)
+            .await?)
+    }
+
     async fn entry(&mut self, id: &str) -> Result<Option<Entry>> {
         let row: Option<MemoryRow> =
             sqlx::query_as(sql::ENTRY).bind(id).bind(&self.project).fetch_optional(&mut *self.lease).await?;
@@ -242,6 +258,7 @@ fn push_change(query: &mut Statements, project: &str, change: &Change) {
         }
         Change::InsertSession(s) => push_insert_session(query, s),
         Change::PutSession(s) => push_put_session(query, s),
+        Change::InsertCheckpoint(c) => push_insert_checkpoint(query, c),
     }
 }
 
@@ -305,4 +322,16 @@ fn push_put_session(query: &mut Statements, s: &Session) {
         .bind(s.author.as_slice())
         .bind(s.head_revision);
     query.bind(s.head_written_us).bind(s.head_author.as_slice()).bind(s.id.as_str()).bind(s.project.as_str());
+}
+
+fn push_insert_checkpoint(query: &mut Statements, c: &Checkpoint) {
+    query
+        .push(sql::INSERT_CHECKPOINT)
+        .bind(c.id.as_str())
+        .bind(c.session_id.as_str())
+        .bind(c.project.as_str());
+    query.bind(c.parent_id.as_deref()).bind(c.kind).bind(c.reason.as_str()).bind(c.state.as_slice());
+    query.bind(c.payload.as_slice()).bind(c.payload_content_type.as_str()).bind(c.compression.as_str());
+    query.bind(c.size_bytes).bind(c.digest.as_str()).bind(c.state_digest.as_deref()).bind(c.created_us);
+    query.bind(c.revision).bind(c.author.as_slice()).bind(c.blobs.as_slice());
 }

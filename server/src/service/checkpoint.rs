@@ -1,0 +1,165 @@
+//! CreateCheckpoint: checkpoints are immutable, a tree per session; a new one moves its
+//! session's head as `core::head` decides (a fork is reported as a conflict on the head,
+//! both branches kept).
+
+use baton_proto::v1::{CheckpointRef, CreateCheckpointResponse, EventKind, RecordValue, record_value};
+
+use super::session::{self, project_of};
+use super::write::{self, Begun, Write, event, replayed};
+use crate::core::conflict::{self, Contested};
+use crate::core::head;
+use crate::core::lww::{Decision, RecordVersion};
+use crate::core::status;
+use crate::error::{Error, Result};
+use crate::store::model::{Change, Checkpoint, FirstRead, Lock};
+use crate::store::rows::{decode_actor, encode_actor};
+use crate::store::{NewCheckpoint, Store, Within, WriteCtx, WriteTx};
+
+/// CreateCheckpoint.
+#[tracing::instrument(level = "debug", skip_all)]
+pub async fn create<S: Store>(
+    store: &S,
+    ctx: WriteCtx,
+    new: NewCheckpoint,
+    within: Within,
+) -> Result<CreateCheckpointResponse> {
+    let session_id = new.session_id.to_string();
+    let id = new.id.to_string();
+    let project = project_of(store, &session_id, &within).await?;
+    let lock = Lock {
+        project: &project,
+        request_id: ctx.request_id.as_deref(),
+        memory: false,
+        first_read: Some(FirstRead::Session(&session_id)),
+    };
+    let mut w = match write::begin(store, lock, &ctx).await? {
+        Begun::Replay(bytes) => {
+            return replayed(&bytes, |r: &mut CreateCheckpointResponse| r.result.as_mut());
+        }
+        Begun::Fresh(w) => w,
+    };
+    let mut row = session::read(&mut w, &session_id).await?;
+    status::check_open(&row.id, row.status(), row.resumed_by.as_deref())?;
+    if w.tx().checkpoint_owner(&id).await?.is_some() {
+        return Err(Error::AlreadyExists(format!(
+            "checkpoint_id: checkpoint {id} already exists; use a new id (or none)"
+        )));
+    }
+    let head = row.head_checkpoint_id.clone();
+    let parent = head::parent(new.request.parent_id.as_deref(), head.as_deref()).map(str::to_owned);
+    if let Some(p) = new.request.parent_id.as_deref().filter(|p| !p.is_empty()) {
+        check_parent(&mut w, p, &project, &session_id).await?;
+    }
+    let missing = w.tx().missing_chunks(&new.chunk_digests).await?;
+    if let Some(first) = missing.first() {
+        return Err(Error::FailedPrecondition(format!(
+            "blobs: {} chunk(s) are not uploaded (first: {first}); upload them with PutChunks, then create the \
+             checkpoint",
+            missing.len()
+        )));
+    }
+    let activity = status::is_activity(&row.id, &ctx.actor.session_id);
+    if activity {
+        session::touch(&mut w, &mut row, &ctx.actor)?;
+    }
+    let current = RecordVersion { revision: row.head_revision, written_us: row.head_written_us };
+    let decided = head::decide(parent.as_deref(), head.as_deref(), current, ctx.intent(w.now_us));
+    let value = |id: Option<&str>| RecordValue {
+        value: id.map(|i| record_value::Value::HeadCheckpointId(i.to_owned())),
+    };
+    let conflict = decided.decision.is_conflict().then(|| {
+        let contested = Contested {
+            record: format!("session/{session_id}/head"),
+            current: Some((current, decode_actor(&row.head_author))),
+            current_value: Some(value(head.as_deref())),
+            written_value: Some(value(Some(&id))),
+            detail: decided.detail.clone(),
+        };
+        conflict::conflict(decided.decision, ctx.writer(), contested)
+    });
+    if let (Decision::Rejected, Some(conflict)) = (decided.decision, &conflict) {
+        return Err(w.rejected(conflict.clone()));
+    }
+    let revision = w.revision();
+    let (kind, state_tool_count) = (new.request.kind, new.state_tool_count);
+    let stored = stored(new, &id, &project, parent.clone(), revision, w.now_us, &ctx);
+    fail::fail_point!("checkpoint.insert", |_| Err(write::injected("checkpoint.insert")));
+    let checkpoint = stored.to_meta();
+    w.apply(Change::InsertCheckpoint(Box::new(stored)));
+    let is_head = decided.decision.applies();
+    if is_head {
+        row.head_checkpoint_id = Some(id.clone());
+        row.head_revision = revision;
+        row.head_written_us = ctx.written_us(w.now_us);
+        row.head_author = encode_actor(&ctx.actor);
+        row.updated_us = w.now_us;
+        row.tool_count = row.tool_count.max(state_tool_count);
+    }
+    if is_head || activity {
+        w.apply(Change::PutSession(Box::new(row)));
+    }
+    let mut ev = event(EventKind::CheckpointCreated, "checkpoint", &id, &ctx.actor);
+    ev.value = Some(baton_proto::v1::event::Value::Checkpoint(CheckpointRef {
+        id: id.clone(),
+        session_id: session_id.clone(),
+        parent_id: parent.unwrap_or_default(),
+        digest: checkpoint.digest.clone(),
+        kind,
+        is_head,
+    }));
+    ev.conflict = conflict;
+    let conflict = w.emit(ev)?.conflict;
+    let result = conflict::result(revision, decided.decision, conflict, ctx.writer());
+    let reply = CreateCheckpointResponse { checkpoint: Some(checkpoint), result: Some(result) };
+    w.finish(&ctx, &reply).await?;
+    Ok(reply)
+}
+
+/// A named parent must be a checkpoint of the same session; another project's is answered
+/// as one that does not exist.
+async fn check_parent<T: WriteTx>(
+    w: &mut Write<T>,
+    parent: &str,
+    project: &str,
+    session_id: &str,
+) -> Result<()> {
+    match w.tx().checkpoint_owner(parent).await? {
+        Some((p, s)) if p == project && s == session_id => Ok(()),
+        Some((p, s)) if p == project => Err(Error::InvalidArgument(format!(
+            "parent_id: checkpoint {parent} belongs to session {s}, not {session_id}"
+        ))),
+        _ => Err(Error::NotFound(format!("parent_id: no checkpoint {parent}"))),
+    }
+}
+
+/// The checkpoint as stored.
+fn stored(
+    new: NewCheckpoint,
+    id: &str,
+    project: &str,
+    parent_id: Option<String>,
+    revision: i64,
+    now_us: i64,
+    ctx: &WriteCtx,
+) -> Checkpoint {
+    let NewCheckpoint { request, session_id, content, blobs, .. } = new;
+    Checkpoint {
+        id: id.to_owned(),
+        session_id: session_id.to_string(),
+        project: project.to_owned(),
+        parent_id,
+        kind: request.kind,
+        reason: request.reason,
+        state: content.state,
+        payload: content.payload,
+        payload_content_type: request.payload_content_type,
+        compression: content.compression.as_str().to_owned(),
+        size_bytes: content.size_bytes,
+        digest: content.digest,
+        state_digest: Some(content.state_digest),
+        created_us: now_us,
+        revision,
+        author: encode_actor(&ctx.actor),
+        blobs,
+    }
+}
