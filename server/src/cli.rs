@@ -30,7 +30,8 @@ async fn on<S: Store>(config: &Config, store: &S, command: &ServerCommand) -> an
         ServerCommand::Prune { dry_run, project } => prune(config, store, *dry_run, project.clone()).await,
         ServerCommand::Compact { project, below_revision } => {
             let actor = Actor { token: "baton-server compact".into(), ..Actor::default() };
-            let done = store.compact_events(project.clone(), *below_revision, actor).await?;
+            let done =
+                crate::service::retention::compact(store, project.clone(), *below_revision, actor).await?;
             println!(
                 "removed {} events of {project}; the oldest kept is revision {} (event {})",
                 done.removed_events, done.oldest_kept_revision, done.revision
@@ -64,7 +65,7 @@ async fn purge<S: Store>(
     };
     crate::api::admin::check_purge_value(&value).map_err(|e| anyhow::anyhow!("{e}"))?;
     let actor = Actor { token: "baton-server purge".into(), ..Actor::default() };
-    let done = store.purge(project.to_owned(), value, dry_run, actor).await?;
+    let done = crate::service::purge::purge(store, project.to_owned(), value, dry_run, actor).await?;
     let verb = if dry_run { "would change" } else { "changed" };
     println!(
         "{project}: {verb} {} records, {} events, {} conflicts, {} transcript chunks, {} stored replies{}",

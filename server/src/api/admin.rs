@@ -58,7 +58,10 @@ impl<S: Store> AdminService for Api<S> {
         let who = self.auth.check(&request, Need::Admin, &request.get_ref().project).await?;
         let req = request.into_inner();
         validate::project("project", &req.project)?;
-        Ok(Response::new(self.store.compact_events(req.project, req.below_revision, actor(&who)).await?))
+        Ok(Response::new(
+            crate::service::retention::compact(&self.store, req.project, req.below_revision, actor(&who))
+                .await?,
+        ))
     }
 
     async fn purge(&self, request: Request<PurgeRequest>) -> Result<Response<PurgeResponse>, Status> {
@@ -66,7 +69,10 @@ impl<S: Store> AdminService for Api<S> {
         let req = request.into_inner();
         validate::project("project", &req.project)?;
         check_purge_value(&req.value)?;
-        Ok(Response::new(self.store.purge(req.project, req.value, req.dry_run, actor(&who)).await?))
+        Ok(Response::new(
+            crate::service::purge::purge(&self.store, req.project, req.value, req.dry_run, actor(&who))
+                .await?,
+        ))
     }
 
     async fn create_token(

@@ -47,8 +47,15 @@ pub async fn prune<S: Store>(
     };
     let mut out = Vec::new();
     for project in projects {
-        if let Some(report) =
-            store.prune(project, cutoff, policy.keep_ancestors, dry_run, actor.clone()).await?
+        if let Some(report) = crate::service::retention::prune(
+            store,
+            project,
+            cutoff,
+            policy.keep_ancestors,
+            dry_run,
+            actor.clone(),
+        )
+        .await?
         {
             out.push(report);
         }

@@ -5,6 +5,8 @@
 pub mod brief;
 pub mod checkpoint;
 pub mod memory;
+pub mod purge;
 pub mod resume;
+pub mod retention;
 pub mod session;
 pub(crate) mod write;

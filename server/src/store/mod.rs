@@ -22,9 +22,9 @@ use std::collections::HashMap;
 use std::future::Future;
 
 use baton_proto::v1::{
-    Actor, CompactEventsResponse, CreateCheckpointRequest, Event, GetCheckpointResponse, GetSessionResponse,
+    Actor, CreateCheckpointRequest, Event, GetCheckpointResponse, GetSessionResponse,
     ListCheckpointsResponse, ListConflictsResponse, ListEventsResponse, ListMemoryRequest,
-    ListMemoryResponse, ListSessionsResponse, ProjectPruned, PurgeResponse, SessionStatus,
+    ListMemoryResponse, ListSessionsResponse, SessionStatus,
 };
 use uuid::Uuid;
 
@@ -33,6 +33,7 @@ use crate::core::checkpoint::StoredContent;
 use crate::core::lww::WriteIntent;
 use crate::error::Result;
 
+pub mod maintenance;
 mod memory_cache;
 pub mod model;
 /// Whose brief, of what.
@@ -182,7 +183,7 @@ pub trait WriteTx: Send {
 
 /// The storage contract. `impl Future + Send` so that tonic services can await it.
 pub trait Store: Clone + Send + Sync + 'static {
-    type Tx: WriteTx;
+    type Tx: WriteTx + maintenance::MaintenanceTx;
     /// Whether a resume's brief, read beside its write, waits until the write has read all
     /// it needs (`service::resume`): where reads and writes compete for the same cores.
     const RESUME_BRIEF_WAITS: bool;
@@ -300,34 +301,8 @@ pub trait Store: Clone + Send + Sync + 'static {
         &self,
         cutoff_us: i64,
     ) -> impl Future<Output = Result<Vec<String>>> + Send;
-    /// Applies (or plans, on a dry run) the retention rules to one project; `None` when
-    /// nothing would go.
-    fn prune(
-        &self,
-        project: String,
-        cutoff_us: i64,
-        keep_ancestors: usize,
-        dry_run: bool,
-        actor: Actor,
-    ) -> impl Future<Output = Result<Option<ProjectPruned>>> + Send;
     /// Forgets idempotency replies older than `before_us`; returns how many.
     fn prune_requests(&self, before_us: i64) -> impl Future<Output = Result<u64>> + Send;
-    /// Deletes a project's events below a revision.
-    fn compact_events(
-        &self,
-        project: String,
-        below: i64,
-        actor: Actor,
-    ) -> impl Future<Output = Result<CompactEventsResponse>> + Send;
-    /// Overwrites a value everywhere a project stores it (or, on a dry run, counts).
-    fn purge(
-        &self,
-        project: String,
-        value: String,
-        dry_run: bool,
-        actor: Actor,
-    ) -> impl Future<Output = Result<PurgeResponse>> + Send;
-    /// Every project: (key, memory caps as JSON).
     fn list_projects(&self) -> impl Future<Output = Result<Vec<(String, String)>>> + Send;
     /// A page of a project's rows for an export, and where the next page starts.
     fn export_page(

@@ -151,6 +151,62 @@ pub enum Change {
     /// liveness (`last_seen_us`, `tool_count`) only forward, as heartbeats move it without
     /// the project's lock.
     PutSession(Box<Session>),
+    /// Maintenance (retention, compaction, purge, import): rare and bulky, so a backend may
+    /// apply it as plain statements in the write's own savepoint.
+    Maintenance(Maintenance),
+}
+
+/// The changes only maintenance writes make.
+#[derive(Debug, Clone)]
+pub enum Maintenance {
+    DeleteCheckpoints {
+        ids: Vec<String>,
+    },
+    SetParent {
+        checkpoint: String,
+        parent: Option<String>,
+    },
+    /// A chunk, unless the project has one with its digest.
+    PutChunk {
+        digest: String,
+        data: Vec<u8>,
+        size_bytes: i64,
+        created_us: i64,
+    },
+    DeleteChunks {
+        digests: Vec<String>,
+    },
+    /// Drops the events below a revision, and says so on the project.
+    CompactEvents {
+        below: i64,
+    },
+    /// A session's text, authors included, as masked by a purge.
+    MaskSession(Box<Session>),
+    /// A checkpoint's content, as masked by a purge (with new digests where it verified).
+    MaskCheckpoint(Box<Checkpoint>),
+    /// A memory entry's text and author (encoded), as masked by a purge.
+    MaskEntry {
+        id: String,
+        content: String,
+        rationale: String,
+        author: Vec<u8>,
+    },
+    SetRecordAuthor {
+        record: String,
+        author: Vec<u8>,
+    },
+    SetEventBody {
+        revision: i64,
+        body: Vec<u8>,
+    },
+    SetConflictBody {
+        id: String,
+        body: Vec<u8>,
+    },
+    SetReply {
+        request_id: String,
+        reply: Vec<u8>,
+    },
 }
 
 /// What every write logs with its changes: one event per revision, the conflicts it

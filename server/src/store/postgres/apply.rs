@@ -5,7 +5,7 @@
 use sqlx::{Postgres, query::QueryAs};
 
 use super::sql;
-use crate::store::model::{Change, Checkpoint, Log, Session};
+use crate::store::model::{Change, Checkpoint, Log, Maintenance, Session};
 use crate::store::rows::encode_actor;
 
 /// What the lock gave the write, as `baton_apply` records it on the project.
@@ -178,7 +178,7 @@ struct ConflictArg {
 
 /// A write's changes, by kind, as `baton_apply` takes them.
 #[derive(Default)]
-struct Changes {
+pub(super) struct Changes {
     caps: Option<String>,
     deleted_records: Vec<String>,
     deleted_entries: Vec<String>,
@@ -191,8 +191,10 @@ struct Changes {
 }
 
 impl Changes {
-    fn of(changes: Vec<Change>) -> Self {
+    /// The changes `baton_apply` makes, and the maintenance ones it does not.
+    pub(super) fn of(changes: Vec<Change>) -> (Self, Vec<Maintenance>) {
         let mut c = Self::default();
+        let mut maintenance = Vec::new();
         for change in changes {
             match change {
                 Change::DeleteRecord { record } => c.deleted_records.push(record),
@@ -226,19 +228,19 @@ impl Changes {
                 Change::InsertSession(session) => c.added_sessions.push((*session).into()),
                 Change::PutSession(session) => c.put_sessions.push((*session).into()),
                 Change::InsertCheckpoint(checkpoint) => c.checkpoints.push((*checkpoint).into()),
+                Change::Maintenance(m) => maintenance.push(m),
             }
         }
-        c
+        (c, maintenance)
     }
 }
 
 /// The call of `baton_apply` for a write: a row (SQLSTATE, message) if it failed.
 pub(super) fn query<'q>(
     write: &Write<'_>,
-    changes: Vec<Change>,
+    c: Changes,
     log: Log,
 ) -> QueryAs<'q, Postgres, (String, String), sqlx::postgres::PgArguments> {
-    let c = Changes::of(changes);
     let events: Vec<EventArg> = log
         .events
         .into_iter()

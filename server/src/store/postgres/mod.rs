@@ -51,6 +51,7 @@ pub const CHANNEL: &str = "baton_events";
 
 mod apply;
 mod liveness;
+mod maintenance;
 mod sql;
 mod write;
 
@@ -453,7 +454,6 @@ include!("../shared/memory.rs");
 include!("../shared/reads.rs");
 include!("../shared/tokens.rs");
 include!("../shared/retention.rs");
-include!("../shared/purge.rs");
 include!("../shared/transfer.rs");
 include!("../shared/store_impl.rs");
 include!("../shared/backfill.rs");

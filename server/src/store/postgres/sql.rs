@@ -58,6 +58,10 @@ pub const RECORD_ENTRIES: &str = concat!(
 /// One entry. $1 id, $2 project.
 pub const ENTRY: &str = concat!(entry_columns!(), " WHERE m.id = $1 AND m.project = $2");
 
+/// Every session of a project. $1 project.
+pub const PROJECT_SESSIONS: &str =
+    concat!("SELECT ", session_columns!(), " FROM sessions WHERE project = $1");
+
 /// One session of a project. $1 id, $2 project.
 pub const SESSION: &str =
     concat!("SELECT ", session_columns!(), " FROM sessions WHERE id = $1 AND project = $2");
@@ -114,3 +118,8 @@ pub const CHECKPOINT_OWNER: &str = "SELECT project, session_id FROM checkpoints 
 /// The digests of $2 (in order) the project $1 has no chunk for.
 pub const MISSING_CHUNKS: &str = "SELECT u.digest FROM unnest($2::text[]) WITH ORDINALITY AS u (digest, n) \
      WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.project = $1 AND c.digest = u.digest) ORDER BY u.n";
+
+/// The savepoint of a write's maintenance changes (`write.rs`).
+pub const SAVEPOINT: &str = "SAVEPOINT baton_maintenance";
+pub const ROLLBACK_TO_SAVEPOINT: &str = "ROLLBACK TO SAVEPOINT baton_maintenance";
+pub const RELEASE_SAVEPOINT: &str = "RELEASE SAVEPOINT baton_maintenance";

@@ -10,7 +10,7 @@
 
 use sqlx::{FromRow as _, Postgres, Row as _};
 
-use super::{PgStore, apply, sql};
+use super::{PgStore, apply, maintenance, sql};
 use crate::core::resume::Asked;
 use crate::error::{Error, Result};
 use crate::store::model::{
@@ -22,9 +22,9 @@ use crate::store::writer::Lease;
 
 /// A write in progress (see the module header).
 pub struct PgTx {
-    lease: Lease<Postgres>,
+    pub(super) lease: Lease<Postgres>,
     store: PgStore,
-    project: String,
+    pub(super) project: String,
     /// The revision and time the lock gave the write, and whether it may change memory.
     locked: (i64, i64, bool),
     /// What was read with the lock, until the write asks for it.
@@ -183,12 +183,32 @@ impl crate::store::WriteTx for PgTx {
             now_us,
             memory_revision: memory.then_some(revision),
         };
+        let (changes, maintenance) = apply::Changes::of(changes);
+        // Maintenance goes first, in a savepoint: a statement that fails must not end the
+        // batch's transaction (`baton_apply` has a subtransaction of its own).
+        let plain = !maintenance.is_empty();
+        if plain {
+            sqlx::query(sql::SAVEPOINT).execute(&mut *self.lease).await?;
+            for change in maintenance {
+                if let Err(e) = maintenance::run(&mut self.lease, &self.project, change).await {
+                    sqlx::query(sql::ROLLBACK_TO_SAVEPOINT).execute(&mut *self.lease).await?;
+                    self.lease.rollback().await?;
+                    return Err(e.into());
+                }
+            }
+        }
         let failed: Option<(String, String)> =
             apply::query(&write, changes, log).fetch_optional(&mut *self.lease).await?;
         if let Some((code, message)) = failed {
-            // Undone by its subtransaction; the batch carries on.
+            // Undone by its subtransaction (and the savepoint); the batch carries on.
+            if plain {
+                sqlx::query(sql::ROLLBACK_TO_SAVEPOINT).execute(&mut *self.lease).await?;
+            }
             self.lease.rollback().await?;
             return Err(Error::postgres(&code, &message));
+        }
+        if plain {
+            sqlx::query(sql::RELEASE_SAVEPOINT).execute(&mut *self.lease).await?;
         }
         self.lease.commit().await?;
         self.store.wakers.wake(&self.project);

@@ -81,17 +81,8 @@ impl crate::store::Store for Backend {
     async fn projects_with_old_checkpoints(&self, cutoff_us: i64) -> Result<Vec<String>> {
         self.do_projects_with_old_checkpoints(cutoff_us).await
     }
-    async fn prune(&self, project: String, cutoff_us: i64, keep_ancestors: usize, dry_run: bool, actor: pb::Actor) -> Result<Option<pb::ProjectPruned>> {
-        self.do_prune(project, cutoff_us, keep_ancestors, dry_run, actor).await
-    }
     async fn prune_requests(&self, before_us: i64) -> Result<u64> {
         self.do_prune_requests(before_us).await
-    }
-    async fn compact_events(&self, project: String, below: i64, actor: pb::Actor) -> Result<pb::CompactEventsResponse> {
-        self.do_compact_events(project, below, actor).await
-    }
-    async fn purge(&self, project: String, value: String, dry_run: bool, actor: pb::Actor) -> Result<pb::PurgeResponse> {
-        self.do_purge(project, value, dry_run, actor).await
     }
     async fn list_projects(&self) -> Result<Vec<(String, String)>> {
         self.do_list_projects().await

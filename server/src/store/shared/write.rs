@@ -126,11 +126,6 @@ enum Begun {
 }
 
 impl Backend {
-    /// Begins a write on `project`: the lock first, then the idempotency check.
-    async fn begin(&self, project: &str, ctx: &WriteCtx) -> Result<Begun> {
-        self.begin_with(project, ctx, false).await
-    }
-
     /// Begins a write that may change the project's memory: its lock also records the
     /// write's revision as the project's `memory_revision`, which tells briefs that their
     /// cached memory section is out of date (`MemoryCache`).

@@ -26,6 +26,7 @@ macro_rules! now_us {
 }
 
 mod liveness;
+mod maintenance;
 mod sql;
 mod write;
 
@@ -204,7 +205,6 @@ include!("../shared/memory.rs");
 include!("../shared/reads.rs");
 include!("../shared/tokens.rs");
 include!("../shared/retention.rs");
-include!("../shared/purge.rs");
 include!("../shared/transfer.rs");
 include!("../shared/store_impl.rs");
 include!("../shared/backfill.rs");

@@ -23,23 +23,23 @@ use crate::store::writer::Lease;
 
 /// A write in progress (see the module header).
 pub struct SqliteTx {
-    lease: Lease<Sqlite>,
+    pub(super) lease: Lease<Sqlite>,
     store: SqliteStore,
-    project: String,
+    pub(super) project: String,
     /// What was read with the lock, until the write asks for it.
     first: Option<FirstReadDone>,
 }
 
 /// Statements sent as one query: constant texts, their values bound in order.
 #[derive(Default)]
-struct Statements {
+pub(super) struct Statements {
     sql: String,
     args: SqliteArguments,
     count: usize,
 }
 
 impl Statements {
-    fn push(&mut self, sql: &str) -> &mut Self {
+    pub(super) fn push(&mut self, sql: &str) -> &mut Self {
         if !self.sql.is_empty() {
             self.sql.push_str("; ");
         }
@@ -48,7 +48,10 @@ impl Statements {
         self
     }
 
-    fn bind<'t, T: sqlx::Encode<'t, Sqlite> + sqlx::Type<Sqlite>>(&mut self, value: T) -> &mut Self {
+    pub(super) fn bind<'t, T: sqlx::Encode<'t, Sqlite> + sqlx::Type<Sqlite>>(
+        &mut self,
+        value: T,
+    ) -> &mut Self {
         // Encoding a value Baton itself holds (text, integers, bytes) does not fail; if it
         // ever did, the statement would run with fewer values and fail at the database.
         if let Err(e) = self.args.add(value) {
@@ -259,6 +262,7 @@ fn push_change(query: &mut Statements, project: &str, change: &Change) {
         Change::InsertSession(s) => push_insert_session(query, s),
         Change::PutSession(s) => push_put_session(query, s),
         Change::InsertCheckpoint(c) => push_insert_checkpoint(query, c),
+        Change::Maintenance(m) => super::maintenance::push(query, project, m),
     }
 }
 
