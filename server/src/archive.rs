@@ -123,8 +123,7 @@ async fn flush<S: Store>(
     if batch.is_empty() && caps.is_none() {
         return Ok(());
     }
-    let counts = store
-        .import_batch(key.clone(), caps.take(), std::mem::take(batch))
+    let counts = crate::service::import::batch(store, key.clone(), caps.take(), std::mem::take(batch))
         .await
         .with_context(|| format!("importing into project {key}"))?;
     if let Some((_, total)) = report.last_mut() {

@@ -4,6 +4,7 @@
 
 pub mod brief;
 pub mod checkpoint;
+pub mod import;
 pub mod memory;
 pub mod purge;
 pub mod resume;

@@ -312,12 +312,13 @@ pub trait Store: Clone + Send + Sync + 'static {
         after: transfer::Cursor,
         limit: i64,
     ) -> impl Future<Output = Result<(Vec<transfer::Line>, Option<transfer::Cursor>)>> + Send;
-    /// Imports a batch of one project's lines (ids kept, revisions renumbered, present ids skipped).
-    fn import_batch(
+    /// Imports what of an archive's batch carries no revision (`service::import`): the
+    /// project's memory caps, if it has none, and transcript chunks (present ones skipped).
+    fn import_unrevisioned(
         &self,
         project: String,
         memory_caps: Option<String>,
-        lines: Vec<transfer::Line>,
+        chunks: Vec<transfer::ChunkLine>,
     ) -> impl Future<Output = Result<transfer::ImportCounts>> + Send;
     /// Counts for one project (`None` when it does not exist).
     fn project_stats(

@@ -12,15 +12,11 @@ use sqlx::{PgConnection as Conn, PgPool as Pool, Postgres as Db};
 
 use crate::events::Wakers;
 use crate::store::memory_cache::MemoryCache;
-use crate::store::writer::{Dialect, Lease, Writer};
-
-/// A write: a lane's connection, inside the write's own savepoint (see `writer.rs`).
-type Tx = Lease<Db>;
+use crate::store::writer::{Dialect, Writer};
 
 /// Writes are batched per lane (see `writer.rs`); a project always uses the same lane.
 /// At most 32 writes per transaction: each write's savepoint is a subtransaction, and
 /// beyond 64 of them Postgres overflows the per-backend cache that snapshots consult.
-/// A write's savepoint rides with its project lock (`lock_project`): a round trip less.
 const DIALECT: Dialect = Dialect {
     begin: "BEGIN",
     max_batch: 32,
@@ -34,10 +30,6 @@ const DIALECT: Dialect = Dialect {
 
 /// How long the server waits for Postgres to answer a new connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// How long a write that joined a batch holding other projects waits for its own project's
-/// lock before it starts again in a batch of its own.
-const BOUNDED_LOCK_WAIT_MS: i32 = 20;
 
 /// µs since the epoch by the database clock (the same clock for every instance).
 macro_rules! now_us {
@@ -104,11 +96,6 @@ impl PgStore {
                         sqlx::Connection::ping(conn).await?;
                     }
                     Ok(true)
-                })
-            })
-            .after_connect(|conn, _| {
-                Box::pin(async move {
-                    sqlx::raw_sql(sqlx::AssertSqlSafe(SESSION_SETUP.as_str())).execute(conn).await.map(drop)
                 })
             })
             .connect_with(options)
@@ -243,75 +230,6 @@ impl std::ops::DerefMut for Plain {
     }
 }
 
-/// Run on every connection as it connects: the statements that start a write, prepared for
-/// `lock_project` to `EXECUTE`: the project lock (`LOCK_ROW`) and the request id's stored
-/// reply.
-static SESSION_SETUP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    // The simple protocol returns text: bytea must come as hex (the default), which is
-    // what sqlx decodes, whatever the server or role sets.
-    format!(
-        "SET bytea_output = 'hex'; \
-         PREPARE baton_lock_row(text, boolean) AS {LOCK_ROW}; \
-         PREPARE baton_request(text, text) AS SELECT request_hash, reply FROM requests WHERE project = $1 AND request_id = $2"
-    )
-});
-
-/// The project lock: creates the project on first use, allocates the next revision, reads
-/// the write's time (never earlier than the project's previous write) and memory caps, and
-/// with $2 records the write's revision as the project's `memory_revision`.
-const LOCK_ROW: &str = concat!(
-    "INSERT INTO projects AS p (key, head_revision, last_write_us, created_us, memory_revision) VALUES ($1, 1, ",
-    now_us!(),
-    ", ",
-    now_us!(),
-    ", CASE WHEN $2 THEN 1 ELSE 0 END) ON CONFLICT (key) DO UPDATE SET head_revision = p.head_revision + 1, ",
-    "last_write_us = GREATEST(p.last_write_us, ",
-    now_us!(),
-    "), memory_revision = CASE WHEN $2 THEN p.head_revision + 1 ELSE p.memory_revision END ",
-    "RETURNING p.head_revision, p.last_write_us, p.memory_caps"
-);
-
-/// The project-row lock (see `shared/write.rs`), then the request id's lookup. Each is a
-/// statement of its own, so each reads with a snapshot taken after the lock is held: a duplicate request or a change of
-/// the record committed while this write waited for the lock is seen. A bounded lease
-/// waits for the lock only `BOUNDED_LOCK_WAIT_MS` (`lock_timeout`, set for the lock alone;
-/// if it runs out, rolling back to the write's savepoint undoes the setting too).
-///
-/// One round trip in all, with the write's savepoint statements in front: the simple query
-/// protocol runs several statements per message but takes no bound parameters, so the
-/// values go in as literals (`literal`) to statements prepared on the connection
-/// (`SESSION_SETUP`), whose plans are kept as those of bound statements are.
-async fn lock_project(
-    tx: &mut Tx,
-    project: &str,
-    request_id: Option<&str>,
-    memory: bool,
-) -> Result<Locked, sqlx::Error> {
-    // Every literal first: once the opening is taken, the writer rolls back to its savepoint.
-    let project = literal(project)?;
-    let request_id = request_id.map(literal).transpose()?;
-    // The opening is `;`-separated statements: one entry each, so that positions count.
-    let mut statements: Vec<String> =
-        tx.take_opening().map(|opening| opening.split("; ").map(str::to_owned).collect()).unwrap_or_default();
-    let bounded = tx.bounded();
-    if bounded {
-        statements.push(format!("SET LOCAL lock_timeout = '{BOUNDED_LOCK_WAIT_MS}ms'"));
-    }
-    let lock_at = statements.len();
-    statements.push(format!("EXECUTE baton_lock_row({project}, {memory})"));
-    if bounded {
-        statements.push("SET LOCAL lock_timeout TO DEFAULT".to_owned());
-    }
-    let request_at = statements.len();
-    if let Some(request_id) = &request_id {
-        statements.push(format!("EXECUTE baton_request({project}, {request_id})"));
-    }
-    let layout = LockLayout { lock: lock_at, request: request_id.is_some().then_some(request_at) };
-    let results = sqlx::raw_sql(sqlx::AssertSqlSafe(statements.join("; "))).fetch_many(&mut **tx);
-    let ((revision, now_us, caps), request) = lock_rows(results, layout).await?;
-    Ok((revision, now_us, caps, request.0, request.1))
-}
-
 impl PgStore {
     /// Runs the first of `reads`, then the others side by side, each on its own
     /// connection: every statement is a round trip, and waiting on them side by side is
@@ -332,40 +250,6 @@ impl PgStore {
         let rest = futures::future::try_join_all(reads.map(fetch)).await?;
         Ok(std::iter::once(first).chain(rest).collect())
     }
-}
-
-/// A string as a Postgres string literal, for statements sent with the simple query
-/// protocol. Escaped as libpq's `PQescapeLiteral` does: an `E'…'` literal with quotes and
-/// backslashes doubled reads back the same whatever `standard_conforming_strings` says.
-/// A NUL cannot be part of a text value at all (and the API refuses control characters).
-fn literal(value: &str) -> Result<String, sqlx::Error> {
-    if value.contains('\0') {
-        return Err(sqlx::Error::Encode("a text value cannot contain a NUL character".into()));
-    }
-    let mut quoted = String::with_capacity(value.len() + 4);
-    quoted.push_str("E'");
-    for c in value.chars() {
-        if c == '\'' || c == '\\' {
-            quoted.push(c);
-        }
-        quoted.push(c);
-    }
-    quoted.push('\'');
-    Ok(quoted)
-}
-
-/// Joins the statements of a `Combined` query: data-modifying CTEs of one statement.
-fn open_statement(sql: &mut sqlx::QueryBuilder<Db>, before: usize) {
-    sql.push(if before == 0 { "WITH " } else { "), " }).push(format_args!("s{before} AS ("));
-}
-
-fn close_statements(sql: &mut sqlx::QueryBuilder<Db>) {
-    sql.push(") SELECT 1");
-}
-
-/// Tells the other instances' readers about a commit (see `Notifier`).
-fn announce(store: &Backend, project: &str, revision: i64) {
-    store.notifier.announce(project, revision);
 }
 
 /// Sends the NOTIFYs that wake other instances' readers, after the commits they announce.
@@ -442,12 +326,12 @@ async fn notify(
     .map(drop)
 }
 
-/// A resume's brief is read side by side with the whole write (`Store::resume_session`): a
+/// A resume's brief is read side by side with the whole write (`service::resume`): a
 /// Postgres statement mostly waits for its round trip, and waiting for the write's reads
 /// made resumes 0.4–0.6 ms slower (p50).
 const RESUME_BRIEF_WAITS: bool = false;
 
-include!("../shared/write.rs");
+include!("../shared/head.rs");
 include!("../shared/sessions.rs");
 include!("../shared/checkpoints.rs");
 include!("../shared/memory.rs");
@@ -457,23 +341,3 @@ include!("../shared/retention.rs");
 include!("../shared/transfer.rs");
 include!("../shared/store_impl.rs");
 include!("../shared/backfill.rs");
-
-#[cfg(test)]
-mod tests {
-    use super::literal;
-
-    #[test]
-    fn literals_double_quotes_and_backslashes() {
-        assert_eq!(literal("plain").unwrap(), "E'plain'");
-        assert_eq!(literal("it's").unwrap(), "E'it''s'");
-        assert_eq!(literal("a\\b").unwrap(), "E'a\\\\b'");
-        assert_eq!(literal("\\'; DROP TABLE x; --").unwrap(), "E'\\\\''; DROP TABLE x; --'");
-        assert_eq!(literal("").unwrap(), "E''");
-        assert_eq!(literal("ü/プロ").unwrap(), "E'ü/プロ'");
-    }
-
-    #[test]
-    fn literals_refuse_nul() {
-        assert!(literal("a\0b").is_err());
-    }
-}

@@ -1,7 +1,7 @@
 // Project memory reads: a page of ListMemory. (Writes are `service::memory`'s.)
 
 // MemoryEntry and MemoryOp are also used by reads.rs and transfer.rs, included beside this file.
-use baton_proto::v1::{ListMemoryRequest, ListMemoryResponse, MemoryEntry, MemoryOp};
+use baton_proto::v1::{ListMemoryRequest, ListMemoryResponse, MemoryEntry};
 
 use crate::core::memory as rules;
 use crate::store::parse_caps;

@@ -90,8 +90,8 @@ impl crate::store::Store for Backend {
     async fn export_page(&self, project: String, table: crate::store::transfer::Table, after: crate::store::transfer::Cursor, limit: i64) -> Result<(Vec<crate::store::transfer::Line>, Option<crate::store::transfer::Cursor>)> {
         self.do_export_page(project, table, after, limit).await
     }
-    async fn import_batch(&self, project: String, memory_caps: Option<String>, lines: Vec<crate::store::transfer::Line>) -> Result<crate::store::transfer::ImportCounts> {
-        self.do_import_batch(project, memory_caps, lines).await
+    async fn import_unrevisioned(&self, project: String, memory_caps: Option<String>, chunks: Vec<crate::store::transfer::ChunkLine>) -> Result<crate::store::transfer::ImportCounts> {
+        self.do_import_unrevisioned(project, memory_caps, chunks).await
     }
     async fn project_stats(&self, project: String) -> Result<Option<pb::ProjectStats>> {
         self.do_project_stats(project).await

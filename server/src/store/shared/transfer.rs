@@ -77,66 +77,28 @@ impl Backend {
         Ok((lines, next))
     }
 
-    /// Imports one batch of a project's lines. Rows whose id the target already has are
-    /// skipped, so an interrupted import can simply be run again.
-    pub(crate) async fn do_import_batch(&self, project: String, memory_caps: Option<String>, lines: Vec<Line>) -> Result<ImportCounts> {
+    /// Imports what of a batch carries no revision: the project's memory caps (if it has
+    /// none) and transcript chunks, in a transaction of their own.
+    pub(crate) async fn do_import_unrevisioned(&self, project: String, memory_caps: Option<String>, chunks: Vec<ChunkLine>) -> Result<ImportCounts> {
         let mut counts = ImportCounts::default();
-        // Chunks and settings carry no revision: their own transaction.
         let mut plain = self.writer.lease(&project, false, false).await?;
         if let Some(caps) = &memory_caps {
             sqlx::query("UPDATE projects SET memory_caps = $2 WHERE key = $1 AND memory_caps = '{}'").bind(&project).bind(caps).execute(&mut *plain).await?;
         }
-        for line in &lines {
-            if let Line::Chunk(c) = line {
-                // An archive is not trusted more than a client: what it stores must unpack to
-                // its declared size and digest.
-                if let Err(e) = crate::core::chunk::unpack(&c.digest, &c.data, c.size_bytes) {
-                    return Err(Error::InvalidArgument(format!("archive: chunk {} of project {project:?}: {e}", c.digest)));
-                }
-                let done = sqlx::query(
-                    "INSERT INTO chunks (project, digest, data, size_bytes, created_us) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (project, digest) DO NOTHING",
-                )
-                .bind(&project).bind(&c.digest).bind(&c.data).bind(c.size_bytes).bind(c.created_us)
-                .execute(&mut *plain).await?;
-                if done.rows_affected() == 1 { counts.imported += 1 } else { counts.skipped += 1 }
+        for c in &chunks {
+            // An archive is not trusted more than a client: what it stores must unpack to
+            // its declared size and digest.
+            if let Err(e) = crate::core::chunk::unpack(&c.digest, &c.data, c.size_bytes) {
+                return Err(Error::InvalidArgument(format!("archive: chunk {} of project {project:?}: {e}", c.digest)));
             }
+            let done = sqlx::query(
+                "INSERT INTO chunks (project, digest, data, size_bytes, created_us) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (project, digest) DO NOTHING",
+            )
+            .bind(&project).bind(&c.digest).bind(&c.data).bind(c.size_bytes).bind(c.created_us)
+            .execute(&mut *plain).await?;
+            if done.rows_affected() == 1 { counts.imported += 1 } else { counts.skipped += 1 }
         }
         plain.commit().await?;
-
-        let ctx = WriteCtx { actor: Actor { token: "baton-server import".into(), ..Actor::default() }, ..WriteCtx::default() };
-        let mut w = match self.begin_memory(&project, &ctx).await? {
-            Begun::Fresh(w) => w,
-            Begun::Replay => return Err(Error::internal("import write without request_id replayed")),
-        };
-        let mut events = 0;
-        for line in lines {
-            let imported = match line {
-                Line::Header { .. } | Line::Project { .. } | Line::Chunk(_) => continue,
-                Line::Session(s) => import_session(&mut w, &project, *s).await?,
-                Line::Checkpoint(c) => import_checkpoint(&mut w, &project, *c).await?,
-                Line::Memory(m) => import_memory(&mut w, &project, m).await?,
-                Line::Record(r) => {
-                    // Its revision: that of the latest imported entry of the record.
-                    let exists: Option<(i64,)> = sqlx::query_as("SELECT revision FROM records WHERE project = $1 AND record = $2").bind(&project).bind(&r.record).fetch_optional(&mut *w.tx).await?;
-                    let latest: (Option<i64>,) = sqlx::query_as("SELECT MAX(revision) FROM memory WHERE project = $1 AND record = $2").bind(&project).bind(&r.record).fetch_one(&mut *w.tx).await?;
-                    match (exists, latest.0) {
-                        (None, Some(revision)) => {
-                            sqlx::query("INSERT INTO records (project, record, revision, written_us, author) VALUES ($1, $2, $3, $4, $5)")
-                                .bind(&project).bind(&r.record).bind(revision).bind(r.written_us).bind(&r.author)
-                                .execute(&mut *w.tx).await?;
-                            counts.imported += 1;
-                        }
-                        _ => counts.skipped += 1,
-                    }
-                    continue;
-                }
-            };
-            if imported { counts.imported += 1; events += 1 } else { counts.skipped += 1 }
-        }
-        if events == 0 {
-            return Ok(counts); // nothing revisioned: rolled back, no revision used
-        }
-        w.finish(self, &ctx, &baton_proto::v1::ListEventsResponse::default()).await?;
         Ok(counts)
     }
 }
@@ -153,129 +115,4 @@ struct MemoryWithPosition {
     revision: i64,
     #[sqlx(flatten)]
     line: MemoryLine,
-}
-
-async fn exists(tx: &mut Tx, table: &str, id: &str) -> Result<bool> {
-    let row: Option<(String,)> = sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT id FROM {table} WHERE id = $1"))).bind(id).fetch_optional(&mut **tx).await?;
-    Ok(row.is_some())
-}
-
-async fn import_session(w: &mut Write, project: &str, s: SessionLine) -> Result<bool> {
-    if exists(&mut w.tx, "sessions", &s.id).await? {
-        return Ok(false);
-    }
-    let revision = w.revision();
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "INSERT INTO sessions ({SESSION_COLUMNS}, project, start_revision, revision, head_revision) VALUES \
-         ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $27, $27)"
-    )))
-    .bind(&s.id).bind(s.agent).bind(&s.agent_session_id).bind(&s.host).bind(&s.user_name).bind(&s.cwd).bind(&s.branch).bind(&s.goal)
-    .bind(s.status).bind(s.lease_ttl_ms).bind(s.last_seen_us).bind(&s.head_checkpoint_id).bind(&s.git_base).bind(&s.git_head)
-    .bind(&s.summary).bind(s.tool_count).bind(&s.resumed_from).bind(&s.resumed_by).bind(&s.metadata).bind(s.created_us)
-    .bind(s.updated_us).bind(s.written_us).bind(&s.author).bind(s.head_written_us).bind(&s.head_author).bind(project).bind(revision)
-    .execute(&mut *w.tx).await?;
-    let row: SessionRow = sqlx::query_as("SELECT * FROM sessions WHERE id = $1").bind(&s.id).fetch_one(&mut *w.tx).await?;
-    w.emit(Event {
-        kind: EventKind::SessionStarted as i32,
-        entity: "session".into(),
-        entity_id: s.id.clone(),
-        actor: Some(decode_actor(&s.author)),
-        value: Some(baton_proto::v1::event::Value::Session(row.to_proto())),
-        ..Default::default()
-    })
-    .await?;
-    Ok(true)
-}
-
-async fn import_checkpoint(w: &mut Write, project: &str, c: CheckpointLine) -> Result<bool> {
-    if exists(&mut w.tx, "checkpoints", &c.id).await? {
-        return Ok(false);
-    }
-    let session: Option<(Option<String>,)> = sqlx::query_as("SELECT head_checkpoint_id FROM sessions WHERE id = $1 AND project = $2")
-        .bind(&c.session_id).bind(project).fetch_optional(&mut *w.tx).await?;
-    let Some((head,)) = session else {
-        return Err(Error::InvalidArgument(format!(
-            "checkpoint {} belongs to session {}, which is neither in the export nor in project {project:?}", c.id, c.session_id
-        )));
-    };
-    let revision = w.revision();
-    // Not carried by the archive: computed from what it carries, and only if that verifies.
-    let header = crate::core::checkpoint::Header {
-        session_id: &c.session_id,
-        kind: c.kind,
-        reason: &c.reason,
-        payload_content_type: &c.payload_content_type,
-        blobs: &c.blobs,
-    };
-    let state_digest = crate::core::checkpoint::state_digest_of_stored(&header, &c.state, &c.payload, &c.compression, &c.digest);
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "INSERT INTO checkpoints ({CHECKPOINT_COLUMNS}, project, revision, state_digest) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)"
-    )))
-    .bind(&c.id).bind(&c.session_id).bind(&c.parent_id).bind(c.kind).bind(&c.reason).bind(&c.state).bind(&c.payload)
-    .bind(&c.payload_content_type).bind(&c.compression).bind(c.size_bytes).bind(&c.digest).bind(c.created_us).bind(&c.author)
-    .bind(&c.blobs).bind(project).bind(revision).bind(&state_digest)
-    .execute(&mut *w.tx).await?;
-    w.emit(Event {
-        kind: EventKind::CheckpointCreated as i32,
-        entity: "checkpoint".into(),
-        entity_id: c.id.clone(),
-        actor: Some(decode_actor(&c.author)),
-        value: Some(baton_proto::v1::event::Value::Checkpoint(CheckpointRef {
-            id: c.id.clone(),
-            session_id: c.session_id.clone(),
-            parent_id: c.parent_id.clone().unwrap_or_default(),
-            digest: c.digest.clone(),
-            kind: c.kind,
-            is_head: head.as_deref() == Some(c.id.as_str()),
-        })),
-        ..Default::default()
-    })
-    .await?;
-    Ok(true)
-}
-
-async fn import_memory(w: &mut Write, project: &str, m: MemoryLine) -> Result<bool> {
-    if exists(&mut w.tx, "memory", &m.id).await? {
-        return Ok(false);
-    }
-    let revision = w.revision();
-    sqlx::query(
-        "INSERT INTO memory (id, project, category, branch, key, record, content, rationale, author, revision, seq, created_us, evicted) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-    )
-    .bind(&m.id).bind(project).bind(&m.category).bind(&m.branch).bind(&m.key).bind(&m.record).bind(&m.content).bind(&m.rationale)
-    .bind(&m.author).bind(revision).bind(m.seq).bind(m.created_us).bind(m.evicted)
-    .execute(&mut *w.tx).await?;
-    let entry = MemoryEntry {
-        id: m.id.clone(),
-        project: project.to_owned(),
-        category: m.category.clone(),
-        branch: m.branch.clone(),
-        key: m.key.clone(),
-        content: m.content.clone(),
-        rationale: m.rationale.clone(),
-        author: Some(decode_actor(&m.author)),
-        revision,
-        record_revision: revision,
-        created_at: Some(ts(m.created_us)),
-        evicted: m.evicted,
-    };
-    let op = if m.category == crate::core::memory::NOTE { MemoryOp::Upsert } else { MemoryOp::Append };
-    w.emit(Event {
-        kind: EventKind::MemoryChanged as i32,
-        entity: "memory".into(),
-        entity_id: m.record.clone(),
-        actor: Some(decode_actor(&m.author)),
-        value: Some(baton_proto::v1::event::Value::Memory(MemoryChange {
-            category: m.category,
-            branch: m.branch,
-            key: m.key,
-            op: op as i32,
-            entries: vec![entry],
-            ..Default::default()
-        })),
-        ..Default::default()
-    })
-    .await?;
-    Ok(true)
 }

@@ -99,46 +99,6 @@ async fn plain_write(store: &Backend) -> Result<Tx> {
     Ok(store.writer.lease("", false, false).await?)
 }
 
-/// The project-row lock (see `shared/write.rs`): creates the project on first use, allocates
-/// the next revision, reads the write's time (never earlier than the project's previous
-/// write) and memory caps, sets `memory_revision` when the write changes memory ($3), and
-/// looks up the request id ($2) — safe in one statement here, as
-/// the writer already holds the database's write lock when it runs.
-const LOCK_PROJECT: &str = concat!(
-    "INSERT INTO projects (key, head_revision, last_write_us, created_us, memory_revision) VALUES ($1, 1, ",
-    now_us!(),
-    ", ",
-    now_us!(),
-    ", CASE WHEN $3 THEN 1 ELSE 0 END) ON CONFLICT (key) DO UPDATE SET head_revision = projects.head_revision + 1, ",
-    "memory_revision = CASE WHEN $3 THEN projects.head_revision + 1 ELSE projects.memory_revision END, ",
-    "last_write_us = MAX(projects.last_write_us, ",
-    now_us!(),
-    ") RETURNING head_revision, last_write_us, memory_caps, ",
-    "(SELECT request_hash FROM requests WHERE project = $1 AND request_id = $2), ",
-    "(SELECT reply FROM requests WHERE project = $1 AND request_id = $2)"
-);
-
-/// The project lock (`LOCK_PROJECT`), with the write's savepoint statements in front: one
-/// hand-off to the connection's thread.
-async fn lock_project(
-    tx: &mut Tx,
-    project: &str,
-    request_id: Option<&str>,
-    memory: bool,
-) -> Result<Locked, sqlx::Error> {
-    let opening = tx.take_opening().unwrap_or_default();
-    let opened = if opening.is_empty() { 0 } else { opening.split("; ").count() };
-    let sql =
-        [opening.as_str(), LOCK_PROJECT].into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>().join("; ");
-    let query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(project).bind(request_id).bind(memory);
-    let layout = LockLayout { lock: opened, request: None };
-    // Several statements in one prepared query: SQLite's own way (sqlx's driver steps
-    // through them, as for every `Combined`).
-    let results = sqlx::Executor::fetch_many(&mut **tx, query);
-    let (locked, _) = lock_rows(results, layout).await?;
-    Ok(locked)
-}
-
 impl SqliteStore {
     /// Runs `reads` in order as one query on one connection: one hand-off in all. Each
     /// statement reads the database as its turn comes, so every read sees at least what
@@ -162,6 +122,26 @@ impl SqliteStore {
     }
 }
 
+/// The rows of a query of several statements, by statement: each statement's rows come
+/// before its completion. One list per statement, and one more (empty) after the last.
+async fn rows_by_statement<S>(mut results: S) -> Result<Vec<Vec<Row>>, sqlx::Error>
+where
+    S: futures::Stream<Item = Result<sqlx::Either<<Db as sqlx::Database>::QueryResult, Row>, sqlx::Error>>
+        + Unpin,
+{
+    use futures::TryStreamExt;
+
+    let (mut rows, mut current) = (Vec::new(), Vec::new());
+    while let Some(item) = results.try_next().await? {
+        match item {
+            sqlx::Either::Left(_) => rows.push(std::mem::take(&mut current)),
+            sqlx::Either::Right(row) => current.push(row),
+        }
+    }
+    rows.push(current);
+    Ok(rows)
+}
+
 /// `sql` with each parameter `$n` renumbered `$n+by`, to follow another statement's in one
 /// query (SQLite binds `$n` to the query's n-th value, whichever statement it is in). Only
 /// for Baton's own statements: a `$` in a string literal would be renumbered too.
@@ -181,24 +161,12 @@ fn shift_parameters(sql: &str, by: usize) -> String {
     out + rest
 }
 
-/// Joins the statements of a `Combined` query: SQLite runs `;`-separated statements in order.
-fn open_statement(sql: &mut sqlx::QueryBuilder<Db>, before: usize) {
-    if before > 0 {
-        sql.push("; ");
-    }
-}
-
-fn close_statements(_sql: &mut sqlx::QueryBuilder<Db>) {}
-
-/// Nothing to announce: other processes do not share this database's watchers.
-fn announce(_store: &Backend, _project: &str, _revision: i64) {}
-
-/// A resume's brief is read once the write has read all it needs (`Store::resume_session`):
+/// A resume's brief is read once the write has read all it needs (`service::resume`):
 /// SQLite's reads and writes all compete for the same cores, and read side by side they
 /// slowed each other (the write's lease waited up to a scheduler slice, 0.75 ms, p90).
 const RESUME_BRIEF_WAITS: bool = true;
 
-include!("../shared/write.rs");
+include!("../shared/head.rs");
 include!("../shared/sessions.rs");
 include!("../shared/checkpoints.rs");
 include!("../shared/memory.rs");

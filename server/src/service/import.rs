@@ -1,0 +1,258 @@
+//! Import (`baton-server import`): a batch of an archive's lines for one project, its
+//! revisioned rows in one write with one event each (revisions renumbered, ids kept). Rows
+//! whose id the target already has, in any project, are skipped, so an interrupted import
+//! can simply be run again.
+
+use std::collections::{HashMap, HashSet};
+
+use baton_proto::v1::{Actor, CheckpointRef, Event, EventKind, MemoryChange, MemoryOp};
+
+use super::write::{self, Begun, Write};
+use crate::core::checkpoint::{Header, state_digest_of_stored};
+use crate::error::{Error, Result};
+use crate::store::maintenance::{MaintenanceTx, Table};
+use crate::store::model::{Change, Checkpoint, Entry, Lock, Session};
+use crate::store::rows::decode_actor;
+use crate::store::transfer::{CheckpointLine, ImportCounts, Line, MemoryLine, RecordLine, SessionLine};
+use crate::store::{Store, WriteCtx, WriteTx};
+
+/// Imports one batch of a project's lines: chunks and settings first (they carry no
+/// revision), then the rest in one write.
+#[tracing::instrument(level = "debug", skip_all, fields(project = %project))]
+pub async fn batch<S: Store>(
+    store: &S,
+    project: String,
+    memory_caps: Option<String>,
+    lines: Vec<Line>,
+) -> Result<ImportCounts> {
+    let (chunks, lines): (Vec<Line>, Vec<Line>) =
+        lines.into_iter().partition(|l| matches!(l, Line::Chunk(_)));
+    let chunks =
+        chunks.into_iter().filter_map(|l| if let Line::Chunk(c) = l { Some(c) } else { None }).collect();
+    let mut counts = store.import_unrevisioned(project.clone(), memory_caps, chunks).await?;
+    let actor = Actor { token: "baton-server import".into(), ..Actor::default() };
+    let ctx = WriteCtx { actor, ..WriteCtx::default() };
+    let lock = Lock { project: &project, request_id: None, memory: true, first_read: None };
+    let Begun::Fresh(w) = write::begin(store, lock, &ctx).await? else {
+        return Err(Error::internal("an import write without a request id replayed"));
+    };
+    let mut import = Import { w, project: &project, seen: Seen::default(), events: 0 };
+    for line in lines {
+        let imported = match line {
+            Line::Header { .. } | Line::Project { .. } | Line::Chunk(_) => continue,
+            Line::Session(s) => import.session(*s).await?,
+            Line::Checkpoint(c) => import.checkpoint(*c).await?,
+            Line::Memory(m) => import.memory(m).await?,
+            Line::Record(r) => import.record(r).await?,
+        };
+        if imported {
+            counts.imported += 1;
+        } else {
+            counts.skipped += 1;
+        }
+    }
+    if import.events == 0 {
+        // Nothing revisioned: no revision used.
+        import.w.rollback().await?;
+        return Ok(counts);
+    }
+    import.w.finish(&ctx, &baton_proto::v1::ListEventsResponse::default()).await?;
+    Ok(counts)
+}
+
+/// What this batch imported so far: its changes are applied only when it commits, so the
+/// store cannot tell of them yet.
+#[derive(Default)]
+struct Seen {
+    /// Sessions, with their head checkpoint.
+    sessions: HashMap<String, Option<String>>,
+    checkpoints: HashSet<String>,
+    entries: HashSet<String>,
+    records: HashSet<String>,
+    /// The newest revision among a record's imported entries.
+    record_revision: HashMap<String, i64>,
+}
+
+struct Import<'a, T> {
+    w: Write<T>,
+    project: &'a str,
+    seen: Seen,
+    events: usize,
+}
+
+impl<T: WriteTx + MaintenanceTx> Import<'_, T> {
+    /// Whether a row with this id exists, here or in any project.
+    async fn exists(&mut self, table: Table, id: &str) -> Result<bool> {
+        let seen = match table {
+            Table::Sessions => self.seen.sessions.contains_key(id),
+            Table::Checkpoints => self.seen.checkpoints.contains(id),
+            Table::Memory => self.seen.entries.contains(id),
+        };
+        Ok(seen || self.w.tx().owner(table, id).await?.is_some())
+    }
+
+    fn emit(&mut self, event: Event) -> Result<()> {
+        self.w.emit(event)?;
+        self.events += 1;
+        Ok(())
+    }
+
+    async fn session(&mut self, s: SessionLine) -> Result<bool> {
+        if self.exists(Table::Sessions, &s.id).await? {
+            return Ok(false);
+        }
+        let revision = self.w.revision();
+        let row = Session {
+            id: s.id,
+            project: self.project.to_owned(),
+            agent: s.agent,
+            agent_session_id: s.agent_session_id,
+            host: s.host,
+            user_name: s.user_name,
+            cwd: s.cwd,
+            branch: s.branch,
+            goal: s.goal,
+            status: s.status,
+            lease_ttl_ms: s.lease_ttl_ms,
+            last_seen_us: s.last_seen_us,
+            head_checkpoint_id: s.head_checkpoint_id,
+            git_base: s.git_base,
+            git_head: s.git_head,
+            summary: s.summary,
+            tool_count: s.tool_count,
+            resumed_from: s.resumed_from,
+            resumed_by: s.resumed_by,
+            metadata: s.metadata,
+            created_us: s.created_us,
+            updated_us: s.updated_us,
+            revision,
+            written_us: s.written_us,
+            author: s.author,
+            head_revision: revision,
+            head_written_us: s.head_written_us,
+            head_author: s.head_author,
+        };
+        let mut ev = write::event(EventKind::SessionStarted, "session", &row.id, &decode_actor(&row.author));
+        ev.value = Some(baton_proto::v1::event::Value::Session(row.to_proto()));
+        self.seen.sessions.insert(row.id.clone(), row.head_checkpoint_id.clone());
+        self.w.apply(Change::InsertSession(Box::new(row)));
+        self.emit(ev)?;
+        Ok(true)
+    }
+
+    async fn checkpoint(&mut self, c: CheckpointLine) -> Result<bool> {
+        if self.exists(Table::Checkpoints, &c.id).await? {
+            return Ok(false);
+        }
+        let head = match self.seen.sessions.get(&c.session_id) {
+            Some(head) => head.clone(),
+            None => match self.w.tx().session(&c.session_id).await? {
+                Some(session) => session.head_checkpoint_id,
+                None => {
+                    return Err(Error::InvalidArgument(format!(
+                        "checkpoint {} belongs to session {}, which is neither in the export nor in project {:?}",
+                        c.id, c.session_id, self.project
+                    )));
+                }
+            },
+        };
+        let revision = self.w.revision();
+        // Not carried by the archive: computed from what it carries, and only if that verifies.
+        let header = Header {
+            session_id: &c.session_id,
+            kind: c.kind,
+            reason: &c.reason,
+            payload_content_type: &c.payload_content_type,
+            blobs: &c.blobs,
+        };
+        let state_digest = state_digest_of_stored(&header, &c.state, &c.payload, &c.compression, &c.digest);
+        let mut ev =
+            write::event(EventKind::CheckpointCreated, "checkpoint", &c.id, &decode_actor(&c.author));
+        ev.value = Some(baton_proto::v1::event::Value::Checkpoint(CheckpointRef {
+            id: c.id.clone(),
+            session_id: c.session_id.clone(),
+            parent_id: c.parent_id.clone().unwrap_or_default(),
+            digest: c.digest.clone(),
+            kind: c.kind,
+            is_head: head.as_deref() == Some(c.id.as_str()),
+        }));
+        self.seen.checkpoints.insert(c.id.clone());
+        self.w.apply(Change::InsertCheckpoint(Box::new(Checkpoint {
+            id: c.id,
+            session_id: c.session_id,
+            project: self.project.to_owned(),
+            parent_id: c.parent_id,
+            kind: c.kind,
+            reason: c.reason,
+            state: c.state,
+            payload: c.payload,
+            payload_content_type: c.payload_content_type,
+            compression: c.compression,
+            size_bytes: c.size_bytes,
+            digest: c.digest,
+            state_digest: Some(state_digest),
+            created_us: c.created_us,
+            revision,
+            author: c.author,
+            blobs: c.blobs,
+        })));
+        self.emit(ev)?;
+        Ok(true)
+    }
+
+    async fn memory(&mut self, m: MemoryLine) -> Result<bool> {
+        if self.exists(Table::Memory, &m.id).await? {
+            return Ok(false);
+        }
+        let revision = self.w.revision();
+        let entry = Entry {
+            id: m.id,
+            category: m.category,
+            branch: m.branch,
+            key: m.key,
+            content: m.content,
+            rationale: m.rationale,
+            author: decode_actor(&m.author),
+            revision,
+            seq: m.seq,
+            created_us: m.created_us,
+            evicted: m.evicted,
+            record_revision: revision,
+        };
+        let op =
+            if entry.category == crate::core::memory::NOTE { MemoryOp::Upsert } else { MemoryOp::Append };
+        let mut ev = write::event(EventKind::MemoryChanged, "memory", &m.record, &entry.author);
+        ev.value = Some(baton_proto::v1::event::Value::Memory(MemoryChange {
+            category: entry.category.clone(),
+            branch: entry.branch.clone(),
+            key: entry.key.clone(),
+            op: op as i32,
+            entries: vec![entry.to_proto(self.project)],
+            ..Default::default()
+        }));
+        self.seen.entries.insert(entry.id.clone());
+        self.seen.record_revision.insert(m.record.clone(), revision);
+        self.w.apply(Change::InsertEntries { record: m.record, entries: vec![entry] });
+        self.emit(ev)?;
+        Ok(true)
+    }
+
+    /// A record's LWW version, if the target has none: its revision is that of the latest
+    /// entry of the record.
+    async fn record(&mut self, r: RecordLine) -> Result<bool> {
+        if self.seen.records.contains(&r.record) {
+            return Ok(false);
+        }
+        let (exists, stored) = self.w.tx().record_revisions(&r.record).await?;
+        let latest = stored.max(self.seen.record_revision.get(&r.record).copied());
+        let (None, Some(revision)) = (exists, latest) else { return Ok(false) };
+        self.seen.records.insert(r.record.clone());
+        self.w.apply(Change::PutRecordVersion {
+            record: r.record,
+            revision,
+            written_us: r.written_us,
+            author: decode_actor(&r.author),
+        });
+        Ok(true)
+    }
+}
