@@ -149,9 +149,8 @@ async fn tokens<S: Store>(store: &S, command: &config::TokenCommand) -> anyhow::
         TokenCommand::Create { name, role, project } => {
             let secret = core::access::new_secret();
             let first = !store.any_tokens().await?;
-            store
-                .create_token(name.clone(), role.clone(), project.clone(), core::access::hash_secret(&secret))
-                .await?;
+            let hash = core::access::hash_secret(&secret);
+            crate::service::tokens::create(store, name.clone(), role.clone(), project.clone(), hash).await?;
             println!("{secret}");
             eprintln!(
                 "created {role} token {name:?}{}. The secret above is shown only once: give it to its user (BATON_TOKEN).",

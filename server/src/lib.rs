@@ -83,7 +83,7 @@ async fn prepare_access<S: Store>(
             anyhow::bail!("BATON_BOOTSTRAP_ADMIN_TOKEN is too short: use at least 16 random characters");
         }
         let hash = core::access::hash_secret(secret);
-        store.create_token("bootstrap-admin".into(), "admin".into(), None, hash).await?;
+        service::tokens::create(store, "bootstrap-admin".into(), "admin".into(), None, hash).await?;
         tracing::info!("created the first admin token (bootstrap-admin) from BATON_BOOTSTRAP_ADMIN_TOKEN");
     }
     let open = !store.any_tokens().await?;

@@ -99,10 +99,8 @@ impl<S: Store> AdminService for Api<S> {
             validate::project("project", p)?;
         }
         let secret = crate::core::access::new_secret();
-        let row = self
-            .store
-            .create_token(req.name, req.role, project, crate::core::access::hash_secret(&secret))
-            .await?;
+        let hash = crate::core::access::hash_secret(&secret);
+        let row = crate::service::tokens::create(&self.store, req.name, req.role, project, hash).await?;
         tracing::info!(token = %row.name, role = %row.role, by = %who.name(), "token created");
         Ok(Response::new(CreateTokenResponse { token: Some(token_proto(row)), secret }))
     }
@@ -154,13 +152,33 @@ impl<S: Store> AdminService for Api<S> {
         let mut out = Vec::with_capacity(projects.len());
         for p in projects {
             match self.store.project_stats(p.clone()).await? {
-                Some(stats) => out.push(stats),
+                Some(counts) => out.push(stats(p, counts)),
                 None if named => return Err(Error::NotFound(format!("project: no project {p:?}")).into()),
                 // A scoped token's project that has no data yet.
                 None => {}
             }
         }
         Ok(Response::new(GetStatsResponse { projects: out }))
+    }
+}
+
+/// A project's counts as GetStats gives them.
+fn stats(project: String, c: crate::store::model::ProjectCounts) -> baton_proto::v1::ProjectStats {
+    let name = |status: i32| {
+        let name = baton_proto::v1::SessionStatus::try_from(status).map_or("unknown", |s| s.as_str_name());
+        name.trim_start_matches("SESSION_STATUS_").to_ascii_lowercase()
+    };
+    baton_proto::v1::ProjectStats {
+        project,
+        head_revision: c.head_revision,
+        sessions: c.statuses.into_iter().map(|(status, n)| (name(status), n)).collect(),
+        checkpoints: c.checkpoints,
+        checkpoint_bytes: c.checkpoint_bytes,
+        memory_entries: c.memory_entries,
+        events: c.events,
+        oldest_kept_revision: c.events_from,
+        chunks: c.chunks,
+        chunk_bytes: c.chunk_bytes,
     }
 }
 

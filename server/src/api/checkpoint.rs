@@ -181,7 +181,9 @@ impl<S: Store> CheckpointService for Api<S> {
             )
             .await?;
         let include_payload = request.get_ref().include_payload;
-        Ok(Response::new(self.store.get_checkpoint(auth.id, include_payload, auth.within).await?))
+        Ok(Response::new(
+            crate::service::checkpoint::get(&self.store, auth.id, include_payload, auth.within).await?,
+        ))
     }
 
     async fn list_checkpoints(
@@ -201,7 +203,15 @@ impl<S: Store> CheckpointService for Api<S> {
             Some(validate::uuid("page_token", &id)?.to_string())
         };
         Ok(Response::new(
-            self.store.list_checkpoints(auth.id, req.include_state, page_size, after, auth.within).await?,
+            crate::service::checkpoint::list(
+                &self.store,
+                auth.id,
+                req.include_state,
+                page_size,
+                after,
+                auth.within,
+            )
+            .await?,
         ))
     }
 
@@ -216,7 +226,8 @@ impl<S: Store> CheckpointService for Api<S> {
         for (i, d) in req.digests.iter().enumerate() {
             check_digest(&format!("digests[{i}]"), d)?;
         }
-        let missing = self.store.missing_chunks(req.project, req.digests).await?;
+        let missing =
+            crate::service::checkpoint::missing_chunks(&self.store, req.project, req.digests).await?;
         Ok(Response::new(MissingChunksResponse { missing }))
     }
 

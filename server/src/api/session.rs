@@ -88,7 +88,7 @@ impl<S: Store> SessionService for Api<S> {
             .auth
             .check_entity(&request, Need::Read, Entity::Session, "session_id", &request.get_ref().session_id)
             .await?;
-        Ok(Response::new(self.store.get_session(auth.id, auth.within).await?))
+        Ok(Response::new(crate::service::session::get(&self.store, auth.id, auth.within).await?))
     }
 
     async fn list_sessions(
@@ -128,7 +128,7 @@ impl<S: Store> SessionService for Api<S> {
             limit: validate::page_size("page_size", req.page_size, 100, 1000)?,
             before_id,
         };
-        Ok(Response::new(self.store.list_sessions(query).await?))
+        Ok(Response::new(crate::service::session::list(&self.store, query).await?))
     }
 
     async fn update_session(

@@ -16,6 +16,7 @@ pub mod retention;
 pub mod set_item;
 pub mod status;
 pub mod time;
+pub mod tree;
 pub mod validate;
 
 /// Secret redaction, shared with the client (it lives in `baton-proto` so both apply the

@@ -15,6 +15,12 @@ pub fn us(ts: &Timestamp) -> i64 {
     ts.seconds.saturating_mul(1_000_000).saturating_add(i64::from(ts.nanos) / 1000)
 }
 
+/// Now by this machine's clock, in µs since the epoch (for rows whose time is not a
+/// write's: tokens, chunks).
+pub fn now_us() -> i64 {
+    us(&Timestamp::from(std::time::SystemTime::now()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,18 +2,25 @@
 //! session's head as `core::head` decides (a fork is reported as a conflict on the head,
 //! both branches kept).
 
-use baton_proto::v1::{CheckpointRef, CreateCheckpointResponse, EventKind, RecordValue, record_value};
+use std::collections::HashMap;
+
+use baton_proto::v1::{
+    Checkpoint as CheckpointMessage, CheckpointRef, CreateCheckpointResponse, EventKind,
+    GetCheckpointResponse, ListCheckpointsResponse, RecordValue, record_value,
+};
 
 use super::session::{self, project_of};
 use super::write::{self, Begun, Write, event, replayed};
 use crate::core::conflict::{self, Contested};
 use crate::core::head;
 use crate::core::lww::{Decision, RecordVersion};
+use crate::core::page::{Budget, REPLY_BUDGET};
 use crate::core::status;
+use crate::core::tree;
 use crate::error::{Error, Result};
-use crate::store::model::{Change, Checkpoint, FirstRead, Lock};
+use crate::store::model::{Change, Checkpoint, FirstRead, Lock, Node};
 use crate::store::rows::{decode_actor, encode_actor};
-use crate::store::{NewCheckpoint, Store, Within, WriteCtx, WriteTx};
+use crate::store::{Entity, NewCheckpoint, Store, Within, WriteCtx, WriteTx, is_within};
 
 /// CreateCheckpoint.
 #[tracing::instrument(level = "debug", skip_all)]
@@ -162,4 +169,132 @@ fn stored(
         author: encode_actor(&ctx.actor),
         blobs,
     }
+}
+
+/// GetCheckpoint: verified, with its payload if asked (without it, verified by its state's
+/// digest, as lists are: the payload, maybe megabytes, is neither read nor hashed).
+#[tracing::instrument(level = "debug", skip_all)]
+pub async fn get<S: Store>(
+    store: &S,
+    id: uuid::Uuid,
+    include_payload: bool,
+    within: Within,
+) -> Result<GetCheckpointResponse> {
+    let id = id.to_string();
+    let missing = || Error::NotFound(format!("checkpoint_id: no checkpoint {id}"));
+    let project = store.project_of(Entity::Checkpoint, id.clone()).await?.filter(|p| is_within(p, &within));
+    let project = project.ok_or_else(missing)?;
+    let as_of_revision = store.head_revision(project).await?;
+    let row = store.checkpoint(id.clone(), include_payload).await?.ok_or_else(missing)?;
+    let checkpoint = if include_payload { row.verified(true)? } else { row.verified_state()? };
+    Ok(GetCheckpointResponse { checkpoint: Some(checkpoint), as_of_revision })
+}
+
+/// ListCheckpoints: one page of a session's checkpoints in tree order (`core::tree`), after
+/// the checkpoint `after` when given. Payloads are never read; states are read a batch at a
+/// time, each batch's stored bytes within the reply budget, so memory is that of a page.
+#[tracing::instrument(level = "debug", skip_all)]
+pub async fn list<S: Store>(
+    store: &S,
+    session_id: uuid::Uuid,
+    include_state: bool,
+    page_size: i64,
+    after: Option<String>,
+    within: Within,
+) -> Result<ListCheckpointsResponse> {
+    let session_id = session_id.to_string();
+    let missing = || Error::NotFound(format!("session_id: no session {session_id}"));
+    let project =
+        store.project_of(Entity::Session, session_id.clone()).await?.filter(|p| is_within(p, &within));
+    let project = project.ok_or_else(missing)?;
+    // Head revision first, then the data: what is read is at least as new as as_of.
+    let as_of_revision = store.head_revision(project).await?;
+    let head = store.session(session_id.clone()).await?.ok_or_else(missing)?.head_checkpoint_id;
+    let nodes = store.checkpoint_nodes(session_id).await?;
+    let order = tree::order(nodes.iter().map(|n| (n.id.as_str(), n.parent_id.as_deref())));
+    let next = match &after {
+        None => 0,
+        Some(id) => match order.iter().position(|(i, _)| &nodes[*i].id == id) {
+            Some(at) => at + 1,
+            None => {
+                return Err(Error::FailedPrecondition(format!(
+                    "page_token: checkpoint {id} is no longer in this session's list (retention pruned it since the \
+                     previous page, or the token is another list's); list again from the first page"
+                )));
+            }
+        },
+    };
+    let (checkpoints, more) = page(store, &nodes, &order[next..], include_state, page_size).await?;
+    let next_page_token = match checkpoints.last() {
+        Some(last) if more => crate::core::page::token(&last.id),
+        _ => String::new(),
+    };
+    Ok(ListCheckpointsResponse {
+        checkpoints,
+        head_checkpoint_id: head.unwrap_or_default(),
+        as_of_revision,
+        next_page_token,
+    })
+}
+
+/// The checkpoints of a page, from `order` on, and whether any follow it.
+async fn page<S: Store>(
+    store: &S,
+    nodes: &[Node],
+    order: &[(usize, i32)],
+    include_state: bool,
+    page_size: i64,
+) -> Result<(Vec<CheckpointMessage>, bool)> {
+    const BATCH: usize = 64;
+    let mut page = Budget::new(page_size);
+    let mut checkpoints = Vec::new();
+    let mut next = 0;
+    while next < order.len() {
+        let mut stored = 0usize;
+        let batch: Vec<&(usize, i32)> = order[next..]
+            .iter()
+            .take(BATCH)
+            .enumerate()
+            .take_while(|(n, (i, _))| {
+                stored = stored.saturating_add(usize::try_from(nodes[*i].state_bytes).unwrap_or(usize::MAX));
+                *n == 0 || stored <= REPLY_BUDGET
+            })
+            .map(|(_, node)| node)
+            .collect();
+        let ids = batch.iter().map(|(i, _)| nodes[*i].id.clone()).collect();
+        let mut rows: HashMap<String, Checkpoint> =
+            store.checkpoints(ids).await?.into_iter().map(|r| (r.id.clone(), r)).collect();
+        for (i, depth) in batch {
+            // Gone since the shape was read (retention): not listed.
+            if let Some(row) = rows.remove(&nodes[*i].id) {
+                let mut cp = row
+                    .verified_state()
+                    .unwrap_or_else(|_| CheckpointMessage { corrupt: true, ..row.to_meta() });
+                if !include_state {
+                    cp.state = None;
+                }
+                cp.depth = *depth;
+                if !page.take(prost::Message::encoded_len(&cp)) {
+                    return Ok((checkpoints, true));
+                }
+                checkpoints.push(cp);
+            }
+            next += 1;
+        }
+    }
+    Ok((checkpoints, false))
+}
+
+/// Which of these chunk digests the project has no chunk for, in their order.
+pub async fn missing_chunks<S: Store>(
+    store: &S,
+    project: String,
+    digests: Vec<String>,
+) -> Result<Vec<String>> {
+    if digests.is_empty() {
+        return Ok(Vec::new());
+    }
+    let present: std::collections::HashSet<String> =
+        store.present_chunks(project, digests.clone()).await?.into_iter().collect();
+    Ok(digests.into_iter().filter(|d| !present.contains(d)).collect())
 }

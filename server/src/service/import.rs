@@ -27,8 +27,18 @@ pub async fn batch<S: Store>(
 ) -> Result<ImportCounts> {
     let (chunks, lines): (Vec<Line>, Vec<Line>) =
         lines.into_iter().partition(|l| matches!(l, Line::Chunk(_)));
-    let chunks =
+    let chunks: Vec<_> =
         chunks.into_iter().filter_map(|l| if let Line::Chunk(c) = l { Some(c) } else { None }).collect();
+    for c in &chunks {
+        // An archive is not trusted more than a client: what it stores must unpack to its
+        // declared size and digest.
+        if let Err(e) = crate::core::chunk::unpack(&c.digest, &c.data, c.size_bytes) {
+            return Err(Error::InvalidArgument(format!(
+                "archive: chunk {} of project {project:?}: {e}",
+                c.digest
+            )));
+        }
+    }
     let mut counts = store.import_unrevisioned(project.clone(), memory_caps, chunks).await?;
     let actor = Actor { token: "baton-server import".into(), ..Actor::default() };
     let ctx = WriteCtx { actor, ..WriteCtx::default() };

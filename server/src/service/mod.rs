@@ -10,4 +10,5 @@ pub mod purge;
 pub mod resume;
 pub mod retention;
 pub mod session;
+pub mod tokens;
 pub(crate) mod write;

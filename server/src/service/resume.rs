@@ -21,7 +21,7 @@ use crate::core::lww::Decision;
 use crate::core::resume::{self, Asked, Candidate, Step, Walk};
 use crate::core::validate;
 use crate::error::{Error, Result};
-use crate::store::model::{Lock, Session};
+use crate::store::model::{FirstRead, Lock, Session};
 use crate::store::{BriefFor, Store, WriteCtx, WriteTx};
 
 /// `ResumeSession`: the write, and the brief its reply carries (of `budget` characters).
@@ -101,12 +101,13 @@ async fn resume<S: Store>(
         Some(resume_session_request::Target::CheckpointId(id)) => Asked::Checkpoint(id),
         None => Asked::Latest,
     };
-    let lock = Lock {
-        project: &req.project,
-        request_id: ctx.request_id.as_deref(),
-        memory: false,
-        first_read: None,
+    // A named session is read with the lock.
+    let first_read = match asked {
+        Asked::Session(id) => Some(FirstRead::Session(id)),
+        _ => None,
     };
+    let lock =
+        Lock { project: &req.project, request_id: ctx.request_id.as_deref(), memory: false, first_read };
     let mut w = match write::begin(store, lock, &ctx).await? {
         Begun::Replay(bytes) => return replayed(&bytes, |r: &mut ResumeSessionResponse| r.result.as_mut()),
         Begun::Fresh(w) => w,
@@ -137,6 +138,7 @@ async fn resume<S: Store>(
         git_base: &resume::git_base(git_head, &resumed_from.git_head),
         resumed_from: Some(&resumed_from.id),
         metadata: &std::collections::HashMap::new(),
+        generated: req.new_session_id.is_empty(),
     };
     let session = session::insert(&mut w, &new, &ctx)
         .await?
@@ -169,7 +171,10 @@ fn tell(settled: &mut Option<oneshot::Sender<()>>) {
 
 /// The session the resume takes over, or NOT_FOUND saying what was missing.
 async fn target<T: WriteTx>(w: &mut Write<T>, asked: Asked<'_>, project: &str) -> Result<Session> {
-    let mut candidates = w.tx().resume_candidates(asked).await?;
+    let mut candidates = match asked {
+        Asked::Session(id) => w.tx().session(id).await?.into_iter().collect(),
+        _ => w.tx().resume_candidates(asked).await?,
+    };
     let chosen = {
         let view: Vec<Candidate<'_>> = candidates
             .iter()

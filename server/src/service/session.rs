@@ -3,8 +3,9 @@
 //! liveness alone (`last_seen_at`, `tool_count`) is not a write and takes neither.
 
 use baton_proto::v1::{
-    Actor, EndSessionRequest, EndSessionResponse, EventKind, HeartbeatResponse, RecordValue, SessionStatus,
-    StartSessionRequest, StartSessionResponse, UpdateSessionRequest, UpdateSessionResponse, record_value,
+    Actor, EndSessionRequest, EndSessionResponse, EventKind, GetSessionResponse, HeartbeatResponse,
+    ListSessionsResponse, RecordValue, SessionStatus, StartSessionRequest, StartSessionResponse,
+    UpdateSessionRequest, UpdateSessionResponse, record_value,
 };
 
 use super::write::{self, Begun, Write, event, replayed};
@@ -15,7 +16,7 @@ use crate::core::time::ts;
 use crate::error::{Error, Result};
 use crate::store::model::{Change, FirstRead, Lock, Session};
 use crate::store::rows::encode_actor;
-use crate::store::{Entity, Expiry, Store, Within, WriteCtx, WriteTx, is_within};
+use crate::store::{Entity, Expiry, SessionQuery, Store, Within, WriteCtx, WriteTx, is_within};
 
 /// The fields of a new session (StartSession, or ResumeSession's successor).
 pub(crate) struct NewSession<'a> {
@@ -33,6 +34,8 @@ pub(crate) struct NewSession<'a> {
     pub git_base: &'a str,
     pub resumed_from: Option<&'a str>,
     pub metadata: &'a std::collections::HashMap<String, String>,
+    /// The server made the id (a uuid v7): no session can have it yet.
+    pub generated: bool,
 }
 
 fn not_found(id: &str) -> Error {
@@ -97,6 +100,8 @@ pub async fn start<S: Store>(
         git_base: &req.git_base,
         resumed_from: None,
         metadata: &req.metadata,
+        // Read with the lock either way (`lock`): checking costs nothing.
+        generated: false,
     };
     let session = insert(&mut w, &new, &ctx)
         .await?
@@ -121,7 +126,7 @@ pub(crate) async fn insert<T: WriteTx>(
     s: &NewSession<'_>,
     ctx: &WriteCtx,
 ) -> Result<Option<Session>> {
-    if w.tx().session(s.id).await?.is_some() {
+    if !s.generated && w.tx().session(s.id).await?.is_some() {
         return Ok(None);
     }
     let revision = w.revision();
@@ -381,4 +386,39 @@ pub(crate) fn emit_status<T: WriteTx>(w: &mut Write<T>, row: &Session, actor: &A
     let mut ev = event(EventKind::SessionStatusChanged, "session", &row.id, actor);
     ev.value = Some(baton_proto::v1::event::Value::Session(row.to_proto()));
     w.emit(ev).map(drop)
+}
+
+/// GetSession: the session, and the project's revision it is at least as new as.
+#[tracing::instrument(level = "debug", skip_all)]
+pub async fn get<S: Store>(store: &S, id: uuid::Uuid, within: Within) -> Result<GetSessionResponse> {
+    let id = id.to_string();
+    let missing = || Error::NotFound(format!("session_id: no session {id}"));
+    let project = store.project_of(Entity::Session, id.clone()).await?.filter(|p| is_within(p, &within));
+    let project = project.ok_or_else(missing)?;
+    // The head first: what is read after it is at least that new.
+    let as_of_revision = store.head_revision(project).await?;
+    let row = store.session(id.clone()).await?.ok_or_else(missing)?;
+    Ok(GetSessionResponse { session: Some(row.to_proto()), as_of_revision })
+}
+
+/// ListSessions: a page of a project's sessions, newest first, within the reply's budget.
+#[tracing::instrument(level = "debug", skip_all, fields(project = %query.project))]
+pub async fn list<S: Store>(store: &S, query: SessionQuery) -> Result<ListSessionsResponse> {
+    let as_of_revision = store.head_revision(query.project.clone()).await?;
+    let mut page = crate::core::page::Budget::new(query.limit);
+    let mut sessions = Vec::new();
+    let mut more = false;
+    for row in store.sessions(query).await? {
+        let session = row.to_proto();
+        if !page.take(prost::Message::encoded_len(&session)) {
+            more = true;
+            break;
+        }
+        sessions.push(session);
+    }
+    let next_page_token = match sessions.last() {
+        Some(last) if more => last.id.clone(),
+        _ => String::new(),
+    };
+    Ok(ListSessionsResponse { sessions, next_page_token, as_of_revision })
 }

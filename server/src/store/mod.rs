@@ -22,9 +22,8 @@ use std::collections::HashMap;
 use std::future::Future;
 
 use baton_proto::v1::{
-    Actor, CreateCheckpointRequest, Event, GetCheckpointResponse, GetSessionResponse,
-    ListCheckpointsResponse, ListConflictsResponse, ListEventsResponse, ListMemoryRequest,
-    ListMemoryResponse, ListSessionsResponse, SessionStatus,
+    Actor, CreateCheckpointRequest, Event, ListConflictsResponse, ListEventsResponse, ListMemoryRequest,
+    ListMemoryResponse, SessionStatus,
 };
 use uuid::Uuid;
 
@@ -206,29 +205,20 @@ pub trait Store: Clone + Send + Sync + 'static {
         &self,
         expiry: Expiry,
     ) -> impl Future<Output = Result<Vec<(String, String, i32, i64)>>> + Send;
-    fn get_session(
+    /// A session of any project, by id.
+    fn session(&self, id: String) -> impl Future<Output = Result<Option<model::Session>>> + Send;
+    /// The sessions a query selects, the newest id first, at most `limit + 1`.
+    fn sessions(&self, query: SessionQuery) -> impl Future<Output = Result<Vec<model::Session>>> + Send;
+    /// A checkpoint of any project, by id; its payload only if asked (else left empty).
+    fn checkpoint(
         &self,
-        id: Uuid,
-        within: Within,
-    ) -> impl Future<Output = Result<GetSessionResponse>> + Send;
-    fn list_sessions(&self, query: SessionQuery)
-    -> impl Future<Output = Result<ListSessionsResponse>> + Send;
-    fn get_checkpoint(
-        &self,
-        id: Uuid,
-        include_payload: bool,
-        within: Within,
-    ) -> impl Future<Output = Result<GetCheckpointResponse>> + Send;
-    /// A page of up to `page_size` checkpoints, after checkpoint `after` in the list's order.
-    fn list_checkpoints(
-        &self,
-        session_id: Uuid,
-        include_state: bool,
-        page_size: i64,
-        after: Option<String>,
-        within: Within,
-    ) -> impl Future<Output = Result<ListCheckpointsResponse>> + Send;
-    /// A page of up to `page_size` entries, after `after` in the list's order.
+        id: String,
+        payload: bool,
+    ) -> impl Future<Output = Result<Option<model::Checkpoint>>> + Send;
+    /// A session's checkpoints as tree nodes, in creation order.
+    fn checkpoint_nodes(&self, session_id: String) -> impl Future<Output = Result<Vec<model::Node>>> + Send;
+    /// Checkpoints by id, without their payloads, in no order (ids not found left out).
+    fn checkpoints(&self, ids: Vec<String>) -> impl Future<Output = Result<Vec<model::Checkpoint>>> + Send;
     fn list_memory(
         &self,
         req: ListMemoryRequest,
@@ -258,8 +248,8 @@ pub trait Store: Clone + Send + Sync + 'static {
         after: i64,
         limit: i64,
     ) -> impl Future<Output = Result<ListConflictsResponse>> + Send;
-    /// Which of these chunk digests the project lacks.
-    fn missing_chunks(
+    /// Which of these chunk digests the project has a chunk for.
+    fn present_chunks(
         &self,
         project: String,
         digests: Vec<String>,
@@ -276,13 +266,10 @@ pub trait Store: Clone + Send + Sync + 'static {
         project: String,
         digests: Vec<String>,
     ) -> impl Future<Output = Result<Vec<(String, Vec<u8>, i64)>>> + Send;
-    fn create_token(
-        &self,
-        name: String,
-        role: String,
-        project: Option<String>,
-        secret_hash: String,
-    ) -> impl Future<Output = Result<TokenRow>> + Send;
+    /// Adds a token (`service::tokens::create` checks its name is free).
+    fn insert_token(&self, token: TokenRow, secret_hash: String) -> impl Future<Output = Result<()>> + Send;
+    /// The token of that name, revoked or not.
+    fn token_named(&self, name: String) -> impl Future<Output = Result<Option<TokenRow>>> + Send;
     fn list_tokens(&self) -> impl Future<Output = Result<Vec<TokenRow>>> + Send;
     /// Whether a live token of that name was revoked.
     fn revoke_token(&self, name: String) -> impl Future<Output = Result<bool>> + Send;
@@ -312,8 +299,9 @@ pub trait Store: Clone + Send + Sync + 'static {
         after: transfer::Cursor,
         limit: i64,
     ) -> impl Future<Output = Result<(Vec<transfer::Line>, Option<transfer::Cursor>)>> + Send;
-    /// Imports what of an archive's batch carries no revision (`service::import`): the
-    /// project's memory caps, if it has none, and transcript chunks (present ones skipped).
+    /// Imports what of an archive's batch carries no revision (`service::import`, which
+    /// checks the chunks): the project's memory caps, if it has none, and transcript chunks
+    /// (present ones skipped).
     fn import_unrevisioned(
         &self,
         project: String,
@@ -324,7 +312,7 @@ pub trait Store: Clone + Send + Sync + 'static {
     fn project_stats(
         &self,
         project: String,
-    ) -> impl Future<Output = Result<Option<baton_proto::v1::ProjectStats>>> + Send;
+    ) -> impl Future<Output = Result<Option<model::ProjectCounts>>> + Send;
     /// Sessions per status (all projects), for the metrics.
     fn session_counts(&self) -> impl Future<Output = Result<Vec<(i32, i64)>>> + Send;
     /// Database pool connections: (open, idle).

@@ -62,6 +62,30 @@ pub use crate::store::rows::SessionRow as Session;
 /// A checkpoint as stored, its state and payload encoded (read straight from its row).
 pub use crate::store::rows::CheckpointRow as Checkpoint;
 
+/// A checkpoint as a node of its session's tree, with the stored size of its state.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Node {
+    pub id: String,
+    pub parent_id: Option<String>,
+    pub state_bytes: i64,
+}
+
+/// A project's counts, for GetStats.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProjectCounts {
+    pub head_revision: i64,
+    /// The oldest revision the event log keeps.
+    pub events_from: i64,
+    /// Sessions per status.
+    pub statuses: Vec<(i32, i64)>,
+    pub checkpoints: i64,
+    pub checkpoint_bytes: i64,
+    pub chunks: i64,
+    pub chunk_bytes: i64,
+    pub memory_entries: i64,
+    pub events: i64,
+}
+
 /// What the project lock gives a write.
 #[derive(Debug, Clone)]
 pub struct Locked {

@@ -41,9 +41,11 @@ macro_rules! now_us {
 /// The NOTIFY channel.
 pub const CHANNEL: &str = "baton_events";
 
+mod admin;
 mod apply;
 mod liveness;
 mod maintenance;
+mod reads;
 mod sql;
 mod write;
 
@@ -201,35 +203,6 @@ const ANALYZE_AFTER: i64 = 200;
 /// A pooled connection idle longer than this is pinged before use.
 const STALE_AFTER: Duration = Duration::from_secs(2);
 
-/// Writes that take no revision run as single statements (autocommit): one round trip each.
-async fn plain_write(store: &Backend) -> Result<Plain> {
-    Ok(Plain(store.pool.acquire().await?))
-}
-
-/// A pool connection in autocommit mode, shaped like SQLite's writer lease.
-struct Plain(sqlx::pool::PoolConnection<Db>);
-
-impl Plain {
-    /// Every statement already committed on its own.
-    #[allow(clippy::unused_async)]
-    async fn commit(self) -> Result<()> {
-        Ok(())
-    }
-}
-
-impl std::ops::Deref for Plain {
-    type Target = Conn;
-    fn deref(&self) -> &Conn {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for Plain {
-    fn deref_mut(&mut self) -> &mut Conn {
-        &mut self.0
-    }
-}
-
 impl PgStore {
     /// Runs the first of `reads`, then the others side by side, each on its own
     /// connection: every statement is a round trip, and waiting on them side by side is
@@ -332,12 +305,8 @@ async fn notify(
 const RESUME_BRIEF_WAITS: bool = false;
 
 include!("../shared/head.rs");
-include!("../shared/sessions.rs");
-include!("../shared/checkpoints.rs");
 include!("../shared/memory.rs");
 include!("../shared/reads.rs");
-include!("../shared/tokens.rs");
-include!("../shared/retention.rs");
 include!("../shared/transfer.rs");
 include!("../shared/store_impl.rs");
 include!("../shared/backfill.rs");

@@ -62,6 +62,10 @@ pub const ENTRY: &str = concat!(entry_columns!(), " WHERE m.id = $1 AND m.projec
 pub const PROJECT_SESSIONS: &str =
     concat!("SELECT ", session_columns!(), " FROM sessions WHERE project = $1");
 
+/// The sessions of a project a list selects: the project's value is bound after it, then
+/// the list's filters (`QueryBuilder`).
+pub const LIST_SESSIONS: &str = concat!("SELECT ", session_columns!(), " FROM sessions WHERE project = ");
+
 /// One session of a project. $1 id, $2 project.
 pub const SESSION: &str =
     concat!("SELECT ", session_columns!(), " FROM sessions WHERE id = $1 AND project = $2");
@@ -123,3 +127,29 @@ pub const MISSING_CHUNKS: &str = "SELECT u.digest FROM unnest($2::text[]) WITH O
 pub const SAVEPOINT: &str = "SAVEPOINT baton_maintenance";
 pub const ROLLBACK_TO_SAVEPOINT: &str = "ROLLBACK TO SAVEPOINT baton_maintenance";
 pub const RELEASE_SAVEPOINT: &str = "RELEASE SAVEPOINT baton_maintenance";
+
+/// A checkpoint's columns but its payload (`CheckpointRow`, whose payload is then empty).
+macro_rules! checkpoint_light_columns {
+    () => {
+        "id, session_id, project, parent_id, kind, reason, state, payload_content_type, compression, size_bytes, \
+         digest, state_digest, created_us, revision, author, blobs"
+    };
+}
+
+/// A session of any project. $1 id.
+pub const SESSION_BY_ID: &str = concat!("SELECT ", session_columns!(), " FROM sessions WHERE id = $1");
+
+/// A checkpoint of any project. $1 id.
+pub const CHECKPOINT_BY_ID: &str =
+    concat!("SELECT ", checkpoint_columns!(), " FROM checkpoints WHERE id = $1");
+pub const CHECKPOINT_LIGHT_BY_ID: &str =
+    concat!("SELECT ", checkpoint_light_columns!(), " FROM checkpoints WHERE id = $1");
+
+/// A session's checkpoints as tree nodes, with their states' stored sizes (Postgres reads
+/// no value to give its length), in creation order. $1 session id.
+pub const CHECKPOINT_NODES: &str = "SELECT id, parent_id, CAST(length(state) AS BIGINT) AS state_bytes \
+     FROM checkpoints WHERE session_id = $1 ORDER BY revision";
+
+/// Checkpoints without payloads. $1 their ids.
+pub const CHECKPOINTS_LIGHT: &str =
+    concat!("SELECT ", checkpoint_light_columns!(), " FROM checkpoints WHERE id = ANY($1)");

@@ -3,7 +3,7 @@
 // `postgres/mod.rs`, where `Db`, `Conn` and `Row` are the backend's own; the imports here
 // are those of every file of `shared/`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use baton_proto::v1::{Conflict, Event, SessionStatus};
 

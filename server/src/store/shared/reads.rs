@@ -5,6 +5,7 @@ use baton_proto::v1::{ListConflictsResponse, ListEventsResponse};
 use std::sync::Arc;
 
 use crate::core::brief::{self, PreviousBy};
+use crate::store::rows::{CheckpointRow, SessionRow};
 use crate::store::{BriefData, BriefFor};
 
 impl Backend {
@@ -329,6 +330,15 @@ async fn check_not_compacted(conn: &mut Conn, project: &str, after: i64) -> Resu
         ))),
         _ => Ok(()),
     }
+}
+
+/// A session status as an SQL literal, for queries whose plans depend on it. Bound, it
+/// is a parameter, and once Postgres plans a prepared statement generically it estimates
+/// any status as common as the most common one: at 10,000 active sessions the brief's
+/// search for a completed one walked every session of the project by id (1.5 ms) instead
+/// of the empty (project, status) index range.
+fn status_literal(status: SessionStatus) -> String {
+    (status as i32).to_string()
 }
 
 #[derive(Clone, Copy)]

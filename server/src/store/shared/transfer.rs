@@ -1,7 +1,7 @@
 // Export and import: pages of rows out; batches of lines in, each one write under the
 // project lock with one event per imported record (revisions renumbered, ids kept).
 
-use crate::store::transfer::{ChunkLine, CheckpointLine, Cursor, ImportCounts, Line, MemoryLine, RecordLine, SessionLine, Table};
+use crate::store::transfer::{ChunkLine, CheckpointLine, Cursor, Line, MemoryLine, RecordLine, SessionLine, Table};
 
 const SESSION_COLUMNS: &str = "id, agent, agent_session_id, host, user_name, cwd, branch, goal, status, lease_ttl_ms, last_seen_us, \
      head_checkpoint_id, git_base, git_head, summary, tool_count, resumed_from, resumed_by, metadata, created_us, updated_us, \
@@ -10,11 +10,6 @@ const CHECKPOINT_COLUMNS: &str = "id, session_id, parent_id, kind, reason, state
      size_bytes, digest, created_us, author, blobs";
 
 impl Backend {
-    /// Every project: (key, memory caps).
-    pub(crate) async fn do_list_projects(&self) -> Result<Vec<(String, String)>> {
-        Ok(sqlx::query_as("SELECT key, memory_caps FROM projects ORDER BY key").fetch_all(&self.pool).await?)
-    }
-
     /// Up to `limit` rows of a table after `after`, and the cursor past them (None at the end).
     pub(crate) async fn do_export_page(&self, project: String, table: Table, after: Cursor, limit: i64) -> Result<(Vec<Line>, Option<Cursor>)> {
         let mut conn = self.pool.acquire().await?;
@@ -75,31 +70,6 @@ impl Backend {
         };
         let next = if (lines.len() as i64) < limit && !cut_short { None } else { next };
         Ok((lines, next))
-    }
-
-    /// Imports what of a batch carries no revision: the project's memory caps (if it has
-    /// none) and transcript chunks, in a transaction of their own.
-    pub(crate) async fn do_import_unrevisioned(&self, project: String, memory_caps: Option<String>, chunks: Vec<ChunkLine>) -> Result<ImportCounts> {
-        let mut counts = ImportCounts::default();
-        let mut plain = self.writer.lease(&project, false, false).await?;
-        if let Some(caps) = &memory_caps {
-            sqlx::query("UPDATE projects SET memory_caps = $2 WHERE key = $1 AND memory_caps = '{}'").bind(&project).bind(caps).execute(&mut *plain).await?;
-        }
-        for c in &chunks {
-            // An archive is not trusted more than a client: what it stores must unpack to
-            // its declared size and digest.
-            if let Err(e) = crate::core::chunk::unpack(&c.digest, &c.data, c.size_bytes) {
-                return Err(Error::InvalidArgument(format!("archive: chunk {} of project {project:?}: {e}", c.digest)));
-            }
-            let done = sqlx::query(
-                "INSERT INTO chunks (project, digest, data, size_bytes, created_us) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (project, digest) DO NOTHING",
-            )
-            .bind(&project).bind(&c.digest).bind(&c.data).bind(c.size_bytes).bind(c.created_us)
-            .execute(&mut *plain).await?;
-            if done.rows_affected() == 1 { counts.imported += 1 } else { counts.skipped += 1 }
-        }
-        plain.commit().await?;
-        Ok(counts)
     }
 }
 

@@ -13,10 +13,7 @@ use sqlx::{Sqlite as Db, SqliteConnection as Conn, SqlitePool as Pool};
 
 use crate::events::Wakers;
 use crate::store::memory_cache::MemoryCache;
-use crate::store::writer::{Dialect, Lease, Writer};
-
-/// A write: the batching writer's connection, inside the write's own savepoint.
-type Tx = Lease<Db>;
+use crate::store::writer::{Dialect, Writer};
 
 /// µs since the epoch by the database clock.
 macro_rules! now_us {
@@ -25,8 +22,10 @@ macro_rules! now_us {
     };
 }
 
+mod admin;
 mod liveness;
 mod maintenance;
+mod reads;
 mod sql;
 mod write;
 
@@ -92,12 +91,6 @@ const DIALECT: Dialect = Dialect {
     trust_idle_for: std::time::Duration::MAX,
     writer_sends_last: true,
 };
-
-/// Writes that take no revision (liveness, chunks, token use) go through the writer too, so
-/// they never wait on SQLite's busy handler behind a batch.
-async fn plain_write(store: &Backend) -> Result<Tx> {
-    Ok(store.writer.lease("", false, false).await?)
-}
 
 impl SqliteStore {
     /// Runs `reads` in order as one query on one connection: one hand-off in all. Each
@@ -167,12 +160,8 @@ fn shift_parameters(sql: &str, by: usize) -> String {
 const RESUME_BRIEF_WAITS: bool = true;
 
 include!("../shared/head.rs");
-include!("../shared/sessions.rs");
-include!("../shared/checkpoints.rs");
 include!("../shared/memory.rs");
 include!("../shared/reads.rs");
-include!("../shared/tokens.rs");
-include!("../shared/retention.rs");
 include!("../shared/transfer.rs");
 include!("../shared/store_impl.rs");
 include!("../shared/backfill.rs");

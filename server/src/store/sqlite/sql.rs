@@ -108,6 +108,10 @@ pub const SESSION: &str =
 /// Every session of a project. Binds: project.
 pub const PROJECT_SESSIONS: &str = concat!("SELECT ", session_columns!(), " FROM sessions WHERE project = ?");
 
+/// The sessions of a project a list selects: the project's value is bound after it, then
+/// the list's filters (`QueryBuilder`).
+pub const LIST_SESSIONS: &str = concat!("SELECT ", session_columns!(), " FROM sessions WHERE project = ");
+
 /// Binds: the columns in order, then the start revision.
 pub const INSERT_SESSION: &str = concat!(
     "INSERT INTO sessions (",
@@ -194,3 +198,32 @@ pub const CHECKPOINT_OWNER: &str = "SELECT project, session_id FROM checkpoints 
 /// project.
 pub const MISSING_CHUNKS: &str = "SELECT d.value FROM json_each(?) d WHERE NOT EXISTS \
      (SELECT 1 FROM chunks c WHERE c.project = ? AND c.digest = d.value) ORDER BY d.key";
+
+/// A checkpoint's columns but its payload (`CheckpointRow`, whose payload is then empty).
+macro_rules! checkpoint_light_columns {
+    () => {
+        "id, session_id, project, parent_id, kind, reason, state, payload_content_type, compression, size_bytes, \
+         digest, state_digest, created_us, revision, author, blobs"
+    };
+}
+
+/// A session of any project. Binds: id.
+pub const SESSION_BY_ID: &str = concat!("SELECT ", session_columns!(), " FROM sessions WHERE id = ?");
+
+/// A checkpoint of any project. Binds: id.
+pub const CHECKPOINT_BY_ID: &str =
+    concat!("SELECT ", checkpoint_columns!(), " FROM checkpoints WHERE id = ?");
+pub const CHECKPOINT_LIGHT_BY_ID: &str =
+    concat!("SELECT ", checkpoint_light_columns!(), " FROM checkpoints WHERE id = ?");
+
+/// A session's checkpoints as tree nodes, with their states' stored sizes (SQLite reads no
+/// value to give its length), in creation order. Binds: session id.
+pub const CHECKPOINT_NODES: &str = "SELECT id, parent_id, CAST(length(state) AS BIGINT) AS state_bytes \
+     FROM checkpoints WHERE session_id = ? ORDER BY revision";
+
+/// Checkpoints without payloads. Binds: their ids as a JSON array.
+pub const CHECKPOINTS_LIGHT: &str = concat!(
+    "SELECT ",
+    checkpoint_light_columns!(),
+    " FROM checkpoints WHERE id IN (SELECT value FROM json_each(?))"
+);
