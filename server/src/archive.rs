@@ -40,7 +40,8 @@ pub async fn export<S: Store>(
         for table in Table::ALL {
             let mut after = Cursor::default();
             loop {
-                let (page, next) = store.export_page(project.clone(), table, after, PAGE).await?;
+                let (page, next) =
+                    crate::service::export::page(store, project.clone(), table, after, PAGE).await?;
                 for line in &page {
                     write_line(&mut out, line)?;
                 }

@@ -58,7 +58,9 @@ impl<S: Store> EventService for Api<S> {
         kinds.sort_unstable();
         kinds.dedup();
         let limit = validate::page_size("limit", req.limit, 1000, 10_000)?;
-        Ok(Response::new(self.store.list_events(req.project, after, limit, kinds).await?))
+        Ok(Response::new(
+            crate::service::log::list_events(&self.store, req.project, after, limit, kinds).await?,
+        ))
     }
 
     type WatchStream = Pin<Box<dyn Stream<Item = Result<Event, Status>> + Send + 'static>>;
@@ -141,7 +143,7 @@ impl<S: Store> EventService for Api<S> {
         validate::project("project", &req.project)?;
         let after = after_of(req.after_revision, &req.page_token)?;
         let limit = validate::page_size("limit", req.limit, 1000, 10_000)?;
-        Ok(Response::new(self.store.list_conflicts(req.project, after, limit).await?))
+        Ok(Response::new(crate::service::log::list_conflicts(&self.store, req.project, after, limit).await?))
     }
 }
 

@@ -67,7 +67,7 @@ impl<S: Store> MemoryService for Api<S> {
         } else {
             Some(crate::core::page::position("page_token", &req.page_token).map_err(Error::from)?)
         };
-        Ok(Response::new(self.store.list_memory(req, page_size, after).await?))
+        Ok(Response::new(crate::service::memory::list(&self.store, req, page_size, after).await?))
     }
 
     async fn delete_memory(

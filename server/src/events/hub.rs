@@ -227,7 +227,15 @@ impl<S: Store> Hub<S> {
                 }
             }
             loop {
-                match self.store.events_after(project.clone(), last, READ_PAGE, READ_BYTES).await {
+                match crate::service::log::events_after(
+                    &self.store,
+                    project.clone(),
+                    last,
+                    READ_PAGE,
+                    READ_BYTES,
+                )
+                .await
+                {
                     Ok((events, more)) => {
                         for event in events {
                             last = event.revision;

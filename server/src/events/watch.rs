@@ -162,10 +162,14 @@ impl<S: Store> Follower<S> {
     async fn catch_up(&mut self, shutdown: &mut signal::Receiver<bool>) -> Step {
         let mut backoff = Duration::from_millis(50);
         loop {
-            let (events, more) = match self
-                .store
-                .events_after(self.project.clone(), self.cursor, REPLAY_PAGE, REPLAY_BYTES)
-                .await
+            let (events, more) = match crate::service::log::events_after(
+                &self.store,
+                self.project.clone(),
+                self.cursor,
+                REPLAY_PAGE,
+                REPLAY_BYTES,
+            )
+            .await
             {
                 Ok(page) => page,
                 Err(e @ Error::Unavailable(_)) => {

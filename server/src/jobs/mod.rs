@@ -1,4 +1,5 @@
 //! Background jobs of a server instance.
 
+pub mod backfill;
 pub mod reaper;
 pub mod retention;

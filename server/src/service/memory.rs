@@ -8,9 +8,10 @@
 use std::collections::HashMap;
 
 use baton_proto::v1::{
-    Actor, Conflict, DeleteMemoryRequest, DeleteMemoryResponse, EventKind, MemoryChange, MemoryEntry,
-    MemoryItem, MemoryOp, MemorySet, PutMemoryRequest, PutMemoryResponse, RecordValue, SetMemoryCapsRequest,
-    SetMemoryCapsResponse, WriteOutcome, WriteResult, delete_memory_request, record_value,
+    Actor, Conflict, DeleteMemoryRequest, DeleteMemoryResponse, EventKind, ListMemoryRequest,
+    ListMemoryResponse, MemoryChange, MemoryEntry, MemoryItem, MemoryOp, MemorySet, PutMemoryRequest,
+    PutMemoryResponse, RecordValue, SetMemoryCapsRequest, SetMemoryCapsResponse, WriteOutcome, WriteResult,
+    delete_memory_request, record_value,
 };
 
 use super::write::{self, Begun, Write, event, replayed};
@@ -19,8 +20,8 @@ use crate::core::lww::{self, Decision, RecordVersion};
 use crate::core::memory::{self as rules, Semantics};
 use crate::core::set_item::{self, SetItemError, SetItemOp};
 use crate::error::{Error, Result};
-use crate::store::model::{Change, Entry, FirstRead, Lock};
-use crate::store::{Store, WriteCtx, WriteTx, parse_caps};
+use crate::store::model::{Change, Entry, FirstRead, Lock, MemoryQuery};
+use crate::store::{MemoryPosition, Store, WriteCtx, WriteTx, parse_caps};
 
 /// Where a memory write lands.
 struct Target<'a> {
@@ -481,4 +482,64 @@ fn emit_memory<T: WriteTx>(
     }));
     ev.conflict = conflict;
     w.emit(ev)
+}
+
+/// ListMemory: one page of a project's memory in the list's order, after `after` (the
+/// position a page token holds), within the reply's budget.
+#[tracing::instrument(level = "debug", skip_all, fields(project = %req.project))]
+pub async fn list<S: Store>(
+    store: &S,
+    req: ListMemoryRequest,
+    page_size: i64,
+    after: Option<MemoryPosition>,
+) -> Result<ListMemoryResponse> {
+    // The head first: what is read after it is at least that new.
+    let as_of_revision = store.head_revision(req.project.clone()).await?;
+    let caps_json = store.memory_caps(req.project.clone()).await?;
+    let caps =
+        rules::effective_caps(&caps_json.map(|j| parse_caps(&j)).unwrap_or_default()).into_iter().collect();
+    let mut record_revisions = HashMap::new();
+    // The set the request names, even when it is empty: a client replacing it needs its
+    // revision.
+    if let (false, Some(branch)) = (req.category.is_empty() || req.category == rules::NOTE, &req.branch) {
+        let record = rules::record_name(&req.category, branch, "");
+        if let Some(revision) = store.record_revision(req.project.clone(), record.clone()).await? {
+            record_revisions.insert(record, revision);
+        }
+    }
+    let query = MemoryQuery {
+        project: req.project.clone(),
+        category: req.category.clone(),
+        branch: req.branch.clone(),
+        include_evicted: req.include_evicted,
+        after,
+        limit: page_size,
+    };
+    let mut page = crate::core::page::Budget::new(page_size);
+    let mut entries = Vec::new();
+    let mut last = None;
+    let mut more = false;
+    for row in store.memory(query).await? {
+        let entry = row.to_proto();
+        if !page.take(prost::Message::encoded_len(&entry)) {
+            more = true;
+            break;
+        }
+        if let Some(revision) = row.record_revision {
+            record_revisions.insert(row.record.clone(), revision);
+        }
+        last = Some(MemoryPosition {
+            category: row.category,
+            branch: row.branch,
+            key: row.key,
+            revision: row.revision,
+            seq: row.seq,
+        });
+        entries.push(entry);
+    }
+    let next_page_token = match last {
+        Some(position) if more => crate::core::page::token(&position),
+        _ => String::new(),
+    };
+    Ok(ListMemoryResponse { entries, caps, as_of_revision, record_revisions, next_page_token })
 }

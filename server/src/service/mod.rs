@@ -4,7 +4,9 @@
 
 pub mod brief;
 pub mod checkpoint;
+pub mod export;
 pub mod import;
+pub mod log;
 pub mod memory;
 pub mod purge;
 pub mod resume;

@@ -49,7 +49,7 @@ pub async fn resume_with_brief<S: Store>(
             let (reply, data) = tokio::join!(resume(store, ctx, req, new_id, Some(settled)), async {
                 // Told only if the write gets that far.
                 match committing.await {
-                    Ok(()) => Some(store.brief_data(q).await),
+                    Ok(()) => Some(super::brief::data(store, q).await),
                     Err(_) => None,
                 }
             });

@@ -6,9 +6,10 @@
 //! its revision and time), the service layer (`crate::service`) reads through the
 //! transaction and lets `core` decide, and `WriteTx::commit` applies what was decided.
 //!
-//! Half-way through the redesign (issue 19): resume, checkpoints, purge, retention and
-//! transfer still live in `shared/`, pasted into both backends with `include!`, and the
-//! trait's other methods take and return API messages until they move too.
+//! Reads outside a write are thin too: one statement each (`reads.rs`, `admin.rs`,
+//! `export.rs` of each backend), returning Baton's rows; the service layer pages them and
+//! builds the API's replies. Maintenance writes (retention, compaction, purge, import) read
+//! through `maintenance::MaintenanceTx` and apply `model::Maintenance` changes.
 //!
 //! Performance devices, each with the `baton-bench` row it is for:
 //! - SQLite sends several statements per hand-off to its connection thread (the lock with
@@ -16,22 +17,27 @@
 //!   one hot project" and "over 100 projects" (`sqlite/write.rs`).
 //! - Postgres makes a write two function calls, `baton_begin` and `baton_apply`, and gives
 //!   it a subtransaction instead of a SAVEPOINT round trip: the same rows
-//!   (`postgres/write.rs`, the migration `begin_functions`).
+//!   (`postgres/write.rs`, the migrations `begin_functions` and `apply_checkpoints`).
+//! - The brief's seven statements (`brief`) go to SQLite as one query, and to Postgres the
+//!   head first and then the rest side by side; session statuses are written into their
+//!   text; the memory section is kept while the project's memory is unchanged
+//!   (`MemoryCache`): "resume p99".
+//! - Postgres analyzes Baton's tables while they grow (`postgres::spawn_analyzer`): every
+//!   row, since generic plans made on an empty table stay bad.
 
 use std::collections::HashMap;
 use std::future::Future;
 
-use baton_proto::v1::{
-    Actor, CreateCheckpointRequest, Event, ListConflictsResponse, ListEventsResponse, ListMemoryRequest,
-    ListMemoryResponse, SessionStatus,
-};
+use baton_proto::v1::{Actor, CreateCheckpointRequest, SessionStatus};
 use uuid::Uuid;
 
 pub use crate::core::brief::BriefData;
 use crate::core::checkpoint::StoredContent;
 use crate::core::lww::WriteIntent;
 use crate::error::Result;
+pub use memory_cache::MemoryCache;
 
+pub mod brief;
 pub mod maintenance;
 mod memory_cache;
 pub mod model;
@@ -219,35 +225,51 @@ pub trait Store: Clone + Send + Sync + 'static {
     fn checkpoint_nodes(&self, session_id: String) -> impl Future<Output = Result<Vec<model::Node>>> + Send;
     /// Checkpoints by id, without their payloads, in no order (ids not found left out).
     fn checkpoints(&self, ids: Vec<String>) -> impl Future<Output = Result<Vec<model::Checkpoint>>> + Send;
-    fn list_memory(
+    /// A project's memory caps (a JSON object), if the project exists.
+    fn memory_caps(&self, project: String) -> impl Future<Output = Result<Option<String>>> + Send;
+    /// A memory record's LWW revision, if it was ever written.
+    fn record_revision(
         &self,
-        req: ListMemoryRequest,
-        page_size: i64,
-        after: Option<MemoryPosition>,
-    ) -> impl Future<Output = Result<ListMemoryResponse>> + Send;
-    fn brief_data(&self, q: BriefFor) -> impl Future<Output = Result<BriefData>> + Send;
-    fn list_events(
+        project: String,
+        record: String,
+    ) -> impl Future<Output = Result<Option<i64>>> + Send;
+    /// The memory entries a query selects, in its order, at most `limit + 1`.
+    fn memory(&self, query: model::MemoryQuery) -> impl Future<Output = Result<Vec<model::EntryRow>>> + Send;
+    /// What a brief reads (`store::brief`'s statements), each read once the one before it
+    /// began, the head first.
+    fn brief_rows(&self, keys: brief::BriefKeys) -> impl Future<Output = Result<brief::BriefRows>> + Send;
+    /// A project's newest live memory entries, project-wide and of a branch, newest first.
+    fn newest_memory(
         &self,
+        project: String,
+        branch: String,
+        limit: i64,
+    ) -> impl Future<Output = Result<Vec<model::EntryRow>>> + Send;
+    /// The brief's memory sections kept while a project's memory is unchanged.
+    fn memory_cache(&self) -> &MemoryCache;
+    /// The revisions and body sizes of a log's rows after a revision, in order, at most
+    /// `limit`; events of these kinds only (all when empty).
+    fn log_sizes(
+        &self,
+        table: model::LogTable,
         project: String,
         after: i64,
         limit: i64,
         kinds: Vec<i32>,
-    ) -> impl Future<Output = Result<ListEventsResponse>> + Send;
-    /// Events after a revision, for watchers (no kind filter, no head read): up to `limit`
-    /// events and `budget` bytes (a first event may be larger), and whether more follow.
-    fn events_after(
+    ) -> impl Future<Output = Result<Vec<(i64, i64)>>> + Send;
+    /// A log's rows (revision, encoded body) after a revision up to another, in order;
+    /// events of these kinds only (all when empty).
+    fn log_rows(
         &self,
+        table: model::LogTable,
         project: String,
         after: i64,
-        limit: i64,
-        budget: usize,
-    ) -> impl Future<Output = Result<(Vec<Event>, bool)>> + Send;
-    fn list_conflicts(
-        &self,
-        project: String,
-        after: i64,
-        limit: i64,
-    ) -> impl Future<Output = Result<ListConflictsResponse>> + Send;
+        through: i64,
+        kinds: Vec<i32>,
+    ) -> impl Future<Output = Result<Vec<(i64, Vec<u8>)>>> + Send;
+    /// The oldest revision a project's event log keeps (0: none compacted), if the project
+    /// exists.
+    fn events_from(&self, project: String) -> impl Future<Output = Result<Option<i64>>> + Send;
     /// Which of these chunk digests the project has a chunk for.
     fn present_chunks(
         &self,
@@ -291,14 +313,23 @@ pub trait Store: Clone + Send + Sync + 'static {
     /// Forgets idempotency replies older than `before_us`; returns how many.
     fn prune_requests(&self, before_us: i64) -> impl Future<Output = Result<u64>> + Send;
     fn list_projects(&self) -> impl Future<Output = Result<Vec<(String, String)>>> + Send;
-    /// A page of a project's rows for an export, and where the next page starts.
-    fn export_page(
+    /// The stored sizes (state and payload) of a project's checkpoints after a revision,
+    /// in revision order, at most `limit`.
+    fn checkpoint_sizes(
+        &self,
+        project: String,
+        after: i64,
+        limit: i64,
+    ) -> impl Future<Output = Result<Vec<i64>>> + Send;
+    /// Up to `limit` rows of one of a project's tables after a cursor, in the table's
+    /// export order, each with its own cursor.
+    fn export_rows(
         &self,
         project: String,
         table: transfer::Table,
         after: transfer::Cursor,
         limit: i64,
-    ) -> impl Future<Output = Result<(Vec<transfer::Line>, Option<transfer::Cursor>)>> + Send;
+    ) -> impl Future<Output = Result<Vec<(transfer::Cursor, transfer::Line)>>> + Send;
     /// Imports what of an archive's batch carries no revision (`service::import`, which
     /// checks the chunks): the project's memory caps, if it has none, and transcript chunks
     /// (present ones skipped).
@@ -315,6 +346,11 @@ pub trait Store: Clone + Send + Sync + 'static {
     ) -> impl Future<Output = Result<Option<model::ProjectCounts>>> + Send;
     /// Sessions per status (all projects), for the metrics.
     fn session_counts(&self) -> impl Future<Output = Result<Vec<(i32, i64)>>> + Send;
+    /// Up to 100 ids, after `after` in id order, of checkpoints without a state digest
+    /// (written before it existed; `jobs::backfill`).
+    fn unstamped_checkpoints(&self, after: String) -> impl Future<Output = Result<Vec<String>>> + Send;
+    /// Gives a checkpoint without one its state digest.
+    fn stamp_state_digest(&self, id: String, digest: String) -> impl Future<Output = Result<()>> + Send;
     /// Database pool connections: (open, idle).
     fn pool_stats(&self) -> (u32, usize);
     /// Closes the pool (shutdown).

@@ -70,6 +70,31 @@ pub struct Node {
     pub state_bytes: i64,
 }
 
+/// A memory entry as a read outside a write gives it, with its record's revision.
+pub use crate::store::rows::MemoryRow as EntryRow;
+
+/// What a memory list selects, in the order (category, branch, key, revision, seq).
+#[derive(Debug, Clone, Default)]
+pub struct MemoryQuery {
+    pub project: String,
+    /// One category ("" = all).
+    pub category: String,
+    /// One branch ("" = project-wide); `None` = every branch.
+    pub branch: Option<String>,
+    pub include_evicted: bool,
+    /// Entries after this position only.
+    pub after: Option<crate::store::MemoryPosition>,
+    /// At most this many (and one more, to tell whether more follow).
+    pub limit: i64,
+}
+
+/// The two logs, each a table of encoded messages by project and revision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogTable {
+    Events,
+    Conflicts,
+}
+
 /// A project's counts, for GetStats.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProjectCounts {

@@ -100,10 +100,6 @@ impl SessionRow {
     }
 }
 
-/// Every column of a checkpoint but its payload: what lists and the brief read.
-pub const CHECKPOINT_LIGHT: &str = "id, session_id, project, parent_id, kind, reason, state, payload_content_type, compression, \
-     size_bytes, digest, state_digest, created_us, revision, author, blobs";
-
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct CheckpointRow {
     pub id: String,
@@ -113,7 +109,7 @@ pub struct CheckpointRow {
     pub kind: i32,
     pub reason: String,
     pub state: Vec<u8>,
-    /// Empty when read by `CHECKPOINT_LIGHT` (lists and the brief never read payloads).
+    /// Empty when read without it (lists and the brief never read payloads).
     #[sqlx(default)]
     pub payload: Vec<u8>,
     pub payload_content_type: String,

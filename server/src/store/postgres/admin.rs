@@ -55,6 +55,12 @@ const CHUNK: &str = "SELECT data, size_bytes FROM chunks WHERE project = $1 AND 
 /// In order: caps, project.
 const SET_CAPS_IF_NONE: &str = "UPDATE projects SET memory_caps = $1 WHERE key = $2 AND memory_caps = '{}'";
 
+/// $1 after (id).
+const UNSTAMPED: &str =
+    "SELECT id FROM checkpoints WHERE state_digest IS NULL AND id > $1 ORDER BY id LIMIT 100";
+/// $1 digest, $2 id.
+const STAMP: &str = "UPDATE checkpoints SET state_digest = $1 WHERE id = $2 AND state_digest IS NULL";
+
 impl PgStore {
     pub(super) async fn insert_token(&self, t: &TokenRow, hash: &str) -> Result<()> {
         let query = sqlx::query(INSERT_TOKEN).bind(&t.id).bind(&t.name).bind(&t.role).bind(&t.project);
@@ -208,5 +214,14 @@ impl PgStore {
         }
         write.commit().await?;
         Ok((imported, skipped))
+    }
+
+    pub(super) async fn unstamped(&self, after: String) -> Result<Vec<String>> {
+        Ok(sqlx::query_scalar(UNSTAMPED).bind(after).fetch_all(&self.pool).await?)
+    }
+
+    pub(super) async fn stamp(&self, id: String, digest: String) -> Result<()> {
+        sqlx::query(STAMP).bind(digest).bind(id).execute(&self.pool).await?;
+        Ok(())
     }
 }

@@ -5,6 +5,7 @@
 //! `NOTIFY baton_events` (project and newest revision, coalesced at most every 10 ms), which
 //! wakes the other instances' readers: a hint only, as readers always read the event table.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
@@ -31,28 +32,20 @@ const DIALECT: Dialect = Dialect {
 /// How long the server waits for Postgres to answer a new connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// µs since the epoch by the database clock (the same clock for every instance).
-macro_rules! now_us {
-    () => {
-        "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)"
-    };
-}
-
 /// The NOTIFY channel.
 pub const CHANNEL: &str = "baton_events";
 
 mod admin;
 mod apply;
+mod export;
 mod liveness;
 mod maintenance;
 mod reads;
 mod sql;
+mod store;
 mod write;
 
 pub use write::PgTx;
-
-/// This backend's write transaction (`Store::Tx`).
-type BackendTx = PgTx;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
 
@@ -67,8 +60,6 @@ pub struct PgStore {
     memory_cache: MemoryCache,
 }
 
-type Backend = PgStore;
-
 impl PgStore {
     /// Connects to and migrates the database at `url`, and starts listening for other
     /// instances' commits.
@@ -81,7 +72,6 @@ impl PgStore {
                 .await
                 .map_err(|_| anyhow::anyhow!("no answer from Postgres within {CONNECT_TIMEOUT:?}"))??;
         MIGRATOR.run(&mut conn).await?;
-        backfill_state_digests(&mut conn).await?;
         if let Err(e) = sqlx::Connection::close(conn).await {
             tracing::debug!(error = %e, "closing the migration connection failed");
         }
@@ -107,6 +97,7 @@ impl PgStore {
         let store = Self { pool, wakers, notifier, writer, memory_cache: MemoryCache::default() };
         store.spawn_listener();
         spawn_analyzer(store.pool.clone());
+        crate::jobs::backfill::state_digests(&store).await?;
         Ok(store)
     }
 
@@ -203,28 +194,6 @@ const ANALYZE_AFTER: i64 = 200;
 /// A pooled connection idle longer than this is pinged before use.
 const STALE_AFTER: Duration = Duration::from_secs(2);
 
-impl PgStore {
-    /// Runs the first of `reads`, then the others side by side, each on its own
-    /// connection: every statement is a round trip, and waiting on them side by side is
-    /// most of the latency (one round trip with all of them, by the simple query protocol,
-    /// was slower: 1.1 against 0.7–0.9 ms for a brief). Every read sees at least what the
-    /// first one saw. The rows come back by statement.
-    async fn read_together(&self, reads: Vec<Read>) -> Result<Vec<Vec<Row>>> {
-        let fetch = |read: Read| async move {
-            let mut query = sqlx::query(sqlx::AssertSqlSafe(read.sql));
-            for value in read.binds {
-                query = query.bind(value);
-            }
-            query.fetch_all(&self.pool).await
-        };
-        let mut reads = reads.into_iter();
-        let Some(first) = reads.next() else { return Ok(Vec::new()) };
-        let first = fetch(first).await?;
-        let rest = futures::future::try_join_all(reads.map(fetch)).await?;
-        Ok(std::iter::once(first).chain(rest).collect())
-    }
-}
-
 /// Sends the NOTIFYs that wake other instances' readers, after the commits they announce.
 ///
 /// Not inside the write's transaction: Postgres serializes the commits of all transactions
@@ -303,10 +272,3 @@ async fn notify(
 /// Postgres statement mostly waits for its round trip, and waiting for the write's reads
 /// made resumes 0.4–0.6 ms slower (p50).
 const RESUME_BRIEF_WAITS: bool = false;
-
-include!("../shared/head.rs");
-include!("../shared/memory.rs");
-include!("../shared/reads.rs");
-include!("../shared/transfer.rs");
-include!("../shared/store_impl.rs");
-include!("../shared/backfill.rs");

@@ -153,3 +153,36 @@ pub const CHECKPOINT_NODES: &str = "SELECT id, parent_id, CAST(length(state) AS 
 /// Checkpoints without payloads. $1 their ids.
 pub const CHECKPOINTS_LIGHT: &str =
     concat!("SELECT ", checkpoint_light_columns!(), " FROM checkpoints WHERE id = ANY($1)");
+
+/// $1 project.
+pub const MEMORY_CAPS: &str = "SELECT memory_caps FROM projects WHERE key = $1";
+pub const EVENTS_FROM: &str = "SELECT events_from FROM projects WHERE key = $1";
+
+/// $1 project, $2 record.
+pub const RECORD_REVISION: &str = "SELECT revision FROM records WHERE project = $1 AND record = $2";
+
+/// The memory entries of a project a list selects: the project's value is bound after it,
+/// then the list's filters (`QueryBuilder`).
+pub const LIST_MEMORY: &str = concat!(entry_columns!(), " WHERE m.project = ");
+
+/// A log's revisions and body sizes (Postgres reads no value to give its length). $1
+/// project, $2 after, $3 limit(, $4 kinds).
+pub const EVENT_SIZES: &str = "SELECT revision, CAST(length(body) AS BIGINT) FROM events \
+     WHERE project = $1 AND revision > $2 ORDER BY revision LIMIT $3";
+pub const EVENT_SIZES_OF_KINDS: &str = "SELECT revision, CAST(length(body) AS BIGINT) FROM events \
+     WHERE project = $1 AND revision > $2 AND kind = ANY($4) ORDER BY revision LIMIT $3";
+pub const CONFLICT_SIZES: &str = "SELECT revision, CAST(length(body) AS BIGINT) FROM conflicts \
+     WHERE project = $1 AND revision > $2 ORDER BY revision LIMIT $3";
+
+/// A log's rows. $1 project, $2 after, $3 through(, $4 kinds).
+pub const EVENT_ROWS: &str = "SELECT revision, body FROM events WHERE project = $1 AND revision > $2 AND revision <= $3 ORDER BY revision";
+pub const EVENT_ROWS_OF_KINDS: &str = "SELECT revision, body FROM events WHERE project = $1 AND revision > $2 \
+     AND revision <= $3 AND kind = ANY($4) ORDER BY revision";
+pub const CONFLICT_ROWS: &str = "SELECT revision, body FROM conflicts WHERE project = $1 AND revision > $2 AND revision <= $3 ORDER BY revision";
+
+/// A project's newest live memory entries, project-wide and of a branch. $1 project, $2
+/// branch, $3 limit.
+pub const NEWEST_MEMORY: &str = concat!(
+    entry_columns!(),
+    " WHERE m.project = $1 AND m.evicted = FALSE AND (m.branch = '' OR m.branch = $2) ORDER BY m.revision DESC, m.seq LIMIT $3"
+);

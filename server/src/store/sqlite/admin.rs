@@ -57,6 +57,12 @@ const CHUNK: &str = "SELECT data, size_bytes FROM chunks WHERE project = ? AND d
 /// Binds: caps, project.
 const SET_CAPS_IF_NONE: &str = "UPDATE projects SET memory_caps = ? WHERE key = ? AND memory_caps = '{}'";
 
+/// Binds: after (id).
+const UNSTAMPED: &str =
+    "SELECT id FROM checkpoints WHERE state_digest IS NULL AND id > ? ORDER BY id LIMIT 100";
+/// Binds: digest, id.
+const STAMP: &str = "UPDATE checkpoints SET state_digest = ? WHERE id = ? AND state_digest IS NULL";
+
 impl SqliteStore {
     /// A write of its own through the writer.
     async fn plain(&self) -> Result<Lease<sqlx::Sqlite>> {
@@ -224,5 +230,15 @@ impl SqliteStore {
         }
         write.commit().await?;
         Ok((imported, skipped))
+    }
+
+    pub(super) async fn unstamped(&self, after: String) -> Result<Vec<String>> {
+        Ok(sqlx::query_scalar(UNSTAMPED).bind(after).fetch_all(&self.pool).await?)
+    }
+
+    pub(super) async fn stamp(&self, id: String, digest: String) -> Result<()> {
+        let mut write = self.plain().await?;
+        sqlx::query(STAMP).bind(digest).bind(id).execute(&mut *write).await?;
+        Ok(write.commit().await?)
     }
 }

@@ -8,31 +8,24 @@
 use std::str::FromStr;
 use std::time::Duration;
 
+use sqlx::sqlite::SqliteRow as Row;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Sqlite as Db, SqliteConnection as Conn, SqlitePool as Pool};
+use sqlx::{Sqlite as Db, SqlitePool as Pool};
 
 use crate::events::Wakers;
 use crate::store::memory_cache::MemoryCache;
 use crate::store::writer::{Dialect, Writer};
 
-/// µs since the epoch by the database clock.
-macro_rules! now_us {
-    () => {
-        "CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)"
-    };
-}
-
 mod admin;
+mod export;
 mod liveness;
 mod maintenance;
 mod reads;
 mod sql;
+mod store;
 mod write;
 
 pub use write::SqliteTx;
-
-/// This backend's write transaction (`Store::Tx`).
-type BackendTx = SqliteTx;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
 
@@ -45,8 +38,6 @@ pub struct SqliteStore {
     writer: Writer<Db>,
     memory_cache: MemoryCache,
 }
-
-type Backend = SqliteStore;
 
 impl SqliteStore {
     /// Opens (creating if missing) and migrates the database at `url` (`sqlite://path`).
@@ -70,9 +61,10 @@ impl SqliteStore {
             .connect_with(options)
             .await?;
         MIGRATOR.run(&pool).await?;
-        backfill_state_digests(&mut *pool.acquire().await?).await?;
         let writer = Writer::spawn(pool.clone(), DIALECT);
-        Ok(Self { pool, wakers, writer, memory_cache: MemoryCache::default() })
+        let store = Self { pool, wakers, writer, memory_cache: MemoryCache::default() };
+        crate::jobs::backfill::state_digests(&store).await?;
+        Ok(store)
     }
 }
 
@@ -91,29 +83,6 @@ const DIALECT: Dialect = Dialect {
     trust_idle_for: std::time::Duration::MAX,
     writer_sends_last: true,
 };
-
-impl SqliteStore {
-    /// Runs `reads` in order as one query on one connection: one hand-off in all. Each
-    /// statement reads the database as its turn comes, so every read sees at least what
-    /// the first one saw. The rows come back by statement.
-    async fn read_together(&self, reads: Vec<Read>) -> Result<Vec<Vec<Row>>> {
-        let mut sql = String::new();
-        let mut bound = 0;
-        for read in &reads {
-            if !sql.is_empty() {
-                sql.push_str("; ");
-            }
-            sql.push_str(&shift_parameters(read.sql, bound));
-            bound += read.binds.len();
-        }
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-        for value in reads.into_iter().flat_map(|r| r.binds) {
-            query = query.bind(value);
-        }
-        let mut conn = self.pool.acquire().await?;
-        Ok(rows_by_statement(sqlx::Executor::fetch_many(&mut *conn, query)).await?)
-    }
-}
 
 /// The rows of a query of several statements, by statement: each statement's rows come
 /// before its completion. One list per statement, and one more (empty) after the last.
@@ -135,44 +104,7 @@ where
     Ok(rows)
 }
 
-/// `sql` with each parameter `$n` renumbered `$n+by`, to follow another statement's in one
-/// query (SQLite binds `$n` to the query's n-th value, whichever statement it is in). Only
-/// for Baton's own statements: a `$` in a string literal would be renumbered too.
-fn shift_parameters(sql: &str, by: usize) -> String {
-    let mut out = String::with_capacity(sql.len() + 8);
-    let mut rest = sql;
-    while let Some(at) = rest.find('$') {
-        out.push_str(&rest[..=at]);
-        rest = &rest[at + 1..];
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        match rest[..digits].parse::<usize>() {
-            Ok(n) => out.push_str(&(n + by).to_string()),
-            Err(_) => out.push_str(&rest[..digits]),
-        }
-        rest = &rest[digits..];
-    }
-    out + rest
-}
-
 /// A resume's brief is read once the write has read all it needs (`service::resume`):
 /// SQLite's reads and writes all compete for the same cores, and read side by side they
 /// slowed each other (the write's lease waited up to a scheduler slice, 0.75 ms, p90).
 const RESUME_BRIEF_WAITS: bool = true;
-
-include!("../shared/head.rs");
-include!("../shared/memory.rs");
-include!("../shared/reads.rs");
-include!("../shared/transfer.rs");
-include!("../shared/store_impl.rs");
-include!("../shared/backfill.rs");
-
-#[cfg(test)]
-mod tests {
-    use super::shift_parameters;
-
-    #[test]
-    fn parameters_are_renumbered_whole() {
-        assert_eq!(shift_parameters("a = $1 AND b IN ($2, $10) OR $3", 3), "a = $4 AND b IN ($5, $13) OR $6");
-        assert_eq!(shift_parameters("no parameters, a $ alone", 3), "no parameters, a $ alone");
-    }
-}

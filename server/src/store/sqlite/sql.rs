@@ -227,3 +227,39 @@ pub const CHECKPOINTS_LIGHT: &str = concat!(
     checkpoint_light_columns!(),
     " FROM checkpoints WHERE id IN (SELECT value FROM json_each(?))"
 );
+
+/// Binds: project.
+pub const MEMORY_CAPS: &str = "SELECT memory_caps FROM projects WHERE key = ?";
+pub const EVENTS_FROM: &str = "SELECT events_from FROM projects WHERE key = ?";
+
+/// Binds: project, record.
+pub const RECORD_REVISION: &str = "SELECT revision FROM records WHERE project = ? AND record = ?";
+
+/// The memory entries of a project a list selects: the project's value is bound after it,
+/// then the list's filters (`QueryBuilder`).
+pub const LIST_MEMORY: &str = concat!(entry_columns!(), " WHERE m.project = ");
+
+/// A log's revisions and body sizes (SQLite reads no value to give its length). Binds:
+/// project, after, (kinds as a JSON array,) limit.
+pub const EVENT_SIZES: &str = "SELECT revision, CAST(length(body) AS BIGINT) FROM events \
+     WHERE project = ? AND revision > ? ORDER BY revision LIMIT ?";
+pub const EVENT_SIZES_OF_KINDS: &str = "SELECT revision, CAST(length(body) AS BIGINT) FROM events \
+     WHERE project = ? AND revision > ? AND kind IN (SELECT value FROM json_each(?)) ORDER BY revision LIMIT ?";
+pub const CONFLICT_SIZES: &str = "SELECT revision, CAST(length(body) AS BIGINT) FROM conflicts \
+     WHERE project = ? AND revision > ? ORDER BY revision LIMIT ?";
+
+/// A log's rows. Binds: project, after, through(, kinds as a JSON array).
+pub const EVENT_ROWS: &str = "SELECT revision, body FROM events WHERE project = ? AND revision > ? AND revision <= ? ORDER BY revision";
+pub const EVENT_ROWS_OF_KINDS: &str = "SELECT revision, body FROM events WHERE project = ? AND revision > ? \
+     AND revision <= ? AND kind IN (SELECT value FROM json_each(?)) ORDER BY revision";
+pub const CONFLICT_ROWS: &str = "SELECT revision, body FROM conflicts WHERE project = ? AND revision > ? AND revision <= ? ORDER BY revision";
+
+/// The database clock, for the brief (`store::brief`).
+pub const NOW_US: &str = now_us!();
+
+/// A project's newest live memory entries, project-wide and of a branch. Binds: project,
+/// branch, limit.
+pub const NEWEST_MEMORY: &str = concat!(
+    entry_columns!(),
+    " WHERE m.project = ? AND m.evicted = FALSE AND (m.branch = '' OR m.branch = ?) ORDER BY m.revision DESC, m.seq LIMIT ?"
+);
