@@ -1,0 +1,302 @@
+//! The storage conformance suite: the same cases, in-process, on SQLite and on a throwaway
+//! Postgres, through the service layer and the `Store` trait (the batching writer included),
+//! without gRPC in between. Where the backends could differ (SQL, the writer's batches, a
+//! failed write beside others) the two must give the same answers.
+
+use std::collections::HashSet;
+
+use baton_proto::v1::{
+    CreateCheckpointRequest, EndSessionRequest, MemoryItem, MemoryOp, PutMemoryRequest, ResumeSessionRequest,
+    SessionStatus, StartSessionRequest, WriteOutcome, resume_session_request,
+};
+use baton_server::core::lww::Policy;
+use baton_server::error::Error;
+use baton_server::service;
+use baton_server::store::model::LogTable;
+use baton_server::store::transfer::{Cursor, Table};
+use baton_server::store::{NewCheckpoint, Store, WriteCtx};
+
+/// Runs a case on both backends, each on a database of its own.
+macro_rules! on_both {
+    ($($case:ident),* $(,)?) => {
+        mod sqlite {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                let dir = tempfile::tempdir().unwrap();
+                let url = format!("sqlite://{}", dir.path().join("baton.db").display());
+                let store = baton_server::store::SqliteStore::connect(&url, Default::default()).await.unwrap();
+                super::$case(&store).await;
+                baton_server::store::Store::close(&store).await;
+            })*
+        }
+        mod postgres {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                let url = baton_tests::postgres::fresh_database().await.unwrap();
+                let store = baton_server::store::PgStore::connect(&url, Default::default()).await.unwrap();
+                super::$case(&store).await;
+                baton_server::store::Store::close(&store).await;
+            })*
+        }
+    };
+}
+
+on_both!(
+    revisions_are_gapless_under_concurrent_writers,
+    a_repeated_request_id_gets_the_stored_reply,
+    a_refused_write_in_a_batch_leaves_the_others_committed,
+    a_stale_memory_write_is_reported_and_not_applied,
+    checkpoints_fork_and_list_in_tree_order,
+    only_one_of_concurrent_resumes_claims_a_session,
+    maintenance_prunes_compacts_and_purges,
+    export_pages_every_row,
+);
+
+fn ctx(request_id: Option<&str>) -> WriteCtx {
+    WriteCtx {
+        request_id: request_id.map(str::to_owned),
+        request_hash: request_id.map(|r| r.as_bytes().to_vec()).unwrap_or_default(),
+        ..WriteCtx::default()
+    }
+}
+
+async fn start<S: Store>(store: &S, project: &str) -> String {
+    let req = StartSessionRequest {
+        project: project.into(),
+        agent_session_id: "conv".into(),
+        ..Default::default()
+    };
+    let reply = service::session::start(store, ctx(None), req, uuid::Uuid::now_v7()).await.unwrap();
+    reply.session.unwrap().id
+}
+
+fn note(project: &str, key: &str, content: &str) -> PutMemoryRequest {
+    PutMemoryRequest {
+        project: project.into(),
+        category: "note".into(),
+        key: key.into(),
+        op: MemoryOp::Upsert as i32,
+        items: vec![MemoryItem { content: content.into(), ..Default::default() }],
+        ..Default::default()
+    }
+}
+
+async fn put<S: Store>(
+    store: &S,
+    ctx: WriteCtx,
+    req: PutMemoryRequest,
+) -> baton_proto::v1::PutMemoryResponse {
+    service::memory::put(store, ctx, req).await.unwrap()
+}
+
+/// The revisions of a project's events, in order.
+async fn revisions<S: Store>(store: &S, project: &str) -> Vec<i64> {
+    let head = store.head_revision(project.into()).await.unwrap();
+    let rows = store.log_rows(LogTable::Events, project.into(), 0, head, vec![]).await.unwrap();
+    rows.into_iter().map(|(revision, _)| revision).collect()
+}
+
+async fn revisions_are_gapless_under_concurrent_writers<S: Store>(store: &S) {
+    // 8 writers on 4 projects: the writer batches projects together.
+    let writes = (0..8).map(|w| async move {
+        for i in 0..10 {
+            put(store, ctx(None), note(&format!("p{}", w % 4), &format!("k{w}-{i}"), "v")).await;
+        }
+    });
+    futures::future::join_all(writes).await;
+    for p in 0..4 {
+        let project = format!("p{p}");
+        assert_eq!(revisions(store, &project).await, (1..=20).collect::<Vec<_>>(), "{project}");
+        assert_eq!(store.head_revision(project).await.unwrap(), 20);
+    }
+}
+
+async fn a_repeated_request_id_gets_the_stored_reply<S: Store>(store: &S) {
+    let first = put(store, ctx(Some("r1")), note("p", "k", "v")).await;
+    let again = put(store, ctx(Some("r1")), note("p", "k", "v")).await;
+    let (a, b) = (first.result.unwrap(), again.result.unwrap());
+    assert!(!a.replayed && b.replayed);
+    assert_eq!(a.revision, b.revision);
+    assert_eq!(store.head_revision("p".into()).await.unwrap(), 1, "a replay writes nothing");
+    // The same id for another request is refused, and writes nothing either.
+    let misuse = WriteCtx { request_hash: b"other".to_vec(), ..ctx(Some("r1")) };
+    let err = service::memory::put(store, misuse, note("p", "k", "w")).await.unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err:?}");
+    assert_eq!(revisions(store, "p").await, [1]);
+}
+
+async fn a_refused_write_in_a_batch_leaves_the_others_committed<S: Store>(store: &S) {
+    put(store, ctx(None), note("p", "k", "v1")).await;
+    // Concurrent writers, one of which is refused (its base is stale and it asked to be):
+    // the writer puts them in batches together, and the refused one must roll back alone.
+    let stale = WriteCtx { base_revision: Some(0), policy: Policy::Reject, ..ctx(None) };
+    let (refused, others) = tokio::join!(
+        service::memory::put(store, stale, note("p", "k", "v2")),
+        futures::future::join_all((0..6).map(|i| put(store, ctx(None), note(&format!("q{i}"), "k", "v"))))
+    );
+    assert!(matches!(refused, Err(Error::Rejected(_))), "{refused:?}");
+    assert_eq!(others.len(), 6);
+    assert_eq!(revisions(store, "p").await, [1], "the refused write took no revision");
+    for i in 0..6 {
+        assert_eq!(revisions(store, &format!("q{i}")).await, [1]);
+    }
+}
+
+async fn a_stale_memory_write_is_reported_and_not_applied<S: Store>(store: &S) {
+    let set = |items: &[&str]| PutMemoryRequest {
+        project: "p".into(),
+        category: "constraint".into(),
+        op: MemoryOp::ReplaceSet as i32,
+        items: items.iter().map(|c| MemoryItem { content: (*c).into(), ..Default::default() }).collect(),
+        ..Default::default()
+    };
+    put(store, ctx(None), set(&["a"])).await;
+    put(store, ctx(None), set(&["b"])).await;
+    // Based on revision 1, overwriting: applied, with the conflict reported.
+    let behind = WriteCtx { base_revision: Some(1), ..ctx(None) };
+    let reply = put(store, behind, set(&["c"])).await;
+    let result = reply.result.unwrap();
+    assert_eq!(result.outcome, WriteOutcome::Overwritten as i32);
+    assert!(result.conflict.is_some());
+    let page = service::memory::list(store, list_all("p"), 100, None).await.unwrap();
+    let contents: Vec<_> = page.entries.iter().map(|e| e.content.as_str()).collect();
+    assert_eq!(contents, ["c"]);
+}
+
+fn list_all(project: &str) -> baton_proto::v1::ListMemoryRequest {
+    baton_proto::v1::ListMemoryRequest { project: project.into(), ..Default::default() }
+}
+
+fn checkpoint(session: &str, parent: Option<&str>, summary: &str) -> NewCheckpoint {
+    let state = baton_proto::v1::CheckpointState { summary: summary.into(), ..Default::default() };
+    let request = CreateCheckpointRequest {
+        session_id: session.into(),
+        parent_id: parent.map(str::to_owned),
+        state: Some(state.clone()),
+        ..Default::default()
+    };
+    let header = baton_server::core::checkpoint::Header {
+        session_id: session,
+        kind: request.kind,
+        reason: &request.reason,
+        payload_content_type: &request.payload_content_type,
+        blobs: &[],
+    };
+    let content = baton_server::core::checkpoint::encode(&header, &state, &[]).unwrap();
+    NewCheckpoint {
+        session_id: session.parse().unwrap(),
+        id: uuid::Uuid::now_v7(),
+        content,
+        state_tool_count: 0,
+        blobs: Vec::new(),
+        chunk_digests: Vec::new(),
+        request,
+    }
+}
+
+async fn checkpoints_fork_and_list_in_tree_order<S: Store>(store: &S) {
+    let session = start(store, "p").await;
+    let id = |r: &baton_proto::v1::CreateCheckpointResponse| r.checkpoint.as_ref().unwrap().id.clone();
+    let within = None;
+    let a = service::checkpoint::create(store, ctx(None), checkpoint(&session, None, "a"), within.clone())
+        .await
+        .unwrap();
+    let b = service::checkpoint::create(store, ctx(None), checkpoint(&session, None, "b"), within.clone())
+        .await
+        .unwrap();
+    assert!(b.result.as_ref().unwrap().conflict.is_none(), "on the head: no conflict");
+    // A fork from a: both branches kept, the conflict on the head reported.
+    let c = service::checkpoint::create(
+        store,
+        ctx(None),
+        checkpoint(&session, Some(&id(&a)), "c"),
+        within.clone(),
+    )
+    .await
+    .unwrap();
+    let conflict = c.result.as_ref().unwrap().conflict.clone().unwrap();
+    assert!(conflict.detail.contains("fork"), "{conflict:?}");
+    let listed =
+        service::checkpoint::list(store, session.parse().unwrap(), true, 10, None, within).await.unwrap();
+    let order: Vec<(String, i32)> = listed.checkpoints.iter().map(|c| (c.id.clone(), c.depth)).collect();
+    assert_eq!(order, [(id(&a), 0), (id(&b), 1), (id(&c), 1)]);
+    assert_eq!(listed.head_checkpoint_id, id(&c), "last write wins on the head");
+}
+
+async fn only_one_of_concurrent_resumes_claims_a_session<S: Store>(store: &S) {
+    let session = start(store, "p").await;
+    let end = EndSessionRequest { session_id: session.clone(), ..Default::default() };
+    service::session::end(store, ctx(None), end, session.parse().unwrap(), SessionStatus::Crashed, None)
+        .await
+        .unwrap();
+    let resume = || {
+        let req = ResumeSessionRequest {
+            project: "p".into(),
+            target: Some(resume_session_request::Target::SessionId(session.clone())),
+            ..Default::default()
+        };
+        service::resume::resume_with_brief(store, ctx(None), req, uuid::Uuid::now_v7(), 4000)
+    };
+    let results = futures::future::join_all((0..4).map(|_| resume())).await;
+    let won: Vec<_> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
+    assert_eq!(won.len(), 1, "{results:?}");
+    for lost in results.iter().filter_map(|r| r.as_ref().err()) {
+        assert!(lost.to_string().contains("already resumed"), "{lost}");
+    }
+    let old = store.session(session).await.unwrap().unwrap();
+    assert_eq!(old.status(), SessionStatus::Resumed);
+    assert_eq!(old.resumed_by.as_deref(), won[0].session.as_ref().map(|s| s.id.as_str()));
+}
+
+async fn maintenance_prunes_compacts_and_purges<S: Store>(store: &S) {
+    let session = start(store, "p").await;
+    put(store, ctx(None), note("p", "k", "the secret value sk-0123456789")).await;
+    for i in 0..3 {
+        service::checkpoint::create(store, ctx(None), checkpoint(&session, None, &format!("s{i}")), None)
+            .await
+            .unwrap();
+    }
+    let actor = baton_proto::v1::Actor::default();
+    // Everything older than the far future, one ancestor kept: the head and its parent stay.
+    let far = i64::MAX / 2;
+    let pruned =
+        service::retention::prune(store, "p".into(), far, 1, false, actor.clone()).await.unwrap().unwrap();
+    assert_eq!(pruned.removed_checkpoints.len(), 1, "{pruned:?}");
+    assert_eq!(store.checkpoint_nodes(session.clone()).await.unwrap().len(), 2);
+    let head = store.head_revision("p".into()).await.unwrap();
+    let compacted = service::retention::compact(store, "p".into(), head, actor.clone()).await.unwrap();
+    assert_eq!(compacted.oldest_kept_revision, head);
+    assert_eq!(store.events_from("p".into()).await.unwrap(), Some(head));
+    let purged =
+        service::purge::purge(store, "p".into(), "sk-0123456789".into(), false, actor).await.unwrap();
+    assert_eq!(purged.records, 1, "{purged:?}");
+    let page = service::memory::list(store, list_all("p"), 100, None).await.unwrap();
+    assert!(page.entries[0].content.ends_with("*************"), "{:?}", page.entries[0]);
+    // Maintenance never creates a project.
+    let none = service::retention::prune(store, "none".into(), far, 1, false, Default::default()).await;
+    assert!(matches!(none, Err(Error::NotFound(_))), "{none:?}");
+}
+
+async fn export_pages_every_row<S: Store>(store: &S) {
+    for i in 0..5 {
+        start(store, "p").await;
+        put(store, ctx(None), note("p", &format!("k{i}"), "v")).await;
+    }
+    let mut seen = HashSet::new();
+    for table in [Table::Sessions, Table::Memory, Table::Records] {
+        let mut after = Cursor::default();
+        let mut rows = 0;
+        loop {
+            let (lines, next) = service::export::page(store, "p".into(), table, after, 2).await.unwrap();
+            rows += lines.len();
+            for line in &lines {
+                assert!(seen.insert(format!("{line:?}")), "a row exported twice: {line:?}");
+            }
+            match next {
+                Some(cursor) => after = cursor,
+                None => break,
+            }
+        }
+        assert_eq!(rows, 5, "{table:?}");
+    }
+}
