@@ -3,6 +3,8 @@
 //! without gRPC in between. Where the backends could differ (SQL, the writer's batches, a
 //! failed write beside others) the two must give the same answers.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failure should panic loudly
+
 use std::collections::HashSet;
 
 use baton_proto::v1::{
