@@ -1,9 +1,12 @@
 //! Baton's session hub: a gRPC server that stores sessions, checkpoints and project memory
 //! for AI coding agents, on SQLite or Postgres.
 //!
-//! Layout: `api` (one file per gRPC service) → `core` (pure rules) → `store` (one
-//! transaction per write); `events` delivers the change log to watchers; `jobs` runs the
-//! liveness reaper.
+//! Layout: `api` (one file per gRPC service) → `service` (one use case per file) → `core`
+//! (pure rules), `store` below (one transaction per write); `events` delivers the change log
+//! to watchers; `jobs` runs the liveness reaper, retention and start-up backfills.
+
+// A function longer than a screen is split; the one exception names its reason.
+#![deny(clippy::too_many_lines)]
 
 pub mod api;
 pub mod archive;
@@ -114,93 +117,17 @@ async fn serve<S: Store>(
         return Err(e);
     }
     let (stop_tx, stop_rx) = watch::channel(false);
-    let sampler = match config.metrics_listen {
-        Some(addr) => {
-            if let Err(e) = metrics::install(addr) {
-                store.close().await;
-                return Err(e);
-            }
-            Some(tokio::spawn(metrics::sample(
-                store.clone(),
-                std::time::Duration::from_secs(2),
-                stop_rx.clone(),
-            )))
+    let sampler = match start_metrics(&config, &store, &stop_rx) {
+        Ok(sampler) => sampler,
+        Err(e) => {
+            store.close().await;
+            return Err(e);
         }
-        None => None,
     };
-    let hub = Hub::new(store.clone(), wakers, config.watch_poll, stop_rx.clone());
-    let retention_policy =
-        jobs::retention::Policy { keep_days: config.keep_days, keep_ancestors: config.keep_ancestors };
-    let limits = Limits {
-        max_checkpoint_bytes: config.max_checkpoint_bytes,
-        max_watch_projects: config.max_watch_projects.max(1),
-        retention: retention_policy,
-    };
-    let rates = Arc::new(limits::rate::RateLimits::new(
-        config.rate_limit,
-        config.rate_burst,
-        config.auth_failure_rate,
-        config.auth_failure_burst,
-    ));
-    tokio::spawn(limits::rate::prune_every_minute(rates.clone(), stop_rx.clone()));
-    let auth = auth::Auth::new(store.clone(), rates);
-    let watch_slots = limits::WatchSlots::new(config.max_watches_per_token.max(1));
-    let api = Api {
-        store: store.clone(),
-        hub,
-        limits: Arc::new(limits),
-        shutdown: stop_rx.clone(),
-        auth,
-        watch_slots: watch_slots.clone(),
-    };
-
-    let idle_after_us = i64::try_from(config.idle_after.as_micros()).unwrap_or(i64::MAX);
-    let reaper = tokio::spawn(jobs::reaper::run(
-        store.clone(),
-        Expiry { idle_after_us },
-        config.reaper_interval,
-        stop_rx.clone(),
-    ));
-
-    let retention = (!config.retention_interval.is_zero()).then(|| {
-        tokio::spawn(jobs::retention::run(
-            store.clone(),
-            retention_policy,
-            config.retention_interval,
-            stop_rx.clone(),
-        ))
-    });
-
-    let (health_reporter, health_service) = tonic_health::server::health_reporter();
-    for name in [
-        "baton.v1.SessionService",
-        "baton.v1.CheckpointService",
-        "baton.v1.MemoryService",
-        "baton.v1.BriefService",
-        "baton.v1.EventService",
-        "baton.v1.AdminService",
-    ] {
-        health_reporter.set_service_status(name, tonic_health::ServingStatus::Serving).await;
-    }
-    let reflection = || {
-        tonic_reflection::server::Builder::configure()
-            .register_encoded_file_descriptor_set(baton_proto::FILE_DESCRIPTOR_SET)
-            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-    };
-    // v1alpha too: Python's grpcio-reflection, older grpcurl and grpcui, Postman speak only it.
-    let reflection_v1alpha =
-        reflection().build_v1alpha().context("building the reflection service (v1alpha)")?;
-    let reflection = reflection().build_v1().context("building the reflection service")?;
-
-    // Checked on each request's frame header, before it is read: RESOURCE_EXHAUSTED naming
-    // the limit. Tonic's own decoding cap is the largest of them, as a backstop.
-    let sizes = limits::SizeLimits::new(
-        // The checkpoint limit counts state and payload; allow for the envelope (blob refs…).
-        config.max_checkpoint_bytes.saturating_add(2 * 1024 * 1024),
-        api::MAX_CHUNKS_BYTES + 64 * 1024,
-        config.max_memory_request_bytes,
-        config.max_request_bytes,
-    );
+    let api = build_api(&config, &store, wakers, &stop_rx);
+    let (reaper, retention) = spawn_jobs(&config, &store, &stop_rx);
+    let (health_service, reflection, reflection_v1alpha) = standard_services().await?;
+    let sizes = size_limits(&config);
     let max_message = sizes.largest();
     let addr = listener.local_addr()?;
     // `addr` last: the test harness reads the port from the end of this line.
@@ -212,17 +139,17 @@ async fn serve<S: Store>(
         tracing::info!("shutting down: finishing in-flight requests");
         let _ = stop_tx.send(true);
     };
-    // Outermost first: metrics see every reply, including the limits' refusals.
-    let layers = tower::ServiceBuilder::new()
-        .option_layer(config.metrics_listen.map(|_| metrics::MetricsLayer))
-        .layer(limits::SizeLimitLayer(Arc::new(sizes)));
     let tracker = limits::conn::Tracker::new(limits::conn::ConnLimits {
         max_total: config.max_connections.max(1),
         max_per_address: config.max_connections_per_address.max(1),
         preface_timeout: unless_zero(config.handshake_timeout),
         idle_timeout: unless_zero(config.idle_timeout),
     });
-    let layers = layers.layer(limits::conn::StreamCountLayer(tracker.clone()));
+    // Outermost first: metrics see every reply, including the limits' refusals.
+    let layers = tower::ServiceBuilder::new()
+        .option_layer(config.metrics_listen.map(|_| metrics::MetricsLayer))
+        .layer(limits::SizeLimitLayer(Arc::new(sizes)))
+        .layer(limits::conn::StreamCountLayer(tracker.clone()));
     let keepalive = unless_zero(config.http2_keepalive);
     let mut server = Server::builder()
         .http2_keepalive_interval(keepalive)
@@ -249,16 +176,109 @@ async fn serve<S: Store>(
         .serve_with_incoming_shutdown(tracker.incoming(listener), shutdown)
         .await
         .context("serving gRPC")?;
-    let _ = reaper.await;
-    if let Some(sampler) = sampler {
-        let _ = sampler.await;
-    }
-    if let Some(retention) = retention {
-        let _ = retention.await;
+    for job in std::iter::once(reaper).chain(sampler).chain(retention) {
+        let _ = job.await;
     }
     store.close().await;
     tracing::info!("stopped; database closed cleanly");
     Ok(())
+}
+
+/// The metrics listener and its sampler, if --metrics-listen is set.
+fn start_metrics<S: Store>(
+    config: &Config,
+    store: &S,
+    stop: &watch::Receiver<bool>,
+) -> anyhow::Result<Option<Job>> {
+    let Some(addr) = config.metrics_listen else { return Ok(None) };
+    metrics::install(addr)?;
+    let every = std::time::Duration::from_secs(2);
+    Ok(Some(tokio::spawn(metrics::sample(store.clone(), every, stop.clone()))))
+}
+
+/// The API and what it holds: the watch hub, limits, rate limits, access.
+fn build_api<S: Store>(config: &Config, store: &S, wakers: Wakers, stop: &watch::Receiver<bool>) -> Api<S> {
+    let hub = Hub::new(store.clone(), wakers, config.watch_poll, stop.clone());
+    let retention =
+        jobs::retention::Policy { keep_days: config.keep_days, keep_ancestors: config.keep_ancestors };
+    let limits = Limits {
+        max_checkpoint_bytes: config.max_checkpoint_bytes,
+        max_watch_projects: config.max_watch_projects.max(1),
+        retention,
+    };
+    let rates = Arc::new(limits::rate::RateLimits::new(
+        config.rate_limit,
+        config.rate_burst,
+        config.auth_failure_rate,
+        config.auth_failure_burst,
+    ));
+    tokio::spawn(limits::rate::prune_every_minute(rates.clone(), stop.clone()));
+    Api {
+        store: store.clone(),
+        hub,
+        limits: Arc::new(limits),
+        shutdown: stop.clone(),
+        auth: auth::Auth::new(store.clone(), rates),
+        watch_slots: limits::WatchSlots::new(config.max_watches_per_token.max(1)),
+    }
+}
+
+type Job = tokio::task::JoinHandle<()>;
+
+/// The liveness reaper and, unless turned off, retention.
+fn spawn_jobs<S: Store>(config: &Config, store: &S, stop: &watch::Receiver<bool>) -> (Job, Option<Job>) {
+    let idle_after_us = i64::try_from(config.idle_after.as_micros()).unwrap_or(i64::MAX);
+    let expiry = Expiry { idle_after_us };
+    let reaper = tokio::spawn(jobs::reaper::run(store.clone(), expiry, config.reaper_interval, stop.clone()));
+    let policy =
+        jobs::retention::Policy { keep_days: config.keep_days, keep_ancestors: config.keep_ancestors };
+    let retention = (!config.retention_interval.is_zero()).then(|| {
+        tokio::spawn(jobs::retention::run(store.clone(), policy, config.retention_interval, stop.clone()))
+    });
+    (reaper, retention)
+}
+
+/// Health (every Baton service serving) and reflection, v1 and v1alpha (Python's
+/// grpcio-reflection, older grpcurl and grpcui, Postman speak only v1alpha).
+async fn standard_services() -> anyhow::Result<(
+    tonic_health::pb::health_server::HealthServer<impl tonic_health::pb::health_server::Health>,
+    tonic_reflection::server::v1::ServerReflectionServer<impl tonic_reflection::server::v1::ServerReflection>,
+    tonic_reflection::server::v1alpha::ServerReflectionServer<
+        impl tonic_reflection::server::v1alpha::ServerReflection,
+    >,
+)> {
+    let (health_reporter, health_service) = tonic_health::server::health_reporter();
+    for name in [
+        "baton.v1.SessionService",
+        "baton.v1.CheckpointService",
+        "baton.v1.MemoryService",
+        "baton.v1.BriefService",
+        "baton.v1.EventService",
+        "baton.v1.AdminService",
+    ] {
+        health_reporter.set_service_status(name, tonic_health::ServingStatus::Serving).await;
+    }
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(baton_proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    let v1alpha = reflection().build_v1alpha().context("building the reflection service (v1alpha)")?;
+    let v1 = reflection().build_v1().context("building the reflection service")?;
+    Ok((health_service, v1, v1alpha))
+}
+
+/// The request size limits, checked on each request's frame header before it is read:
+/// RESOURCE_EXHAUSTED naming the limit. Tonic's own decoding cap is the largest of them, as
+/// a backstop.
+fn size_limits(config: &Config) -> limits::SizeLimits {
+    limits::SizeLimits::new(
+        // The checkpoint limit counts state and payload; allow for the envelope (blob refs…).
+        config.max_checkpoint_bytes.saturating_add(2 * 1024 * 1024),
+        api::MAX_CHUNKS_BYTES + 64 * 1024,
+        config.max_memory_request_bytes,
+        config.max_request_bytes,
+    )
 }
 
 /// A duration flag where 0 means off.

@@ -1,5 +1,7 @@
 //! `baton-server`: parse flags, set up logging, refuse unsafe listens, run.
 
+#![deny(clippy::too_many_lines)]
+
 use std::io::IsTerminal;
 
 use anyhow::Context;

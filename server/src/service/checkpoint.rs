@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use baton_proto::v1::{
-    Checkpoint as CheckpointMessage, CheckpointRef, CreateCheckpointResponse, EventKind,
+    Checkpoint as CheckpointMessage, CheckpointRef, Conflict, CreateCheckpointResponse, EventKind,
     GetCheckpointResponse, ListCheckpointsResponse, RecordValue, record_value,
 };
 
@@ -18,7 +18,7 @@ use crate::core::page::{Budget, REPLY_BUDGET};
 use crate::core::status;
 use crate::core::tree;
 use crate::error::{Error, Result};
-use crate::store::model::{Change, Checkpoint, FirstRead, Lock, Node};
+use crate::store::model::{Change, Checkpoint, FirstRead, Lock, Node, Session};
 use crate::store::rows::{decode_actor, encode_actor};
 use crate::store::{Entity, NewCheckpoint, Store, Within, WriteCtx, WriteTx, is_within};
 
@@ -46,44 +46,12 @@ pub async fn create<S: Store>(
         Begun::Fresh(w) => w,
     };
     let mut row = session::read(&mut w, &session_id).await?;
-    status::check_open(&row.id, row.status(), row.resumed_by.as_deref())?;
-    if w.tx().checkpoint_owner(&id).await?.is_some() {
-        return Err(Error::AlreadyExists(format!(
-            "checkpoint_id: checkpoint {id} already exists; use a new id (or none)"
-        )));
-    }
-    let head = row.head_checkpoint_id.clone();
-    let parent = head::parent(new.request.parent_id.as_deref(), head.as_deref()).map(str::to_owned);
-    if let Some(p) = new.request.parent_id.as_deref().filter(|p| !p.is_empty()) {
-        check_parent(&mut w, p, &project, &session_id).await?;
-    }
-    let missing = w.tx().missing_chunks(&new.chunk_digests).await?;
-    if let Some(first) = missing.first() {
-        return Err(Error::FailedPrecondition(format!(
-            "blobs: {} chunk(s) are not uploaded (first: {first}); upload them with PutChunks, then create the \
-             checkpoint",
-            missing.len()
-        )));
-    }
+    let parent = check(&mut w, &row, &new, &id, &project).await?;
     let activity = status::is_activity(&row.id, &ctx.actor.session_id);
     if activity {
         session::touch(&mut w, &mut row, &ctx.actor)?;
     }
-    let current = RecordVersion { revision: row.head_revision, written_us: row.head_written_us };
-    let decided = head::decide(parent.as_deref(), head.as_deref(), current, ctx.intent(w.now_us));
-    let value = |id: Option<&str>| RecordValue {
-        value: id.map(|i| record_value::Value::HeadCheckpointId(i.to_owned())),
-    };
-    let conflict = decided.decision.is_conflict().then(|| {
-        let contested = Contested {
-            record: format!("session/{session_id}/head"),
-            current: Some((current, decode_actor(&row.head_author))),
-            current_value: Some(value(head.as_deref())),
-            written_value: Some(value(Some(&id))),
-            detail: decided.detail.clone(),
-        };
-        conflict::conflict(decided.decision, ctx.writer(), contested)
-    });
+    let (decided, conflict) = head_move(&row, parent.as_deref(), &id, &ctx, w.now_us);
     if let (Decision::Rejected, Some(conflict)) = (decided.decision, &conflict) {
         return Err(w.rejected(conflict.clone()));
     }
@@ -120,6 +88,65 @@ pub async fn create<S: Store>(
     let reply = CreateCheckpointResponse { checkpoint: Some(checkpoint), result: Some(result) };
     w.finish(&ctx, &reply).await?;
     Ok(reply)
+}
+
+/// Refuses a checkpoint its session, its id, its parent or its chunks do not allow; returns
+/// its parent.
+async fn check<T: WriteTx>(
+    w: &mut Write<T>,
+    row: &Session,
+    new: &NewCheckpoint,
+    id: &str,
+    project: &str,
+) -> Result<Option<String>> {
+    status::check_open(&row.id, row.status(), row.resumed_by.as_deref())?;
+    if w.tx().checkpoint_owner(id).await?.is_some() {
+        return Err(Error::AlreadyExists(format!(
+            "checkpoint_id: checkpoint {id} already exists; use a new id (or none)"
+        )));
+    }
+    let parent =
+        head::parent(new.request.parent_id.as_deref(), row.head_checkpoint_id.as_deref()).map(str::to_owned);
+    if let Some(p) = new.request.parent_id.as_deref().filter(|p| !p.is_empty()) {
+        check_parent(w, p, project, &row.id).await?;
+    }
+    let missing = w.tx().missing_chunks(&new.chunk_digests).await?;
+    if let Some(first) = missing.first() {
+        return Err(Error::FailedPrecondition(format!(
+            "blobs: {} chunk(s) are not uploaded (first: {first}); upload them with PutChunks, then create the \
+             checkpoint",
+            missing.len()
+        )));
+    }
+    Ok(parent)
+}
+
+/// What the checkpoint does to its session's head (`core::head`), and the conflict it
+/// reports.
+fn head_move(
+    row: &Session,
+    parent: Option<&str>,
+    id: &str,
+    ctx: &WriteCtx,
+    now_us: i64,
+) -> (head::Move, Option<Conflict>) {
+    let head = row.head_checkpoint_id.as_deref();
+    let current = RecordVersion { revision: row.head_revision, written_us: row.head_written_us };
+    let decided = head::decide(parent, head, current, ctx.intent(now_us));
+    let value = |id: Option<&str>| RecordValue {
+        value: id.map(|i| record_value::Value::HeadCheckpointId(i.to_owned())),
+    };
+    let conflict = decided.decision.is_conflict().then(|| {
+        let contested = Contested {
+            record: format!("session/{}/head", row.id),
+            current: Some((current, decode_actor(&row.head_author))),
+            current_value: Some(value(head)),
+            written_value: Some(value(Some(id))),
+            detail: decided.detail.clone(),
+        };
+        conflict::conflict(decided.decision, ctx.writer(), contested)
+    });
+    (decided, conflict)
 }
 
 /// A named parent must be a checkpoint of the same session; another project's is answered
