@@ -25,7 +25,7 @@ pub const TTL: Duration = Duration::from_secs(2);
 pub const OPEN_TTL: Duration = Duration::from_millis(100);
 /// How often an open watch stream checks its caller again.
 pub const WATCH_RECHECK: Duration = Duration::from_millis(250);
-const TOUCH_EVERY: Duration = Duration::from_secs(60);
+const TOUCH_EVERY: Duration = Duration::from_mins(1);
 
 /// The caller of a request.
 #[derive(Debug, Clone)]
@@ -179,6 +179,7 @@ impl<S: Store> Auth<S> {
     }
 
     /// A token looked up less than `TTL` ago (`Some(None)`: known not to exist).
+    #[allow(clippy::option_option, reason = "a cached answer that the token does not exist is an answer")]
     fn cached(&self, hash: &str) -> Option<Option<TokenRow>> {
         let cache = self.cache();
         let (row, at) = cache.tokens.get(hash)?;
@@ -234,14 +235,13 @@ impl<S: Store> Auth<S> {
             )));
         };
         let hash = hash_secret(secret);
-        let row = match self.cached(&hash) {
-            Some(row) => row,
-            None => {
-                if charge {
-                    self.limits.blocked(caller.origin)?;
-                }
-                self.lookup(&hash).await?
+        let row = if let Some(row) = self.cached(&hash) {
+            row
+        } else {
+            if charge {
+                self.limits.blocked(caller.origin)?;
             }
+            self.lookup(&hash).await?
         };
         let Some(row) = row else {
             return Err(failed(unauthenticated(

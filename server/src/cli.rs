@@ -55,13 +55,12 @@ async fn purge<S: Store>(
     value: Option<String>,
     dry_run: bool,
 ) -> anyhow::Result<()> {
-    let value = match value {
-        Some(v) => v,
-        None => {
-            let mut line = String::new();
-            std::io::stdin().read_line(&mut line).context("reading the value to purge from stdin")?;
-            line.trim_end_matches(['\n', '\r']).to_owned()
-        }
+    let value = if let Some(v) = value {
+        v
+    } else {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).context("reading the value to purge from stdin")?;
+        line.trim_end_matches(['\n', '\r']).to_owned()
     };
     crate::api::admin::check_purge_value(&value).map_err(|e| anyhow::anyhow!("{e}"))?;
     let actor = Actor { token: "baton-server purge".into(), ..Actor::default() };
@@ -194,15 +193,14 @@ pub async fn healthcheck(
     url: Option<&str>,
     ca_cert: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
-    let url = match url {
-        Some(url) => url.to_owned(),
-        None => {
-            let mut addr = listen;
-            if addr.ip().is_unspecified() {
-                addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
-            }
-            format!("http://{addr}")
+    let url = if let Some(url) = url {
+        url.to_owned()
+    } else {
+        let mut addr = listen;
+        if addr.ip().is_unspecified() {
+            addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
         }
+        format!("http://{addr}")
     };
     let mut endpoint = tonic::transport::Endpoint::from_shared(url.clone())
         .with_context(|| format!("{url:?} is not a valid URL"))?

@@ -207,7 +207,7 @@ impl From<Error> for Status {
             Error::Unavailable(source) => tracing::warn!(error = %source, "storage unavailable"),
             Error::Internal(source) => tracing::error!(error = ?source, "internal error"),
             Error::DataLoss { id, source } => {
-                tracing::error!(checkpoint = %id, error = %source, "checkpoint failed its integrity check")
+                tracing::error!(checkpoint = %id, error = %source, "checkpoint failed its integrity check");
             }
             _ => tracing::debug!(%code, error = %error, "request refused"),
         }

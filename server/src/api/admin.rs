@@ -139,15 +139,15 @@ impl<S: Store> AdminService for Api<S> {
         who.allow(Need::Read)?;
         let req = request.into_inner();
         let named = !req.project.is_empty();
-        let projects = if !named {
+        let projects = if named {
+            validate::project("project", &req.project)?;
+            who.scope(&req.project)?;
+            vec![req.project]
+        } else {
             match &who {
                 crate::auth::Principal::Token { project: Some(p), .. } => vec![p.clone()],
                 _ => self.store.list_projects().await?.into_iter().map(|(p, _)| p).collect(),
             }
-        } else {
-            validate::project("project", &req.project)?;
-            who.scope(&req.project)?;
-            vec![req.project]
         };
         let mut out = Vec::with_capacity(projects.len());
         for p in projects {

@@ -80,7 +80,9 @@ fn check_blobs(blobs: &[BlobRef]) -> Result<Vec<String>, Error> {
             check_digest(&format!("blobs[{i}].chunks[{j}]"), c)?;
         }
         // A remote number a client may allocate by: never more than its chunks can hold.
-        let most = i64::try_from(b.chunks.len()).unwrap_or(i64::MAX).saturating_mul(MAX_CHUNK as i64);
+        let most = i64::try_from(b.chunks.len())
+            .unwrap_or(i64::MAX)
+            .saturating_mul(i64::try_from(MAX_CHUNK).unwrap_or(i64::MAX));
         if !(0..=most).contains(&b.size_bytes) {
             return Err(validate::invalid(
                 format!("blobs[{i}].size_bytes"),
@@ -292,7 +294,7 @@ impl<S: Store> CheckpointService for Api<S> {
         // A reply is bounded in bytes as well as in count (by the sizes the chunks were
         // stored with, before anything is decompressed).
         let total: i64 = found.iter().map(|(_, _, size)| (*size).max(0)).sum();
-        if total > MAX_CHUNKS_BYTES as i64 {
+        if total > i64::try_from(MAX_CHUNKS_BYTES).unwrap_or(i64::MAX) {
             return Err(Error::ResourceExhausted(format!(
                 "digests: these {} chunks hold {total} bytes, over the {MAX_CHUNKS_BYTES} bytes one GetChunks reply \
                  carries; ask for fewer per call",

@@ -125,7 +125,7 @@ impl<S: Store> EventService for Api<S> {
         check_kinds(&req.kinds)?;
         let request = Watch { cursors, kinds: req.kinds.into_iter().collect() };
         let slot = self.watch_slots.acquire(&key, &label)?;
-        let rx = watch(self.store.clone(), &self.hub, request, self.shutdown.clone(), 256);
+        let rx = watch(&self.store, &self.hub, &request, &self.shutdown, 256);
         // The slot lives as long as the stream: dropped when the client goes away.
         let stream = ReceiverStream::new(rx).map(move |delivery| {
             let _held = &slot;

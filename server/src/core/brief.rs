@@ -126,12 +126,14 @@ fn short(id: &str) -> &str {
 }
 
 fn who(session: &Session) -> String {
+    use std::fmt::Write as _;
     let mut s = format!("{} {}", agent_name(session.agent), short(&session.id));
+    // Writing to a String cannot fail.
     if !session.user.is_empty() || !session.host.is_empty() {
-        s.push_str(&format!(" ({}@{})", session.user, session.host));
+        let _ = write!(s, " ({}@{})", session.user, session.host);
     }
     if !session.branch.is_empty() {
-        s.push_str(&format!(" on {}", session.branch));
+        let _ = write!(s, " on {}", session.branch);
     }
     s
 }

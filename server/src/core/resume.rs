@@ -30,13 +30,13 @@ pub struct Candidate<'a> {
 /// session, else the most recently updated completed one (ties: the greater id, the later
 /// of two uuid v7).
 pub fn choose(asked: Asked<'_>, candidates: &[Candidate<'_>]) -> Option<usize> {
-    if !matches!(asked, Asked::Latest) {
-        return (!candidates.is_empty()).then_some(0);
-    }
     fn rank<'a>(c: &Candidate<'a>) -> (bool, bool, i64, &'a str) {
         let unfinished = matches!(c.status, SessionStatus::Crashed | SessionStatus::Idle);
         let eligible = unfinished || c.status == SessionStatus::Completed;
         (eligible, unfinished, c.updated_us, c.id)
+    }
+    if !matches!(asked, Asked::Latest) {
+        return (!candidates.is_empty()).then_some(0);
     }
     let best = candidates.iter().enumerate().max_by(|(_, a), (_, b)| rank(a).cmp(&rank(b)))?;
     rank(best.1).0.then_some(best.0)

@@ -31,12 +31,12 @@ pub fn ancestors(nodes: &HashMap<String, Node>, head: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut seen = HashSet::from([head.to_owned()]);
     let mut at = nodes.get(head).and_then(|n| n.parent.clone());
-    while let Some(id) = at {
+    while let Some(id) = at.take() {
         if !seen.insert(id.clone()) {
             break;
         }
         let Some(node) = nodes.get(&id) else { break };
-        at = node.parent.clone();
+        at.clone_from(&node.parent);
         out.push(id);
     }
     out
@@ -98,7 +98,7 @@ mod tests {
         (0..n)
             .map(|i| {
                 let parent = (i > 0).then(|| format!("c{}", i - 1));
-                (format!("c{i}"), Node { parent, created_us: i as i64 * DAY })
+                (format!("c{i}"), Node { parent, created_us: i64::try_from(i).unwrap() * DAY })
             })
             .collect()
     }

@@ -8,9 +8,8 @@ pub fn allowed(from: SessionStatus, to: SessionStatus) -> bool {
     use SessionStatus::{Active, Completed, Crashed, Idle, Initializing, Resumed};
     matches!(
         (from, to),
-        (Initializing, Active)
+        (Initializing | Idle, Active)
             | (Active, Idle)
-            | (Idle, Active)
             | (Active | Idle, Completed)
             // An orchestrated worker can die before it ever reported activity.
             | (Active | Idle | Initializing, Crashed)

@@ -168,7 +168,7 @@ impl<S: Store> Hub<S> {
                         }
                     }
                     Err(e) => {
-                        tracing::warn!(error = %e, "cannot tell which watched projects exist; will retry")
+                        tracing::warn!(error = %e, "cannot tell which watched projects exist; will retry");
                     }
                 }
             }
@@ -306,9 +306,9 @@ mod tests {
         let _only = FAIL_POINT.lock().await;
 
         let request = |p: &str| Watch { cursors: vec![(p.to_owned(), 0)], kinds: HashSet::new() };
-        let a1 = watch(store.clone(), &hub, request("a"), stop_rx.clone(), 8);
-        let a2 = watch(store.clone(), &hub, request("a"), stop_rx.clone(), 8);
-        let b = watch(store.clone(), &hub, request("b"), stop_rx.clone(), 8);
+        let a1 = watch(&store, &hub, &request("a"), &stop_rx, 8);
+        let a2 = watch(&store, &hub, &request("a"), &stop_rx, 8);
+        let b = watch(&store, &hub, &request("b"), &stop_rx, 8);
         // Two watchers of "a" share one reader.
         until(|| hub.readers() == 2).await;
         drop(a1);
@@ -328,7 +328,7 @@ mod tests {
     async fn a_write_while_a_new_reader_starts_is_delivered() {
         use baton_proto::v1::{MemoryItem, MemoryOp, PutMemoryRequest};
 
-        let (_dir, store, hub, _stop, stop_rx) = sqlite_hub(Duration::from_secs(3600)).await;
+        let (_dir, store, hub, _stop, stop_rx) = sqlite_hub(Duration::from_hours(1)).await;
         let put = |revision: i64| {
             let req = PutMemoryRequest {
                 project: "p".into(),
@@ -344,7 +344,7 @@ mod tests {
         let _only = FAIL_POINT.lock().await;
         fail::cfg("hub.before_reader_head", "sleep(300)").unwrap();
         let request = Watch { cursors: vec![("p".to_owned(), 1)], kinds: HashSet::new() };
-        let mut events = watch(store.clone(), &hub, request, stop_rx.clone(), 8);
+        let mut events = watch(&store, &hub, &request, &stop_rx, 8);
         // The write lands while the new reader is held, before it reads its head. (Read by
         // the reader itself, after the watcher's replay had run, the head included the
         // write and the feed skipped it.)
@@ -377,7 +377,7 @@ mod tests {
         let mut watchers: Vec<_> = (0..300)
             .map(|i| {
                 let request = Watch { cursors: vec![(format!("nowhere/{i}"), 0)], kinds: HashSet::new() };
-                watch(store.clone(), &hub, request, stop_rx.clone(), 8)
+                watch(&store, &hub, &request, &stop_rx, 8)
             })
             .collect();
         until(|| hub.dormant() == 300).await;
@@ -432,7 +432,7 @@ mod tests {
         put("first", "small".into()).await.unwrap();
         let mut feed = hub.subscribe("p").await;
         let request = Watch { cursors: vec![("p".to_owned(), 1)], kinds: HashSet::new() };
-        let mut events = watch(store.clone(), &hub, request, stop_rx.clone(), 8);
+        let mut events = watch(&store, &hub, &request, &stop_rx, 8);
         tokio::time::sleep(Duration::from_millis(200)).await;
         put("big", "x".repeat(16 * 1024)).await.unwrap();
         put("small", "small".into()).await.unwrap();
@@ -462,7 +462,7 @@ mod tests {
     async fn watchers_connecting_at_once_start_one_reader() {
         use std::sync::atomic::{AtomicUsize, Ordering};
 
-        let (_dir, store, hub, _stop, stop_rx) = sqlite_hub(Duration::from_secs(3600)).await;
+        let (_dir, store, hub, _stop, stop_rx) = sqlite_hub(Duration::from_hours(1)).await;
         let _only = FAIL_POINT.lock().await;
         let heads = Arc::new(AtomicUsize::new(0));
         let counted = heads.clone();
@@ -474,7 +474,7 @@ mod tests {
         let watchers: Vec<_> = (0..50)
             .map(|_| {
                 let request = Watch { cursors: vec![("p".to_owned(), 0)], kinds: HashSet::new() };
-                watch(store.clone(), &hub, request, stop_rx.clone(), 8)
+                watch(&store, &hub, &request, &stop_rx, 8)
             })
             .collect();
         until(|| hub.readers() == 1).await;

@@ -86,16 +86,16 @@ pub struct Watch {
 /// Starts a watch; the returned channel ends when the client goes away or the server
 /// shuts down (cleanly, without an error).
 pub fn watch<S: Store>(
-    store: S,
+    store: &S,
     hub: &Hub<S>,
-    request: Watch,
-    shutdown: signal::Receiver<bool>,
+    request: &Watch,
+    shutdown: &signal::Receiver<bool>,
     buffer: usize,
 ) -> mpsc::Receiver<Delivery> {
     let (out, rx) = Sink::channel(buffer);
-    let kinds = Arc::new(request.kinds);
-    for (project, cursor) in request.cursors {
-        spawn_follower(&store, hub, project, cursor, kinds.clone(), out.clone(), shutdown.clone());
+    let kinds = Arc::new(request.kinds.clone());
+    for (project, cursor) in &request.cursors {
+        spawn_follower(store, hub, project.clone(), *cursor, kinds.clone(), out.clone(), shutdown.clone());
     }
     rx
 }

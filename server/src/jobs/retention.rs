@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::store::Store;
 
 /// Clients stop retrying a queued write after 30 days; its stored reply can go after 31.
-const REQUEST_REPLIES_KEPT: Duration = Duration::from_secs(31 * 86_400);
+const REQUEST_REPLIES_KEPT: Duration = Duration::from_hours(31 * 24);
 
 /// What a retention run keeps.
 #[derive(Debug, Clone, Copy)]

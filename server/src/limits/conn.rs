@@ -172,7 +172,7 @@ pub struct Limited {
 }
 
 /// A timer that does not fire.
-const NEVER: Duration = Duration::from_secs(365 * 24 * 3600);
+const NEVER: Duration = Duration::from_hours(365 * 24);
 
 impl Limited {
     fn new(io: TcpStream, remote: SocketAddr, state: Arc<ConnState>, tracker: Tracker) -> Self {

@@ -204,7 +204,7 @@ pub async fn prune_every_minute(
     limits: std::sync::Arc<RateLimits>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
-    let mut every = tokio::time::interval(Duration::from_secs(60));
+    let mut every = tokio::time::interval(Duration::from_mins(1));
     loop {
         tokio::select! {
             _ = every.tick() => limits.prune(),
@@ -232,7 +232,7 @@ mod tests {
     #[test]
     fn tables_stay_bounded() {
         let limits = RateLimits::new(1, 1, 1, 1);
-        for i in 0..(MAX_KEYS as u32 + 5_000) {
+        for i in 0..(u32::try_from(MAX_KEYS).unwrap() + 5_000) {
             let _ = limits.failed(Origin::of(Some(IpAddr::from(i.to_be_bytes()))));
         }
         assert!(limits.keys().1 <= MAX_KEYS + 1024, "{:?}", limits.keys());

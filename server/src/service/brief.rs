@@ -69,7 +69,8 @@ pub async fn data<S: Store>(store: &S, q: BriefFor) -> Result<BriefData> {
         .map(|row| {
             // A corrupt head checkpoint gives no state (verified by its state digest: the
             // payload, maybe megabytes, is neither read nor hashed).
-            let state = row.head_checkpoint_id.as_ref().and_then(|h| heads.remove(h)).and_then(state_of);
+            let state =
+                row.head_checkpoint_id.as_ref().and_then(|h| heads.remove(h)).and_then(|c| state_of(&c));
             (row.to_proto(), state)
         })
         .collect();
@@ -89,7 +90,7 @@ pub async fn data<S: Store>(store: &S, q: BriefFor) -> Result<BriefData> {
     let previous_state = chosen
         .as_ref()
         .and_then(|(_, (_, s))| s.head_checkpoint_id.as_ref())
-        .and_then(|h| rows.previous_heads.into_iter().find(|c| &c.id == h))
+        .and_then(|h| rows.previous_heads.iter().find(|c| &c.id == h))
         .and_then(state_of);
     Ok(BriefData {
         as_of_revision: head.head_revision.unwrap_or(0),
@@ -105,7 +106,7 @@ pub async fn data<S: Store>(store: &S, q: BriefFor) -> Result<BriefData> {
 }
 
 /// A checkpoint's state, if it verifies.
-fn state_of(checkpoint: Checkpoint) -> Option<CheckpointState> {
+fn state_of(checkpoint: &Checkpoint) -> Option<CheckpointState> {
     checkpoint.verified_state().ok().and_then(|c| c.state)
 }
 

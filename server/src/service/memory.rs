@@ -237,6 +237,7 @@ pub async fn set_caps<S: Store>(
 
 /// Writes a record's new content (sent by `finish`): drops `delete_ids` (None = every
 /// entry), adds `items` and sets the record's version. Returns the entries created.
+#[allow(clippy::unnecessary_wraps, reason = "a fail point makes it fail in the fault tests")]
 fn apply_record<T: WriteTx>(
     w: &mut Write<T>,
     t: &Target<'_>,

@@ -105,6 +105,7 @@ impl<T: WriteTx> Write<T> {
 
     /// Logs the event of the pending revision (and its conflict, if any); returns it as
     /// stored, its conflict stamped with project, revision and time.
+    #[allow(clippy::unnecessary_wraps, reason = "a fail point makes it fail in the fault tests")]
     pub fn emit(&mut self, mut event: Event) -> Result<Event> {
         let revision = self.revision();
         self.pending = None;

@@ -134,7 +134,7 @@ where
     DB::Arguments: IntoArguments<DB>,
 {
     /// Starts the writer tasks for `pool`; they end when the last handle is dropped.
-    pub fn spawn(pool: Pool<DB>, dialect: Dialect) -> Self {
+    pub fn spawn(pool: &Pool<DB>, dialect: Dialect) -> Self {
         let lanes: Vec<_> = (0..dialect.lanes.max(1))
             .map(|_| {
                 let (queue, jobs) = mpsc::unbounded_channel();
@@ -526,7 +526,6 @@ fn then_send<DB: Database>(
             *began = true;
             vec![opening(begin, release.take(), savepoint)]
         }
-        Some(_) => vec![],
         // The release is kept at the end because on Postgres a COMMIT of a failed
         // transaction rolls it back without an error, where the RELEASE fails: a batch
         // never reports a commit that did not happen.
@@ -539,7 +538,7 @@ fn then_send<DB: Database>(
             None => "COMMIT".to_owned(),
         }],
         // No write sent anything: there is no transaction.
-        None => vec![],
+        Some(_) | None => vec![],
     }
 }
 
@@ -571,14 +570,9 @@ fn savepoint_after(pending: Option<&str>) -> &'static str {
 /// The statements that open a write's savepoint: the batch's BEGIN if not sent yet, the
 /// previous write's release, its own savepoint.
 fn opening(begin: Option<&str>, release: Option<&str>, savepoint: &str) -> String {
-    let mut sql = String::new();
-    if let Some(begin) = begin {
-        sql = format!("{begin}; ");
-    }
-    if let Some(previous) = release {
-        sql += &format!("RELEASE SAVEPOINT {previous}; ");
-    }
-    sql + &format!("SAVEPOINT {savepoint}")
+    let begin = begin.map(|b| format!("{b}; ")).unwrap_or_default();
+    let release = release.map(|r| format!("RELEASE SAVEPOINT {r}; ")).unwrap_or_default();
+    format!("{begin}{release}SAVEPOINT {savepoint}")
 }
 
 /// Begins a batch on the lane's connection, or on a new one if it has none or it broke while
@@ -650,7 +644,7 @@ mod tests {
     async fn writer(dialect: Dialect) -> (tempfile::TempDir, SqlitePool, Writer<Sqlite>) {
         let dir = tempfile::tempdir().unwrap();
         let pool = pool(&dir).await;
-        let writer = Writer::spawn(pool.clone(), dialect);
+        let writer = Writer::spawn(&pool, dialect);
         (dir, pool, writer)
     }
 
@@ -828,22 +822,19 @@ mod tests {
             let writer = writer.clone();
             tokio::spawn(async move {
                 let mut lease = writer.lease("p", false, opens).await.unwrap();
-                match v {
+                if v == "e" {
                     // Dropped before it sent anything (its opening goes to the next write).
-                    "e" => drop(lease),
-                    _ => {
-                        insert_opening(&mut lease, v).await.unwrap();
-                        if v == "c" {
-                            lease.rollback().await.unwrap();
-                        } else {
-                            // A statement that fails, after a good one: the write goes.
-                            if v == "d" {
-                                assert!(insert_opening(&mut lease, "a").await.is_err(), "duplicate key");
-                                return;
-                            }
-                            lease.commit().await.unwrap();
-                        }
-                    }
+                    drop(lease);
+                    return;
+                }
+                insert_opening(&mut lease, v).await.unwrap();
+                if v == "c" {
+                    lease.rollback().await.unwrap();
+                } else if v == "d" {
+                    // A statement that fails, after a good one: the write goes.
+                    assert!(insert_opening(&mut lease, "a").await.is_err(), "duplicate key");
+                } else {
+                    lease.commit().await.unwrap();
                 }
             })
         };
@@ -870,7 +861,7 @@ mod tests {
     #[tokio::test]
     async fn begin_rides_with_the_first_opening_sent() {
         let (_dir, pool, writer) =
-            writer(Dialect { trust_idle_for: Duration::from_secs(3600), ..OPENING }).await;
+            writer(Dialect { trust_idle_for: Duration::from_hours(1), ..OPENING }).await;
         // No connection yet: the writer begins alone.
         let mut lease = writer.lease("p", false, true).await.unwrap();
         assert_eq!(lease.take_opening().as_deref(), Some("SAVEPOINT w1"));

@@ -93,7 +93,7 @@ impl PgStore {
             .connect_with(options)
             .await?;
         let notifier = Notifier::spawn(pool.clone());
-        let writer = Writer::spawn(pool.clone(), DIALECT);
+        let writer = Writer::spawn(&pool, DIALECT);
         let store = Self { pool, wakers, notifier, writer, memory_cache: MemoryCache::default() };
         store.spawn_listener();
         spawn_analyzer(store.pool.clone());

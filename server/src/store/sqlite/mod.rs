@@ -61,7 +61,7 @@ impl SqliteStore {
             .connect_with(options)
             .await?;
         MIGRATOR.run(&pool).await?;
-        let writer = Writer::spawn(pool.clone(), DIALECT);
+        let writer = Writer::spawn(&pool, DIALECT);
         let store = Self { pool, wakers, writer, memory_cache: MemoryCache::default() };
         crate::jobs::backfill::state_digests(&store).await?;
         Ok(store)
