@@ -228,8 +228,7 @@ impl<S: Store> CheckpointService for Api<S> {
         for (i, d) in req.digests.iter().enumerate() {
             check_digest(&format!("digests[{i}]"), d)?;
         }
-        let missing =
-            crate::service::checkpoint::missing_chunks(&self.store, req.project, req.digests).await?;
+        let missing = self.store.missing_chunks(req.project, req.digests).await?;
         Ok(Response::new(MissingChunksResponse { missing }))
     }
 

@@ -311,17 +311,3 @@ async fn page<S: Store>(
     }
     Ok((checkpoints, false))
 }
-
-/// Which of these chunk digests the project has no chunk for, in their order.
-pub async fn missing_chunks<S: Store>(
-    store: &S,
-    project: String,
-    digests: Vec<String>,
-) -> Result<Vec<String>> {
-    if digests.is_empty() {
-        return Ok(Vec::new());
-    }
-    let present: std::collections::HashSet<String> =
-        store.present_chunks(project, digests.clone()).await?.into_iter().collect();
-    Ok(digests.into_iter().filter(|d| !present.contains(d)).collect())
-}

@@ -171,10 +171,7 @@ fn tell(settled: &mut Option<oneshot::Sender<()>>) {
 
 /// The session the resume takes over, or NOT_FOUND saying what was missing.
 async fn target<T: WriteTx>(w: &mut Write<T>, asked: Asked<'_>, project: &str) -> Result<Session> {
-    let mut candidates = match asked {
-        Asked::Session(id) => w.tx().session(id).await?.into_iter().collect(),
-        _ => w.tx().resume_candidates(asked).await?,
-    };
+    let mut candidates = w.tx().resume_candidates(asked).await?;
     let chosen = {
         let view: Vec<Candidate<'_>> = candidates
             .iter()

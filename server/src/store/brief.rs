@@ -14,6 +14,7 @@ use baton_proto::v1::SessionStatus;
 use sqlx::FromRow as _;
 
 use super::model::{Checkpoint, Session};
+use super::rows::{checkpoint_light_columns, session_columns};
 use crate::core::brief::PreviousBy;
 
 /// The ids a brief reads by. Absent ones are '' (no session has it), never NULL: Postgres
@@ -77,43 +78,12 @@ const UNFINISHED_LIMIT: i64 = 10;
 const ACTIVE_LIMIT: i64 = 20;
 const CONFLICT_LIMIT: i64 = 50;
 
-const SESSION_COLUMNS: [&str; 28] = [
-    "id",
-    "project",
-    "agent",
-    "agent_session_id",
-    "host",
-    "user_name",
-    "cwd",
-    "branch",
-    "goal",
-    "status",
-    "lease_ttl_ms",
-    "last_seen_us",
-    "head_checkpoint_id",
-    "git_base",
-    "git_head",
-    "summary",
-    "tool_count",
-    "resumed_from",
-    "resumed_by",
-    "metadata",
-    "created_us",
-    "updated_us",
-    "revision",
-    "written_us",
-    "author",
-    "head_revision",
-    "head_written_us",
-    "head_author",
-];
-
-const CHECKPOINT_LIGHT: &str = "id, session_id, project, parent_id, kind, reason, state, payload_content_type, \
-     compression, size_bytes, digest, state_digest, created_us, revision, author, blobs";
+const CHECKPOINT_LIGHT: &str = checkpoint_light_columns!();
 
 /// A session's columns, each of `alias`, and its start revision.
 fn sessions(alias: &str) -> String {
-    let mut columns: Vec<String> = SESSION_COLUMNS.iter().map(|c| format!("{alias}.{c}")).collect();
+    let mut columns: Vec<String> =
+        session_columns!().split(',').map(|c| format!("{alias}.{}", c.trim())).collect();
     columns.push(format!("{alias}.start_revision"));
     columns.join(", ")
 }

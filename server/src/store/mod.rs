@@ -270,8 +270,9 @@ pub trait Store: Clone + Send + Sync + 'static {
     /// The oldest revision a project's event log keeps (0: none compacted), if the project
     /// exists.
     fn events_from(&self, project: String) -> impl Future<Output = Result<Option<i64>>> + Send;
-    /// Which of these chunk digests the project has a chunk for.
-    fn present_chunks(
+    /// Which of these chunk digests the project has no chunk for, in their order (the
+    /// statement a write's `WriteTx::missing_chunks` runs, outside a write).
+    fn missing_chunks(
         &self,
         project: String,
         digests: Vec<String>,

@@ -11,6 +11,47 @@ use crate::core::lww::RecordVersion;
 use crate::error::{Error, Result};
 use crate::store::model;
 
+// The column lists of the rows below, written once for both backends' statements (and
+// `store::brief`'s), in the order the structs declare them.
+
+/// A session's columns (`SessionRow`).
+macro_rules! session_columns {
+    () => {
+        "id, project, agent, agent_session_id, host, user_name, cwd, branch, goal, status, lease_ttl_ms, \
+         last_seen_us, head_checkpoint_id, git_base, git_head, summary, tool_count, resumed_from, resumed_by, \
+         metadata, created_us, updated_us, revision, written_us, author, head_revision, head_written_us, head_author"
+    };
+}
+pub(crate) use session_columns;
+
+/// A checkpoint's columns (`CheckpointRow`).
+macro_rules! checkpoint_columns {
+    () => {
+        "id, session_id, project, parent_id, kind, reason, state, payload, payload_content_type, compression, \
+         size_bytes, digest, state_digest, created_us, revision, author, blobs"
+    };
+}
+pub(crate) use checkpoint_columns;
+
+/// A checkpoint's columns but its payload (`CheckpointRow`, whose payload is then empty).
+macro_rules! checkpoint_light_columns {
+    () => {
+        "id, session_id, project, parent_id, kind, reason, state, payload_content_type, compression, size_bytes, \
+         digest, state_digest, created_us, revision, author, blobs"
+    };
+}
+pub(crate) use checkpoint_light_columns;
+
+/// A memory entry with its record's revision (`MemoryRow`), from `memory m`.
+macro_rules! entry_columns {
+    () => {
+        "SELECT m.id, m.project, m.category, m.branch, m.key, m.record, m.content, m.rationale, m.author, \
+         m.revision, m.seq, m.created_us, m.evicted, r.revision AS record_revision FROM memory m \
+         LEFT JOIN records r ON r.project = m.project AND r.record = m.record"
+    };
+}
+pub(crate) use entry_columns;
+
 pub use crate::core::time::{ts, us};
 
 pub fn encode_actor(actor: &Actor) -> Vec<u8> {

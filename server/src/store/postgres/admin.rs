@@ -45,8 +45,6 @@ const PROJECT_CHUNKS: &str =
 const PROJECT_MEMORY: &str = "SELECT COUNT(*) FROM memory WHERE project = $1";
 const PROJECT_EVENTS: &str = "SELECT COUNT(*) FROM events WHERE project = $1";
 const SESSION_COUNTS: &str = "SELECT status, COUNT(*) FROM sessions GROUP BY status";
-/// $1 project, $2 digests.
-const PRESENT_CHUNKS: &str = "SELECT digest FROM chunks WHERE project = $1 AND digest = ANY($2)";
 /// In order: project, digest, data, size, created_us.
 const PUT_CHUNK: &str = "INSERT INTO chunks (project, digest, data, size_bytes, created_us) VALUES ($1, $2, $3, $4, $5) \
      ON CONFLICT (project, digest) DO NOTHING";
@@ -157,8 +155,9 @@ impl PgStore {
         Ok(sqlx::query_as(SESSION_COUNTS).fetch_all(&self.pool).await?)
     }
 
-    pub(super) async fn present_chunks(&self, project: String, digests: &[String]) -> Result<Vec<String>> {
-        Ok(sqlx::query_scalar(PRESENT_CHUNKS).bind(project).bind(digests).fetch_all(&self.pool).await?)
+    pub(super) async fn missing(&self, project: String, digests: &[String]) -> Result<Vec<String>> {
+        let query = sqlx::query_scalar(super::sql::MISSING_CHUNKS).bind(project).bind(digests);
+        Ok(query.fetch_all(&self.pool).await?)
     }
 
     /// Stores chunks the project does not have; returns how many were new.

@@ -2,14 +2,7 @@
 //! is two calls of the functions of the migration `begin_functions` (`write.rs`), plus any
 //! reads it makes besides its first.
 
-/// A session's columns (`SessionRow`).
-macro_rules! session_columns {
-    () => {
-        "id, project, agent, agent_session_id, host, user_name, cwd, branch, goal, status, lease_ttl_ms, \
-         last_seen_us, head_checkpoint_id, git_base, git_head, summary, tool_count, resumed_from, resumed_by, \
-         metadata, created_us, updated_us, revision, written_us, author, head_revision, head_written_us, head_author"
-    };
-}
+use crate::store::rows::{checkpoint_columns, checkpoint_light_columns, entry_columns, session_columns};
 
 /// The project lock, which changes nothing, with the write's first read (the migration
 /// `begin_functions`): the write's revision and time, the memory caps and an earlier reply
@@ -39,15 +32,6 @@ pub const RECORD_STATE: &str = "SELECT r.revision AS record_revision, r.written_
      LEFT JOIN records r ON r.project = $1 AND r.record = $2 \
      LEFT JOIN memory m ON m.project = $1 AND m.record = $2 AND m.evicted = FALSE \
      ORDER BY m.revision, m.seq";
-
-/// The columns of a memory entry with its record's revision (`MemoryRow`).
-macro_rules! entry_columns {
-    () => {
-        "SELECT m.id, m.project, m.category, m.branch, m.key, m.record, m.content, m.rationale, m.author, \
-         m.revision, m.seq, m.created_us, m.evicted, r.revision AS record_revision FROM memory m \
-         LEFT JOIN records r ON r.project = m.project AND r.record = m.record"
-    };
-}
 
 /// A record's entries in order. $1 project, $2 record, $3 include evicted.
 pub const RECORD_ENTRIES: &str = concat!(
@@ -104,14 +88,6 @@ pub static LATEST_ENDED: std::sync::LazyLock<String> = std::sync::LazyLock::new(
     latest.join(" UNION ALL ")
 });
 
-/// A checkpoint's columns (`CheckpointRow`).
-macro_rules! checkpoint_columns {
-    () => {
-        "id, session_id, project, parent_id, kind, reason, state, payload, payload_content_type, compression, \
-         size_bytes, digest, state_digest, created_us, revision, author, blobs"
-    };
-}
-
 /// One checkpoint of a project, with its state and payload. $1 id, $2 project.
 pub const CHECKPOINT: &str =
     concat!("SELECT ", checkpoint_columns!(), " FROM checkpoints WHERE id = $1 AND project = $2");
@@ -127,14 +103,6 @@ pub const MISSING_CHUNKS: &str = "SELECT u.digest FROM unnest($2::text[]) WITH O
 pub const SAVEPOINT: &str = "SAVEPOINT baton_maintenance";
 pub const ROLLBACK_TO_SAVEPOINT: &str = "ROLLBACK TO SAVEPOINT baton_maintenance";
 pub const RELEASE_SAVEPOINT: &str = "RELEASE SAVEPOINT baton_maintenance";
-
-/// A checkpoint's columns but its payload (`CheckpointRow`, whose payload is then empty).
-macro_rules! checkpoint_light_columns {
-    () => {
-        "id, session_id, project, parent_id, kind, reason, state, payload_content_type, compression, size_bytes, \
-         digest, state_digest, created_us, revision, author, blobs"
-    };
-}
 
 /// A session of any project. $1 id.
 pub const SESSION_BY_ID: &str = concat!("SELECT ", session_columns!(), " FROM sessions WHERE id = $1");

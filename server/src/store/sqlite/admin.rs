@@ -46,9 +46,6 @@ const PROJECT_CHUNKS: &str =
 const PROJECT_MEMORY: &str = "SELECT COUNT(*) FROM memory WHERE project = ?";
 const PROJECT_EVENTS: &str = "SELECT COUNT(*) FROM events WHERE project = ?";
 const SESSION_COUNTS: &str = "SELECT status, COUNT(*) FROM sessions GROUP BY status";
-/// Binds: project, digests as a JSON array.
-const PRESENT_CHUNKS: &str =
-    "SELECT digest FROM chunks WHERE project = ? AND digest IN (SELECT value FROM json_each(?))";
 /// Binds: project, digest, data, size, created_us.
 const PUT_CHUNK: &str = "INSERT INTO chunks (project, digest, data, size_bytes, created_us) VALUES (?, ?, ?, ?, ?) \
      ON CONFLICT (project, digest) DO NOTHING";
@@ -171,9 +168,10 @@ impl SqliteStore {
         Ok(sqlx::query_as(SESSION_COUNTS).fetch_all(&self.pool).await?)
     }
 
-    pub(super) async fn present_chunks(&self, project: String, digests: &[String]) -> Result<Vec<String>> {
+    pub(super) async fn missing(&self, project: String, digests: &[String]) -> Result<Vec<String>> {
         let digests = serde_json::to_string(digests).map_err(crate::error::Error::internal)?;
-        Ok(sqlx::query_scalar(PRESENT_CHUNKS).bind(project).bind(digests).fetch_all(&self.pool).await?)
+        let query = sqlx::query_scalar(super::sql::MISSING_CHUNKS).bind(digests).bind(project);
+        Ok(query.fetch_all(&self.pool).await?)
     }
 
     /// Stores chunks the project does not have; returns how many were new.

@@ -1,6 +1,8 @@
 //! The SQL of SQLite writes. Values are bound in the order their `?` appear; several of
 //! these may be sent as one query (`;`-separated), the values of each in turn.
 
+use crate::store::rows::{checkpoint_columns, checkpoint_light_columns, entry_columns, session_columns};
+
 /// µs since the epoch by the database clock.
 macro_rules! now_us {
     () => {
@@ -39,15 +41,6 @@ pub const RECORD_STATE: &str = "SELECT r.revision AS record_revision, r.written_
      LEFT JOIN records r ON r.project = ? AND r.record = ? \
      LEFT JOIN memory m ON m.project = ? AND m.record = ? AND m.evicted = FALSE \
      ORDER BY m.revision, m.seq";
-
-/// The columns of a memory entry with its record's revision (`MemoryRow`).
-macro_rules! entry_columns {
-    () => {
-        "SELECT m.id, m.project, m.category, m.branch, m.key, m.record, m.content, m.rationale, m.author, \
-         m.revision, m.seq, m.created_us, m.evicted, r.revision AS record_revision FROM memory m \
-         LEFT JOIN records r ON r.project = m.project AND r.record = m.record"
-    };
-}
 
 /// A record's entries in order. Binds: project, record, include evicted.
 pub const RECORD_ENTRIES: &str = concat!(
@@ -91,15 +84,6 @@ pub const INSERT_REQUEST: &str =
 
 /// Binds: head, project.
 pub const SET_HEAD: &str = "UPDATE projects SET head_revision = ? WHERE key = ?";
-
-/// A session's columns (`SessionRow`).
-macro_rules! session_columns {
-    () => {
-        "id, project, agent, agent_session_id, host, user_name, cwd, branch, goal, status, lease_ttl_ms, \
-         last_seen_us, head_checkpoint_id, git_base, git_head, summary, tool_count, resumed_from, resumed_by, \
-         metadata, created_us, updated_us, revision, written_us, author, head_revision, head_written_us, head_author"
-    };
-}
 
 /// One session of a project. Binds: id, project.
 pub const SESSION: &str =
@@ -172,14 +156,6 @@ pub static LATEST_ENDED: std::sync::LazyLock<String> = std::sync::LazyLock::new(
     latest.join(" UNION ALL ")
 });
 
-/// A checkpoint's columns (`CheckpointRow`).
-macro_rules! checkpoint_columns {
-    () => {
-        "id, session_id, project, parent_id, kind, reason, state, payload, payload_content_type, compression, \
-         size_bytes, digest, state_digest, created_us, revision, author, blobs"
-    };
-}
-
 /// One checkpoint of a project, with its state and payload. Binds: id, project.
 pub const CHECKPOINT: &str =
     concat!("SELECT ", checkpoint_columns!(), " FROM checkpoints WHERE id = ? AND project = ?");
@@ -198,14 +174,6 @@ pub const CHECKPOINT_OWNER: &str = "SELECT project, session_id FROM checkpoints 
 /// project.
 pub const MISSING_CHUNKS: &str = "SELECT d.value FROM json_each(?) d WHERE NOT EXISTS \
      (SELECT 1 FROM chunks c WHERE c.project = ? AND c.digest = d.value) ORDER BY d.key";
-
-/// A checkpoint's columns but its payload (`CheckpointRow`, whose payload is then empty).
-macro_rules! checkpoint_light_columns {
-    () => {
-        "id, session_id, project, parent_id, kind, reason, state, payload_content_type, compression, size_bytes, \
-         digest, state_digest, created_us, revision, author, blobs"
-    };
-}
 
 /// A session of any project. Binds: id.
 pub const SESSION_BY_ID: &str = concat!("SELECT ", session_columns!(), " FROM sessions WHERE id = ?");

@@ -106,8 +106,11 @@ impl Store for SqliteStore {
         self.kept_from(project).await
     }
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn present_chunks(&self, project: String, digests: Vec<String>) -> Result<Vec<String>> {
-        self.present_chunks(project, &digests).await
+    async fn missing_chunks(&self, project: String, digests: Vec<String>) -> Result<Vec<String>> {
+        if digests.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.missing(project, &digests).await
     }
     #[tracing::instrument(level = "debug", skip_all)]
     async fn put_chunks(&self, project: String, chunks: Vec<(String, Vec<u8>, i64)>) -> Result<i32> {

@@ -163,7 +163,8 @@ impl crate::store::WriteTx for SqliteTx {
 
     async fn resume_candidates(&mut self, asked: Asked<'_>) -> Result<Vec<Session>> {
         let query = match asked {
-            Asked::Session(id) => sqlx::query_as(sql::SESSION).bind(id).bind(&self.project),
+            // Read with the lock when the write named it (`Lock::first_read`).
+            Asked::Session(id) => return Ok(self.session(id).await?.into_iter().collect()),
             Asked::Checkpoint(id) => {
                 sqlx::query_as(sql::CHECKPOINT_SESSION).bind(&self.project).bind(id).bind(&self.project)
             }
