@@ -166,7 +166,8 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         after: i64,
     },
-    /// Send the offline queue now.
+    /// Send the offline queue now, in order. Writes another baton process is sending at
+    /// that moment are waited for (up to 40 s) and sent here if that process gave up.
     Sync,
 }
 

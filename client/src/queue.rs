@@ -87,6 +87,26 @@ pub fn claim(path: &Path) -> anyhow::Result<Option<File>> {
     }
 }
 
+/// Waits until no process holds the entry at `path` (its sender got an answer, gave up or
+/// ended), at most until `deadline`. True when it is released or gone.
+pub fn wait_released(path: &Path, deadline: std::time::Instant) -> anyhow::Result<bool> {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(true),
+        Err(e) => return Err(e.into()),
+    };
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(true),
+            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => return Ok(false),
+            Err(std::fs::TryLockError::Error(e)) => return Err(e.into()),
+        }
+    }
+}
+
 /// Held while the queue is read or changed.
 pub struct Locked<'a> {
     queue: &'a Queue,

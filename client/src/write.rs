@@ -184,6 +184,8 @@ pub struct Flushed {
     pub results: Vec<(String, WriteResult)>,
     /// Each refused write's reason, by request id.
     pub refused: Vec<(String, String)>,
+    /// Entries left alone because another process was sending them (see `queue::claim`).
+    pub in_flight: Vec<std::path::PathBuf>,
 }
 
 /// Sends queued writes in order. Stops at the first transient failure (order matters: a
@@ -208,7 +210,10 @@ pub async fn flush(
             break;
         }
         // Another process is sending this one right now (its own write): not ours to send.
-        let Some(_claim) = crate::queue::claim(&path)? else { continue };
+        let Some(_claim) = crate::queue::claim(&path)? else {
+            out.in_flight.push(path);
+            continue;
+        };
         if now_us() - entry.written_at_us > crate::queue::MAX_AGE.as_micros() as i64 {
             locked.bury(&path, &entry, "older than the queue's 30-day cap".into())?;
             out.buried += 1;

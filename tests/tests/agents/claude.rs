@@ -377,6 +377,21 @@ async fn the_hub_down_and_back() {
     let body = model.turns()[0].text();
     assert!(body.contains("Baton hub unreachable") && body.contains("ship offline"), "{body}");
 
+    // SessionEnd's work is detached from the agent: the hub comes back once it is queued,
+    // as a user's would come back after the session (a write queued later goes with the
+    // next hook, not this `sync`).
+    let queue = m.baton_home().join("data/queue/pending");
+    let queued_end =
+        || {
+            std::fs::read_dir(&queue).into_iter().flatten().flatten().any(|e| {
+                std::fs::read_to_string(e.path()).is_ok_and(|t| t.contains("\"rpc\":\"EndSession\""))
+            })
+        };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !queued_end() {
+        assert!(std::time::Instant::now() < deadline, "SessionEnd was not queued");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     server.restart().unwrap();
     m.server = server.url();
     let sync = m.baton(&["sync"]);

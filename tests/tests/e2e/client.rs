@@ -333,6 +333,41 @@ async fn writes_in_flight_elsewhere_are_left_to_their_process() {
     assert!(!entry.exists() && std::fs::read_dir(&pending).unwrap().count() == 0);
 }
 
+/// `baton sync` empties the queue: a write another process was sending when it looked
+/// (claimed) is waited for, and sent by `sync` once its process lets go without an answer
+/// (a hook out of time), instead of "still queued 0" over a queue that is not empty.
+#[tokio::test]
+async fn sync_sends_what_another_process_gave_up_on() {
+    let server = Server::start(Backend::Sqlite).await.unwrap();
+    let env = ClientEnv::new(&server.url());
+    let repo = git_repo("https://github.com/acme/gaveup.git");
+    let dir = repo.path();
+    let down = [("BATON_SERVER", "http://127.0.0.1:9")];
+    for note in ["queued first", "given up on"] {
+        let out = env.run_with_env(dir, &["memory", "add", "decision", note], "", &down);
+        assert!(out.stdout.contains("queued"), "{out:?}");
+    }
+    let pending = env.baton_home().join("data").join("queue").join("pending");
+    let mut entries: Vec<_> = std::fs::read_dir(&pending).unwrap().flatten().map(|e| e.path()).collect();
+    entries.sort();
+    // This test process stands for a hook sending the second one, which gives up after
+    // `sync` has looked at the queue.
+    let claim = std::fs::File::open(&entries[1]).unwrap();
+    claim.lock().unwrap();
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(800));
+        drop(claim);
+    });
+    let out = env.run(dir, &["sync"], "");
+    release.join().unwrap();
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("sent 2") && out.stdout.contains("still queued 0"), "{out:?}");
+    assert!(out.stderr.contains("another baton process is sending"), "{out:?}");
+    assert_eq!(std::fs::read_dir(&pending).unwrap().count(), 0);
+    let listed = env.run(dir, &["memory", "list", "decision", "--json"], "");
+    assert!(listed.stdout.contains("queued first") && listed.stdout.contains("given up on"), "{listed:?}");
+}
+
 async fn stale_queued_write_is_reported(backend: Backend) {
     let mut server = Server::start(backend).await.unwrap();
     let env = ClientEnv::new(&server.url());
