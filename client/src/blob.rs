@@ -212,15 +212,14 @@ pub fn codex_rollout(home: &Path, id: &str) -> Option<PathBuf> {
 /// conversation it does not know by the id in the file's name). Returns the file written.
 pub fn restore_codex(data: &[u8], blob: &BlobRef, cwd: &Path, home: &Path) -> anyhow::Result<PathBuf> {
     let id = crate::safe::agent_session_id(&blob.agent_session_id)?;
-    let file = match codex_rollout(home, id) {
-        Some(existing) => existing,
-        None => {
-            let now = chrono::Local::now();
-            codex_home(home)
-                .join("sessions")
-                .join(now.format("%Y/%m/%d").to_string())
-                .join(format!("rollout-{}-{id}.jsonl", now.format("%Y-%m-%dT%H-%M-%S")))
-        }
+    let file = if let Some(existing) = codex_rollout(home, id) {
+        existing
+    } else {
+        let now = chrono::Local::now();
+        codex_home(home)
+            .join("sessions")
+            .join(now.format("%Y/%m/%d").to_string())
+            .join(format!("rollout-{}-{id}.jsonl", now.format("%Y-%m-%dT%H-%M-%S")))
     };
     write_whole(&file, &rehomed(data, blob, cwd))?;
     Ok(file)
@@ -270,20 +269,19 @@ pub fn restore_gemini(data: &[u8], blob: &BlobRef, cwd: &Path, home: &Path) -> a
     let text = rehomed(data, blob, cwd);
     let dir = gemini_chats(home, cwd);
     let existing = gemini_chat(home, id).filter(|f| f.parent() == Some(dir.as_path()));
-    let file = match existing {
-        Some(file) => file,
-        None => {
-            // Gemini's own name: session-<start, to the minute>-<first 8 of the id>.jsonl.
-            let first: serde_json::Value =
-                text.lines().next().and_then(|l| serde_json::from_str(l).ok()).unwrap_or_default();
-            let started = first
-                .get("startTime")
-                .and_then(serde_json::Value::as_str)
-                .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
-                .map_or_else(chrono::Utc::now, |t| t.with_timezone(&chrono::Utc));
-            let prefix: String = id.chars().take(8).collect();
-            dir.join(format!("session-{}-{prefix}.jsonl", started.format("%Y-%m-%dT%H-%M")))
-        }
+    let file = if let Some(file) = existing {
+        file
+    } else {
+        // Gemini's own name: session-<start, to the minute>-<first 8 of the id>.jsonl.
+        let first: serde_json::Value =
+            text.lines().next().and_then(|l| serde_json::from_str(l).ok()).unwrap_or_default();
+        let started = first
+            .get("startTime")
+            .and_then(serde_json::Value::as_str)
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .map_or_else(chrono::Utc::now, |t| t.with_timezone(&chrono::Utc));
+        let prefix: String = id.chars().take(8).collect();
+        dir.join(format!("session-{}-{prefix}.jsonl", started.format("%Y-%m-%dT%H-%M")))
     };
     write_whole(&file, &text)?;
     Ok(file)
@@ -309,9 +307,7 @@ pub fn bundle_claude_tasks(home: &Path, agent_session_id: &str) -> anyhow::Resul
     let mut files = serde_json::Map::new();
     for entry in entries.flatten().take(MAX_TASK_FILES) {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if !is_task_file(&name)
-            || entry.metadata().map(|m| m.len()).unwrap_or(u64::MAX) > MAX_TASK_FILE as u64
-        {
+        if !is_task_file(&name) || entry.metadata().map_or(u64::MAX, |m| m.len()) > MAX_TASK_FILE as u64 {
             continue;
         }
         let text = std::fs::read_to_string(entry.path())?;

@@ -11,6 +11,7 @@
 //! (if any)}]}`. The agent suite proves it with the real CLI: hooks trusted this way run.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
@@ -146,24 +147,24 @@ pub fn record(config: &Path, handlers: &[Handler]) -> anyhow::Result<usize> {
         let key = toml::Value::String(handler.key.clone()).to_string();
         let header = format!("[hooks.state.{key}]");
         let line = format!("trusted_hash = \"{}\"", handler.hash);
-        match text.find(&header) {
+        if let Some(at) = text.find(&header) {
             // The table exists with another hash: its trusted_hash line is replaced.
-            Some(at) => {
-                let body = at + header.len();
-                let end = text[body..].find("\n[").map_or(text.len(), |i| body + i + 1);
-                let rest: String = text[body..end]
-                    .lines()
-                    .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with("trusted_hash"))
-                    .map(|l| format!("{l}\n"))
-                    .collect();
-                text.replace_range(body..end, &format!("\n{line}\n{rest}\n"));
+            let body = at + header.len();
+            let end = text[body..].find("\n[").map_or(text.len(), |i| body + i + 1);
+            let mut rest = String::new();
+            for l in text[body..end]
+                .lines()
+                .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with("trusted_hash"))
+            {
+                rest.push_str(l);
+                rest.push('\n');
             }
-            None => {
-                if !text.is_empty() && !text.ends_with('\n') {
-                    text.push('\n');
-                }
-                text.push_str(&format!("\n{header}\n{line}\n"));
+            text.replace_range(body..end, &format!("\n{line}\n{rest}\n"));
+        } else {
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
             }
+            let _ = write!(text, "\n{header}\n{line}\n");
         }
         changed += 1;
     }

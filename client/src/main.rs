@@ -265,14 +265,6 @@ async fn run(
             }
             return true;
         }
-        Command::Init { agent, scope, uninstall, no_mcp, sync_transcripts, trust } => cmd::init::run(
-            &ctx,
-            &dir,
-            agent,
-            scope,
-            cmd::init::Options { uninstall, mcp: !no_mcp, sync_transcripts, trust },
-            json,
-        ),
         Command::Mcp { agent } => {
             // stdout is the protocol: nothing else may print there.
             return match baton::mcp::serve(ctx, agent).await {
@@ -283,45 +275,7 @@ async fn run(
                 }
             };
         }
-        Command::Warmup { budget } => cmd::warmup::run(&ctx, &dir, budget, json).await,
-        Command::Status => cmd::status::run(&ctx, &dir, json).await,
-        Command::Sync => cmd::sync::run(&ctx).await,
-        Command::Doctor { try_agent: Some(agent) } => cmd::doctor::try_agent(&ctx, &dir, agent, json).await,
-        Command::Doctor { try_agent: None } => cmd::doctor::run(&ctx, &dir, json).await,
-        Command::Resume { session, checkpoint, agent, restore } => {
-            cmd::resume::run(&ctx, &dir, agent, session, checkpoint, restore, json).await
-        }
-        Command::Sessions { status, agent, host, limit } => {
-            cmd::sessions::list(&ctx, &dir, cmd::sessions::Filters { status, agent, host, limit }, json).await
-        }
-        Command::Session { id } => cmd::sessions::show(&ctx, &dir, &id, json).await,
-        Command::Checkpoints { session, tree } => {
-            cmd::checkpoints::list(&ctx, &dir, session.as_deref(), tree, json).await
-        }
-        Command::Checkpoint { reason, session } => {
-            cmd::checkpoints::create(&ctx, &dir, session.as_deref(), &reason, json).await
-        }
-        Command::Memory { command } => match command {
-            MemoryCommand::Add { category, text, rationale, key, branch, if_revision } => {
-                cmd::memory::add(
-                    &ctx,
-                    &dir,
-                    cmd::memory::Add { category, text, rationale, key, branch, if_revision },
-                    json,
-                )
-                .await
-            }
-            MemoryCommand::List { category, all } => cmd::memory::list(&ctx, &dir, category, all, json).await,
-            MemoryCommand::Remove { category, text, branch } => {
-                cmd::memory::remove(&ctx, &dir, category, text, branch, json).await
-            }
-            MemoryCommand::Rm { id, category, key } => {
-                cmd::memory::rm(&ctx, &dir, id, category, key, json).await
-            }
-        },
-        Command::Events { after, limit } => cmd::events::list(&ctx, &dir, after, limit, json).await,
-        Command::Watch { after } => cmd::events::watch(&ctx, &dir, after, json).await,
-        Command::Conflicts { after } => cmd::events::conflicts(&ctx, &dir, after, json).await,
+        command => dispatch(&ctx, &dir, command, json).await,
     };
     match result {
         Ok(()) => true,
@@ -329,5 +283,62 @@ async fn run(
             eprintln!("baton: {e:#}");
             false
         }
+    }
+}
+
+/// Every command but `hook` and `mcp`, which print their own way.
+async fn dispatch(ctx: &Ctx, dir: &std::path::Path, command: Command, json: bool) -> anyhow::Result<()> {
+    match command {
+        Command::Init { agent, scope, uninstall, no_mcp, sync_transcripts, trust } => cmd::init::run(
+            ctx,
+            dir,
+            agent,
+            scope,
+            cmd::init::Options { uninstall, mcp: !no_mcp, sync_transcripts, trust },
+            json,
+        ),
+        Command::Warmup { budget } => cmd::warmup::run(ctx, dir, budget, json).await,
+        Command::Status => cmd::status::run(ctx, dir, json).await,
+        Command::Sync => cmd::sync::run(ctx).await,
+        Command::Doctor { try_agent: Some(agent) } => cmd::doctor::try_agent(ctx, dir, agent, json).await,
+        Command::Doctor { try_agent: None } => cmd::doctor::run(ctx, dir, json).await,
+        Command::Resume { session, checkpoint, agent, restore } => {
+            cmd::resume::run(ctx, dir, agent, session, checkpoint, restore, json).await
+        }
+        Command::Sessions { status, agent, host, limit } => {
+            cmd::sessions::list(ctx, dir, cmd::sessions::Filters { status, agent, host, limit }, json).await
+        }
+        Command::Session { id } => cmd::sessions::show(ctx, dir, &id, json).await,
+        Command::Checkpoints { session, tree } => {
+            cmd::checkpoints::list(ctx, dir, session.as_deref(), tree, json).await
+        }
+        Command::Checkpoint { reason, session } => {
+            cmd::checkpoints::create(ctx, dir, session.as_deref(), &reason, json).await
+        }
+        Command::Memory { command } => memory(ctx, dir, command, json).await,
+        Command::Events { after, limit } => cmd::events::list(ctx, dir, after, limit, json).await,
+        Command::Watch { after } => cmd::events::watch(ctx, dir, after, json).await,
+        Command::Conflicts { after } => cmd::events::conflicts(ctx, dir, after, json).await,
+        // `run` answers these itself.
+        Command::Hook { .. } | Command::Mcp { .. } => anyhow::bail!("not dispatched here"),
+    }
+}
+
+async fn memory(ctx: &Ctx, dir: &std::path::Path, command: MemoryCommand, json: bool) -> anyhow::Result<()> {
+    match command {
+        MemoryCommand::Add { category, text, rationale, key, branch, if_revision } => {
+            cmd::memory::add(
+                ctx,
+                dir,
+                cmd::memory::Add { category, text, rationale, key, branch, if_revision },
+                json,
+            )
+            .await
+        }
+        MemoryCommand::List { category, all } => cmd::memory::list(ctx, dir, category, all, json).await,
+        MemoryCommand::Remove { category, text, branch } => {
+            cmd::memory::remove(ctx, dir, category, text, branch, json).await
+        }
+        MemoryCommand::Rm { id, category, key } => cmd::memory::rm(ctx, dir, id, category, key, json).await,
     }
 }

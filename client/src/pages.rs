@@ -60,7 +60,7 @@ pub async fn memory(hub: &mut Hub, request: ListMemoryRequest) -> anyhow::Result
             .map_err(remote::fail)?
             .into_inner();
         let more = continues(&reply.next_page_token, &page_token, reply.entries.len());
-        page_token = reply.next_page_token.clone();
+        page_token.clone_from(&reply.next_page_token);
         match &mut all {
             None => all = Some(reply),
             Some(all) => {

@@ -24,7 +24,7 @@ use crate::write::Write;
 
 pub const MAX_ENTRIES: usize = 10_000;
 pub const MAX_BYTES: u64 = 64 * 1024 * 1024;
-pub const MAX_AGE: Duration = Duration::from_secs(30 * 24 * 3600);
+pub const MAX_AGE: Duration = Duration::from_hours(720);
 
 /// A queued write.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -160,9 +160,8 @@ impl Queue {
 
     /// Counts without locking (for status lines); in-flight writes included.
     pub fn counts(&self) -> (usize, usize) {
-        let count = |d: PathBuf| {
-            fs::read_dir(d).map(|r| r.flatten().filter(|e| is_entry(&e.path())).count()).unwrap_or(0)
-        };
+        let count =
+            |d: PathBuf| fs::read_dir(d).map_or(0, |r| r.flatten().filter(|e| is_entry(&e.path())).count());
         (count(self.pending_dir()), count(self.dead_dir()))
     }
 }
@@ -181,14 +180,14 @@ fn read_dir_sorted(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
 impl Locked<'_> {
     /// Pending entries, oldest first.
     pub fn pending(&self) -> anyhow::Result<Vec<(PathBuf, Entry)>> {
-        self.entries(&self.queue.pending_dir())
+        Self::entries(&self.queue.pending_dir())
     }
 
     pub fn dead(&self) -> anyhow::Result<Vec<(PathBuf, Entry)>> {
-        self.entries(&self.queue.dead_dir())
+        Self::entries(&self.queue.dead_dir())
     }
 
-    fn entries(&self, dir: &Path) -> anyhow::Result<Vec<(PathBuf, Entry)>> {
+    fn entries(dir: &Path) -> anyhow::Result<Vec<(PathBuf, Entry)>> {
         let mut out = Vec::new();
         for path in read_dir_sorted(dir)? {
             match fs::read(&path)

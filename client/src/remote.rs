@@ -168,6 +168,7 @@ pub fn is_transient(status: &Status) -> bool {
 }
 
 /// A refused call as an error for a command (its message is `explain`'s sentence).
+#[expect(clippy::needless_pass_by_value, reason = "shaped for `map_err(remote::fail)`")]
 pub fn fail(status: Status) -> anyhow::Error {
     anyhow::anyhow!(explain(&status))
 }

@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 
 use crate::git;
 
-const FRESH_FOR: Duration = Duration::from_secs(600);
+const FRESH_FOR: Duration = Duration::from_mins(10);
 
 /// What a config file looked like: (path, size, mtime in ns), or absent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -60,7 +60,7 @@ pub struct AgentSession {
 }
 
 /// How long a conversation's record is kept after its last hook.
-pub const EXPIRY: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
+pub const EXPIRY: std::time::Duration = std::time::Duration::from_hours(720);
 
 pub struct Store {
     dir: PathBuf,
@@ -168,7 +168,7 @@ impl Store {
     /// Looks at most once a day.
     pub fn sweep(&self, max_age: std::time::Duration) -> usize {
         let stamp = self.dir.join(".swept");
-        let day = std::time::Duration::from_secs(24 * 3600);
+        let day = std::time::Duration::from_hours(24);
         if fs::metadata(&stamp)
             .and_then(|m| m.modified())
             .is_ok_and(|t| t.elapsed().is_ok_and(|age| age < day))

@@ -14,6 +14,7 @@
 //! `extracted_decision`, a history of its own that never evicts a decision recorded on
 //! purpose.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -54,7 +55,7 @@ pub fn input(state: &CheckpointState, transcript: Option<&Path>) -> String {
     let mut record = String::new();
     let mut line = |label: &str, value: &str| {
         if !value.trim().is_empty() {
-            record.push_str(&format!("{label}: {}\n", crate::clip(value, 2000)));
+            let _ = writeln!(record, "{label}: {}", crate::clip(value, 2000));
         }
     };
     line("Goal", &state.goal);
@@ -184,15 +185,14 @@ pub async fn run(agent: Agent, input: &str, limit: Duration, scratch: &Path) -> 
         use tokio::io::AsyncWriteExt as _;
         stdin.write_all(input.as_bytes()).await.context("writing the input")?;
     }
-    let output = match tokio::time::timeout(limit, child.wait_with_output()).await {
-        Ok(out) => out.context("waiting for the summarizer")?,
-        Err(_) => {
-            // The CLI's own children too: the whole group.
-            if let Some(pid) = pid {
-                let _ = std::process::Command::new("kill").args(["-9", "--", &format!("-{pid}")]).status();
-            }
-            anyhow::bail!("{} gave no summary within {limit:?}", agent.name());
+    let output = if let Ok(out) = tokio::time::timeout(limit, child.wait_with_output()).await {
+        out.context("waiting for the summarizer")?
+    } else {
+        // The CLI's own children too: the whole group.
+        if let Some(pid) = pid {
+            let _ = std::process::Command::new("kill").args(["-9", "--", &format!("-{pid}")]).status();
         }
+        anyhow::bail!("{} gave no summary within {limit:?}", agent.name());
     };
     if !output.status.success() {
         // The end of what it said: the reason comes last.
@@ -247,9 +247,9 @@ fn forget_gemini_chat(started: std::time::SystemTime) {
 /// the model found.
 pub fn with_summary(mut state: CheckpointState, e: &Extracted) -> CheckpointState {
     if !e.goal.is_empty() {
-        state.goal = e.goal.clone();
+        state.goal.clone_from(&e.goal);
     }
-    state.summary = e.summary.clone();
+    state.summary.clone_from(&e.summary);
     for l in &e.open_loops {
         if !state.open_questions.contains(l) {
             state.open_questions.push(l.clone());

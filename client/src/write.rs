@@ -39,7 +39,7 @@ pub fn now_us() -> i64 {
 fn ts(us: i64) -> prost_types::Timestamp {
     prost_types::Timestamp {
         seconds: us.div_euclid(1_000_000),
-        nanos: (us.rem_euclid(1_000_000) * 1000) as i32,
+        nanos: i32::try_from(us.rem_euclid(1_000_000) * 1000).unwrap_or(0),
     }
 }
 
@@ -129,7 +129,8 @@ impl Write {
             Self::DeleteMemory(r) => (r.encode_to_vec(), None),
         };
         let project = project.map(String::as_str).unwrap_or_default();
-        let mut out = (project.len() as u32).to_le_bytes().to_vec();
+        // A project key is at most a few hundred bytes (the hub refuses longer ones).
+        let mut out = u32::try_from(project.len()).unwrap_or(u32::MAX).to_le_bytes().to_vec();
         out.extend_from_slice(project.as_bytes());
         out.extend(body);
         out
@@ -214,7 +215,9 @@ pub async fn flush(
             out.in_flight.push(path);
             continue;
         };
-        if now_us() - entry.written_at_us > crate::queue::MAX_AGE.as_micros() as i64 {
+        if now_us() - entry.written_at_us
+            > i64::try_from(crate::queue::MAX_AGE.as_micros()).unwrap_or(i64::MAX)
+        {
             locked.bury(&path, &entry, "older than the queue's 30-day cap".into())?;
             out.buried += 1;
             continue;

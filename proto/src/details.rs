@@ -66,7 +66,11 @@ pub enum Detail {
 pub fn status(code: tonic::Code, message: String, reason: &str, details: Vec<Detail>) -> tonic::Status {
     let mut anys = vec![any(
         "google.rpc.ErrorInfo",
-        &pb::ErrorInfo { reason: reason.to_owned(), domain: DOMAIN.to_owned(), metadata: Default::default() },
+        &pb::ErrorInfo {
+            reason: reason.to_owned(),
+            domain: DOMAIN.to_owned(),
+            metadata: std::collections::HashMap::default(),
+        },
     )];
     for detail in details {
         anys.push(match detail {

@@ -1,23 +1,5 @@
 //! `baton-server`: parse flags, set up logging, refuse unsafe listens, run.
 
-#![deny(clippy::too_many_lines)]
-#![warn(clippy::pedantic)]
-// The pedantic lints that do not fit, each with its reason: names in prose are not always
-// code; every error becomes a gRPC status in one place (`error.rs`), documented there; a
-// value that must be used is marked where forgetting it is a bug, not on every getter;
-// short names of one kind side by side (`a`, `b`) read best; the rules' maps use the
-// default hasher only; metrics are floats by nature; `out_*` columns mirror a function's
-// OUT parameters.
-#![allow(
-    clippy::doc_markdown,
-    clippy::missing_errors_doc,
-    clippy::must_use_candidate,
-    clippy::similar_names,
-    clippy::implicit_hasher,
-    clippy::cast_precision_loss,
-    clippy::struct_field_names
-)]
-
 use std::io::IsTerminal;
 
 use anyhow::Context;

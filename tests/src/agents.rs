@@ -18,10 +18,13 @@ use crate::{Output, binary};
 /// Where the CLIs are installed: `BATON_AGENTS_CACHE`, else `~/.cache/baton-test-agents`,
 /// one folder per set of pinned versions.
 fn cache_dir() -> PathBuf {
-    let base = std::env::var_os("BATON_AGENTS_CACHE").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into()))
-            .join(".cache/baton-test-agents")
-    });
+    let base = std::env::var_os("BATON_AGENTS_CACHE").map_or_else(
+        || {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into()))
+                .join(".cache/baton-test-agents")
+        },
+        PathBuf::from,
+    );
     let pins: Vec<String> = COVERED.iter().map(|c| format!("{}@{}", c.package, c.version)).collect();
     let digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(pins.join(" ").as_bytes()));
     base.join(&digest[..16])
@@ -251,12 +254,11 @@ fn run(mut command: Command, stdin: &str) -> Output {
     std::thread::spawn(move || {
         let _ = done.send(child.wait_with_output());
     });
-    let out = match finished.recv_timeout(Duration::from_secs(120)) {
-        Ok(out) => out,
-        Err(_) => {
-            let _ = Command::new("kill").args(["-9", &pid]).status();
-            finished.recv().unwrap_or_else(|e| panic!("{command:?}: {e}"))
-        }
+    let out = if let Ok(out) = finished.recv_timeout(Duration::from_mins(2)) {
+        out
+    } else {
+        let _ = Command::new("kill").args(["-9", &pid]).status();
+        finished.recv().unwrap_or_else(|e| panic!("{command:?}: {e}"))
     }
     .unwrap_or_else(|e| panic!("{command:?}: {e}"));
     Output {

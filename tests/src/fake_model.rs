@@ -9,6 +9,7 @@
 //! Side requests (no tools offered, JSON-schema requests, compaction prompts) never use a
 //! step. What each CLI sends and expects: `tests/agents/FINDINGS.md`.
 
+use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -276,9 +277,9 @@ fn sse(events: &[(Option<&str>, Value)]) -> Response {
     let mut text = String::new();
     for (event, data) in events {
         if let Some(event) = event {
-            text.push_str(&format!("event: {event}\n"));
+            let _ = writeln!(text, "event: {event}");
         }
-        text.push_str(&format!("data: {data}\n\n"));
+        let _ = write!(text, "data: {data}\n\n");
     }
     let mut reply = Response::new(Body::from(text));
     reply.headers_mut().insert(header::CONTENT_TYPE, header::HeaderValue::from_static("text/event-stream"));
@@ -405,11 +406,6 @@ fn anthropic_events(body: &Value, plan: &Step) -> (Vec<(Option<&'static str>, Va
 }
 
 fn responses_plan(st: &mut State, body: &Value) -> (Kind, Option<usize>, Step) {
-    let items = match &body["input"] {
-        Value::Array(items) => items.clone(),
-        Value::String(s) => vec![json!({ "type": "message", "role": "user", "content": s })],
-        _ => vec![],
-    };
     const OUTPUT: &[&str] = &[
         "function_call",
         "custom_tool_call",
@@ -418,6 +414,11 @@ fn responses_plan(st: &mut State, body: &Value) -> (Kind, Option<usize>, Step) {
         "web_search_call",
         "tool_search_call",
     ];
+    let items = match &body["input"] {
+        Value::Array(items) => items.clone(),
+        Value::String(s) => vec![json!({ "type": "message", "role": "user", "content": s })],
+        _ => vec![],
+    };
     // A turn is a run of consecutive output items.
     let mut turns = 0;
     let mut in_output = false;

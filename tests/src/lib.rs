@@ -1,7 +1,10 @@
 //! Test harness: the real `baton-server` binary on an ephemeral port, on SQLite in a temp
 //! directory or on a fresh database in a throwaway Postgres, and typed gRPC clients.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failure should panic loudly
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+// test code: a failure should panic loudly
+// Helpers that fail panic, as the test must; the sizes they cast are small and known.
+#![allow(clippy::missing_panics_doc, clippy::cast_possible_wrap)]
 
 pub mod agents;
 pub mod fake_model;
@@ -58,7 +61,7 @@ pub struct Server {
     /// Extra environment for the process (e.g. FAILPOINTS), kept across restarts.
     pub env: Vec<(String, String)>,
     log: Arc<Mutex<Vec<String>>>,
-    _dir: Arc<tempfile::TempDir>,
+    dir: Arc<tempfile::TempDir>,
 }
 
 impl Server {
@@ -131,15 +134,12 @@ impl Server {
                 }
             }
         });
-        let addr = match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(addr) => addr,
-            Err(_) => {
-                let _ = child.kill();
-                let log = log.lock().map(|l| l.join("\n")).unwrap_or_default();
-                bail!("baton-server did not report its address; its log:\n{log}");
-            }
+        let Ok(addr) = rx.recv_timeout(Duration::from_mins(1)) else {
+            let _ = child.kill();
+            let log = log.lock().map(|l| l.join("\n")).unwrap_or_default();
+            bail!("baton-server did not report its address; its log:\n{log}");
         };
-        Ok(Self { child: Some(child), addr, database_url, backend, args, env, log, _dir: dir })
+        Ok(Self { child: Some(child), addr, database_url, backend, args, env, log, dir })
     }
 
     pub fn url(&self) -> String {
@@ -204,7 +204,7 @@ impl Server {
             self.database_url.clone(),
             self.args.clone(),
             self.env.clone(),
-            self._dir.clone(),
+            self.dir.clone(),
         )?;
         self.child = next.child.take();
         self.addr = next.addr;
@@ -508,10 +508,10 @@ impl Server {
         }
         match self.backend {
             Backend::Sqlite => {
-                seed!(sqlx::Sqlite, sqlx::SqliteConnection::connect(&self.database_url).await?)
+                seed!(sqlx::Sqlite, sqlx::SqliteConnection::connect(&self.database_url).await?);
             }
             Backend::Postgres => {
-                seed!(sqlx::Postgres, sqlx::PgConnection::connect(&self.database_url).await?)
+                seed!(sqlx::Postgres, sqlx::PgConnection::connect(&self.database_url).await?);
             }
         }
         Ok(())

@@ -246,7 +246,7 @@ fn sweep_stale_clusters() {
                 .and_then(|m| m.modified())
                 .ok()
                 .and_then(|at| at.elapsed().ok())
-                .is_some_and(|age| age > Duration::from_secs(3600)),
+                .is_some_and(|age| age > Duration::from_hours(1)),
         };
         let running = pid_in(dir.join("data").join("postmaster.pid")).is_some_and(alive);
         if abandoned && !running {

@@ -18,8 +18,7 @@ fn target_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap_or_default();
     exe.ancestors()
         .find(|p| p.file_name().is_some_and(|n| n == "target"))
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
+        .map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"), Path::to_path_buf)
 }
 
 fn run(command: &mut Command, what: &str) -> anyhow::Result<()> {

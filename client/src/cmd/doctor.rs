@@ -1,5 +1,6 @@
 //! `baton doctor`: is everything in place for hooks to work?
 
+use std::fmt::Write as _;
 use std::path::Path;
 
 use serde_json::Value;
@@ -112,127 +113,27 @@ fn gemini_enabled(file: &Path) -> Option<bool> {
 }
 
 pub async fn run(ctx: &Ctx, dir: &Path, json: bool) -> anyhow::Result<()> {
-    let mut checks = Vec::new();
-    match remote::connect(&ctx.settings, Timeouts::PROBE).await {
-        Ok(hub) => {
-            // Connecting is not answering: ask the health service.
-            let answer = tonic_health::pb::health_client::HealthClient::new(hub.channel.clone())
-                .check(tonic_health::pb::HealthCheckRequest { service: "baton.v1.SessionService".into() })
-                .await;
-            checks.push(match answer {
-                Ok(_) => Check { ok: true, what: format!("hub serving at {}", ctx.settings.server) },
-                Err(s) => Check {
-                    ok: false,
-                    what: format!("hub at {} does not answer: {}", ctx.settings.server, remote::explain(&s)),
-                },
-            });
-        }
-        Err(e) => checks.push(Check { ok: false, what: e.to_string() }),
-    }
+    let mut checks = vec![hub_check(ctx).await];
     let project = project::identify(dir);
     checks.push(Check { ok: true, what: format!("project {} (from {:?})", project.key, project.source) });
-    let exe = std::env::current_exe().map(|e| e.display().to_string()).unwrap_or_default();
-    let mut any = false;
-    let mut hooked: Vec<Agent> = Vec::new();
-    let mut claude_installed = false;
-    let mut cursor_installed = false;
-    for agent in [Agent::Claude, Agent::Codex, Agent::Gemini, Agent::Cursor] {
-        for scope in [Scope::User, Scope::Project] {
-            let Ok(file) = install::settings_file(agent, scope, &project.root) else { continue };
-            let events = install::installed(agent, &file);
-            if events.is_empty() {
-                continue;
-            }
-            any = true;
-            if !hooked.contains(&agent) {
-                hooked.push(agent);
-            }
-            claude_installed |= agent == Agent::Claude;
-            cursor_installed |= agent == Agent::Cursor;
-            let text = std::fs::read_to_string(&file).unwrap_or_default();
-            let stale = !text.contains(&exe);
-            let mut what = format!("{} hooks in {} ({})", agent.name(), file.display(), events.join(", "));
-            let mut ok = true;
-            if stale {
-                what.push_str(&format!("; they call another baton binary than {exe}: run `baton init {}` again if that one is gone", agent.name()));
-            }
-            if agent == Agent::Codex {
-                // Codex skips a hook it has not trusted, without a word.
-                let home =
-                    directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()).unwrap_or_default();
-                let trust =
-                    codex_trust::trust(&codex_trust::config_file(&home), &codex_trust::baton_handlers(&file));
-                let skipped: Vec<&str> = trust
-                    .iter()
-                    .filter(|(_, t)| *t != codex_trust::Trust::Trusted)
-                    .map(|(h, _)| h.event.as_str())
-                    .collect();
-                if skipped.is_empty() {
-                    what.push_str("; trusted in Codex");
-                } else {
-                    ok = false;
-                    what.push_str(&format!(
-                        "; Codex skips {} of them ({}): never trusted, or changed since: open /hooks in Codex and trust the Baton entries, or run `baton init codex --trust`",
-                        skipped.len(),
-                        skipped.join(", ")
-                    ));
-                }
-            }
-            if scope == Scope::User
-                && let Some(note) = version_note(agent)
-            {
-                checks.push(Check { ok: true, what: format!("note: {note}") });
-            }
-            for (event, matcher) in install::never_matching(agent, &file) {
-                ok = false;
-                what.push_str(&format!(
-                    "; its {event} matcher {matcher:?} never matches (Gemini compares it with the trigger as one exact string): run `baton init gemini` again"
-                ));
-            }
-            let user_gemini = install::settings_file(Agent::Gemini, Scope::User, &project.root)?;
-            if agent == Agent::Gemini
-                && gemini_enabled(&file) != Some(true)
-                && gemini_enabled(&user_gemini) != Some(true)
-            {
-                ok = false;
-                what.push_str(
-                    "; the Gemini hooks system is not enabled (hooksConfig.enabled or tools.enableHooks)",
-                );
-            }
-            checks.push(Check { ok, what });
-        }
+    let hooked = hook_checks(&project.root, &mut checks)?;
+    for agent in &hooked {
+        checks.push(mcp_check(ctx, *agent, &project.root));
     }
-    for agent in hooked {
-        checks.push(mcp_check(ctx, agent, &project.root));
-    }
-    if !any {
+    if hooked.is_empty() {
         checks.push(Check {
             ok: false,
             what: "no agent hooks installed: run `baton init claude` (or codex, gemini, cursor)".into(),
         });
     }
-    if claude_installed && cursor_installed {
+    if hooked.contains(&Agent::Claude) && hooked.contains(&Agent::Cursor) {
         checks.push(Check {
             ok: true,
             what: "Cursor also loads Claude Code's hooks: inside Cursor, Baton's Claude hooks stand down"
                 .into(),
         });
     }
-    checks.push(match ctx.settings.summarize {
-        None => Check { ok: true, what: "session summaries: off (summarize = \"claude\", \"codex\" or \"gemini\" in the config turns them on)".into() },
-        Some(by) => {
-            let found = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-                .any(|dir| dir.join(by.name()).is_file());
-            Check {
-                ok: found,
-                what: if found {
-                    format!("session summaries by {} (headless, at most {} s each)", by.name(), ctx.settings.summarize_seconds)
-                } else {
-                    format!("session summaries by {}: `{}` is not on PATH, so none are written", by.name(), by.name())
-                },
-            }
-        }
-    });
+    checks.push(summary_check(ctx));
     let (pending, dead) = ctx.queue.counts();
     checks.push(Check {
         ok: dead == 0,
@@ -250,4 +151,123 @@ pub async fn run(ctx: &Ctx, dir: &Path, json: bool) -> anyhow::Result<()> {
         anyhow::bail!("some checks failed");
     }
     Ok(())
+}
+
+/// Whether the hub answers: connecting is not answering, so its health service is asked.
+async fn hub_check(ctx: &Ctx) -> Check {
+    let hub = match remote::connect(&ctx.settings, Timeouts::PROBE).await {
+        Ok(hub) => hub,
+        Err(e) => return Check { ok: false, what: e.to_string() },
+    };
+    let answer = tonic_health::pb::health_client::HealthClient::new(hub.channel.clone())
+        .check(tonic_health::pb::HealthCheckRequest { service: "baton.v1.SessionService".into() })
+        .await;
+    match answer {
+        Ok(_) => Check { ok: true, what: format!("hub serving at {}", ctx.settings.server) },
+        Err(s) => Check {
+            ok: false,
+            what: format!("hub at {} does not answer: {}", ctx.settings.server, remote::explain(&s)),
+        },
+    }
+}
+
+/// One check per settings file holding Baton's hooks; returns the agents hooked.
+fn hook_checks(root: &Path, checks: &mut Vec<Check>) -> anyhow::Result<Vec<Agent>> {
+    let exe = std::env::current_exe().map(|e| e.display().to_string()).unwrap_or_default();
+    let mut hooked: Vec<Agent> = Vec::new();
+    for agent in [Agent::Claude, Agent::Codex, Agent::Gemini, Agent::Cursor] {
+        for scope in [Scope::User, Scope::Project] {
+            let Ok(file) = install::settings_file(agent, scope, root) else { continue };
+            let events = install::installed(agent, &file);
+            if events.is_empty() {
+                continue;
+            }
+            if !hooked.contains(&agent) {
+                hooked.push(agent);
+            }
+            if scope == Scope::User
+                && let Some(note) = version_note(agent)
+            {
+                checks.push(Check { ok: true, what: format!("note: {note}") });
+            }
+            checks.push(hook_check(agent, &file, &events, &exe, root)?);
+        }
+    }
+    Ok(hooked)
+}
+
+/// One settings file's hooks: the binary they call, Codex's trust, matchers that never
+/// match, Gemini's hooks switch.
+fn hook_check(agent: Agent, file: &Path, events: &[String], exe: &str, root: &Path) -> anyhow::Result<Check> {
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    let mut what = format!("{} hooks in {} ({})", agent.name(), file.display(), events.join(", "));
+    let mut ok = true;
+    if !text.contains(exe) {
+        let _ = write!(
+            what,
+            "; they call another baton binary than {exe}: run `baton init {}` again if that one is gone",
+            agent.name()
+        );
+    }
+    if agent == Agent::Codex {
+        // Codex skips a hook it has not trusted, without a word.
+        let home = directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()).unwrap_or_default();
+        let trust = codex_trust::trust(&codex_trust::config_file(&home), &codex_trust::baton_handlers(file));
+        let skipped: Vec<&str> = trust
+            .iter()
+            .filter(|(_, t)| *t != codex_trust::Trust::Trusted)
+            .map(|(h, _)| h.event.as_str())
+            .collect();
+        if skipped.is_empty() {
+            what.push_str("; trusted in Codex");
+        } else {
+            ok = false;
+            let _ = write!(
+                what,
+                "; Codex skips {} of them ({}): never trusted, or changed since: open /hooks in Codex and trust the Baton entries, or run `baton init codex --trust`",
+                skipped.len(),
+                skipped.join(", ")
+            );
+        }
+    }
+    for (event, matcher) in install::never_matching(agent, file) {
+        ok = false;
+        let _ = write!(
+            what,
+            "; its {event} matcher {matcher:?} never matches (Gemini compares it with the trigger as one exact string): run `baton init gemini` again"
+        );
+    }
+    let user_gemini = install::settings_file(Agent::Gemini, Scope::User, root)?;
+    if agent == Agent::Gemini
+        && gemini_enabled(file) != Some(true)
+        && gemini_enabled(&user_gemini) != Some(true)
+    {
+        ok = false;
+        what.push_str("; the Gemini hooks system is not enabled (hooksConfig.enabled or tools.enableHooks)");
+    }
+    Ok(Check { ok, what })
+}
+
+/// Whether session summaries are on, and can run.
+fn summary_check(ctx: &Ctx) -> Check {
+    let Some(by) = ctx.settings.summarize else {
+        return Check {
+            ok: true,
+            what: "session summaries: off (summarize = \"claude\", \"codex\" or \"gemini\" in the config turns them on)".into(),
+        };
+    };
+    let found = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .any(|dir| dir.join(by.name()).is_file());
+    Check {
+        ok: found,
+        what: if found {
+            format!(
+                "session summaries by {} (headless, at most {} s each)",
+                by.name(),
+                ctx.settings.summarize_seconds
+            )
+        } else {
+            format!("session summaries by {}: `{}` is not on PATH, so none are written", by.name(), by.name())
+        },
+    }
 }

@@ -6,7 +6,9 @@ use crate::hook::Agent;
 use crate::install::{self, Scope};
 use crate::{Ctx, config, project};
 
-/// What `baton init` was asked besides the agent and scope.
+/// What `baton init` was asked besides the agent and scope: its flags, one field each.
+#[derive(Clone, Copy)]
+#[expect(clippy::struct_excessive_bools, reason = "command-line flags")]
 pub struct Options {
     pub uninstall: bool,
     /// Register `baton mcp` too (else remove a registration `init` made).

@@ -114,7 +114,7 @@ pub async fn add(ctx: &Ctx, dir: &Path, a: Add, json: bool) -> anyhow::Result<()
             }
         }
         Put::Queued => {
-            println!("the hub is unreachable: queued (sent by the next call or `baton sync`)")
+            println!("the hub is unreachable: queued (sent by the next call or `baton sync`)");
         }
     }
     if redacted > 0 && !json {
@@ -212,7 +212,7 @@ pub async fn remove(
         ),
         Delivered::Sent(r) => println!("removed from {category} at revision {}", r.revision),
         Delivered::Queued => {
-            println!("the hub is unreachable: queued (sent by the next call or `baton sync`)")
+            println!("the hub is unreachable: queued (sent by the next call or `baton sync`)");
         }
     }
     Ok(())

@@ -128,37 +128,12 @@ pub async fn run(
         .into_inner();
     let old = reply.resumed_from.clone().unwrap_or_default();
     let new = reply.session.clone().unwrap_or_default();
-    let mut restored = None;
-    if let Some((checkpoint_id, blob, data)) = fetched {
-        let home = directories::BaseDirs::new()
-            .map(|b| b.home_dir().to_path_buf())
-            .ok_or_else(|| anyhow::anyhow!("no home directory"))?;
-        // The resume starts where the transcript was read, unless a checkpoint came in
-        // between (or the head failed its check): then that one's transcript.
-        let started = reply.checkpoint.as_ref().map(|c| c.id.as_str()).unwrap_or_default();
-        let (blob, data) = match reply.checkpoint.as_ref().and_then(transcript_blob) {
-            Some(other) if started != checkpoint_id => {
-                let data = crate::blob::download(&mut hub, &project.key, &other).await?;
-                (other, data)
-            }
-            _ => (blob, data),
-        };
-        // Where the agent that wrote it keeps its conversations.
-        restored = Some(match AgentKind::try_from(old.agent).unwrap_or_default() {
-            AgentKind::Codex => crate::blob::restore_codex(&data, &blob, dir, &home)?,
-            AgentKind::Gemini => crate::blob::restore_gemini(&data, &blob, dir, &home)?,
-            _ => crate::blob::restore_claude(&data, &blob, dir, &home)?,
-        });
-        // Claude Code's task files, carried beside its transcript.
-        let tasks = reply
-            .checkpoint
-            .as_ref()
-            .and_then(|c| c.blobs.iter().find(|b| b.role == crate::blob::CLAUDE_TASKS));
-        if let Some(tasks) = tasks.filter(|t| t.agent_session_id == blob.agent_session_id) {
-            let data = crate::blob::download(&mut hub, &project.key, tasks).await?;
-            crate::blob::restore_claude_tasks(&data, tasks, &home)?;
+    let restored = match fetched {
+        Some(fetched) => {
+            Some(restore_transcript(&mut hub, &project.key, dir, fetched, &reply, old.agent).await?)
         }
-    }
+        None => None,
+    };
     let here = conversation_here(old.agent, &old.agent_session_id);
     // Built here from the checked id, never taken from the hub's text.
     let argv = if here { baton_proto::agent::resume_argv(old.agent, &old.agent_session_id) } else { None };
@@ -166,34 +141,11 @@ pub async fn run(
     // The agent's next SessionStart for that conversation (or a fresh one here) continues
     // the successor session rather than starting another.
     let key = if here { old.agent_session_id.clone() } else { format!("pending:{}", project.key) };
-    ctx.state.update(agent.name(), &key, |s| {
-        *s = crate::state::AgentSession {
-            baton_session_id: new.id.clone(),
-            project: project.key.clone(),
-            adopt: true,
-            last_checkpoint_us: write::now_us(),
-            // The work continues from where the checkpoint left it.
-            journal: reply
-                .checkpoint
-                .as_ref()
-                .and_then(|c| c.state.as_ref())
-                .map(crate::hook::journal::Journal::continuing)
-                .unwrap_or_default(),
-            ..Default::default()
-        };
-    })?;
-    ctx.state.update(agent.name(), &successor_key(&project.key), |s| {
-        *s = crate::state::AgentSession {
-            baton_session_id: new.id.clone(),
-            project: project.key.clone(),
-            resumed_from: old.id.clone(),
-            resume_argv: argv.clone().unwrap_or_default(),
-            ..Default::default()
-        };
-    })?;
+    remember(ctx, agent, &project.key, &key, &reply, (&old.id, &new.id), argv.clone().unwrap_or_default())?;
     let stopped =
         reply.checkpoint.as_ref().and_then(|c| c.state.as_ref()).map(where_it_stopped).unwrap_or_default();
-    let brief = with_changes(ctx, &mut hub, &project, &new.id, dir, reply.brief.unwrap_or_default()).await;
+    let brief =
+        with_changes(ctx, &mut hub, &project, &new.id, dir, reply.brief.clone().unwrap_or_default()).await;
     let brief = format!("{stopped}{brief}");
     let brief = crate::safe::text(&brief).into_owned();
     if json {
@@ -208,8 +160,101 @@ pub async fn run(
         );
         return Ok(());
     }
-    print!("{}", crate::safe::text(&brief));
-    if let Some(file) = &restored {
+    print_resumed(agent, &brief, restored.as_deref(), &reply, &new.id, &command);
+    Ok(())
+}
+
+/// Writes the fetched transcript (or the one of the checkpoint the resume started from, when
+/// another came in between) where the agent that wrote it (`agent`) keeps its conversations,
+/// with Claude Code's task files beside it; returns the transcript's path.
+async fn restore_transcript(
+    hub: &mut remote::Hub,
+    project: &str,
+    dir: &Path,
+    (checkpoint_id, blob, data): (String, baton_proto::v1::BlobRef, Vec<u8>),
+    reply: &baton_proto::v1::ResumeSessionResponse,
+    agent: i32,
+) -> anyhow::Result<PathBuf> {
+    let home = directories::BaseDirs::new()
+        .map(|b| b.home_dir().to_path_buf())
+        .ok_or_else(|| anyhow::anyhow!("no home directory"))?;
+    // The resume starts where the transcript was read, unless a checkpoint came in
+    // between (or the head failed its check): then that one's transcript.
+    let started = reply.checkpoint.as_ref().map(|c| c.id.as_str()).unwrap_or_default();
+    let (blob, data) = match reply.checkpoint.as_ref().and_then(transcript_blob) {
+        Some(other) if started != checkpoint_id => {
+            let data = crate::blob::download(hub, project, &other).await?;
+            (other, data)
+        }
+        _ => (blob, data),
+    };
+    // Where the agent that wrote it keeps its conversations.
+    let restored = match AgentKind::try_from(agent).unwrap_or_default() {
+        AgentKind::Codex => crate::blob::restore_codex(&data, &blob, dir, &home)?,
+        AgentKind::Gemini => crate::blob::restore_gemini(&data, &blob, dir, &home)?,
+        _ => crate::blob::restore_claude(&data, &blob, dir, &home)?,
+    };
+    // Claude Code's task files, carried beside its transcript.
+    let tasks =
+        reply.checkpoint.as_ref().and_then(|c| c.blobs.iter().find(|b| b.role == crate::blob::CLAUDE_TASKS));
+    if let Some(tasks) = tasks.filter(|t| t.agent_session_id == blob.agent_session_id) {
+        let data = crate::blob::download(hub, project, tasks).await?;
+        crate::blob::restore_claude_tasks(&data, tasks, &home)?;
+    }
+    Ok(restored)
+}
+
+/// What this machine keeps of the resume: the conversation (or the next new one, `key`)
+/// continues the successor session, and the same resume again reuses it.
+fn remember(
+    ctx: &Ctx,
+    agent: Agent,
+    project: &str,
+    key: &str,
+    reply: &baton_proto::v1::ResumeSessionResponse,
+    (old_id, new_id): (&str, &str),
+    argv: Vec<String>,
+) -> anyhow::Result<()> {
+    ctx.state.update(agent.name(), key, |s| {
+        *s = crate::state::AgentSession {
+            baton_session_id: new_id.to_owned(),
+            project: project.to_owned(),
+            adopt: true,
+            last_checkpoint_us: write::now_us(),
+            // The work continues from where the checkpoint left it.
+            journal: reply
+                .checkpoint
+                .as_ref()
+                .and_then(|c| c.state.as_ref())
+                .map(crate::hook::journal::Journal::continuing)
+                .unwrap_or_default(),
+            ..Default::default()
+        };
+    })?;
+    ctx.state.update(agent.name(), &successor_key(project), |s| {
+        *s = crate::state::AgentSession {
+            baton_session_id: new_id.to_owned(),
+            project: project.to_owned(),
+            resumed_from: old_id.to_owned(),
+            resume_argv: argv,
+            ..Default::default()
+        };
+    })?;
+    Ok(())
+}
+
+/// What `baton resume` prints for a person: the brief, what it restored and skipped, where
+/// it starts, and how to continue.
+fn print_resumed(
+    agent: Agent,
+    brief: &str,
+    restored: Option<&Path>,
+    reply: &baton_proto::v1::ResumeSessionResponse,
+    new_id: &str,
+    command: &str,
+) {
+    print!("{}", crate::safe::text(brief));
+    if let Some(file) = restored {
         println!("restored the transcript to {}", crate::safe::line(&file.display().to_string()));
     }
     for s in &reply.skipped {
@@ -231,12 +276,11 @@ pub async fn run(
         println!(
             "Start a new {} session here: the brief above carries the context (session {}).",
             agent.name(),
-            crate::safe::line(&new.id)
+            crate::safe::line(new_id)
         );
     } else {
         println!("Continue the conversation with:\n  {command}");
     }
-    Ok(())
 }
 
 /// The resume's brief, with the git changes since the resumed session's last commit when

@@ -107,7 +107,7 @@ impl Event {
     /// Gemini `AfterAgent` for a turn's end, Cursor's camelCase, kebab-case).
     pub fn parse(name: &str) -> Option<Self> {
         let n: String =
-            name.chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>().to_ascii_lowercase();
+            name.chars().filter(char::is_ascii_alphanumeric).collect::<String>().to_ascii_lowercase();
         Some(match n.as_str() {
             "sessionstart" => Self::SessionStart,
             "userpromptsubmit" | "beforeagent" | "beforesubmitprompt" => Self::Prompt,

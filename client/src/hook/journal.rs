@@ -189,7 +189,7 @@ impl Journal {
     /// Records a tool call; returns the moments it makes.
     pub fn tool(&mut self, call: &ToolUse<'_>) -> Vec<Signal> {
         self.tool_count += 1;
-        let failure = self.failure_of(call);
+        let failure = Self::failure_of(call);
         let path = ["file_path", "path", "notebook_path", "absolute_path"]
             .iter()
             .find_map(|k| call.input.get(*k).and_then(Value::as_str))
@@ -216,7 +216,7 @@ impl Journal {
     }
 
     /// Why a call failed, from what the agent reported and the result itself.
-    fn failure_of(&self, call: &ToolUse<'_>) -> Option<String> {
+    fn failure_of(call: &ToolUse<'_>) -> Option<String> {
         if let Some(error) = call.error {
             return Some(error.to_owned());
         }
@@ -246,101 +246,29 @@ impl Journal {
     fn effects(&mut self, call: &ToolUse<'_>, path: Option<&str>, command: Option<&str>) -> Vec<Signal> {
         let (input, response) = (call.input, call.response);
         match call.name {
-            "TaskCreate" => {
-                let content = input.get("subject").and_then(Value::as_str).unwrap_or_default();
-                let id = response
-                    .pointer("/task/id")
-                    .and_then(Value::as_str)
-                    .map_or_else(|| (self.tasks.len() + 1).to_string(), str::to_owned);
-                if self.tasks.len() < MAX_TASKS {
-                    let content = self.redact(content);
-                    self.tasks.push(JournalTask {
-                        id,
-                        content: clip(&content, 500),
-                        status: "pending".into(),
-                    });
-                }
-                vec![]
-            }
-            "TaskUpdate" => {
-                let id = input.get("taskId").map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned));
-                let status = response
-                    .pointer("/statusChange/to")
-                    .or_else(|| input.get("status"))
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
-                let subject = input.get("subject").and_then(Value::as_str).map(|s| clip(s, 500));
-                let Some(id) = id else { return vec![] };
-                if status.as_deref() == Some("deleted") {
-                    self.tasks.retain(|t| t.id != id);
-                    return vec![];
-                }
-                let Some(task) = self.tasks.iter_mut().find(|t| t.id == id) else { return vec![] };
-                if let Some(subject) = subject {
-                    task.content = subject;
-                }
-                let mut signals = vec![];
-                if let Some(status) = status {
-                    if status == "completed" && task.status != "completed" {
-                        signals.push(Signal::TaskCompleted(task.content.clone()));
-                    }
-                    task.status = status;
-                }
-                signals
-            }
+            "TaskCreate" => self.task_created(input, response),
+            "TaskUpdate" => return self.task_updated(input, response),
             // A whole list each time: Claude Code's TodoWrite, Codex's update_plan, Gemini's
             // write_todos.
-            "TodoWrite" | "update_plan" | "write_todos" => {
-                let items = input.get("todos").or_else(|| input.get("plan")).and_then(Value::as_array);
-                let Some(items) = items else { return vec![] };
-                let before = std::mem::take(&mut self.tasks);
-                let mut signals = vec![];
-                for (i, item) in items.iter().take(MAX_TASKS).enumerate() {
-                    let content = ["content", "step", "description"]
-                        .iter()
-                        .find_map(|k| item.get(*k).and_then(Value::as_str))
-                        .unwrap_or_default();
-                    let content = clip(&self.redact(content), 500);
-                    let status = item.get("status").and_then(Value::as_str).unwrap_or("pending").to_owned();
-                    let was_done = before.iter().any(|t| t.content == content && t.status == "completed");
-                    if status == "completed" && !was_done {
-                        signals.push(Signal::TaskCompleted(content.clone()));
-                    }
-                    let id = item
-                        .get("id")
-                        .and_then(Value::as_str)
-                        .map_or_else(|| (i + 1).to_string(), str::to_owned);
-                    self.tasks.push(JournalTask { id, content, status });
-                }
-                signals
-            }
-            "Write" => {
-                match (path, response.get("type").and_then(Value::as_str)) {
-                    (Some(p), Some("create")) => self.created_file(p),
-                    (Some(p), Some("update")) => self.modified_file(p),
-                    _ => {}
-                }
-                vec![]
-            }
-            "write_file" => {
-                let text = text_of(response);
-                match path {
-                    Some(p) if text.contains("Successfully created") => self.created_file(p),
-                    Some(p) => self.modified_file(p),
-                    None => {}
-                }
-                vec![]
-            }
+            "TodoWrite" | "update_plan" | "write_todos" => return self.task_list(input),
+            "Write" => match (path, response.get("type").and_then(Value::as_str)) {
+                (Some(p), Some("create")) => self.created_file(p),
+                (Some(p), Some("update")) => self.modified_file(p),
+                _ => {}
+            },
+            "write_file" => match path {
+                Some(p) if text_of(response).contains("Successfully created") => self.created_file(p),
+                Some(p) => self.modified_file(p),
+                None => {}
+            },
             "Edit" | "MultiEdit" | "NotebookEdit" | "replace" | "edit_file" => {
                 if let Some(p) = path {
                     self.modified_file(p);
                 }
-                vec![]
             }
             "apply_patch" => {
                 // The result lists what the patch did: "A path", "M path", "D path".
-                let text = text_of(response);
-                for line in text.lines() {
+                for line in text_of(response).lines() {
                     match line.split_once(' ') {
                         Some(("A", p)) => self.created_file(&relative(p, call.cwd, call.root)),
                         Some(("M", p)) => self.modified_file(&relative(p, call.cwd, call.root)),
@@ -348,25 +276,95 @@ impl Journal {
                         _ => {}
                     }
                 }
-                vec![]
             }
             _ => {
                 if let Some(command) = command {
-                    let workdir = ["workdir", "dir_path", "cwd"]
-                        .iter()
-                        .find_map(|k| input.get(*k).and_then(Value::as_str))
-                        .map_or_else(|| call.cwd.to_path_buf(), |d| call.cwd.join(d));
-                    for change in shell_changes(command) {
-                        match change {
-                            Shell::Removed(p) => self.deleted_file(&relative(&p, &workdir, call.root)),
-                            Shell::Moved(from, to) => {
-                                self.deleted_file(&relative(&from, &workdir, call.root));
-                                self.created_file(&relative(&to, &workdir, call.root));
-                            }
-                        }
-                    }
+                    self.shell_effects(call, command);
                 }
-                vec![]
+            }
+        }
+        vec![]
+    }
+
+    /// Claude Code's TaskCreate: the id is in the tool's response only.
+    fn task_created(&mut self, input: &Value, response: &Value) {
+        let content = input.get("subject").and_then(Value::as_str).unwrap_or_default();
+        let id = response
+            .pointer("/task/id")
+            .and_then(Value::as_str)
+            .map_or_else(|| (self.tasks.len() + 1).to_string(), str::to_owned);
+        if self.tasks.len() < MAX_TASKS {
+            let content = self.redact(content);
+            self.tasks.push(JournalTask { id, content: clip(&content, 500), status: "pending".into() });
+        }
+    }
+
+    /// Claude Code's TaskUpdate: a status change (or a deletion) of a task by its id.
+    fn task_updated(&mut self, input: &Value, response: &Value) -> Vec<Signal> {
+        let id = input.get("taskId").map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned));
+        let status = response
+            .pointer("/statusChange/to")
+            .or_else(|| input.get("status"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let subject = input.get("subject").and_then(Value::as_str).map(|s| clip(s, 500));
+        let Some(id) = id else { return vec![] };
+        if status.as_deref() == Some("deleted") {
+            self.tasks.retain(|t| t.id != id);
+            return vec![];
+        }
+        let Some(task) = self.tasks.iter_mut().find(|t| t.id == id) else { return vec![] };
+        if let Some(subject) = subject {
+            task.content = subject;
+        }
+        let mut signals = vec![];
+        if let Some(status) = status {
+            if status == "completed" && task.status != "completed" {
+                signals.push(Signal::TaskCompleted(task.content.clone()));
+            }
+            task.status = status;
+        }
+        signals
+    }
+
+    /// A whole task list (TodoWrite, update_plan, write_todos): replaces the tasks.
+    fn task_list(&mut self, input: &Value) -> Vec<Signal> {
+        let items = input.get("todos").or_else(|| input.get("plan")).and_then(Value::as_array);
+        let Some(items) = items else { return vec![] };
+        let before = std::mem::take(&mut self.tasks);
+        let mut signals = vec![];
+        for (i, item) in items.iter().take(MAX_TASKS).enumerate() {
+            let content = ["content", "step", "description"]
+                .iter()
+                .find_map(|k| item.get(*k).and_then(Value::as_str))
+                .unwrap_or_default();
+            let content = clip(&self.redact(content), 500);
+            let status = item.get("status").and_then(Value::as_str).unwrap_or("pending").to_owned();
+            let was_done = before.iter().any(|t| t.content == content && t.status == "completed");
+            if status == "completed" && !was_done {
+                signals.push(Signal::TaskCompleted(content.clone()));
+            }
+            let id =
+                item.get("id").and_then(Value::as_str).map_or_else(|| (i + 1).to_string(), str::to_owned);
+            self.tasks.push(JournalTask { id, content, status });
+        }
+        signals
+    }
+
+    /// The files a shell command removed or moved, relative to the repository's root.
+    fn shell_effects(&mut self, call: &ToolUse<'_>, command: &str) {
+        let input = call.input;
+        let workdir = ["workdir", "dir_path", "cwd"]
+            .iter()
+            .find_map(|k| input.get(*k).and_then(Value::as_str))
+            .map_or_else(|| call.cwd.to_path_buf(), |d| call.cwd.join(d));
+        for change in shell_changes(command) {
+            match change {
+                Shell::Removed(p) => self.deleted_file(&relative(&p, &workdir, call.root)),
+                Shell::Moved(from, to) => {
+                    self.deleted_file(&relative(&from, &workdir, call.root));
+                    self.created_file(&relative(&to, &workdir, call.root));
+                }
             }
         }
     }

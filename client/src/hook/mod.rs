@@ -13,6 +13,7 @@ pub mod payload;
 pub mod risk;
 pub mod transcript;
 
+use std::fmt::Write as _;
 use std::io::Write as _;
 
 use anyhow::Context as _;
@@ -120,54 +121,58 @@ async fn handle(
     p: &Payload,
     detached: bool,
 ) -> anyhow::Result<String> {
+    if event == Event::SessionStart {
+        return session_start(ctx, agent, p).await;
+    }
+    record_event(ctx, agent, event, p, detached).await?;
+    Ok(agent.quiet_output().to_owned())
+}
+
+/// What an event other than SessionStart records (its output is the agent's quiet one).
+async fn record_event(
+    ctx: &Ctx,
+    agent: Agent,
+    event: Event,
+    p: &Payload,
+    detached: bool,
+) -> anyhow::Result<()> {
     match event {
-        Event::SessionStart => session_start(ctx, agent, p).await,
+        Event::SessionStart => {}
         Event::PostToolUse => {
             post_tool_use(ctx, agent, p, None).await?;
-            Ok(agent.quiet_output().to_owned())
         }
         Event::ToolFailure => {
             let error = p.error_text().unwrap_or_else(|| "the tool failed".into());
             post_tool_use(ctx, agent, p, Some(&error)).await?;
-            Ok(agent.quiet_output().to_owned())
         }
         Event::Prompt => {
             if let Some(prompt) = &p.prompt {
                 record(ctx, agent, p, |j| j.prompt(prompt)).await?;
             }
-            Ok(agent.quiet_output().to_owned())
         }
         Event::SubagentStop => {
             let name = p.agent_type.clone().unwrap_or_else(|| "subagent".into());
             record(ctx, agent, p, |j| j.note_tool("Subagent", &name)).await?;
-            Ok(agent.quiet_output().to_owned())
         }
         Event::StopFailure => {
             let error = p.error_text().unwrap_or_else(|| "the turn ended in an error".into());
             record(ctx, agent, p, |j| j.error(&error)).await?;
-            let mut hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
-            checkpoint(ctx, agent, p, hub.as_mut(), CheckpointKind::Auto, "a turn ended in an error", false)
-                .await?;
-            Ok(agent.quiet_output().to_owned())
+            checkpoint_now(ctx, agent, p, CheckpointKind::Auto, "a turn ended in an error", false).await?;
         }
         Event::PostCompact => {
             if let Some(summary) = &p.compact_summary {
                 record(ctx, agent, p, |j| j.compacted(summary)).await?;
             }
-            let mut hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
             let reason = format!("after compaction ({})", p.trigger.as_deref().unwrap_or("auto"));
-            checkpoint(ctx, agent, p, hub.as_mut(), CheckpointKind::Auto, &reason, false).await?;
-            Ok(agent.quiet_output().to_owned())
+            checkpoint_now(ctx, agent, p, CheckpointKind::Auto, &reason, false).await?;
         }
         Event::PreToolUse => {
             if let Some(command) = p.shell_command()
                 && let Some(why) = risk::risky(&command)
             {
-                let mut hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
                 let reason = format!("before {why}: {}", crate::clip(&command, 300));
-                checkpoint(ctx, agent, p, hub.as_mut(), CheckpointKind::Risk, &reason, false).await?;
+                checkpoint_now(ctx, agent, p, CheckpointKind::Risk, &reason, false).await?;
             }
-            Ok(agent.quiet_output().to_owned())
         }
         Event::Stop | Event::PreCompact
             if !detached
@@ -179,12 +184,9 @@ async fn handle(
             if let Err(e) = spawn_detached(ctx, agent, name, p) {
                 log(ctx, &format!("cannot detach {name} work ({e:#})"));
             }
-            Ok(agent.quiet_output().to_owned())
         }
         Event::Stop => {
-            let mut hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
-            checkpoint(ctx, agent, p, hub.as_mut(), CheckpointKind::Auto, "end of a turn", detached).await?;
-            Ok(agent.quiet_output().to_owned())
+            checkpoint_now(ctx, agent, p, CheckpointKind::Auto, "end of a turn", detached).await?;
         }
         Event::PreCompact => {
             let mut hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
@@ -193,7 +195,6 @@ async fn handle(
             if detached {
                 summarize(ctx, agent, p, hub.as_mut(), false).await;
             }
-            Ok(agent.quiet_output().to_owned())
         }
         Event::SessionEnd if !detached => {
             // The agents give SessionEnd 1–1.5 s or do not wait at all: hand the work to a
@@ -202,13 +203,26 @@ async fn handle(
                 log(ctx, &format!("cannot detach SessionEnd work ({e:#}); doing it inline"));
                 session_end(ctx, agent, p).await?;
             }
-            Ok(agent.quiet_output().to_owned())
         }
         Event::SessionEnd => {
             session_end(ctx, agent, p).await?;
-            Ok(agent.quiet_output().to_owned())
         }
     }
+    Ok(())
+}
+
+/// A checkpoint made now, from its own connection to the hub (queued when there is none).
+async fn checkpoint_now(
+    ctx: &Ctx,
+    agent: Agent,
+    p: &Payload,
+    kind: CheckpointKind,
+    reason: &str,
+    may_upload: bool,
+) -> anyhow::Result<()> {
+    let mut hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
+    checkpoint(ctx, agent, p, hub.as_mut(), kind, reason, may_upload).await?;
+    Ok(())
 }
 
 /// The Baton session of this agent conversation: the one this machine started for it, or
@@ -252,7 +266,7 @@ async fn session_for(
         match resume_ended(ctx, agent, p, project, hub, &ended.baton_session_id, &cwd).await {
             Ok(id) => return Ok(id),
             Err(status) => {
-                log(ctx, &format!("could not link the resumed conversation: {}", remote::explain(&status)))
+                log(ctx, &format!("could not link the resumed conversation: {}", remote::explain(&status)));
             }
         }
     }
@@ -497,7 +511,7 @@ pub fn offline_brief(ctx: &Ctx, project: &Project, budget: usize) -> String {
     let mut note =
         format!("Baton hub unreachable ({}); {queued} write(s) queued locally", ctx.settings.server);
     if dead > 0 {
-        note.push_str(&format!(", {dead} refused (see `baton status`)"));
+        let _ = write!(note, ", {dead} refused (see `baton status`)");
     }
     match cache::load(&ctx.settings.data_dir, &project.key) {
         Some(cached) => {
@@ -564,11 +578,9 @@ async fn post_tool_use(ctx: &Ctx, agent: Agent, p: &Payload, error: Option<&str>
         None => remote::connect(&ctx.settings, Timeouts::HOOK).await.ok(),
     };
     let session_id = session_for(ctx, agent, p, &project, hub.as_mut(), true, None).await?;
-    let every = u64::from(ctx.settings.checkpoint_every);
-    let period_us = i64::from(ctx.settings.checkpoint_minutes) * 60_000_000;
     let now = write::now_us();
     let null = serde_json::Value::Null;
-    let (count, due) = ctx.state.update(agent.name(), &agent_sid, |s| {
+    let (count, due, beat) = ctx.state.update(agent.name(), &agent_sid, |s| {
         let signals = p.tool_name.as_deref().map_or_else(Vec::new, |name| {
             s.journal.tool(&journal::ToolUse {
                 name,
@@ -580,55 +592,18 @@ async fn post_tool_use(ctx: &Ctx, agent: Agent, p: &Payload, error: Option<&str>
             })
         });
         s.tool_count += 1;
-        let mut due: Vec<(CheckpointKind, String)> = signals
-            .into_iter()
-            .map(|signal| match signal {
-                journal::Signal::TaskCompleted(task) => {
-                    (CheckpointKind::Task, format!("task completed: {task}"))
-                }
-                journal::Signal::Recovered(what) => {
-                    (CheckpointKind::Recovery, format!("recovered after a failure: {what}"))
-                }
-            })
-            .collect();
-        if period_us > 0 && s.last_checkpoint_us > 0 && now - s.last_checkpoint_us >= period_us {
-            due.push((
-                CheckpointKind::Time,
-                format!("{} minutes of activity", ctx.settings.checkpoint_minutes),
-            ));
-        }
-        if every > 0 && s.tool_count - s.checkpointed_at >= every {
-            due.push((CheckpointKind::Auto, format!("every {every} tool calls")));
-        }
-        if !due.is_empty() {
-            // Claimed here, under the lock: a parallel hook does not make the same one.
-            s.checkpointed_at = s.tool_count;
-            s.last_checkpoint_us = now;
-        }
+        let due = due_checkpoints(ctx, s, signals, now);
         let beat = now - s.last_beat_us >= BEAT;
         if beat {
             s.last_beat_us = now;
         }
-        (s.tool_count, (due, beat))
+        (s.tool_count, due, beat)
     })?;
-    let (due, beat) = due;
     if hub.is_none() && (beat || !due.is_empty()) {
         hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
     }
     if let Some(h) = hub.as_mut().filter(|_| beat) {
-        let beat = h
-            .sessions
-            .heartbeat(HeartbeatRequest {
-                session_id,
-                tool_count: Some(i64::try_from(count).unwrap_or(i64::MAX)),
-                ..Default::default()
-            })
-            .await;
-        if let Err(status) = beat
-            && !remote::is_transient(&status)
-        {
-            log(ctx, &format!("heartbeat refused: {}", remote::explain(&status)));
-        }
+        heartbeat(ctx, h, session_id, count).await;
     }
     if due.is_empty() {
         ctx.state.mark_unsaved(agent.name(), &agent_sid, true);
@@ -639,6 +614,56 @@ async fn post_tool_use(ctx: &Ctx, agent: Agent, p: &Payload, error: Option<&str>
         checkpoint(ctx, agent, p, hub.as_mut(), *kind, &reason, false).await?;
     }
     Ok(())
+}
+
+/// The checkpoints a tool call makes due: one per moment it made (a task completed, a
+/// failure recovered from), one when M minutes of activity or N calls have passed since the
+/// last. Claimed in `s`, under the state's lock: a parallel hook does not make the same one.
+fn due_checkpoints(
+    ctx: &Ctx,
+    s: &mut crate::state::AgentSession,
+    signals: Vec<journal::Signal>,
+    now: i64,
+) -> Vec<(CheckpointKind, String)> {
+    let every = u64::from(ctx.settings.checkpoint_every);
+    let period_us = i64::from(ctx.settings.checkpoint_minutes) * 60_000_000;
+    let mut due: Vec<(CheckpointKind, String)> = signals
+        .into_iter()
+        .map(|signal| match signal {
+            journal::Signal::TaskCompleted(task) => (CheckpointKind::Task, format!("task completed: {task}")),
+            journal::Signal::Recovered(what) => {
+                (CheckpointKind::Recovery, format!("recovered after a failure: {what}"))
+            }
+        })
+        .collect();
+    if period_us > 0 && s.last_checkpoint_us > 0 && now - s.last_checkpoint_us >= period_us {
+        due.push((CheckpointKind::Time, format!("{} minutes of activity", ctx.settings.checkpoint_minutes)));
+    }
+    if every > 0 && s.tool_count - s.checkpointed_at >= every {
+        due.push((CheckpointKind::Auto, format!("every {every} tool calls")));
+    }
+    if !due.is_empty() {
+        s.checkpointed_at = s.tool_count;
+        s.last_checkpoint_us = now;
+    }
+    due
+}
+
+/// Tells the hub the session is alive; a refusal is logged, never the hook's failure.
+async fn heartbeat(ctx: &Ctx, hub: &mut Hub, session_id: String, count: u64) {
+    let beat = hub
+        .sessions
+        .heartbeat(HeartbeatRequest {
+            session_id,
+            tool_count: Some(i64::try_from(count).unwrap_or(i64::MAX)),
+            ..Default::default()
+        })
+        .await;
+    if let Err(status) = beat
+        && !remote::is_transient(&status)
+    {
+        log(ctx, &format!("heartbeat refused: {}", remote::explain(&status)));
+    }
 }
 
 /// Whether transcripts are carried over for this agent (opt-in; Claude Code first).
@@ -685,7 +710,7 @@ async fn checkpoint(
             match upload_claude_tasks(h, &project.key, p.agent_session_id().unwrap_or_default(), &cwd).await {
                 Ok(blob) => blobs.extend(blob),
                 Err(e) => {
-                    log(ctx, &format!("task files upload failed ({e:#}); checkpoint saved without them"))
+                    log(ctx, &format!("task files upload failed ({e:#}); checkpoint saved without them"));
                 }
             }
         }
@@ -832,18 +857,40 @@ async fn summarize(
             return None;
         }
     };
-    let session_id = record.baton_session_id.clone();
+    let reason = format!("session summary (by {})", by.name());
+    let writes =
+        summary_writes(agent, &record.baton_session_id, &project.key, state, &extracted, &reason, at_end);
+    for w in writes {
+        if let Err(e) = write::submit(&ctx.queue, hub.as_deref_mut(), w, Some(LOCK_WAIT)).await {
+            log(ctx, &format!("summary: a write was refused: {e:#}"));
+        }
+    }
+    Some(extracted.summary)
+}
+
+/// What a summary records: a checkpoint with it, the session's goal and summary (at a
+/// session end only when the model found a goal), and its decisions as memory.
+fn summary_writes(
+    agent: Agent,
+    session_id: &str,
+    project: &str,
+    state: baton_proto::v1::CheckpointState,
+    extracted: &crate::summary::Extracted,
+    reason: &str,
+    at_end: bool,
+) -> Vec<Write> {
+    let session_id = session_id.to_owned();
     let author = |id: &str| write::options(agent.kind() as i32, id);
     let request = CreateCheckpointRequest {
         session_id: session_id.clone(),
         checkpoint_id: uuid::Uuid::now_v7().to_string(),
         kind: CheckpointKind::Auto as i32,
-        reason: format!("session summary (by {})", by.name()),
-        state: Some(crate::summary::with_summary(state, &extracted)),
+        reason: reason.to_owned(),
+        state: Some(crate::summary::with_summary(state, extracted)),
         write: author(&session_id),
         ..Default::default()
     };
-    let mut writes = vec![Write::CreateCheckpoint(Box::new(request), project.key.clone())];
+    let mut writes = vec![Write::CreateCheckpoint(Box::new(request), project.to_owned())];
     if !extracted.goal.is_empty() || !at_end {
         writes.push(Write::UpdateSession(
             baton_proto::v1::UpdateSessionRequest {
@@ -853,12 +900,12 @@ async fn summarize(
                 write: author(&session_id),
                 ..Default::default()
             },
-            project.key.clone(),
+            project.to_owned(),
         ));
     }
     if !extracted.decisions.is_empty() {
         writes.push(Write::PutMemory(baton_proto::v1::PutMemoryRequest {
-            project: project.key.clone(),
+            project: project.to_owned(),
             category: "extracted_decision".into(),
             op: baton_proto::v1::MemoryOp::Append as i32,
             items: extracted
@@ -873,12 +920,7 @@ async fn summarize(
             ..Default::default()
         }));
     }
-    for w in writes {
-        if let Err(e) = write::submit(&ctx.queue, hub.as_deref_mut(), w, Some(LOCK_WAIT)).await {
-            log(ctx, &format!("summary: a write was refused: {e:#}"));
-        }
-    }
-    Some(extracted.summary)
+    writes
 }
 
 /// A private scratch directory under Baton's data directory.

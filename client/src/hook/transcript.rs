@@ -177,7 +177,9 @@ impl GeminiChat {
         if let Some(all) = line.pointer("/$set/messages").and_then(Value::as_array) {
             self.order.clear();
             self.messages.clear();
-            all.iter().for_each(|m| self.message(m));
+            for m in all {
+                self.message(m);
+            }
         } else if line.get("type").is_some() && line.get("id").is_some() {
             self.message(line);
         }
@@ -247,7 +249,7 @@ pub fn read(path: &Path, cwd: &Path, root: &Path) -> CheckpointState {
     let mut reader = Reader { journal: Journal::default(), pending: HashMap::new(), cwd, root };
     if let Ok(mut file) = std::fs::File::open(path) {
         use std::io::{Seek, SeekFrom};
-        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let len = file.metadata().map_or(0, |m| m.len());
         let skip_first = len > MAX_READ && file.seek(SeekFrom::Start(len - MAX_READ)).is_ok();
         let mut lines = BufReader::new(file).lines().map_while(Result::ok);
         if skip_first {

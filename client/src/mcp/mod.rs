@@ -88,14 +88,14 @@ impl Server {
 /// A tool's answer. Bad arguments are tool errors the model reads, as the specification
 /// asks of input validation (so the model can correct the call) and as `rmcp` answers
 /// arguments that do not match the schema; an unknown tool is a protocol error.
-fn answer(result: Answer) -> Result<CallToolResult, ErrorData> {
+fn answer(result: Answer) -> CallToolResult {
     let (text, ok) = match result {
         Ok(text) => (text, true),
         Err(Failure::Tool(text)) => (text, false),
         Err(Failure::Arguments(text)) => (format!("Invalid arguments: {text}"), false),
     };
     let content = vec![ContentBlock::text(crate::safe::text(&text))];
-    Ok(if ok { CallToolResult::success(content) } else { CallToolResult::error(content) })
+    if ok { CallToolResult::success(content) } else { CallToolResult::error(content) }
 }
 
 #[tool_router]
@@ -108,7 +108,7 @@ impl Server {
         Parameters(p): Parameters<params::Brief>,
         peer: Peer<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        answer(tools::brief(&self.call(&peer).await, p).await)
+        Ok(answer(tools::brief(&self.call(&peer).await, p).await))
     }
 
     #[tool(
@@ -119,7 +119,7 @@ impl Server {
         Parameters(p): Parameters<params::Remember>,
         peer: Peer<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        answer(tools::remember(&self.call(&peer).await, p).await)
+        Ok(answer(tools::remember(&self.call(&peer).await, p).await))
     }
 
     #[tool(description = "Remove a memory entry that is wrong or done, by the id recall shows.")]
@@ -128,7 +128,7 @@ impl Server {
         Parameters(p): Parameters<params::Forget>,
         peer: Peer<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        answer(tools::forget(&self.call(&peer).await, p).await)
+        Ok(answer(tools::forget(&self.call(&peer).await, p).await))
     }
 
     #[tool(
@@ -139,7 +139,7 @@ impl Server {
         Parameters(p): Parameters<params::Recall>,
         peer: Peer<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        answer(tools::recall(&self.call(&peer).await, p).await)
+        Ok(answer(tools::recall(&self.call(&peer).await, p).await))
     }
 
     #[tool(
@@ -150,7 +150,7 @@ impl Server {
         Parameters(p): Parameters<params::Sessions>,
         peer: Peer<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        answer(tools::sessions(&self.call(&peer).await, p).await)
+        Ok(answer(tools::sessions(&self.call(&peer).await, p).await))
     }
 
     #[tool(
@@ -161,7 +161,7 @@ impl Server {
         Parameters(p): Parameters<params::Session>,
         peer: Peer<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        answer(tools::session(&self.call(&peer).await, p).await)
+        Ok(answer(tools::session(&self.call(&peer).await, p).await))
     }
 
     #[tool(
@@ -172,7 +172,7 @@ impl Server {
         Parameters(p): Parameters<params::Checkpoint>,
         peer: Peer<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        answer(tools::checkpoint(&self.call(&peer).await, p).await)
+        Ok(answer(tools::checkpoint(&self.call(&peer).await, p).await))
     }
 
     #[tool(
@@ -183,7 +183,7 @@ impl Server {
         Parameters(p): Parameters<params::Conflicts>,
         peer: Peer<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        answer(tools::conflicts(&self.call(&peer).await, p).await)
+        Ok(answer(tools::conflicts(&self.call(&peer).await, p).await))
     }
 }
 

@@ -11,6 +11,7 @@
 //! | Gemini CLI | `settings.json` `mcpServers` | `trust: true` (and `mcp.allowed`, when the user keeps such a list) |
 //! | Cursor | `mcp.json` `mcpServers` | `cli-config.json` / `.cursor/cli.json` `permissions.allow` `Mcp(baton:*)` |
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
@@ -102,21 +103,18 @@ pub fn register(
 ) -> anyhow::Result<Change> {
     let files = files(agent, scope, root)?;
     let mut change = Change::default();
-    match agent {
-        Agent::Codex => {
-            if codex(&files.server, exe, uninstall)? {
-                change.files.push(files.server);
-            }
+    if agent == Agent::Codex {
+        if codex(&files.server, exe, uninstall)? {
+            change.files.push(files.server);
         }
-        _ => {
-            if edit_json(&files.server, |doc| server_entry(doc, agent, exe, uninstall))? {
-                change.files.push(files.server.clone());
-            }
-            if edit_json(&files.permission, |doc| permission(doc, agent, scope, uninstall))?
-                && files.permission != files.server
-            {
-                change.files.push(files.permission);
-            }
+    } else {
+        if edit_json(&files.server, |doc| server_entry(doc, agent, exe, uninstall))? {
+            change.files.push(files.server.clone());
+        }
+        if edit_json(&files.permission, |doc| permission(doc, agent, scope, uninstall))?
+            && files.permission != files.server
+        {
+            change.files.push(files.permission);
         }
     }
     if !uninstall {
@@ -296,12 +294,13 @@ fn codex(file: &Path, exe: &str, uninstall: bool) -> anyhow::Result<bool> {
         if !new.is_empty() {
             new.push_str("\n\n");
         }
-        new.push_str(&format!(
+        let _ = write!(
+            new,
             "[mcp_servers.{NAME}]\ncommand = {}\nargs = [{}]\n# Baton's own settings, when set in the environment (Codex passes servers only a few variables).\nenv_vars = [{}]\n# Baton's tools read and write Baton's memory only: no approval prompt for each call.\ndefault_tools_approval_mode = \"approve\"\n",
             quote(exe),
             args.join(", "),
             vars.join(", ")
-        ));
+        );
     } else if !new.is_empty() {
         new.push('\n');
     }

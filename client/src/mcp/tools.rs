@@ -1,6 +1,7 @@
 //! What each tool does, through the same client paths as the CLI (config, token, TLS, the
 //! offline queue), with answers written for a model: what happened, and what to do next.
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use baton_proto::v1::{
@@ -150,7 +151,7 @@ pub async fn remember(call: &Call<'_>, p: params::Remember) -> Answer {
         }
     };
     if redacted > 0 {
-        out.push_str(&format!(" {redacted} secret(s) were redacted before storing."));
+        let _ = write!(out, " {redacted} secret(s) were redacted before storing.");
     }
     Ok(out)
 }
@@ -239,17 +240,17 @@ pub async fn recall(call: &Call<'_>, p: params::Recall) -> Answer {
     for e in &entries {
         let mut line = format!("- [{}", e.category);
         if !e.key.is_empty() {
-            line.push_str(&format!(" {}", e.key));
+            let _ = write!(line, " {}", e.key);
         }
         if !e.branch.is_empty() {
-            line.push_str(&format!(" @{}", e.branch));
+            let _ = write!(line, " @{}", e.branch);
         }
-        line.push_str(&format!("] {}", e.content));
+        let _ = write!(line, "] {}", e.content);
         if !e.rationale.is_empty() {
-            line.push_str(&format!(" (why: {})", e.rationale));
+            let _ = write!(line, " (why: {})", e.rationale);
         }
         let by = e.author.as_ref().map(|a| a.host.clone()).unwrap_or_default();
-        line.push_str(&format!(" — id {}, by {by}, revision {}", view::short(&e.id), e.record_revision));
+        let _ = write!(line, " — id {}, by {by}, revision {}", view::short(&e.id), e.record_revision);
         if e.evicted {
             line.push_str(", evicted from the brief");
         }
@@ -291,7 +292,7 @@ pub async fn sessions(call: &Call<'_>, p: params::Sessions) -> Answer {
             && let Some(state) = head_state(&mut hub, s).await
         {
             for t in state.active_tasks.iter().filter(|t| t.status != "completed").take(5) {
-                out.push_str(&format!("    task ({}): {}\n", t.status, t.content));
+                let _ = writeln!(out, "    task ({}): {}", t.status, t.content);
             }
         }
     }
@@ -313,10 +314,10 @@ fn session_line(s: &SessionMsg, own: bool) -> String {
         line.push_str(" — this session");
     }
     if !s.goal.is_empty() {
-        line.push_str(&format!("\n    goal: {}", crate::clip(&s.goal, 200)));
+        let _ = write!(line, "\n    goal: {}", crate::clip(&s.goal, 200));
     }
     if !s.summary.is_empty() {
-        line.push_str(&format!("\n    summary: {}", crate::clip(&s.summary, 400)));
+        let _ = write!(line, "\n    summary: {}", crate::clip(&s.summary, 400));
     }
     line.push('\n');
     line
@@ -355,9 +356,9 @@ pub async fn session(call: &Call<'_>, p: params::Session) -> Answer {
     };
     let own = call.conversation().is_some_and(|c| c.record.baton_session_id == s.id);
     let mut out = session_line(&s, own);
-    out.push_str(&format!("    id {}, by {}@{} in {}\n", s.id, s.user, s.host, s.cwd));
+    let _ = writeln!(out, "    id {}, by {}@{} in {}", s.id, s.user, s.host, s.cwd);
     if !s.resumed_from.is_empty() {
-        out.push_str(&format!("    resumed from {}\n", s.resumed_from));
+        let _ = writeln!(out, "    resumed from {}", s.resumed_from);
     }
     match head_state(&mut hub, &s).await {
         Some(state) => out.push_str(&state_words(&state)),
@@ -371,9 +372,9 @@ fn state_words(st: &CheckpointState) -> String {
     let mut out = String::from("Where it stands (its last checkpoint):\n");
     let list = |out: &mut String, title: &str, items: &[String]| {
         if !items.is_empty() {
-            out.push_str(&format!("{title}:\n"));
+            let _ = writeln!(out, "{title}:");
             for i in items.iter().take(30) {
-                out.push_str(&format!("  - {i}\n"));
+                let _ = writeln!(out, "  - {i}");
             }
         }
     };
@@ -399,10 +400,10 @@ fn state_words(st: &CheckpointState) -> String {
     list(&mut out, "Files deleted", &st.files_deleted);
     list(&mut out, "Errors", &st.errors);
     if !st.last_prompt.is_empty() {
-        out.push_str(&format!("Last prompt: {}\n", crate::clip(&st.last_prompt, 600)));
+        let _ = writeln!(out, "Last prompt: {}", crate::clip(&st.last_prompt, 600));
     }
     if !st.last_answer.is_empty() {
-        out.push_str(&format!("Last answer: {}\n", crate::clip(&st.last_answer, 600)));
+        let _ = writeln!(out, "Last answer: {}", crate::clip(&st.last_answer, 600));
     }
     out
 }
@@ -523,13 +524,14 @@ pub async fn conflicts(call: &Call<'_>, _p: params::Conflicts) -> Answer {
     for c in recent {
         let writer = c.writer.as_ref().map(|a| format!("{}@{}", a.user, a.host)).unwrap_or_default();
         let other = c.current_author.as_ref().map(|a| format!("{}@{}", a.user, a.host)).unwrap_or_default();
-        out.push_str(&format!(
-            "- {}: a write by {writer} was {} against revision {} by {other}{}\n",
+        let _ = writeln!(
+            out,
+            "- {}: a write by {writer} was {} against revision {} by {other}{}",
             c.record,
             view::outcome(c.outcome),
             c.current_revision,
             if c.detail.is_empty() { String::new() } else { format!(" ({})", c.detail) }
-        ));
+        );
     }
     Ok(clip(&out))
 }

@@ -7,6 +7,8 @@
 //! (`--quick` for a short run; BATON_BENCH_POSTGRES=1 to run the server on Postgres.)
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a bench: fail loudly
+// A percentile's index is a float rounded to a position in a sorted sample.
+#![allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
 
 use std::time::{Duration, Instant};
 
@@ -14,7 +16,7 @@ use baton_proto::v1::{
     AgentKind, EndSessionRequest, GetBriefRequest, MemoryItem, MemoryOp, PutMemoryRequest,
     StartSessionRequest, WriteOptions,
 };
-use baton_tests::{Backend, ClientEnv, Server, git_repo};
+use baton_tests::{Backend, ClientEnv, Clients, Server, git_repo};
 use serde_json::json;
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -45,18 +47,9 @@ fn ms(d: Duration) -> String {
     format!("{:.1} ms", d.as_secs_f64() * 1000.0)
 }
 
-#[tokio::main]
-async fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
-    let (sessions, notes, runs) = if quick { (100, 1000, 30) } else { (1000, 10_000, 300) };
-    let backend =
-        if std::env::var_os("BATON_BENCH_POSTGRES").is_some() { Backend::Postgres } else { Backend::Sqlite };
-    let server = Server::start(backend).await.expect("start server");
-    let c = server.clients().await;
-    let project = "github.com/bench/widget";
-
-    // Seed: sessions (most completed), memory entries (notes, decisions, loops).
-    let seed = Instant::now();
+/// Seeds the project: `sessions` sessions (most completed) by 8 writers, and `notes` memory
+/// entries (notes, decisions).
+async fn plant(c: &Clients, project: &'static str, sessions: usize, notes: usize) {
     let tasks: Vec<_> = (0..8)
         .map(|w| {
             let mut c = c.clone();
@@ -114,6 +107,55 @@ async fn main() {
     for t in tasks {
         t.await.unwrap();
     }
+}
+
+/// The server's share of a SessionStart: its two RPCs, from a client already connected.
+fn rpc_share(c: &Clients, project: &str, runs: usize) -> ((Duration, Duration), (Duration, Duration)) {
+    let mut rpc = c.clone();
+    let rt = tokio::runtime::Handle::current();
+    let start_rpc = measure(runs, |i| {
+        let t = Instant::now();
+        tokio::task::block_in_place(|| {
+            rt.block_on(rpc.sessions.start_session(StartSessionRequest {
+                project: project.into(),
+                agent: AgentKind::ClaudeCode as i32,
+                host: "bench-host".into(),
+                goal: format!("rpc {i}"),
+                ..Default::default()
+            }))
+        })
+        .unwrap();
+        t.elapsed()
+    });
+    let brief_rpc = measure(runs, |_| {
+        let t = Instant::now();
+        tokio::task::block_in_place(|| {
+            rt.block_on(rpc.brief.get_brief(GetBriefRequest {
+                project: project.into(),
+                branch: "main".into(),
+                budget_chars: 9000,
+                ..Default::default()
+            }))
+        })
+        .unwrap();
+        t.elapsed()
+    });
+    (start_rpc, brief_rpc)
+}
+
+#[tokio::main]
+async fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let (sessions, notes, runs) = if quick { (100, 1000, 30) } else { (1000, 10_000, 300) };
+    let backend =
+        if std::env::var_os("BATON_BENCH_POSTGRES").is_some() { Backend::Postgres } else { Backend::Sqlite };
+    let server = Server::start(backend).await.expect("start server");
+    let c = server.clients().await;
+    let project = "github.com/bench/widget";
+
+    // Seed: sessions (most completed), memory entries (notes, decisions, loops).
+    let seed = Instant::now();
+    plant(&c, project, sessions, notes).await;
     let seeded = seed.elapsed();
 
     let env = ClientEnv::new(&server.url());
@@ -150,36 +192,7 @@ async fn main() {
     let start_parallel = measure_parallel(runs, 4, |i| {
         env.run(dir, &["hook", "claude", "SessionStart"], &payload("SessionStart", 20_000 + i)).elapsed
     });
-    // The server's share of a SessionStart: its two RPCs, from a client already connected.
-    let mut rpc = c.clone();
-    let rt = tokio::runtime::Handle::current();
-    let start_rpc = measure(runs, |i| {
-        let t = Instant::now();
-        tokio::task::block_in_place(|| {
-            rt.block_on(rpc.sessions.start_session(StartSessionRequest {
-                project: project.into(),
-                agent: AgentKind::ClaudeCode as i32,
-                host: "bench-host".into(),
-                goal: format!("rpc {i}"),
-                ..Default::default()
-            }))
-        })
-        .unwrap();
-        t.elapsed()
-    });
-    let brief_rpc = measure(runs, |_| {
-        let t = Instant::now();
-        tokio::task::block_in_place(|| {
-            rt.block_on(rpc.brief.get_brief(GetBriefRequest {
-                project: project.into(),
-                branch: "main".into(),
-                budget_chars: 9000,
-                ..Default::default()
-            }))
-        })
-        .unwrap();
-        t.elapsed()
-    });
+    let (start_rpc, brief_rpc) = rpc_share(&c, project, runs);
     let mut server = server;
     server.kill9();
     let down = measure(runs.min(100), |i| {
@@ -192,7 +205,7 @@ async fn main() {
     );
     println!(
         "machine: {} cores, {}",
-        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        std::thread::available_parallelism().map_or(0, std::num::NonZero::get),
         std::env::consts::ARCH
     );
     println!();

@@ -150,7 +150,7 @@ async fn codex_remembers_through_the_mcp_server() {
     let turns = model.turns();
     let first = turns[0].text();
     assert!(first.contains("Baton's tools are connected"), "{first}");
-    let last = turns.last().map(|t| t.text()).unwrap_or_default();
+    let last = turns.last().map(baton_tests::fake_model::Received::text).unwrap_or_default();
     assert_eq!(turns.len(), 3, "tool_search, the MCP call, the answer");
     assert!(
         last.contains("Remembered as a constraint"),
@@ -190,7 +190,7 @@ async fn gemini_remembers_through_the_mcp_server() {
     let turns = model.turns();
     let first = turns[0].text();
     assert!(first.contains("mcp_baton_remember"), "the model was offered the tool: {first}");
-    let last = turns.last().map(|t| t.text()).unwrap_or_default();
+    let last = turns.last().map(baton_tests::fake_model::Received::text).unwrap_or_default();
     assert!(last.contains("Remembered as an open loop"), "the tool's answer reached the model: {last}");
     let listed = m.baton(&["memory", "list", "open_loop", "--json"]);
     assert!(listed.stdout.contains("Flaky upload test on CI"), "{listed:?}");

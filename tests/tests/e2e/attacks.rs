@@ -362,7 +362,7 @@ async fn end_of(
     tokio::time::timeout(within, async {
         loop {
             match stream.next().await {
-                Some(Ok(_)) => continue,
+                Some(Ok(_)) => {}
                 Some(Err(status)) => return Some(status),
                 None => return None,
             }
@@ -588,7 +588,7 @@ async fn writes_from_the_future_are_clamped(backend: Backend) {
     let mut c = server.clients().await;
     let p = project();
     let now = std::time::SystemTime::now();
-    let year = Duration::from_secs(365 * 24 * 3600);
+    let year = Duration::from_hours(8760);
     let queued = |written_at: std::time::SystemTime| {
         let mut w = write().unwrap();
         w.written_at = Some(written_at.into());
@@ -1078,7 +1078,7 @@ async fn closed_within(stream: &mut tokio::net::TcpStream, within: Duration) -> 
         match tokio::time::timeout(left, stream.read(&mut buf)).await {
             Err(_) => return false,
             Ok(Ok(0) | Err(_)) => return true,
-            Ok(Ok(_)) => continue, // the server's SETTINGS, acks, pings
+            Ok(Ok(_)) => {} // the server's SETTINGS, acks, pings
         }
     }
 }

@@ -58,7 +58,7 @@ async fn refused_with_clear_messages(backend: Backend) {
     let v4 = uuid::Uuid::new_v4().to_string();
     check(
         "v4 id",
-        ss.start_session(start(&|r| r.session_id = v4.clone())).await,
+        ss.start_session(start(&|r| r.session_id.clone_from(&v4))).await,
         Code::InvalidArgument,
         &["uuid v7"],
     );
@@ -107,7 +107,10 @@ async fn refused_with_clear_messages(backend: Backend) {
     check(
         "half a queue clock",
         ss.start_session(start(&|r| {
-            r.write = Some(WriteOptions { written_at: Some(Default::default()), ..Default::default() })
+            r.write = Some(WriteOptions {
+                written_at: Some(prost_types::Timestamp::default()),
+                ..Default::default()
+            });
         }))
         .await,
         Code::InvalidArgument,
@@ -116,7 +119,7 @@ async fn refused_with_clear_messages(backend: Backend) {
     let dup = s.id.clone();
     check(
         "existing id",
-        ss.start_session(start(&|r| r.session_id = dup.clone())).await,
+        ss.start_session(start(&|r| r.session_id.clone_from(&dup))).await,
         Code::AlreadyExists,
         &["session_id"],
     );
@@ -237,7 +240,7 @@ async fn refused_with_clear_messages(backend: Backend) {
     check(
         "progress over 100",
         cps.create_checkpoint(cp(&|r| {
-            r.state = Some(CheckpointState { progress: 101, ..Default::default() })
+            r.state = Some(CheckpointState { progress: 101, ..Default::default() });
         }))
         .await,
         Code::InvalidArgument,
@@ -246,7 +249,7 @@ async fn refused_with_clear_messages(backend: Backend) {
     check(
         "too many errors",
         cps.create_checkpoint(cp(&|r| {
-            r.state = Some(CheckpointState { errors: vec!["e".into(); 1001], ..Default::default() })
+            r.state = Some(CheckpointState { errors: vec!["e".into(); 1001], ..Default::default() });
         }))
         .await,
         Code::InvalidArgument,

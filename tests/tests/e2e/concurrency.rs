@@ -98,7 +98,7 @@ async fn same_note_and_session(backend: Backend) {
     let events = all_events(&mut c, &p).await;
     assert_gapless(&events);
     let head = events.last().unwrap().revision;
-    assert_eq!(head, 1 + 2 * (clients * rounds) as i64);
+    assert_eq!(head, 1 + 2 * i64::from(clients * rounds));
 
     // Every reply's revision is distinct; every overwrite carries its conflict, and the
     // same conflict is in the event of that revision and on the watch stream.

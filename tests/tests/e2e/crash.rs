@@ -55,7 +55,7 @@ async fn sigkill_cycles(backend: Backend) {
                                 .await;
                             match r {
                                 Ok(r) => {
-                                    checkpoints.lock().unwrap().push(r.into_inner().checkpoint.unwrap().id)
+                                    checkpoints.lock().unwrap().push(r.into_inner().checkpoint.unwrap().id);
                                 }
                                 Err(_) => return,
                             }

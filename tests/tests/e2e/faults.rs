@@ -63,7 +63,7 @@ async fn every_write_step(backend: Backend) {
         let mut f = server.clients().await;
         let id = req_id();
         let mut options = write();
-        options.as_mut().unwrap().request_id = id.clone();
+        options.as_mut().unwrap().request_id.clone_from(&id);
         let result = match point {
             "checkpoint.insert" => f
                 .checkpoints

@@ -34,8 +34,8 @@ enum Reply {
     Rejected { current_revision: i64, current: Option<String> },
 }
 
-fn note_content(v: &Option<RecordValue>) -> Option<String> {
-    match v.as_ref().and_then(|v| v.value.as_ref()) {
+fn note_content(v: Option<&RecordValue>) -> Option<String> {
+    match v.and_then(|v| v.value.as_ref()) {
         Some(record_value::Value::Note(n)) => Some(n.content.clone()),
         _ => None,
     }
@@ -108,7 +108,10 @@ async fn serial_history(backend: Backend) {
                             Reply::Written {
                                 revision: r.revision,
                                 outcome: r.outcome,
-                                overwritten: r.conflict.as_ref().and_then(|c| note_content(&c.current_value)),
+                                overwritten: r
+                                    .conflict
+                                    .as_ref()
+                                    .and_then(|c| note_content(c.current_value.as_ref())),
                             }
                         }
                         Err(s) => {
@@ -117,7 +120,7 @@ async fn serial_history(backend: Backend) {
                                 baton_proto::details::rejected_write(&s).unwrap().conflict.unwrap();
                             Reply::Rejected {
                                 current_revision: rejected.current_revision,
-                                current: note_content(&rejected.current_value),
+                                current: note_content(rejected.current_value.as_ref()),
                             }
                         }
                     };
@@ -173,7 +176,7 @@ async fn serial_history(backend: Backend) {
                 e.revision
             );
             let conflict = e.conflict.as_ref().expect("the event carries the conflict");
-            assert_eq!(note_content(&conflict.current_value), *overwritten);
+            assert_eq!(note_content(conflict.current_value.as_ref()), *overwritten);
         } else {
             assert!(e.conflict.is_none(), "revision {}: a conflict on an applied write", e.revision);
         }

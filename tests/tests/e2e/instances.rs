@@ -38,7 +38,7 @@ fn watch_all(c: &Clients, project: &str, until: usize) -> tokio::task::JoinHandl
         let mut stream = watch_from_start(&c, &project).await;
         let mut got = Vec::new();
         while got.len() < until {
-            match tokio::time::timeout(Duration::from_secs(60), stream.next()).await {
+            match tokio::time::timeout(Duration::from_mins(1), stream.next()).await {
                 Ok(Some(Ok(event))) => got.push(event),
                 other => panic!("watch ended after {} events: {other:?}", got.len()),
             }
@@ -179,7 +179,7 @@ async fn postgres_restart_under_load() {
     let wait_acks = |n: usize| {
         let acked = acked.clone();
         async move {
-            let deadline = Instant::now() + Duration::from_secs(60);
+            let deadline = Instant::now() + Duration::from_mins(1);
             while acked.lock().unwrap().len() < n {
                 assert!(Instant::now() < deadline, "writes did not get through");
                 tokio::time::sleep(Duration::from_millis(20)).await;

@@ -248,7 +248,7 @@ async fn deletes_and_concurrent_adds(backend: Backend) {
         .await
         .unwrap()
         .into_inner();
-    let mut expected: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    let mut expected: std::collections::BTreeMap<String, Vec<String>> = std::collections::BTreeMap::default();
     for e in &stored.entries {
         let record =
             if e.category == "note" { format!("note/{}", e.key) } else { format!("memory/{}", e.category) };
@@ -387,7 +387,7 @@ async fn set_items(backend: Backend) {
         let mut w = write();
         if let Some(w) = w.as_mut() {
             let now = std::time::SystemTime::now();
-            w.written_at = Some((now - std::time::Duration::from_secs(86_400)).into());
+            w.written_at = Some((now - std::time::Duration::from_hours(24)).into());
             w.client_now = Some(now.into());
         }
         PutMemoryRequest {

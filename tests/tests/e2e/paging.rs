@@ -27,10 +27,10 @@ fn text(seed: u64, n: usize) -> String {
         "store", "page", "budget", "brief", "watch", "event", "memory", "session", "token", "revision",
         "digest", "state", "branch", "resume", "hook", "agent",
     ];
-    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut x = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
     let mut out = String::with_capacity(n + 16);
     while out.len() < n {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
         out.push_str(WORDS[(x >> 60) as usize]);
         out.push(' ');
     }

@@ -79,7 +79,7 @@ async fn several_projects_and_kinds(backend: Backend) {
     start_session(&mut c, &a).await;
     put_note(&mut c, &b, "k", "1", write()).await.unwrap();
     put_note(&mut c, &a, "k", "2", write()).await.unwrap();
-    let mut per_project: std::collections::HashMap<String, Vec<i64>> = Default::default();
+    let mut per_project: std::collections::HashMap<String, Vec<i64>> = std::collections::HashMap::default();
     while per_project.values().map(Vec::len).sum::<usize>() < 4 {
         let e = tokio::time::timeout(Duration::from_secs(30), both_projects.next())
             .await
@@ -168,7 +168,7 @@ async fn watching_every_project(backend: Backend) {
         c.memory
             .put_memory(crate::access::with(
                 baton_proto::v1::PutMemoryRequest {
-                    project: p.to_string(),
+                    project: p.clone(),
                     category: "note".into(),
                     key: "k".into(),
                     op: baton_proto::v1::MemoryOp::Upsert as i32,

@@ -10,8 +10,8 @@ use tonic::Code;
 
 use crate::{all_events, assert_gapless, based, code, project, put_note, start_session, write};
 
-fn ts(secs: i64) -> Option<Timestamp> {
-    Some(Timestamp { seconds: secs, nanos: 0 })
+fn ts(secs: i64) -> Timestamp {
+    Timestamp { seconds: secs, nanos: 0 }
 }
 
 fn now_secs() -> i64 {
@@ -66,8 +66,8 @@ async fn decision_table_on_a_note(backend: Backend) {
     let t = now_secs();
     let queued = Some(WriteOptions {
         request_id: crate::req_id(),
-        written_at: ts(t - 3600),
-        client_now: ts(t),
+        written_at: Some(ts(t - 3600)),
+        client_now: Some(ts(t)),
         ..Default::default()
     });
     let r = put_note(&mut c, &p, "arch", "from-the-queue", queued).await.unwrap().result.unwrap();
@@ -76,8 +76,8 @@ async fn decision_table_on_a_note(backend: Backend) {
     // just made, is not stale (uncorrected, its time would be 2 h old).
     let skewed = Some(WriteOptions {
         request_id: crate::req_id(),
-        written_at: ts(t - 7200),
-        client_now: ts(t - 7200),
+        written_at: Some(ts(t - 7200)),
+        client_now: Some(ts(t - 7200)),
         ..Default::default()
     });
     let r = put_note(&mut c, &p, "arch", "skewed-but-new", skewed).await.unwrap().result.unwrap();
@@ -86,8 +86,8 @@ async fn decision_table_on_a_note(backend: Backend) {
     let matching = Some(WriteOptions {
         request_id: crate::req_id(),
         base_revision: Some(5),
-        written_at: ts(t - 3600),
-        client_now: ts(t),
+        written_at: Some(ts(t - 3600)),
+        client_now: Some(ts(t)),
         ..Default::default()
     });
     let r = put_note(&mut c, &p, "arch", "old-but-based", matching).await.unwrap().result.unwrap();

@@ -51,78 +51,14 @@ pub async fn memory(backend: Backend, quick: bool) -> Row {
     // connection of its own: on the readers' connection, their unread data would use up the
     // connection's HTTP/2 window and stall the readers' replies too (a client-side stall,
     // not the server's memory).
-    let mut stalled = Vec::new();
-    for _ in 0..6 {
-        let mut events = clients(server.channel().await).events;
-        let stream = events
-            .watch(WatchRequest {
-                cursors: vec![WatchCursor { project: project.clone(), after_revision: 0 }],
-                kinds: vec![],
-            })
-            .await
-            .unwrap()
-            .into_inner();
-        stalled.push(stream);
-    }
+    let stalled = stalled_watchers(&server, &project).await;
     let session = first_session(&c, &project).await;
     let stop = Instant::now() + plant.window;
     let mut readers = Vec::new();
     for i in 0..16 {
         let c = c.clone();
         let (project, session) = (project.clone(), session.clone());
-        readers.push(tokio::spawn(async move {
-            let mut calls = 0u64;
-            while Instant::now() < stop {
-                match i % 4 {
-                    0 => drop(
-                        c.checkpoints
-                            .clone()
-                            .list_checkpoints(ListCheckpointsRequest {
-                                session_id: session.clone(),
-                                include_state: true,
-                                ..Default::default()
-                            })
-                            .await
-                            .unwrap(),
-                    ),
-                    1 => drop(
-                        c.events
-                            .clone()
-                            .list_events(ListEventsRequest {
-                                project: project.clone(),
-                                limit: 10_000,
-                                ..Default::default()
-                            })
-                            .await
-                            .unwrap(),
-                    ),
-                    2 => drop(
-                        c.memory
-                            .clone()
-                            .list_memory(ListMemoryRequest {
-                                project: project.clone(),
-                                include_evicted: true,
-                                ..Default::default()
-                            })
-                            .await
-                            .unwrap(),
-                    ),
-                    _ => drop(
-                        c.brief
-                            .clone()
-                            .get_brief(GetBriefRequest {
-                                project: project.clone(),
-                                branch: format!("b{}", calls % 128),
-                                ..Default::default()
-                            })
-                            .await
-                            .unwrap(),
-                    ),
-                }
-                calls += 1;
-            }
-            calls
-        }));
+        readers.push(tokio::spawn(async move { read_until(&c, &project, &session, i, stop).await }));
     }
     let mut calls = 0;
     for r in readers {
@@ -150,8 +86,8 @@ pub async fn memory(backend: Backend, quick: bool) -> Row {
 
 /// Clients that take replies of any size (a first page may hold one 8 MB checkpoint).
 fn clients(channel: tonic::transport::Channel) -> Clients {
-    let mut c = Clients::new(channel);
     const MAX: usize = 256 * 1024 * 1024;
+    let mut c = Clients::new(channel);
     c.checkpoints = c.checkpoints.max_decoding_message_size(MAX);
     c.events = c.events.max_decoding_message_size(MAX);
     c.memory = c.memory.max_decoding_message_size(MAX);
@@ -192,42 +128,7 @@ async fn plant_all(c: &Clients, project: &str, plant: &Plant) -> usize {
     }
     for (s, session) in sessions.iter().enumerate() {
         let count = if s == 0 { plant.checkpoints } else { 1 };
-        for i in 0..count {
-            let seed = (s * 1000 + i) as u64;
-            let tasks = (0..400)
-                .map(|t| Task {
-                    id: t.to_string(),
-                    content: String::from_utf8(checkpoint_text(10_000, seed * 1000 + t)).unwrap(),
-                    status: "pending".into(),
-                    progress: 0,
-                })
-                .collect();
-            let payload = checkpoint_text(3_500_000, seed);
-            bytes += 7_500_000;
-            c.checkpoints
-                .clone()
-                .create_checkpoint(CreateCheckpointRequest {
-                    session_id: session.clone(),
-                    kind: CheckpointKind::Auto as i32,
-                    reason: "plant".into(),
-                    state: Some(CheckpointState { active_tasks: tasks, ..Default::default() }),
-                    payload,
-                    payload_content_type: "text/plain".into(),
-                    ..Default::default()
-                })
-                .await
-                .unwrap();
-        }
-        // Unfinished: the brief shows these sessions and their heads.
-        c.sessions
-            .clone()
-            .heartbeat(HeartbeatRequest {
-                session_id: session.clone(),
-                status: SessionStatus::Idle as i32,
-                ..Default::default()
-            })
-            .await
-            .unwrap();
+        bytes += plant_session(c, session, s, count).await;
     }
     for w in 0..plant.memory_writes {
         let items = (0..100)
@@ -265,6 +166,122 @@ async fn plant_all(c: &Clients, project: &str, plant: &Plant) -> usize {
             .unwrap();
     }
     bytes / 1_000_000
+}
+
+/// `count` checkpoints of about 7.5 MB in session number `s`, left idle; returns the bytes.
+async fn plant_session(c: &Clients, session: &str, s: usize, count: usize) -> usize {
+    let mut bytes = 0;
+    for i in 0..count {
+        let seed = (s * 1000 + i) as u64;
+        let tasks = (0..400)
+            .map(|t| Task {
+                id: t.to_string(),
+                content: String::from_utf8(checkpoint_text(10_000, seed * 1000 + t)).unwrap(),
+                status: "pending".into(),
+                progress: 0,
+            })
+            .collect();
+        let payload = checkpoint_text(3_500_000, seed);
+        bytes += 7_500_000;
+        c.checkpoints
+            .clone()
+            .create_checkpoint(CreateCheckpointRequest {
+                session_id: session.to_owned(),
+                kind: CheckpointKind::Auto as i32,
+                reason: "plant".into(),
+                state: Some(CheckpointState { active_tasks: tasks, ..Default::default() }),
+                payload,
+                payload_content_type: "text/plain".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+    }
+    // Unfinished: the brief shows these sessions and their heads.
+    c.sessions
+        .clone()
+        .heartbeat(HeartbeatRequest {
+            session_id: session.to_owned(),
+            status: SessionStatus::Idle as i32,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    bytes
+}
+
+/// One reader: one kind of read (`which` of 4), ignoring paging, until `stop`; returns the
+/// calls made.
+async fn read_until(c: &Clients, project: &str, session: &str, which: usize, stop: Instant) -> u64 {
+    let mut calls = 0u64;
+    while Instant::now() < stop {
+        match which % 4 {
+            0 => drop(
+                c.checkpoints
+                    .clone()
+                    .list_checkpoints(ListCheckpointsRequest {
+                        session_id: session.to_owned(),
+                        include_state: true,
+                        ..Default::default()
+                    })
+                    .await
+                    .unwrap(),
+            ),
+            1 => drop(
+                c.events
+                    .clone()
+                    .list_events(ListEventsRequest {
+                        project: project.to_owned(),
+                        limit: 10_000,
+                        ..Default::default()
+                    })
+                    .await
+                    .unwrap(),
+            ),
+            2 => drop(
+                c.memory
+                    .clone()
+                    .list_memory(ListMemoryRequest {
+                        project: project.to_owned(),
+                        include_evicted: true,
+                        ..Default::default()
+                    })
+                    .await
+                    .unwrap(),
+            ),
+            _ => drop(
+                c.brief
+                    .clone()
+                    .get_brief(GetBriefRequest {
+                        project: project.to_owned(),
+                        branch: format!("b{}", calls % 128),
+                        ..Default::default()
+                    })
+                    .await
+                    .unwrap(),
+            ),
+        }
+        calls += 1;
+    }
+    calls
+}
+
+/// Six watchers that never read, each replaying from the start of the log.
+async fn stalled_watchers(server: &Server, project: &str) -> Vec<tonic::Streaming<baton_proto::v1::Event>> {
+    let mut stalled = Vec::new();
+    for _ in 0..6 {
+        let mut events = clients(server.channel().await).events;
+        let stream = events
+            .watch(WatchRequest {
+                cursors: vec![WatchCursor { project: project.to_owned(), after_revision: 0 }],
+                kinds: vec![],
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        stalled.push(stream);
+    }
+    stalled
 }
 
 async fn first_session(c: &Clients, project: &str) -> String {

@@ -24,8 +24,8 @@ pub struct Results {
     pub scaling: Vec<String>,
 }
 
-fn write_opts() -> Option<WriteOptions> {
-    Some(WriteOptions { request_id: uuid::Uuid::new_v4().to_string(), ..Default::default() })
+fn write_opts() -> WriteOptions {
+    WriteOptions { request_id: uuid::Uuid::new_v4().to_string(), ..Default::default() }
 }
 
 pub fn note(project: &str, key: String, content: String) -> PutMemoryRequest {
@@ -35,7 +35,7 @@ pub fn note(project: &str, key: String, content: String) -> PutMemoryRequest {
         key,
         op: MemoryOp::Upsert as i32,
         items: vec![MemoryItem { content, rationale: String::new() }],
-        write: write_opts(),
+        write: Some(write_opts()),
         ..Default::default()
     }
 }
@@ -53,8 +53,8 @@ fn summary(run: &Run) -> String {
 fn spread_project(client: usize, i: u64) -> String {
     let mut x = (client as u64) << 32 ^ i;
     // splitmix64's finalizer: every input bit moves every output bit.
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d049bb133111eb);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     x ^= x >> 31;
     format!("bench/p{}", x % 100)
 }
@@ -63,7 +63,7 @@ fn spread_project(client: usize, i: u64) -> String {
 pub fn checkpoint_text(len: usize, seed: u64) -> Vec<u8> {
     let words =
         ["task", "file", "src/", "decision", "error", "fixed", "the", "store", "retry", "Baton", "{", "}"];
-    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407) | 1;
+    let mut x = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407) | 1;
     let mut out = Vec::with_capacity(len + 16);
     while out.len() < len {
         x ^= x << 13;
@@ -234,7 +234,7 @@ async fn checkpoints(c: &Clients, floor: &Floor, sizes: Sizes) -> Row {
             .start_session(StartSessionRequest {
                 project: "bench/checkpoints".into(),
                 agent: AgentKind::Custom as i32,
-                write: write_opts(),
+                write: Some(write_opts()),
                 ..Default::default()
             })
             .await
@@ -259,7 +259,7 @@ async fn checkpoints(c: &Clients, floor: &Floor, sizes: Sizes) -> Row {
                 state: Some(CheckpointState { phase: format!("step {i}"), ..Default::default() }),
                 payload: checkpoint_text(50 * 1024, i * 31 + client as u64),
                 payload_content_type: "application/json".into(),
-                write: write_opts(),
+                write: Some(write_opts()),
                 ..Default::default()
             };
             async move {
@@ -304,7 +304,7 @@ async fn seed_crashed(c: &Clients, project: &str, n: usize) -> Vec<String> {
                             goal: format!("task {i}"),
                             // Long enough to outlast its own seeding, short enough to wait for.
                             lease_ttl_ms: 5000,
-                            write: write_opts(),
+                            write: Some(write_opts()),
                             ..Default::default()
                         })
                         .await
@@ -318,7 +318,7 @@ async fn seed_crashed(c: &Clients, project: &str, n: usize) -> Vec<String> {
                             kind: CheckpointKind::Auto as i32,
                             reason: "seed".into(),
                             state: Some(CheckpointState { phase: format!("task {i}"), ..Default::default() }),
-                            write: write_opts(),
+                            write: Some(write_opts()),
                             ..Default::default()
                         })
                         .await
@@ -335,7 +335,7 @@ async fn seed_crashed(c: &Clients, project: &str, n: usize) -> Vec<String> {
         ids.extend(t.await.unwrap());
     }
     let mut sessions = c.sessions.clone();
-    let deadline = Instant::now() + Duration::from_secs(120);
+    let deadline = Instant::now() + Duration::from_mins(2);
     loop {
         let active = sessions
             .list_sessions(ListSessionsRequest {
@@ -382,7 +382,7 @@ async fn resume(c: &Clients, floor: &Floor, n: usize) -> Row {
                     project: project.into(),
                     target: Some(resume_session_request::Target::SessionId(id)),
                     agent: AgentKind::ClaudeCode as i32,
-                    write: write_opts(),
+                    write: Some(write_opts()),
                     ..Default::default()
                 })
                 .await
@@ -571,6 +571,33 @@ async fn catch_up(server: &Server, c: &Clients, floor: &Floor, n: usize) -> Row 
     }
 }
 
+/// Grows `project` from `have` to `target` sessions, with 8 writers.
+async fn grow(c: &Clients, project: &str, have: usize, target: usize) {
+    let tasks: Vec<_> = (0..8)
+        .map(|w| {
+            let mut sessions = c.sessions.clone();
+            let project = project.to_owned();
+            tokio::spawn(async move {
+                for i in (have + w..target).step_by(8) {
+                    sessions
+                        .start_session(StartSessionRequest {
+                            project: project.clone(),
+                            agent: AgentKind::ClaudeCode as i32,
+                            goal: format!("session {i}"),
+                            write: Some(write_opts()),
+                            ..Default::default()
+                        })
+                        .await
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+}
+
 /// Latency and memory as sessions per project and watchers grow.
 async fn scaling(server: &Server, c: &Clients, sizes: Sizes) -> Vec<String> {
     let pid = server.pid().unwrap_or_default();
@@ -581,30 +608,7 @@ async fn scaling(server: &Server, c: &Clients, sizes: Sizes) -> Vec<String> {
     let project = format!("bench/scale-{}", uuid::Uuid::new_v4().simple());
     let mut have = 0;
     for &target in sizes.scale_sessions {
-        // Grow the project to `target` sessions (8 writers).
-        let tasks: Vec<_> = (0..8)
-            .map(|w| {
-                let mut sessions = c.sessions.clone();
-                let project = project.clone();
-                tokio::spawn(async move {
-                    for i in (have + w..target).step_by(8) {
-                        sessions
-                            .start_session(StartSessionRequest {
-                                project: project.clone(),
-                                agent: AgentKind::ClaudeCode as i32,
-                                goal: format!("session {i}"),
-                                write: write_opts(),
-                                ..Default::default()
-                            })
-                            .await
-                            .unwrap();
-                    }
-                })
-            })
-            .collect();
-        for t in tasks {
-            t.await.unwrap();
-        }
+        grow(c, &project, have, target).await;
         have = target;
         let sessions = c.sessions.clone();
         let p = project.clone();
@@ -617,7 +621,7 @@ async fn scaling(server: &Server, c: &Clients, sizes: Sizes) -> Vec<String> {
                         project: p,
                         agent: AgentKind::ClaudeCode as i32,
                         goal: format!("probe {i}"),
-                        write: write_opts(),
+                        write: Some(write_opts()),
                         ..Default::default()
                     })
                     .await
