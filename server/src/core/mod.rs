@@ -13,6 +13,7 @@ pub mod page;
 pub mod purge;
 pub mod resume;
 pub mod retention;
+pub mod search;
 pub mod set_item;
 pub mod status;
 pub mod time;

@@ -1,0 +1,14 @@
+//! Full-text search, the part both backends share: how text becomes words
+//! (`tokens`), how a query is read (`query`) and written for each engine, what of a record
+//! is indexed (`doc`), and the snippet shown for a hit (`snippet`).
+//!
+//! Baton tokenizes itself, so SQLite's FTS5 and Postgres's `tsvector` index the very same
+//! words: FTS5 gets them space-separated under its `ascii` tokenizer (which splits at ASCII
+//! punctuation and spaces only, and our words hold none), Postgres gets them as a `tsvector`
+//! literal with their positions, so neither engine's own parser, stemming or stop words
+//! ever applies. Queries are parsed here too, and reach an engine only as a valid query.
+
+pub mod doc;
+pub mod query;
+pub mod snippet;
+pub mod tokens;

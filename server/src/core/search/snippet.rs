@@ -1,0 +1,99 @@
+//! A hit's snippet: the part of its body around the first words the query looks for, with
+//! where those words are in it. Cut here from the stored body, the same on both backends.
+
+use std::collections::HashSet;
+use std::ops::Range;
+
+use super::tokens;
+
+/// A snippet's length, about (in characters).
+pub const SNIPPET_CHARS: usize = 240;
+/// How much of the body before the first match a snippet shows, about (in characters).
+const LEAD_CHARS: usize = 60;
+
+/// A snippet: its text, and the byte ranges in it of the words the query looks for.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Snippet {
+    pub text: String,
+    pub highlights: Vec<Range<usize>>,
+}
+
+/// The snippet of `body` for a query looking for `wanted` words.
+pub fn of(body: &str, wanted: &[&str]) -> Snippet {
+    let wanted: HashSet<&str> = wanted.iter().copied().collect();
+    let spans = tokens::spans(body);
+    let hits: Vec<&Range<usize>> =
+        spans.iter().filter(|(w, _)| wanted.contains(w.as_str())).map(|(_, r)| r).collect();
+    let first = hits.first().map_or(0, |r| r.start);
+    let start = back_chars(body, first, LEAD_CHARS);
+    // Start at a line's or a word's beginning when one is near.
+    let start = body[start..first].find('\n').map_or_else(
+        || {
+            if start == 0 {
+                0
+            } else {
+                body[start..first].find(char::is_whitespace).map_or(start, |i| start + i + 1)
+            }
+        },
+        |i| start + i + 1,
+    );
+    let end = forward_chars(body, start, SNIPPET_CHARS);
+    let mut text = String::new();
+    let prefix = if start > 0 { "…" } else { "" };
+    text.push_str(prefix);
+    text.push_str(&body[start..end].replace('\n', " "));
+    if end < body.len() {
+        text.push('…');
+    }
+    let highlights = hits
+        .into_iter()
+        .filter(|r| r.start >= start && r.end <= end)
+        .map(|r| (r.start - start + prefix.len())..(r.end - start + prefix.len()))
+        .collect();
+    Snippet { text, highlights }
+}
+
+fn back_chars(s: &str, from: usize, n: usize) -> usize {
+    s[..from].char_indices().rev().nth(n.saturating_sub(1)).map_or(0, |(i, _)| i)
+}
+
+fn forward_chars(s: &str, from: usize, n: usize) -> usize {
+    s[from..].char_indices().nth(n).map_or(s.len(), |(i, _)| from + i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn marked(s: &Snippet) -> String {
+        let mut out = s.text.clone();
+        for r in s.highlights.iter().rev() {
+            out.insert(r.end, ']');
+            out.insert(r.start, '[');
+        }
+        out
+    }
+
+    #[test]
+    fn words_are_highlighted_where_they_are() {
+        let s = of("We chose a RetryPolicy with backoff.\nretry twice", &["retry", "policy"]);
+        assert_eq!(marked(&s), "We chose a [Retry][Policy] with backoff. [retry] twice");
+    }
+
+    #[test]
+    fn a_long_body_is_cut_around_the_first_match() {
+        let body = format!("{} needle here {}", "word ".repeat(200), "tail ".repeat(200));
+        let s = of(&body, &["needle"]);
+        assert!(s.text.starts_with('…') && s.text.ends_with('…'), "{}", s.text);
+        assert_eq!(s.highlights.len(), 1);
+        assert_eq!(&s.text[s.highlights[0].clone()], "needle");
+        assert!(s.text.chars().count() <= SNIPPET_CHARS + 2);
+    }
+
+    #[test]
+    fn a_body_without_the_words_gives_its_start() {
+        let s = of("ünïcödé text", &["absent"]);
+        assert_eq!(s.text, "ünïcödé text");
+        assert!(s.highlights.is_empty());
+    }
+}

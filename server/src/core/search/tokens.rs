@@ -1,0 +1,183 @@
+//! Words: what text is indexed as, and what a query's terms are matched against.
+//!
+//! Text splits at everything that is not a letter or a digit, then inside a run at a change
+//! of case (`RetryPolicy` → retry, policy; `HTTPServer` → http, server) and between letters
+//! and digits (`utf8` → utf, 8), and every word is lowercased. No stemming and no stop
+//! words: `auth.rs`, `server/src/auth.rs`, `retry_policy` and `RetryPolicy` are found by
+//! their parts, on either backend. A query term that splits into several words is a phrase
+//! (`auth.rs` matches "auth" followed by "rs").
+
+/// A word longer than this is cut to it (hashes, encoded blobs), in text and queries alike.
+pub const MAX_WORD_CHARS: usize = 64;
+
+/// The words of one record past this many are not indexed. Postgres keeps word positions
+/// up to 16,383: under it, phrase matching is the same on both engines.
+pub const MAX_DOC_WORDS: usize = 16_000;
+
+/// Postgres keeps at most 256 positions of one word per record; a record's later
+/// occurrences of a word are not indexed on either engine.
+pub const MAX_POSITIONS: usize = 256;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Class {
+    Lower,
+    Upper,
+    Other,
+    Digit,
+}
+
+fn class(c: char) -> Class {
+    if c.is_numeric() {
+        Class::Digit
+    } else if c.is_uppercase() {
+        Class::Upper
+    } else if c.is_lowercase() {
+        Class::Lower
+    } else {
+        Class::Other
+    }
+}
+
+/// The words of `text`, in order.
+pub fn words(text: &str) -> Vec<String> {
+    spans(text).into_iter().map(|(word, _)| word).collect()
+}
+
+/// The words of `text` with where each is in it (byte ranges), for snippets.
+pub fn spans(text: &str) -> Vec<(String, std::ops::Range<usize>)> {
+    let mut out = Vec::new();
+    let mut run: Vec<(usize, char)> = Vec::new();
+    for (at, c) in text.char_indices() {
+        if c.is_alphanumeric() {
+            run.push((at, c));
+        } else if !run.is_empty() {
+            split_run(&run, at, &mut out);
+            run.clear();
+        }
+    }
+    if !run.is_empty() {
+        split_run(&run, text.len(), &mut out);
+    }
+    out
+}
+
+/// Splits one run of letters and digits (ending at byte `end`) at case and digit
+/// boundaries.
+fn split_run(chars: &[(usize, char)], end: usize, out: &mut Vec<(String, std::ops::Range<usize>)>) {
+    let mut start = 0;
+    for i in 1..chars.len() {
+        let (prev, cur) = (class(chars[i - 1].1), class(chars[i].1));
+        let next = chars.get(i + 1).map(|c| class(c.1));
+        let boundary = match (prev, cur) {
+            // HTTPServer: the last capital starts the next word.
+            (Class::Upper, Class::Upper) => next == Some(Class::Lower),
+            (Class::Digit, c) => c != Class::Digit,
+            // retryPolicy, v2
+            (Class::Lower | Class::Other, Class::Upper) | (_, Class::Digit) => true,
+            _ => false,
+        };
+        if boundary {
+            push(&chars[start..i], chars[i].0, out);
+            start = i;
+        }
+    }
+    push(&chars[start..], end, out);
+}
+
+fn push(chars: &[(usize, char)], end: usize, out: &mut Vec<(String, std::ops::Range<usize>)>) {
+    let Some(&(from, _)) = chars.first() else { return };
+    let word: String = chars.iter().take(MAX_WORD_CHARS).map(|c| c.1).collect::<String>().to_lowercase();
+    // Lowercasing can make a letter several (İ → i̇): keep the word to letters and digits.
+    let word: String = word.chars().filter(|c| c.is_alphanumeric()).take(MAX_WORD_CHARS).collect();
+    if !word.is_empty() {
+        out.push((word, from..end));
+    }
+}
+
+/// A record's indexed words: at most `MAX_DOC_WORDS`, each word at most `MAX_POSITIONS`
+/// times (later ones are dropped, so positions are the same on both engines).
+pub fn doc_words(text: &str) -> Vec<String> {
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut out = Vec::new();
+    for word in words(text) {
+        if out.len() == MAX_DOC_WORDS {
+            break;
+        }
+        let n = seen.entry(word.clone()).or_insert(0);
+        *n += 1;
+        if *n <= MAX_POSITIONS {
+            out.push(word);
+        }
+    }
+    out
+}
+
+/// The words as SQLite's FTS5 indexes them: separated by spaces.
+pub fn fts5_text(words: &[String]) -> String {
+    words.join(" ")
+}
+
+/// The words as a Postgres `tsvector` literal, each with its positions (from 1). Words
+/// hold letters and digits only, so quoting them needs no escapes.
+pub fn tsvector_literal(words: &[String]) -> String {
+    let mut positions: std::collections::BTreeMap<&str, Vec<usize>> = std::collections::BTreeMap::new();
+    for (i, w) in words.iter().enumerate() {
+        positions.entry(w.as_str()).or_default().push(i + 1);
+    }
+    let mut out = String::new();
+    for (word, at) in positions {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push('\'');
+        out.push_str(word);
+        out.push_str("':");
+        let at: Vec<String> = at.iter().map(ToString::to_string).collect();
+        out.push_str(&at.join(","));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(text: &str) -> Vec<String> {
+        words(text)
+    }
+
+    #[test]
+    fn identifiers_and_paths_split_into_their_parts() {
+        assert_eq!(w("auth.rs"), ["auth", "rs"]);
+        assert_eq!(w("server/src/auth.rs"), ["server", "src", "auth", "rs"]);
+        assert_eq!(w("retry_policy"), ["retry", "policy"]);
+        assert_eq!(w("RetryPolicy"), ["retry", "policy"]);
+        assert_eq!(w("retryPolicy"), ["retry", "policy"]);
+        assert_eq!(w("HTTPServer"), ["http", "server"]);
+        assert_eq!(w("parseHTTP2Request"), ["parse", "http", "2", "request"]);
+        assert_eq!(w("utf8 UTF-8"), ["utf", "8", "utf", "8"]);
+        assert_eq!(w("v2.3.1"), ["v", "2", "3", "1"]);
+        assert_eq!(w("Ünïcödé Straße café"), ["ünïcödé", "straße", "café"]);
+        assert_eq!(w("!!! -- ..."), Vec::<String>::new());
+        let text = "see RetryPolicy.rs";
+        let at: Vec<&str> = spans(text).into_iter().map(|(_, r)| &text[r]).collect();
+        assert_eq!(at, ["see", "Retry", "Policy", "rs"]);
+    }
+
+    #[test]
+    fn long_words_are_cut_and_repeats_capped() {
+        let hash = "a".repeat(100);
+        assert_eq!(w(&hash), ["a".repeat(MAX_WORD_CHARS)]);
+        let text = "x ".repeat(MAX_POSITIONS + 10);
+        assert_eq!(doc_words(&text).len(), MAX_POSITIONS);
+        let many: Vec<String> = (0..MAX_DOC_WORDS + 5).map(|i| i.to_string()).collect();
+        assert_eq!(doc_words(&many.join(" ")).len(), MAX_DOC_WORDS);
+    }
+
+    #[test]
+    fn engines_get_the_same_words() {
+        let words = doc_words("Retry policy: retry twice");
+        assert_eq!(fts5_text(&words), "retry policy retry twice");
+        assert_eq!(tsvector_literal(&words), "'policy':2 'retry':1,3 'twice':4");
+    }
+}
