@@ -25,6 +25,7 @@ use baton_proto::v1::brief_service_client::BriefServiceClient;
 use baton_proto::v1::checkpoint_service_client::CheckpointServiceClient;
 use baton_proto::v1::event_service_client::EventServiceClient;
 use baton_proto::v1::memory_service_client::MemoryServiceClient;
+use baton_proto::v1::search_service_client::SearchServiceClient;
 use baton_proto::v1::session_service_client::SessionServiceClient;
 use tonic::transport::Channel;
 
@@ -231,6 +232,7 @@ pub struct Clients {
     pub brief: BriefServiceClient<Channel>,
     pub events: EventServiceClient<Channel>,
     pub admin: AdminServiceClient<Channel>,
+    pub search: SearchServiceClient<Channel>,
     pub channel: Channel,
 }
 
@@ -243,6 +245,7 @@ impl Clients {
             brief: BriefServiceClient::new(channel.clone()),
             events: EventServiceClient::new(channel.clone()),
             admin: AdminServiceClient::new(channel.clone()),
+            search: SearchServiceClient::new(channel.clone()),
             channel,
         }
     }

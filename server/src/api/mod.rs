@@ -19,6 +19,7 @@ mod brief;
 mod checkpoint;
 mod event;
 mod memory;
+mod search;
 mod session;
 
 pub use crate::service::brief::build_brief;

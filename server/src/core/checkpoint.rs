@@ -202,6 +202,18 @@ pub fn decode(
     Ok((state, payload))
 }
 
+/// Decompresses and decodes a stored state without verifying it: for content this server
+/// has just encoded itself, in the same write (the search index reads it so).
+pub fn decode_state_unverified(
+    stored_state: &[u8],
+    compression: &str,
+) -> Result<CheckpointState, IntegrityError> {
+    let compression =
+        Compression::parse(compression).ok_or_else(|| IntegrityError::Compression(compression.to_owned()))?;
+    let state = decompress(stored_state, compression)?;
+    CheckpointState::decode(state.as_slice()).map_err(IntegrityError::Decode)
+}
+
 /// Decompresses and verifies the stored state alone, against the state digest.
 pub fn decode_state(
     header: &Header<'_>,

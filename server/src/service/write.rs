@@ -154,6 +154,8 @@ impl<T: WriteTx> Write<T> {
         if self.last > self.locked {
             self.log.head = Some(self.last);
         }
+        let index = super::index::follow(&self.changes);
+        self.changes.extend(index);
         fail::fail_point!("write.before_commit", |_| Err(injected("write.before_commit")));
         self.tx.commit(self.changes, self.log).await?;
         crate::metrics::record_commit(&self.emitted);

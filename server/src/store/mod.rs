@@ -245,6 +245,12 @@ pub trait Store: Clone + Send + Sync + 'static {
         branch: String,
         limit: i64,
     ) -> impl Future<Output = Result<Vec<model::EntryRow>>> + Send;
+    /// A page of search hits, and whether the project's older records are still being
+    /// indexed.
+    fn search(
+        &self,
+        query: model::SearchQuery,
+    ) -> impl Future<Output = Result<(Vec<model::SearchRow>, bool)>> + Send;
     /// The brief's memory sections kept while a project's memory is unchanged.
     fn memory_cache(&self) -> &MemoryCache;
     /// The revisions and body sizes of a log's rows after a revision, in order, at most

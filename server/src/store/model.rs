@@ -203,6 +203,42 @@ pub enum Change {
     /// Maintenance (retention, compaction, purge, import): rare and bulky, so a backend may
     /// apply it as plain statements in the write's own savepoint.
     Maintenance(Maintenance),
+    /// The search index following the write's other changes (`service::index`).
+    Index(Index),
+}
+
+/// A change of the search index.
+#[derive(Debug, Clone)]
+pub enum Index {
+    /// Adds a record's document, or replaces it when its text or branch changed.
+    Put(Box<SearchDoc>),
+    /// A document's text, as masked by a purge.
+    Retext { kind: Kind, record_id: String, body: String, words: Vec<String> },
+    /// Drops documents by record id.
+    Drop { kind: Kind, record_ids: Vec<String> },
+    /// Drops the documents of every entry of a memory record.
+    DropRecord { record: String },
+}
+
+pub use crate::core::search::doc::Kind;
+
+/// A record's search document: its body (for snippets), the words indexed from it, and
+/// what hits are filtered and shown by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchDoc {
+    pub kind: Kind,
+    pub record_id: String,
+    /// The memory record (set or note) an entry belongs to; "" for other kinds.
+    pub record: String,
+    /// The session it belongs to (a memory entry: the session that wrote it, if any).
+    pub session_id: String,
+    pub branch: String,
+    /// The user who wrote it.
+    pub author: String,
+    pub created_us: i64,
+    pub revision: i64,
+    pub body: String,
+    pub words: Vec<String>,
 }
 
 /// The changes only maintenance writes make.
@@ -293,4 +329,41 @@ pub struct StoredRequest {
     pub request_hash: Vec<u8>,
     pub reply: Vec<u8>,
     pub created_us: i64,
+}
+
+/// What a search reads: the matches of `query` in a project, filtered, a checkpoint hit per session (its newest match), best first.
+#[derive(Debug, Clone)]
+pub struct SearchQuery {
+    pub project: String,
+    /// Written by each backend in its engine's syntax (`Query::fts5`, `Query::tsquery`).
+    pub query: crate::core::search::query::Query,
+    /// Kinds as a bit mask (bit n: kind n); 0 for all.
+    pub kinds: i64,
+    /// "" for any.
+    pub session_id: String,
+    pub branch: String,
+    pub author: String,
+    /// Created in [after_us, before_us).
+    pub after_us: i64,
+    pub before_us: i64,
+    /// Documents written up to this revision (the first page's head, so pages agree).
+    pub max_revision: i64,
+    pub offset: i64,
+    pub limit: i64,
+}
+
+/// A search hit as read.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct SearchRow {
+    pub kind: i64,
+    pub record_id: String,
+    pub session_id: String,
+    pub branch: String,
+    pub author: String,
+    pub created_us: i64,
+    pub revision: i64,
+    pub body: String,
+    pub score: f64,
+    /// How many documents of its group matched (a session's checkpoints).
+    pub matched: i64,
 }

@@ -42,6 +42,7 @@ mod paging;
 mod protocol;
 mod purge;
 mod retention;
+mod search;
 mod sessions;
 mod tls;
 mod watch;

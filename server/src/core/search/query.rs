@@ -29,7 +29,11 @@ pub struct Query {
 
 #[derive(Debug, PartialEq, Eq)]
 enum Item {
-    Term { phrase: Phrase, excluded: bool },
+    /// A term: phrases of which one must match (`tokens::term`).
+    Term {
+        phrases: Vec<Phrase>,
+        excluded: bool,
+    },
     Or,
 }
 
@@ -76,15 +80,16 @@ fn lex(text: &str) -> Result<Vec<Item>, Invalid> {
             items.push(Item::Or);
             continue;
         }
-        let phrase = tokens::words(raw);
-        if phrase.is_empty() {
+        // A quoted phrase is its words side by side; a bare term may also be one whole word.
+        let phrases = if quoted { vec![tokens::words(raw)] } else { tokens::term(raw) };
+        if phrases.iter().all(Vec::is_empty) {
             if quoted {
                 return Err(invalid("query", format!("has a phrase with no words in it: \"{raw}\"")));
             }
             // Punctuation alone is not indexed: a term of it matches nothing and means nothing.
             continue;
         }
-        items.push(Item::Term { phrase, excluded });
+        items.push(Item::Term { phrases, excluded });
     }
     Ok(items)
 }
@@ -109,14 +114,14 @@ fn group(items: Vec<Item>) -> Result<Query, Invalid> {
                     "has an OR before an excluded term; OR joins two terms, neither excluded",
                 ));
             }
-            Item::Term { phrase, excluded: true } => {
-                query.none.push(phrase);
+            Item::Term { phrases, excluded: true } => {
+                query.none.extend(phrases);
                 last_included = false;
             }
-            Item::Term { phrase, excluded: false } => {
+            Item::Term { phrases, excluded: false } => {
                 match query.all.last_mut() {
-                    Some(group) if joining => group.push(phrase),
-                    _ => query.all.push(vec![phrase]),
+                    Some(group) if joining => group.extend(phrases),
+                    _ => query.all.push(phrases),
                 }
                 joining = false;
                 last_included = true;
@@ -219,7 +224,9 @@ mod tests {
 
     #[test]
     fn identifiers_are_phrases_and_punctuation_is_dropped() {
-        assert_eq!(q("RetryPolicy").all, vec![vec![words(&["retry", "policy"])]]);
+        assert_eq!(q("RetryPolicy").all, vec![vec![words(&["retry", "policy"]), words(&["retrypolicy"])]]);
+        assert_eq!(q("-RetryPolicy x").none, vec![words(&["retry", "policy"]), words(&["retrypolicy"])]);
+        assert_eq!(q("\"RetryPolicy docs\"").all, vec![vec![words(&["retry", "policy", "docs"])]]);
         assert_eq!(q("server/src/auth.rs && ||").all, vec![vec![words(&["server", "src", "auth", "rs"])]]);
         assert_eq!(q("or and not").all.len(), 3, "lowercase or is a word");
         assert_eq!(q("- a").all, vec![vec![words(&["a"])]], "a lone dash is punctuation");

@@ -23,7 +23,7 @@ pub fn of(body: &str, wanted: &[&str]) -> Snippet {
     let wanted: HashSet<&str> = wanted.iter().copied().collect();
     let spans = tokens::spans(body);
     let hits: Vec<&Range<usize>> =
-        spans.iter().filter(|(w, _)| wanted.contains(w.as_str())).map(|(_, r)| r).collect();
+        spans.iter().filter(|w| wanted.contains(w.text.as_str())).map(|w| &w.range).collect();
     let first = hits.first().map_or(0, |r| r.start);
     let start = back_chars(body, first, LEAD_CHARS);
     // Start at a line's or a word's beginning when one is near.
@@ -45,11 +45,18 @@ pub fn of(body: &str, wanted: &[&str]) -> Snippet {
     if end < body.len() {
         text.push('…');
     }
-    let highlights = hits
-        .into_iter()
-        .filter(|r| r.start >= start && r.end <= end)
-        .map(|r| (r.start - start + prefix.len())..(r.end - start + prefix.len()))
-        .collect();
+    // A whole identifier and its parts both match: highlight each place once.
+    let mut shown: Vec<&Range<usize>> =
+        hits.into_iter().filter(|r| r.start >= start && r.end <= end).collect();
+    shown.sort_by_key(|r| r.start);
+    let mut highlights: Vec<Range<usize>> = Vec::new();
+    for r in shown {
+        let r = (r.start - start + prefix.len())..(r.end - start + prefix.len());
+        match highlights.last_mut() {
+            Some(last) if r.start < last.end => last.end = last.end.max(r.end),
+            _ => highlights.push(r),
+        }
+    }
     Snippet { text, highlights }
 }
 
@@ -78,6 +85,8 @@ mod tests {
     fn words_are_highlighted_where_they_are() {
         let s = of("We chose a RetryPolicy with backoff.\nretry twice", &["retry", "policy"]);
         assert_eq!(marked(&s), "We chose a [Retry][Policy] with backoff. [retry] twice");
+        let s = of("We chose a RetryPolicy", &["retry", "policy", "retrypolicy"]);
+        assert_eq!(marked(&s), "We chose a [RetryPolicy]");
     }
 
     #[test]

@@ -2,10 +2,15 @@
 //!
 //! Text splits at everything that is not a letter or a digit, then inside a run at a change
 //! of case (`RetryPolicy` → retry, policy; `HTTPServer` → http, server) and between letters
-//! and digits (`utf8` → utf, 8), and every word is lowercased. No stemming and no stop
-//! words: `auth.rs`, `server/src/auth.rs`, `retry_policy` and `RetryPolicy` are found by
-//! their parts, on either backend. A query term that splits into several words is a phrase
+//! and digits (`utf8` → utf, 8). Every word is lowercased. No stemming and no stop words:
+//! `auth.rs`, `server/src/auth.rs`, `retry_policy` and `RetryPolicy` are found by their
+//! parts, on either backend. A query term that splits into several words is a phrase
 //! (`auth.rs` matches "auth" followed by "rs").
+//!
+//! A run split so is also indexed whole (`JavaScript` → javascript, `SQLite` → sqlite), after
+//! all of a record's parts, so phrases of parts stay side by side; a term of one such run
+//! matches either its phrase of parts or the whole word (`RetryPolicy` finds "retry_policy"
+//! and "retrypolicy" too; `sqlite` finds "SQLite").
 
 /// A word longer than this is cut to it (hashes, encoded blobs), in text and queries alike.
 pub const MAX_WORD_CHARS: usize = 64;
@@ -38,13 +43,36 @@ fn class(c: char) -> Class {
     }
 }
 
-/// The words of `text`, in order.
-pub fn words(text: &str) -> Vec<String> {
-    spans(text).into_iter().map(|(word, _)| word).collect()
+/// A word of a text: where it is, and whether it is a split run kept whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Word {
+    pub text: String,
+    pub range: std::ops::Range<usize>,
+    pub whole: bool,
 }
 
-/// The words of `text` with where each is in it (byte ranges), for snippets.
-pub fn spans(text: &str) -> Vec<(String, std::ops::Range<usize>)> {
+/// The words of `text` in order, parts only.
+pub fn words(text: &str) -> Vec<String> {
+    spans(text).into_iter().filter(|w| !w.whole).map(|w| w.text).collect()
+}
+
+/// A query term's alternatives: its phrase of parts, and its whole word when the term is
+/// one run that splits (`RetryPolicy` → "retry policy" or "retrypolicy").
+pub fn term(text: &str) -> Vec<Vec<String>> {
+    let spans = spans(text);
+    let parts: Vec<String> = spans.iter().filter(|w| !w.whole).map(|w| w.text.clone()).collect();
+    let wholes: Vec<&Word> = spans.iter().filter(|w| w.whole).collect();
+    let one_run = text.chars().all(char::is_alphanumeric);
+    match wholes.as_slice() {
+        [whole] if one_run => vec![parts, vec![whole.text.clone()]],
+        _ if parts.is_empty() => Vec::new(),
+        _ => vec![parts],
+    }
+}
+
+/// Every word of `text` with where it is in it (byte ranges): each run's parts, then the
+/// run whole when it split. For snippets and `doc_words`.
+pub fn spans(text: &str) -> Vec<Word> {
     let mut out = Vec::new();
     let mut run: Vec<(usize, char)> = Vec::new();
     for (at, c) in text.char_indices() {
@@ -63,7 +91,8 @@ pub fn spans(text: &str) -> Vec<(String, std::ops::Range<usize>)> {
 
 /// Splits one run of letters and digits (ending at byte `end`) at case and digit
 /// boundaries.
-fn split_run(chars: &[(usize, char)], end: usize, out: &mut Vec<(String, std::ops::Range<usize>)>) {
+fn split_run(chars: &[(usize, char)], end: usize, out: &mut Vec<Word>) {
+    let before = out.len();
     let mut start = 0;
     for i in 1..chars.len() {
         let (prev, cur) = (class(chars[i - 1].1), class(chars[i].1));
@@ -77,29 +106,35 @@ fn split_run(chars: &[(usize, char)], end: usize, out: &mut Vec<(String, std::op
             _ => false,
         };
         if boundary {
-            push(&chars[start..i], chars[i].0, out);
+            push(&chars[start..i], chars[i].0, false, out);
             start = i;
         }
     }
-    push(&chars[start..], end, out);
+    push(&chars[start..], end, false, out);
+    if out.len() - before > 1 {
+        push(chars, end, true, out);
+    }
 }
 
-fn push(chars: &[(usize, char)], end: usize, out: &mut Vec<(String, std::ops::Range<usize>)>) {
+fn push(chars: &[(usize, char)], end: usize, whole: bool, out: &mut Vec<Word>) {
     let Some(&(from, _)) = chars.first() else { return };
     let word: String = chars.iter().take(MAX_WORD_CHARS).map(|c| c.1).collect::<String>().to_lowercase();
     // Lowercasing can make a letter several (İ → i̇): keep the word to letters and digits.
     let word: String = word.chars().filter(|c| c.is_alphanumeric()).take(MAX_WORD_CHARS).collect();
     if !word.is_empty() {
-        out.push((word, from..end));
+        out.push(Word { text: word, range: from..end, whole });
     }
 }
 
-/// A record's indexed words: at most `MAX_DOC_WORDS`, each word at most `MAX_POSITIONS`
-/// times (later ones are dropped, so positions are the same on both engines).
+/// A record's indexed words: its parts, then its split runs whole; at most
+/// `MAX_DOC_WORDS`, each word at most `MAX_POSITIONS` times (later ones are dropped, so
+/// positions are the same on both engines).
 pub fn doc_words(text: &str) -> Vec<String> {
+    let spans = spans(text);
+    let (parts, wholes): (Vec<Word>, Vec<Word>) = spans.into_iter().partition(|w| !w.whole);
     let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     let mut out = Vec::new();
-    for word in words(text) {
+    for word in parts.into_iter().chain(wholes).map(|w| w.text) {
         if out.len() == MAX_DOC_WORDS {
             break;
         }
@@ -143,7 +178,7 @@ mod tests {
     use super::*;
 
     fn w(text: &str) -> Vec<String> {
-        words(text)
+        doc_words(text)
     }
 
     #[test]
@@ -151,17 +186,26 @@ mod tests {
         assert_eq!(w("auth.rs"), ["auth", "rs"]);
         assert_eq!(w("server/src/auth.rs"), ["server", "src", "auth", "rs"]);
         assert_eq!(w("retry_policy"), ["retry", "policy"]);
-        assert_eq!(w("RetryPolicy"), ["retry", "policy"]);
-        assert_eq!(w("retryPolicy"), ["retry", "policy"]);
-        assert_eq!(w("HTTPServer"), ["http", "server"]);
-        assert_eq!(w("parseHTTP2Request"), ["parse", "http", "2", "request"]);
-        assert_eq!(w("utf8 UTF-8"), ["utf", "8", "utf", "8"]);
-        assert_eq!(w("v2.3.1"), ["v", "2", "3", "1"]);
+        assert_eq!(w("RetryPolicy"), ["retry", "policy", "retrypolicy"]);
+        assert_eq!(w("retryPolicy"), ["retry", "policy", "retrypolicy"]);
+        assert_eq!(w("HTTPServer"), ["http", "server", "httpserver"]);
+        assert_eq!(w("SQLite"), ["sq", "lite", "sqlite"]);
+        assert_eq!(w("parseHTTP2Request"), ["parse", "http", "2", "request", "parsehttp2request"]);
+        assert_eq!(w("utf8 UTF-8"), ["utf", "8", "utf", "8", "utf8"]);
+        assert_eq!(
+            w("v2.3.1 RetryPolicy docs"),
+            ["v", "2", "3", "1", "retry", "policy", "docs", "v2", "retrypolicy"]
+        );
+        assert_eq!(words("RetryPolicy docs"), ["retry", "policy", "docs"]);
+        assert_eq!(term("RetryPolicy"), [vec!["retry", "policy"], vec!["retrypolicy"]]);
+        assert_eq!(term("auth.RetryPolicy"), [vec!["auth", "retry", "policy"]]);
+        assert_eq!(term("sqlite"), [vec!["sqlite"]]);
+        assert_eq!(term("..."), Vec::<Vec<String>>::new());
         assert_eq!(w("Ünïcödé Straße café"), ["ünïcödé", "straße", "café"]);
         assert_eq!(w("!!! -- ..."), Vec::<String>::new());
         let text = "see RetryPolicy.rs";
-        let at: Vec<&str> = spans(text).into_iter().map(|(_, r)| &text[r]).collect();
-        assert_eq!(at, ["see", "Retry", "Policy", "rs"]);
+        let at: Vec<&str> = spans(text).into_iter().map(|w| &text[w.range]).collect();
+        assert_eq!(at, ["see", "Retry", "Policy", "RetryPolicy", "rs"]);
     }
 
     #[test]

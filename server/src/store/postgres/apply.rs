@@ -1,11 +1,13 @@
 //! A write's changes and log as the arguments of `baton_apply` (the migration
-//! `begin_functions`, with checkpoints since `apply_checkpoints`): the rows it adds or writes back as arrays of the composite types
-//! declared there, in their order.
+//! `begin_functions`, with checkpoints since `apply_checkpoints` and the search index since
+//! `search`): the rows it adds or writes back as arrays of the composite types declared
+//! there, in their order.
 
 use sqlx::{Postgres, query::QueryAs};
 
 use super::sql;
-use crate::store::model::{Change, Checkpoint, Log, Maintenance, Session};
+use crate::core::search::tokens::tsvector_literal;
+use crate::store::model::{Change, Checkpoint, Index, Log, Maintenance, SearchDoc, Session};
 use crate::store::rows::encode_actor;
 
 /// What the lock gave the write, as `baton_apply` records it on the project.
@@ -158,6 +160,74 @@ impl From<Checkpoint> for CheckpointArg {
     }
 }
 
+/// `baton_search_doc`.
+#[derive(sqlx::Type)]
+#[sqlx(type_name = "baton_search_doc")]
+struct SearchDocArg {
+    kind: i16,
+    record_id: String,
+    record: String,
+    session_id: String,
+    branch: String,
+    author: String,
+    created_us: i64,
+    revision: i64,
+    body: String,
+    words: String,
+}
+
+impl From<SearchDoc> for SearchDocArg {
+    fn from(d: SearchDoc) -> Self {
+        Self {
+            kind: d.kind as i16,
+            record_id: d.record_id,
+            record: d.record,
+            session_id: d.session_id,
+            branch: d.branch,
+            author: d.author,
+            created_us: d.created_us,
+            revision: d.revision,
+            words: tsvector_literal(&d.words),
+            body: d.body,
+        }
+    }
+}
+
+/// `baton_search_edit`: op 1 drops a document, 2 a memory record's, 3 replaces a text.
+#[derive(sqlx::Type)]
+#[sqlx(type_name = "baton_search_edit")]
+struct SearchEditArg {
+    op: i16,
+    kind: i16,
+    record_id: String,
+    record: String,
+    body: String,
+    words: String,
+}
+
+impl SearchEditArg {
+    fn of(index: Index) -> Vec<Self> {
+        let edit = |op, kind: crate::store::model::Kind, record_id: String| Self {
+            op,
+            kind: kind as i16,
+            record_id,
+            record: String::new(),
+            body: String::new(),
+            words: String::new(),
+        };
+        match index {
+            Index::Put(_) => Vec::new(),
+            Index::Drop { kind, record_ids } => record_ids.into_iter().map(|id| edit(1, kind, id)).collect(),
+            Index::DropRecord { record } => {
+                vec![Self { record, ..edit(2, crate::store::model::Kind::Memory, String::new()) }]
+            }
+            Index::Retext { kind, record_id, body, words } => {
+                vec![Self { body, words: tsvector_literal(&words), ..edit(3, kind, record_id) }]
+            }
+        }
+    }
+}
+
 /// `baton_event`.
 #[derive(sqlx::Type)]
 #[sqlx(type_name = "baton_event")]
@@ -188,6 +258,8 @@ pub(super) struct Changes {
     added_sessions: Vec<SessionArg>,
     put_sessions: Vec<SessionArg>,
     checkpoints: Vec<CheckpointArg>,
+    search_edits: Vec<SearchEditArg>,
+    search_docs: Vec<SearchDocArg>,
 }
 
 impl Changes {
@@ -229,6 +301,8 @@ impl Changes {
                 Change::PutSession(session) => c.put_sessions.push((*session).into()),
                 Change::InsertCheckpoint(checkpoint) => c.checkpoints.push((*checkpoint).into()),
                 Change::Maintenance(m) => maintenance.push(m),
+                Change::Index(Index::Put(doc)) => c.search_docs.push((*doc).into()),
+                Change::Index(index) => c.search_edits.extend(SearchEditArg::of(index)),
             }
         }
         (c, maintenance)
@@ -271,4 +345,6 @@ pub(super) fn query<'q>(
         .bind(request.as_ref().map(|r| r.request_hash.clone()))
         .bind(request.map(|r| r.reply))
         .bind(c.checkpoints)
+        .bind(c.search_edits)
+        .bind(c.search_docs)
 }

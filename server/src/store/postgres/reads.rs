@@ -6,7 +6,9 @@ use super::{PgStore, sql};
 use crate::error::Result;
 use crate::store::SessionQuery;
 use crate::store::brief::{self, BriefKeys, BriefRows};
-use crate::store::model::{Checkpoint, EntryRow, LogTable, MemoryQuery, Node, Session};
+use crate::store::model::{
+    Checkpoint, EntryRow, LogTable, MemoryQuery, Node, SearchQuery, SearchRow, Session,
+};
 
 /// The brief's statements (`store::brief`).
 static BRIEF: std::sync::LazyLock<[String; 7]> =
@@ -164,5 +166,24 @@ impl PgStore {
     ) -> Result<Vec<EntryRow>> {
         let query = sqlx::query_as(sql::NEWEST_MEMORY).bind(project).bind(branch).bind(limit);
         Ok(query.fetch_all(&self.pool).await?)
+    }
+
+    pub(super) async fn search_rows(&self, q: SearchQuery) -> Result<(Vec<SearchRow>, bool)> {
+        let rows = sqlx::query_as(sql::SEARCH)
+            .bind(q.query.tsquery())
+            .bind(q.project.clone())
+            .bind(q.kinds)
+            .bind(q.session_id)
+            .bind(q.branch)
+            .bind(q.author)
+            .bind(q.after_us)
+            .bind(q.before_us)
+            .bind(q.max_revision)
+            .bind(q.limit)
+            .bind(q.offset)
+            .fetch_all(&self.pool)
+            .await?;
+        let partial = sqlx::query_scalar(sql::SEARCH_PARTIAL).bind(q.project).fetch_one(&self.pool).await?;
+        Ok((rows, partial))
     }
 }

@@ -21,7 +21,7 @@ pub const BEGIN: &str = concat!(
 /// A write's changes and log in a subtransaction of its own (`apply.rs`): no row if they
 /// were applied, else the SQLSTATE and message of what failed.
 pub const APPLY: &str = "SELECT out_code, out_message FROM baton_apply($1, $2, $3, $4, $5, $6, $7, $8, $9, \
-     $10, $11, $12, $13, $14, $15, $16, $17, $18)";
+     $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)";
 
 /// A memory record's LWW version (NULL columns if never written) and its live entries in
 /// order (NULL entry columns if none), one row per entry. $1 project, $2 record.
@@ -154,3 +154,21 @@ pub const NEWEST_MEMORY: &str = concat!(
     entry_columns!(),
     " WHERE m.project = $1 AND m.evicted = FALSE AND (m.branch = '' OR m.branch = $2) ORDER BY m.revision DESC, m.seq LIMIT $3"
 );
+
+/// A page of search hits (`model::SearchQuery`, values numbered in its field order): the
+/// GIN index's matches in the project, filtered, one per group (a session's checkpoints are
+/// one group, newest first; any other document its own), best `ts_rank_cd` first.
+pub const SEARCH: &str = "WITH hits AS (SELECT d.id, d.created_us, ts_rank_cd(d.words, q.q)::float8 AS score, \
+     CASE WHEN d.kind = 2 THEN 's' || d.session_id ELSE 'r' || d.id END AS grp \
+     FROM search_docs d, (SELECT CAST($1 AS tsquery) AS q) q \
+     WHERE d.words @@ q.q AND d.project = $2 AND ($3 = 0 OR (($3 >> d.kind::int) & 1) = 1) \
+     AND ($4 = '' OR d.session_id = $4) AND ($5 = '' OR d.branch = $5) AND ($6 = '' OR d.author = $6) \
+     AND d.created_us >= $7 AND d.created_us < $8 AND d.revision <= $9), \
+     newest AS (SELECT id, score, ROW_NUMBER() OVER (PARTITION BY grp ORDER BY created_us DESC, id DESC) AS n, \
+     COUNT(*) OVER (PARTITION BY grp) AS matched FROM hits) \
+     SELECT d.kind::int8 AS kind, d.record_id, d.session_id, d.branch, d.author, d.created_us, d.revision, \
+     d.body, newest.score, newest.matched FROM newest JOIN search_docs d ON d.id = newest.id \
+     WHERE newest.n = 1 ORDER BY newest.score DESC, d.created_us DESC, d.id DESC LIMIT $10 OFFSET $11";
+
+/// Whether a project's records from before search are still being indexed. $1 project.
+pub const SEARCH_PARTIAL: &str = "SELECT EXISTS (SELECT 1 FROM search_backfill WHERE project = $1)";

@@ -76,6 +76,10 @@ impl Store for PgStore {
     ) -> Result<Vec<model::EntryRow>> {
         self.memory_newest(project, branch, limit).await
     }
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn search(&self, query: model::SearchQuery) -> Result<(Vec<model::SearchRow>, bool)> {
+        self.search_rows(query).await
+    }
     fn memory_cache(&self) -> &MemoryCache {
         &self.memory_cache
     }

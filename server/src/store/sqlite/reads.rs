@@ -6,7 +6,9 @@ use super::{SqliteStore, rows_by_statement, sql};
 use crate::error::Result;
 use crate::store::SessionQuery;
 use crate::store::brief::{self, BriefKeys, BriefRows};
-use crate::store::model::{Checkpoint, EntryRow, LogTable, MemoryQuery, Node, Session};
+use crate::store::model::{
+    Checkpoint, EntryRow, LogTable, MemoryQuery, Node, SearchQuery, SearchRow, Session,
+};
 
 /// The brief's statements as one query: SQLite binds `$n` to the query's n-th value,
 /// whichever statement it is in, so the four values are bound once. One hand-off to the
@@ -164,5 +166,24 @@ impl SqliteStore {
     ) -> Result<Vec<EntryRow>> {
         let query = sqlx::query_as(sql::NEWEST_MEMORY).bind(project).bind(branch).bind(limit);
         Ok(query.fetch_all(&self.pool).await?)
+    }
+
+    pub(super) async fn search_rows(&self, q: SearchQuery) -> Result<(Vec<SearchRow>, bool)> {
+        let rows = sqlx::query_as(sql::SEARCH)
+            .bind(q.query.fts5())
+            .bind(q.project.clone())
+            .bind(q.kinds)
+            .bind(q.session_id)
+            .bind(q.branch)
+            .bind(q.author)
+            .bind(q.after_us)
+            .bind(q.before_us)
+            .bind(q.max_revision)
+            .bind(q.limit)
+            .bind(q.offset)
+            .fetch_all(&self.pool)
+            .await?;
+        let partial = sqlx::query_scalar(sql::SEARCH_PARTIAL).bind(q.project).fetch_one(&self.pool).await?;
+        Ok((rows, partial))
     }
 }

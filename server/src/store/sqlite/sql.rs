@@ -231,3 +231,40 @@ pub const NEWEST_MEMORY: &str = concat!(
     entry_columns!(),
     " WHERE m.project = ? AND m.evicted = FALSE AND (m.branch = '' OR m.branch = ?) ORDER BY m.revision DESC, m.seq LIMIT ?"
 );
+
+/// A search document, added or replaced when its text or branch changed (values in the
+/// order of the columns).
+pub const INDEX_PUT: &str = "INSERT INTO search_docs (project, kind, record_id, record, session_id, branch, \
+     author, created_us, revision, body, words) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+     ON CONFLICT (project, kind, record_id) DO UPDATE SET record = excluded.record, \
+     session_id = excluded.session_id, branch = excluded.branch, author = excluded.author, \
+     revision = excluded.revision, body = excluded.body, words = excluded.words \
+     WHERE search_docs.body <> excluded.body OR search_docs.branch <> excluded.branch";
+
+/// A search document's text, as masked by a purge. Body, words, project, kind, record id.
+pub const INDEX_RETEXT: &str =
+    "UPDATE search_docs SET body = ?, words = ? WHERE project = ? AND kind = ? AND record_id = ?";
+
+/// Drops a search document. Project, kind, record id.
+pub const INDEX_DROP: &str = "DELETE FROM search_docs WHERE project = ? AND kind = ? AND record_id = ?";
+
+/// Drops the search documents of a memory record's entries. Project, record.
+pub const INDEX_DROP_RECORD: &str = "DELETE FROM search_docs WHERE project = ? AND kind = 1 AND record = ?";
+
+/// A page of search hits (`model::SearchQuery`, values numbered in its field order):
+/// FTS5's matches in the project, filtered, one per group (a session's checkpoints are one
+/// group, newest first; any other document its own), best bm25 first.
+pub const SEARCH: &str = "WITH hits AS (SELECT d.id, d.created_us, -bm25(search_fts) AS score, \
+     CASE WHEN d.kind = 2 THEN 's' || d.session_id ELSE 'r' || d.id END AS grp \
+     FROM search_fts JOIN search_docs d ON d.id = search_fts.rowid \
+     WHERE search_fts MATCH ?1 AND d.project = ?2 AND (?3 = 0 OR ((?3 >> d.kind) & 1) = 1) \
+     AND (?4 = '' OR d.session_id = ?4) AND (?5 = '' OR d.branch = ?5) AND (?6 = '' OR d.author = ?6) \
+     AND d.created_us >= ?7 AND d.created_us < ?8 AND d.revision <= ?9), \
+     newest AS (SELECT id, score, ROW_NUMBER() OVER (PARTITION BY grp ORDER BY created_us DESC, id DESC) AS n, \
+     COUNT(*) OVER (PARTITION BY grp) AS matched FROM hits) \
+     SELECT d.kind, d.record_id, d.session_id, d.branch, d.author, d.created_us, d.revision, d.body, \
+     newest.score, newest.matched FROM newest JOIN search_docs d ON d.id = newest.id WHERE newest.n = 1 \
+     ORDER BY newest.score DESC, d.created_us DESC, d.id DESC LIMIT ?10 OFFSET ?11";
+
+/// Whether a project's records from before search are still being indexed. $1 project.
+pub const SEARCH_PARTIAL: &str = "SELECT EXISTS (SELECT 1 FROM search_backfill WHERE project = ?)";

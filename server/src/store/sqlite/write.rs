@@ -13,10 +13,11 @@ use sqlx::{Arguments as _, FromRow as _, QueryBuilder, Sqlite};
 
 use super::{SqliteStore, sql};
 use crate::core::resume::Asked;
+use crate::core::search::tokens::fts5_text;
 use crate::error::{Error, Result};
 use crate::store::model::{
-    Change, Checkpoint, EarlierRequest, Entry, FirstRead, FirstReadDone, Lock, Locked, Log, RecordState,
-    Session,
+    Change, Checkpoint, EarlierRequest, Entry, FirstRead, FirstReadDone, Index, Lock, Locked, Log,
+    RecordState, Session,
 };
 use crate::store::rows::{MemoryRow, RecordStateRow, encode_actor, record_state};
 use crate::store::writer::Lease;
@@ -264,6 +265,32 @@ fn push_change(query: &mut Statements, project: &str, change: &Change) {
         Change::PutSession(s) => push_put_session(query, s),
         Change::InsertCheckpoint(c) => push_insert_checkpoint(query, c),
         Change::Maintenance(m) => super::maintenance::push(query, project, m),
+        Change::Index(index) => push_index(query, project, index),
+    }
+}
+
+/// The search index's changes; FTS5 follows `search_docs` by its triggers (the migration
+/// `search`).
+fn push_index(query: &mut Statements, project: &str, index: &Index) {
+    match index {
+        Index::Put(d) => {
+            query.push(sql::INDEX_PUT).bind(project).bind(d.kind as i64).bind(d.record_id.as_str());
+            query.bind(d.record.as_str()).bind(d.session_id.as_str()).bind(d.branch.as_str());
+            query.bind(d.author.as_str()).bind(d.created_us).bind(d.revision).bind(d.body.as_str());
+            query.bind(fts5_text(&d.words));
+        }
+        Index::Retext { kind, record_id, body, words } => {
+            query.push(sql::INDEX_RETEXT).bind(body.as_str()).bind(fts5_text(words));
+            query.bind(project).bind(*kind as i64).bind(record_id.as_str());
+        }
+        Index::Drop { kind, record_ids } => {
+            for id in record_ids {
+                query.push(sql::INDEX_DROP).bind(project).bind(*kind as i64).bind(id.as_str());
+            }
+        }
+        Index::DropRecord { record } => {
+            query.push(sql::INDEX_DROP_RECORD).bind(project).bind(record.as_str());
+        }
     }
 }
 
