@@ -229,6 +229,7 @@ fn spawn_jobs<S: Store>(config: &Config, store: &S, stop: &watch::Receiver<bool>
     let idle_after_us = i64::try_from(config.idle_after.as_micros()).unwrap_or(i64::MAX);
     let expiry = Expiry { idle_after_us };
     let reaper = tokio::spawn(jobs::reaper::run(store.clone(), expiry, config.reaper_interval, stop.clone()));
+    tokio::spawn(jobs::search::backfill(store.clone(), stop.clone()));
     let policy =
         jobs::retention::Policy { keep_days: config.keep_days, keep_ancestors: config.keep_ancestors };
     let retention = (!config.retention_interval.is_zero()).then(|| {

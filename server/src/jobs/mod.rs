@@ -3,3 +3,4 @@
 pub mod backfill;
 pub mod reaper;
 pub mod retention;
+pub mod search;

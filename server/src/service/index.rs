@@ -5,9 +5,14 @@
 
 use std::collections::HashMap;
 
+use baton_proto::v1::{EventKind, Maintenance as MaintenanceEvent};
+
 use crate::core::search::doc::{self, Kind};
+use crate::error::Result;
+use crate::store::maintenance::MaintenanceTx as _;
 use crate::store::model::{Change, Checkpoint, Entry, Index, Maintenance, SearchDoc, Session};
 use crate::store::rows::decode_actor;
+use crate::store::{Store, WriteCtx};
 
 /// The index changes that follow `changes`.
 pub fn follow(changes: &[Change]) -> Vec<Change> {
@@ -31,7 +36,8 @@ pub fn follow(changes: &[Change]) -> Vec<Change> {
             Change::DeleteEntries { ids } => out.push(drop(Kind::Memory, ids.clone())),
             Change::InsertSession(s) | Change::PutSession(s) => out.push(session_change(s)),
             Change::InsertCheckpoint(c) => {
-                let session = sessions.get(c.session_id.as_str()).copied();
+                let session =
+                    sessions.get(c.session_id.as_str()).map(|s| (s.branch.as_str(), s.user_name.as_str()));
                 out.extend(checkpoint_doc(c, session).filter(|d| !d.words.is_empty()).map(put));
             }
             Change::Maintenance(m) => out.extend(maintenance(m)),
@@ -115,10 +121,10 @@ fn session_doc(s: &Session) -> SearchDoc {
     }
 }
 
-/// A checkpoint's document, with its session's branch and (when its writer gave none) user
-/// when the write holds the session; none if its state cannot be read (it is then not
+/// A checkpoint's document, with its session's (branch, user) when known, the user as its
+/// author when the writer gave none; none if its state cannot be read (it is then not
 /// searchable, and the write goes on: a read of it reports the damage).
-fn checkpoint_doc(c: &Checkpoint, session: Option<&Session>) -> Option<SearchDoc> {
+fn checkpoint_doc(c: &Checkpoint, session: Option<(&str, &str)>) -> Option<SearchDoc> {
     let state = match crate::core::checkpoint::decode_state_unverified(&c.state, &c.compression) {
         Ok(state) => state,
         Err(e) => {
@@ -129,18 +135,109 @@ fn checkpoint_doc(c: &Checkpoint, session: Option<&Session>) -> Option<SearchDoc
     let body = doc::checkpoint(&state);
     let mut author = decode_actor(&c.author).user;
     if author.is_empty() {
-        author = session.map(|s| s.user_name.clone()).unwrap_or_default();
+        author = session.map(|(_, user)| user.to_owned()).unwrap_or_default();
     }
     Some(SearchDoc {
         kind: Kind::Checkpoint,
         record_id: c.id.clone(),
         record: String::new(),
         session_id: c.session_id.clone(),
-        branch: session.map(|s| s.branch.clone()).unwrap_or_default(),
+        branch: session.map(|(branch, _)| branch.to_owned()).unwrap_or_default(),
         author,
         created_us: c.created_us,
         revision: c.revision,
         words: doc::words(&body),
         body,
     })
+}
+
+/// How far the indexing of a project's older records has come (`backfill_batch`).
+#[derive(Debug, Default)]
+pub struct Backfill {
+    stage: Stage,
+    after: String,
+    /// Each session's (branch, user), for its checkpoints' documents.
+    sessions: HashMap<String, (String, String)>,
+    pub indexed: u64,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    #[default]
+    Sessions,
+    Checkpoints,
+    Memory,
+    Done,
+}
+
+/// Records per batch: a batch is one write, holding the project's lock. Checkpoints are
+/// read with their states, so fewer at a time.
+const BATCH: i64 = 1000;
+const CHECKPOINT_BATCH: i64 = 100;
+
+/// Indexes the next batch of a project's records from before search, as a maintenance
+/// write of its own (under the lock, so no write in between can leave the index behind);
+/// the last one takes the project off the backfill list. True when done.
+pub async fn backfill_batch<S: Store>(store: &S, project: &str, b: &mut Backfill) -> Result<bool> {
+    let ctx = WriteCtx::default();
+    let mut w = super::retention::begin(store, project, &ctx, false).await?;
+    let docs = match b.stage {
+        Stage::Sessions => {
+            let rows = w.tx().sessions_after(&b.after, BATCH).await?;
+            for s in &rows {
+                b.sessions.insert(s.id.clone(), (s.branch.clone(), s.user_name.clone()));
+            }
+            advance(b, rows.last().map(|s| s.id.clone()), rows.len(), BATCH);
+            rows.iter().map(session_doc).filter(|d| !d.words.is_empty()).collect()
+        }
+        Stage::Checkpoints => {
+            let rows = w.tx().checkpoints_after(&b.after, CHECKPOINT_BATCH).await?;
+            advance(b, rows.last().map(|c| c.id.clone()), rows.len(), CHECKPOINT_BATCH);
+            rows.iter()
+                .filter_map(|c| {
+                    let session = b.sessions.get(&c.session_id).map(|(b, u)| (b.as_str(), u.as_str()));
+                    checkpoint_doc(c, session)
+                })
+                .filter(|d| !d.words.is_empty())
+                .collect()
+        }
+        Stage::Memory => {
+            let rows = w.tx().entries_after(&b.after, BATCH).await?;
+            advance(b, rows.last().map(|e| e.id.clone()), rows.len(), BATCH);
+            rows.iter().map(|r| entry_doc(&r.record, &r.to_entry())).collect::<Vec<_>>()
+        }
+        Stage::Done => Vec::new(),
+    };
+    let indexed = docs.len();
+    for d in docs {
+        w.apply(put(d));
+    }
+    if b.stage == Stage::Done {
+        w.apply(Change::Maintenance(Maintenance::SearchBackfilled));
+    }
+    let value = MaintenanceEvent {
+        indexed_records: i64::try_from(indexed).unwrap_or(i64::MAX),
+        ..Default::default()
+    };
+    let mut event = super::write::event(EventKind::SearchIndexed, "project", project, &ctx.actor);
+    event.value = Some(baton_proto::v1::event::Value::Maintenance(value));
+    w.emit(event)?;
+    w.finish(&ctx, &baton_proto::v1::Maintenance::default()).await?;
+    b.indexed += indexed as u64;
+    Ok(b.stage == Stage::Done)
+}
+
+/// Moves past a batch: to the next stage when it was the stage's last.
+fn advance(b: &mut Backfill, last: Option<String>, read: usize, limit: i64) {
+    match last {
+        Some(last) if i64::try_from(read).unwrap_or(i64::MAX) >= limit => b.after = last,
+        _ => {
+            b.after.clear();
+            b.stage = match b.stage {
+                Stage::Sessions => Stage::Checkpoints,
+                Stage::Checkpoints => Stage::Memory,
+                Stage::Memory | Stage::Done => Stage::Done,
+            };
+        }
+    }
 }

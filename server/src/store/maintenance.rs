@@ -55,6 +55,24 @@ pub trait MaintenanceTx: Send {
     fn replies(&mut self) -> impl Future<Output = Result<Vec<(String, Vec<u8>)>>> + Send;
     /// The project of a row, of any project.
     fn owner(&mut self, table: Table, id: &str) -> impl Future<Output = Result<Option<String>>> + Send;
+    /// Up to `limit` sessions after an id, by id.
+    fn sessions_after(
+        &mut self,
+        after: &str,
+        limit: i64,
+    ) -> impl Future<Output = Result<Vec<Session>>> + Send;
+    /// Up to `limit` checkpoints after an id, by id, without their payloads.
+    fn checkpoints_after(
+        &mut self,
+        after: &str,
+        limit: i64,
+    ) -> impl Future<Output = Result<Vec<super::model::Checkpoint>>> + Send;
+    /// Up to `limit` memory entries (evicted ones too) after an id, by id, with their record.
+    fn entries_after(
+        &mut self,
+        after: &str,
+        limit: i64,
+    ) -> impl Future<Output = Result<Vec<super::rows::MemoryRow>>> + Send;
     /// A memory record's LWW revision, and the newest revision among its entries.
     fn record_revisions(
         &mut self,

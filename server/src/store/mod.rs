@@ -251,6 +251,8 @@ pub trait Store: Clone + Send + Sync + 'static {
         &self,
         query: model::SearchQuery,
     ) -> impl Future<Output = Result<(Vec<model::SearchRow>, bool)>> + Send;
+    /// The projects whose records from before search are still to be indexed.
+    fn search_backfill(&self) -> impl Future<Output = Result<Vec<String>>> + Send;
     /// The brief's memory sections kept while a project's memory is unchanged.
     fn memory_cache(&self) -> &MemoryCache;
     /// The revisions and body sizes of a log's rows after a revision, in order, at most

@@ -292,6 +292,8 @@ pub enum Maintenance {
         request_id: String,
         reply: Vec<u8>,
     },
+    /// The project's records from before search are all indexed (`service::index`).
+    SearchBackfilled,
 }
 
 /// What every write logs with its changes: one event per revision, the conflicts it

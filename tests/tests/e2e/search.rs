@@ -402,3 +402,68 @@ async fn search_is_scoped_by_token() {
     let other = SearchRequest { project: "github.com/other/one".into(), ..request };
     assert!(c.search.search(crate::access::with(other, &scoped)).await.is_ok());
 }
+
+/// A database from before search: its records are indexed in the background after start-up
+/// (the server answers at once), searches say `partial` until then, and each batch is a
+/// SEARCH_INDEXED event.
+async fn older_records_are_indexed_after_an_upgrade(backend: Backend) {
+    let mut server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let planted = plant(&mut c).await;
+    server.kill9();
+    // As a database of the previous version holds it: nothing indexed, the project listed.
+    let sql = [
+        "DELETE FROM search_docs".to_owned(),
+        format!("INSERT INTO search_backfill (project) VALUES ('{}')", planted.project),
+    ];
+    match backend {
+        Backend::Sqlite => {
+            use sqlx::Connection;
+            let mut conn = sqlx::SqliteConnection::connect(&server.database_url).await.unwrap();
+            for s in &sql {
+                sqlx::query(sqlx::AssertSqlSafe(s.clone())).execute(&mut conn).await.unwrap();
+            }
+        }
+        Backend::Postgres => {
+            use sqlx::Connection;
+            let mut conn = sqlx::PgConnection::connect(&server.database_url).await.unwrap();
+            for s in &sql {
+                sqlx::query(sqlx::AssertSqlSafe(s.clone())).execute(&mut conn).await.unwrap();
+            }
+        }
+    }
+    server.restart().unwrap();
+    let mut c = server.clients().await;
+    let ask = SearchRequest {
+        project: planted.project.clone(),
+        query: "retry policy".into(),
+        ..Default::default()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let reply = loop {
+        let reply = c.search.search(ask.clone()).await.unwrap().into_inner();
+        if !reply.partial {
+            break reply;
+        }
+        assert!(std::time::Instant::now() < deadline, "still partial after 30 s");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(labelled(&planted, &reply.hits), BTreeSet::from(["backoff", "s1-checkpoint"]));
+    let all = QUERIES.iter().find(|(q, ..)| *q == "café").unwrap();
+    let hits = search(&mut c, SearchRequest { query: all.0.into(), ..ask.clone() }).await;
+    assert_eq!(labelled(&planted, &hits), BTreeSet::from(["s2-checkpoint"]));
+    assert_eq!((hits[0].branch.as_str(), hits[0].author.as_str()), ("feature-x", "ana"), "its session's");
+    let events = crate::all_events(&mut c, &planted.project).await;
+    crate::assert_gapless(&events);
+    let indexed: i64 = events
+        .iter()
+        .filter(|e| e.kind == baton_proto::v1::EventKind::SearchIndexed as i32)
+        .map(|e| match &e.value {
+            Some(baton_proto::v1::event::Value::Maintenance(m)) => m.indexed_records,
+            _ => 0,
+        })
+        .sum();
+    // 7 memory entries, 4 checkpoints, 1 session with a goal.
+    assert_eq!(indexed, 12, "{events:?}");
+}
+both!(older_records_are_indexed_after_an_upgrade);

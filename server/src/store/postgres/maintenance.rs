@@ -9,6 +9,21 @@ use crate::error::Result;
 use crate::store::maintenance::{EntryText, MaintenanceTx, Table};
 use crate::store::model::{Maintenance, Session};
 
+/// Binds: project, after id, limit.
+const SESSIONS_AFTER: &str = concat!(
+    "SELECT ",
+    crate::store::rows::session_columns!(),
+    " FROM sessions WHERE project = $1 AND id > $2 ORDER BY id LIMIT $3"
+);
+const CHECKPOINTS_AFTER: &str = concat!(
+    "SELECT ",
+    crate::store::rows::checkpoint_light_columns!(),
+    " FROM checkpoints WHERE project = $1 AND id > $2 ORDER BY id LIMIT $3"
+);
+const ENTRIES_AFTER: &str = concat!(
+    crate::store::rows::entry_columns!(),
+    " WHERE m.project = $1 AND m.id > $2 ORDER BY m.id LIMIT $3"
+);
 /// $1 project.
 const CHECKPOINT_TREE: &str = "SELECT id, parent_id, created_us FROM checkpoints WHERE project = $1";
 const SESSION_HEADS: &str =
@@ -107,6 +122,25 @@ impl MaintenanceTx for PgTx {
         Ok(sqlx::query_scalar(sql).bind(id).fetch_optional(&mut *self.lease).await?)
     }
 
+    async fn sessions_after(&mut self, after: &str, limit: i64) -> Result<Vec<Session>> {
+        let query = sqlx::query_as(SESSIONS_AFTER).bind(&self.project).bind(after).bind(limit);
+        Ok(query.fetch_all(&mut *self.lease).await?)
+    }
+
+    async fn checkpoints_after(
+        &mut self,
+        after: &str,
+        limit: i64,
+    ) -> Result<Vec<crate::store::model::Checkpoint>> {
+        let query = sqlx::query_as(CHECKPOINTS_AFTER).bind(&self.project).bind(after).bind(limit);
+        Ok(query.fetch_all(&mut *self.lease).await?)
+    }
+
+    async fn entries_after(&mut self, after: &str, limit: i64) -> Result<Vec<crate::store::rows::MemoryRow>> {
+        let query = sqlx::query_as(ENTRIES_AFTER).bind(&self.project).bind(after).bind(limit);
+        Ok(query.fetch_all(&mut *self.lease).await?)
+    }
+
     async fn record_revisions(&mut self, record: &str) -> Result<(Option<i64>, Option<i64>)> {
         let query = sqlx::query_as(RECORD_REVISIONS).bind(&self.project).bind(record);
         Ok(query.fetch_one(&mut *self.lease).await?)
@@ -138,6 +172,9 @@ const SET_RECORD_AUTHOR: &str = "UPDATE records SET author = $3 WHERE project = 
 const SET_EVENT_BODY: &str = "UPDATE events SET body = $3 WHERE project = $1 AND revision = $2";
 const SET_CONFLICT_BODY: &str = "UPDATE conflicts SET body = $3 WHERE project = $1 AND id = $2";
 const SET_REPLY: &str = "UPDATE requests SET reply = $3 WHERE project = $1 AND request_id = $2";
+
+/// $1 project.
+const SEARCH_BACKFILLED: &str = "DELETE FROM search_backfill WHERE project = $1";
 
 /// Runs the statements of a maintenance change.
 pub(super) async fn run(
@@ -191,6 +228,7 @@ pub(super) async fn run(
         Maintenance::SetEventBody { revision, body } => query(SET_EVENT_BODY).bind(revision).bind(body),
         Maintenance::SetConflictBody { id, body } => query(SET_CONFLICT_BODY).bind(id).bind(body),
         Maintenance::SetReply { request_id, reply } => query(SET_REPLY).bind(request_id).bind(reply),
+        Maintenance::SearchBackfilled => query(SEARCH_BACKFILLED),
     };
     query.execute(conn).await.map(drop)
 }

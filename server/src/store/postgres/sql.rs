@@ -172,3 +172,6 @@ pub const SEARCH: &str = "WITH hits AS (SELECT d.id, d.created_us, ts_rank_cd(d.
 
 /// Whether a project's records from before search are still being indexed. $1 project.
 pub const SEARCH_PARTIAL: &str = "SELECT EXISTS (SELECT 1 FROM search_backfill WHERE project = $1)";
+
+/// The projects whose records from before search are still to be indexed.
+pub const SEARCH_BACKFILL: &str = "SELECT project FROM search_backfill ORDER BY project";

@@ -7,6 +7,19 @@ use crate::error::Result;
 use crate::store::maintenance::{EntryText, MaintenanceTx, Table};
 use crate::store::model::{Maintenance, Session};
 
+/// Binds: project, after id, limit.
+const SESSIONS_AFTER: &str = concat!(
+    "SELECT ",
+    crate::store::rows::session_columns!(),
+    " FROM sessions WHERE project = ? AND id > ? ORDER BY id LIMIT ?"
+);
+const CHECKPOINTS_AFTER: &str = concat!(
+    "SELECT ",
+    crate::store::rows::checkpoint_light_columns!(),
+    " FROM checkpoints WHERE project = ? AND id > ? ORDER BY id LIMIT ?"
+);
+const ENTRIES_AFTER: &str =
+    concat!(crate::store::rows::entry_columns!(), " WHERE m.project = ? AND m.id > ? ORDER BY m.id LIMIT ?");
 /// Binds: project.
 const CHECKPOINT_TREE: &str = "SELECT id, parent_id, created_us FROM checkpoints WHERE project = ?";
 const SESSION_HEADS: &str =
@@ -105,6 +118,25 @@ impl MaintenanceTx for SqliteTx {
         Ok(sqlx::query_scalar(sql).bind(id).fetch_optional(&mut *self.lease).await?)
     }
 
+    async fn sessions_after(&mut self, after: &str, limit: i64) -> Result<Vec<Session>> {
+        let query = sqlx::query_as(SESSIONS_AFTER).bind(&self.project).bind(after).bind(limit);
+        Ok(query.fetch_all(&mut *self.lease).await?)
+    }
+
+    async fn checkpoints_after(
+        &mut self,
+        after: &str,
+        limit: i64,
+    ) -> Result<Vec<crate::store::model::Checkpoint>> {
+        let query = sqlx::query_as(CHECKPOINTS_AFTER).bind(&self.project).bind(after).bind(limit);
+        Ok(query.fetch_all(&mut *self.lease).await?)
+    }
+
+    async fn entries_after(&mut self, after: &str, limit: i64) -> Result<Vec<crate::store::rows::MemoryRow>> {
+        let query = sqlx::query_as(ENTRIES_AFTER).bind(&self.project).bind(after).bind(limit);
+        Ok(query.fetch_all(&mut *self.lease).await?)
+    }
+
     async fn record_revisions(&mut self, record: &str) -> Result<(Option<i64>, Option<i64>)> {
         let query = sqlx::query_as(RECORD_REVISIONS)
             .bind(&self.project)
@@ -199,5 +231,11 @@ pub(super) fn push(query: &mut Statements, project: &str, change: &Maintenance) 
         Maintenance::SetReply { request_id, reply } => {
             query.push(SET_REPLY).bind(reply.as_slice()).bind(project).bind(request_id.as_str());
         }
+        Maintenance::SearchBackfilled => {
+            query.push(SEARCH_BACKFILLED).bind(project);
+        }
     }
 }
+
+/// Binds: project.
+const SEARCH_BACKFILLED: &str = "DELETE FROM search_backfill WHERE project = ?";

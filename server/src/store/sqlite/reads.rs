@@ -186,4 +186,8 @@ impl SqliteStore {
         let partial = sqlx::query_scalar(sql::SEARCH_PARTIAL).bind(q.project).fetch_one(&self.pool).await?;
         Ok((rows, partial))
     }
+
+    pub(super) async fn search_backfill_projects(&self) -> Result<Vec<String>> {
+        Ok(sqlx::query_scalar(sql::SEARCH_BACKFILL).fetch_all(&self.pool).await?)
+    }
 }

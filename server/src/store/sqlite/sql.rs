@@ -268,3 +268,6 @@ pub const SEARCH: &str = "WITH hits AS (SELECT d.id, d.created_us, -bm25(search_
 
 /// Whether a project's records from before search are still being indexed. $1 project.
 pub const SEARCH_PARTIAL: &str = "SELECT EXISTS (SELECT 1 FROM search_backfill WHERE project = ?)";
+
+/// The projects whose records from before search are still to be indexed.
+pub const SEARCH_BACKFILL: &str = "SELECT project FROM search_backfill ORDER BY project";

@@ -80,6 +80,10 @@ impl Store for SqliteStore {
     async fn search(&self, query: model::SearchQuery) -> Result<(Vec<model::SearchRow>, bool)> {
         self.search_rows(query).await
     }
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn search_backfill(&self) -> Result<Vec<String>> {
+        self.search_backfill_projects().await
+    }
     fn memory_cache(&self) -> &MemoryCache {
         &self.memory_cache
     }
