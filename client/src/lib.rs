@@ -17,6 +17,7 @@ pub mod queue;
 pub mod remote;
 pub mod remotes;
 pub mod safe;
+pub mod search;
 pub mod state;
 pub mod summary;
 pub mod view;

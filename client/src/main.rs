@@ -147,6 +147,33 @@ enum Command {
         #[command(subcommand)]
         command: MemoryCommand,
     },
+    /// Search the project's memory, checkpoints and sessions. Words must all match;
+    /// "quoted phrases" match side by side; -word excludes; a OR b matches either. Quote the
+    /// whole query for the shell: baton search '"retry policy" -flaky'.
+    Search {
+        #[arg(required = true, value_name = "QUERY")]
+        query: Vec<String>,
+        /// Only these kinds: memory, checkpoint, session (repeat or separate by commas).
+        #[arg(long = "kind", value_delimiter = ',')]
+        kinds: Vec<String>,
+        /// Only records of this session (an id or its start).
+        #[arg(long)]
+        session: Option<String>,
+        /// Only records on this branch.
+        #[arg(long)]
+        branch: Option<String>,
+        /// Only records written by this user.
+        #[arg(long)]
+        author: Option<String>,
+        /// Only records made since an age (2h, 3days) or a date (2026-11-20).
+        #[arg(long)]
+        since: Option<String>,
+        /// Only records made before an age or a date.
+        #[arg(long)]
+        until: Option<String>,
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
     /// List the project's events (the change log).
     Events {
         /// Events after this revision.
@@ -316,6 +343,10 @@ async fn dispatch(ctx: &Ctx, dir: &std::path::Path, command: Command, json: bool
             cmd::checkpoints::create(ctx, dir, session.as_deref(), &reason, json).await
         }
         Command::Memory { command } => memory(ctx, dir, command, json).await,
+        Command::Search { query, kinds, session, branch, author, since, until, limit } => {
+            let flags = cmd::search::Flags { query, kinds, session, branch, author, since, until, limit };
+            cmd::search::run(ctx, dir, flags, json).await
+        }
         Command::Events { after, limit } => cmd::events::list(ctx, dir, after, limit, json).await,
         Command::Watch { after } => cmd::events::watch(ctx, dir, after, json).await,
         Command::Conflicts { after } => cmd::events::conflicts(ctx, dir, after, json).await,

@@ -7,6 +7,7 @@ use baton_proto::v1::brief_service_client::BriefServiceClient;
 use baton_proto::v1::checkpoint_service_client::CheckpointServiceClient;
 use baton_proto::v1::event_service_client::EventServiceClient;
 use baton_proto::v1::memory_service_client::MemoryServiceClient;
+use baton_proto::v1::search_service_client::SearchServiceClient;
 use baton_proto::v1::session_service_client::SessionServiceClient;
 use tonic::metadata::MetadataValue;
 use tonic::service::interceptor::InterceptedService;
@@ -38,6 +39,7 @@ pub struct Hub {
     pub memory: MemoryServiceClient<Ch>,
     pub brief: BriefServiceClient<Ch>,
     pub events: EventServiceClient<Ch>,
+    pub search: SearchServiceClient<Ch>,
     pub channel: Channel,
 }
 
@@ -116,6 +118,7 @@ pub async fn connect(settings: &Settings, timeouts: Timeouts) -> Result<Hub, Con
         memory: MemoryServiceClient::new(ch()),
         brief: BriefServiceClient::new(ch()),
         events: EventServiceClient::new(ch()),
+        search: SearchServiceClient::new(ch()),
         channel,
     })
 }

@@ -27,7 +27,7 @@ from mcp.shared.exceptions import MCPError
 import mcp.types as types
 
 BATON, WORKDIR, MODE, OUT = sys.argv[1:5]
-TOOLS = {"brief", "remember", "forget", "recall", "sessions", "session", "checkpoint", "conflicts"}
+TOOLS = {"brief", "remember", "forget", "recall", "sessions", "session", "checkpoint", "conflicts", "search"}
 
 
 def text(result):
@@ -129,6 +129,11 @@ async def main():
             out["session"] = shown
             result, listed_sessions = await call(session, "sessions", {})
             assert "task (in_progress): port the cache to SQLite" in listed_sessions, listed_sessions
+            result, found = await call(session, "search", {"query": "sqlite cache", "limit": 20})
+            assert not result.is_error and "**SQLite**" in found and "port the **cache**" in found, found
+            out["search"] = found
+            result, found = await call(session, "search", {"query": "nothing-like-this"})
+            assert not result.is_error and "No hits" in found, found
             result, said = await call(session, "conflicts", {})
             assert not result.is_error and "conflicts" in said.lower(), said
 
@@ -153,6 +158,10 @@ async def main():
                 await expect_bad(session, "brief", {"budget": 10}, "500 to 50000"),
                 await expect_bad(session, "checkpoint", {"reason": "x", "tasks": [{"content": "a", "status": "done"}]}, "pending, in_progress or completed"),
                 await expect_bad(session, "session", {"id": "abc"}, "too short"),
+                await expect_bad(session, "search", {"query": "\"open"}, "never closed"),
+                await expect_bad(session, "search", {"query": "-only"}, "only excludes"),
+                await expect_bad(session, "search", {"query": "x", "kinds": ["wish"]}, "unknown kind"),
+                await expect_bad(session, "search", {"query": "x", "limit": 0}, "1 to 50"),
             ]
             try:
                 await session.call_tool("memorize", {})

@@ -6,6 +6,7 @@ pub mod events;
 pub mod init;
 pub mod memory;
 pub mod resume;
+pub mod search;
 pub mod sessions;
 pub mod status;
 pub mod sync;

@@ -4,6 +4,7 @@
 
 mod params;
 pub mod register;
+mod search;
 mod tools;
 pub mod workspace;
 
@@ -140,6 +141,17 @@ impl Server {
         peer: Peer<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         Ok(answer(tools::recall(&self.call(&peer).await, p).await))
+    }
+
+    #[tool(
+        description = "Search everything the project remembers: memory entries (evicted ones too), checkpoints' state (tasks, decisions and why, open questions, blockers, errors, files, the last prompt and answer) and sessions' goals and summaries. Words must all match; \"quoted phrases\" side by side; -word excludes; a OR b for either. Use it to answer what was decided, which session touched a file, where an error came from."
+    )]
+    async fn search(
+        &self,
+        Parameters(p): Parameters<params::Search>,
+        peer: Peer<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        Ok(answer(search::search(&self.call(&peer).await, p).await))
     }
 
     #[tool(

@@ -127,3 +127,21 @@ pub struct Checkpoint {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Conflicts {}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Search {
+    /// Words (all must match), "quoted phrases" (side by side), -word to exclude, and OR
+    /// between two terms for either. Identifiers and paths are found by their parts:
+    /// `auth.rs`, `retry_policy`, `RetryPolicy`.
+    pub query: String,
+    /// Only these kinds: memory, checkpoint, session. Default: all.
+    #[serde(default)]
+    pub kinds: Vec<String>,
+    /// Only records of this session (its id as `sessions` shows it).
+    pub session: Option<String>,
+    /// Only records on this branch.
+    pub branch: Option<String>,
+    /// How many hits, best first (1 to 50, default 10).
+    pub limit: Option<u32>,
+}

@@ -46,7 +46,7 @@ pub struct Call<'a> {
 }
 
 impl Call<'_> {
-    async fn hub(&self) -> Option<Hub> {
+    pub(super) async fn hub(&self) -> Option<Hub> {
         remote::connect(&self.ctx.settings, Timeouts::MCP).await.ok()
     }
 
@@ -60,7 +60,7 @@ impl Call<'_> {
     }
 
     /// What a read answers with the hub down: the cached brief, marked as such.
-    fn offline(&self) -> String {
+    pub(super) fn offline(&self) -> String {
         let budget = self
             .agent
             .map_or(self.ctx.settings.brief_budget as usize, |a| a.brief_budget(&self.ctx.settings));
@@ -68,7 +68,7 @@ impl Call<'_> {
     }
 }
 
-fn clip(text: &str) -> String {
+pub(super) fn clip(text: &str) -> String {
     if text.chars().count() <= ANSWER_CHARS {
         return text.to_owned();
     }
@@ -77,7 +77,7 @@ fn clip(text: &str) -> String {
     out
 }
 
-fn status_words(status: &tonic::Status) -> String {
+pub(super) fn status_words(status: &tonic::Status) -> String {
     remote::explain(status)
 }
 

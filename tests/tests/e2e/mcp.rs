@@ -88,6 +88,7 @@ async fn stock_client_calls_every_tool(backend: Backend) {
     let state = saved.state.as_ref().unwrap();
     let tasks: Vec<_> = state.active_tasks.iter().map(|t| (t.content.as_str(), t.status.as_str())).collect();
     assert_eq!(tasks, [("port the cache to SQLite", "in_progress"), ("write the migration", "pending")]);
+    same_search_everywhere(&mut c, &env, &deep, &out).await;
 
     // The hub down: reads answer from the cached brief, marked; writes queue; no hang.
     let out = python_mcp(&env, "http://127.0.0.1:9", &deep, "down");
@@ -102,3 +103,37 @@ async fn stock_client_calls_every_tool(backend: Backend) {
     assert!(loops.stdout.contains("retry the flaky upload"), "{loops:?}");
 }
 both!(stock_client_calls_every_tool);
+
+/// The MCP `search` tool and `baton search --json` give the RPC's hits, in its order.
+async fn same_search_everywhere(
+    c: &mut baton_tests::Clients,
+    env: &ClientEnv,
+    dir: &std::path::Path,
+    mcp: &Value,
+) {
+    let rpc: Vec<String> = c
+        .search
+        .search(baton_proto::v1::SearchRequest {
+            project: "github.com/acme/mcp".into(),
+            query: "sqlite cache".into(),
+            page_size: 20,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .hits
+        .into_iter()
+        .map(|h| h.record_id)
+        .collect();
+    assert!(rpc.len() >= 2, "the decision and the checkpoint: {rpc:?}");
+    let cli = env.run(dir, &["search", "sqlite", "cache", "--limit", "20", "--json"], "");
+    let cli: Value = serde_json::from_str(&cli.stdout).unwrap_or_else(|e| panic!("{e}: {cli:?}"));
+    let cli: Vec<&str> =
+        cli["hits"].as_array().unwrap().iter().map(|h| h["record_id"].as_str().unwrap()).collect();
+    assert_eq!(cli, rpc, "baton search --json");
+    let told = mcp["search"].as_str().unwrap();
+    let shown: Vec<&str> = told.lines().filter_map(|l| l.split(" — id ").nth(1)).map(|r| &r[..8]).collect();
+    let short: Vec<&str> = rpc.iter().map(|id| &id[id.len() - 8..]).collect();
+    assert_eq!(shown, short, "the MCP search tool: {told}");
+}

@@ -467,3 +467,35 @@ async fn older_records_are_indexed_after_an_upgrade(backend: Backend) {
     assert_eq!(indexed, 12, "{events:?}");
 }
 both!(older_records_are_indexed_after_an_upgrade);
+
+/// `baton search`: hits as text, filters as flags, and what is wrong said plainly.
+#[tokio::test]
+async fn the_cli_searches_and_says_what_is_wrong() {
+    let server = Server::start(Backend::Sqlite).await.unwrap();
+    let mut c = server.clients().await;
+    let planted = plant(&mut c).await;
+    let env = baton_tests::ClientEnv::new(&server.url());
+    let repo = baton_tests::git_repo(&format!("https://{}.git", planted.project));
+    let dir = repo.path();
+    let out = env.run(dir, &["search", "retry", "policy"], "");
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("(2 hits)") && out.stdout.contains("exponential backoff"), "{out:?}");
+    assert!(out.stdout.contains("checkpoint (newest of 3 in its session)"), "{out:?}");
+    let out = env.run(
+        dir,
+        &["search", "café", "--branch", "feature-x", "--kind", "checkpoint", "--since", "1h"],
+        "",
+    );
+    assert!(out.stdout.contains("(1 hits)") && out.stdout.contains("ana  feature-x"), "{out:?}");
+    let out = env.run(dir, &["search", "café", "--until", "2020-01-01"], "");
+    assert!(out.code == 0 && out.stdout.contains("no hits"), "{out:?}");
+    for (args, says) in [
+        (vec!["search", "\"open"], "never closed"),
+        (vec!["search", "x", "--kind", "wish"], "unknown kind"),
+        (vec!["search", "x", "--since", "last tuesday"], "neither an age"),
+        (vec!["search", "x", "--session", "nope"], "session"),
+    ] {
+        let out = env.run(dir, &args, "");
+        assert!(out.code != 0 && out.stderr.contains(says), "{args:?}: {out:?}");
+    }
+}
