@@ -24,7 +24,7 @@ impl<S: Store> SearchService for Api<S> {
         } else {
             let p: Position =
                 crate::core::page::position("page_token", &req.page_token).map_err(Error::from)?;
-            if p.offset < 0 || p.revision < 0 {
+            if p.offset < 0 || p.revision < 0 || p.max_id < 0 {
                 return Err(Error::from(invalid("page_token", "was not given by this list")).into());
             }
             Some(p)

@@ -245,12 +245,11 @@ pub trait Store: Clone + Send + Sync + 'static {
         branch: String,
         limit: i64,
     ) -> impl Future<Output = Result<Vec<model::EntryRow>>> + Send;
-    /// A page of search hits, and whether the project's older records are still being
-    /// indexed.
-    fn search(
-        &self,
-        query: model::SearchQuery,
-    ) -> impl Future<Output = Result<(Vec<model::SearchRow>, bool)>> + Send;
+    /// A search's candidates, whether the project's older records are still being indexed,
+    /// and the pages' bounds.
+    fn search(&self, query: model::SearchQuery) -> impl Future<Output = Result<model::SearchPage>> + Send;
+    /// Search documents by id (in any order), for a page of hits.
+    fn search_rows(&self, ids: Vec<i64>) -> impl Future<Output = Result<Vec<model::SearchRow>>> + Send;
     /// The projects whose records from before search are still to be indexed.
     fn search_backfill(&self) -> impl Future<Output = Result<Vec<String>>> + Send;
     /// The brief's memory sections kept while a project's memory is unchanged.

@@ -348,15 +348,26 @@ pub struct SearchQuery {
     /// Created in [after_us, before_us).
     pub after_us: i64,
     pub before_us: i64,
-    /// Documents written up to this revision (the first page's head, so pages agree).
-    pub max_revision: i64,
-    pub offset: i64,
-    pub limit: i64,
+    /// Documents written up to this revision and with ids up to this one: the first page's
+    /// head and newest document, so later pages agree (`None` on the first page).
+    pub bounds: Option<(i64, i64)>,
+    /// The newest this many matches are ranked (`core::search::RANKED`).
+    pub ranked: i64,
 }
 
-/// A search hit as read.
+/// A search's candidates as read, whether the project's older records are still being
+/// indexed, and the pages' bounds (`SearchQuery::bounds`).
+#[derive(Debug, Clone)]
+pub struct SearchPage {
+    pub candidates: Vec<crate::core::search::rank::Candidate>,
+    pub partial: bool,
+    pub bounds: (i64, i64),
+}
+
+/// A search document as a hit shows it.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct SearchRow {
+    pub id: i64,
     pub kind: i64,
     pub record_id: String,
     pub session_id: String,
@@ -365,7 +376,4 @@ pub struct SearchRow {
     pub created_us: i64,
     pub revision: i64,
     pub body: String,
-    pub score: f64,
-    /// How many documents of its group matched (a session's checkpoints).
-    pub matched: i64,
 }

@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::store::SessionQuery;
 use crate::store::brief::{self, BriefKeys, BriefRows};
 use crate::store::model::{
-    Checkpoint, EntryRow, LogTable, MemoryQuery, Node, SearchQuery, SearchRow, Session,
+    Checkpoint, EntryRow, LogTable, MemoryQuery, Node, SearchPage, SearchQuery, SearchRow, Session,
 };
 
 /// The brief's statements (`store::brief`).
@@ -168,8 +168,12 @@ impl PgStore {
         Ok(query.fetch_all(&self.pool).await?)
     }
 
-    pub(super) async fn search_rows(&self, q: SearchQuery) -> Result<(Vec<SearchRow>, bool)> {
-        let rows = sqlx::query_as(sql::SEARCH)
+    pub(super) async fn search_rows(&self, q: SearchQuery) -> Result<SearchPage> {
+        let (head, newest, partial): (i64, i64, bool) =
+            sqlx::query_as(sql::SEARCH_HEAD).bind(&q.project).fetch_one(&self.pool).await?;
+        let (max_revision, max_id) = q.bounds.unwrap_or((head, newest));
+        let candidates = sqlx::query_as(sql::SEARCH)
+            .persistent(false)
             .bind(q.query.tsquery())
             .bind(q.project.clone())
             .bind(q.kinds)
@@ -178,13 +182,16 @@ impl PgStore {
             .bind(q.author)
             .bind(q.after_us)
             .bind(q.before_us)
-            .bind(q.max_revision)
-            .bind(q.limit)
-            .bind(q.offset)
+            .bind(max_revision)
+            .bind(max_id)
+            .bind(q.ranked)
             .fetch_all(&self.pool)
             .await?;
-        let partial = sqlx::query_scalar(sql::SEARCH_PARTIAL).bind(q.project).fetch_one(&self.pool).await?;
-        Ok((rows, partial))
+        Ok(SearchPage { candidates, partial, bounds: (max_revision, max_id) })
+    }
+
+    pub(super) async fn search_docs(&self, ids: Vec<i64>) -> Result<Vec<SearchRow>> {
+        Ok(sqlx::query_as(sql::SEARCH_ROWS).bind(ids).fetch_all(&self.pool).await?)
     }
 
     pub(super) async fn search_backfill_projects(&self) -> Result<Vec<String>> {

@@ -155,23 +155,29 @@ pub const NEWEST_MEMORY: &str = concat!(
     " WHERE m.project = $1 AND m.evicted = FALSE AND (m.branch = '' OR m.branch = $2) ORDER BY m.revision DESC, m.seq LIMIT $3"
 );
 
-/// A page of search hits (`model::SearchQuery`, values numbered in its field order): the
-/// GIN index's matches in the project, filtered, one per group (a session's checkpoints are
-/// one group, newest first; any other document its own), best `ts_rank_cd` first.
-pub const SEARCH: &str = "WITH hits AS (SELECT d.id, d.created_us, ts_rank_cd(d.words, q.q)::float8 AS score, \
-     CASE WHEN d.kind = 2 THEN 's' || d.session_id ELSE 'r' || d.id END AS grp \
-     FROM search_docs d, (SELECT CAST($1 AS tsquery) AS q) q \
-     WHERE d.words @@ q.q AND d.project = $2 AND ($3 = 0 OR (($3 >> d.kind::int) & 1) = 1) \
-     AND ($4 = '' OR d.session_id = $4) AND ($5 = '' OR d.branch = $5) AND ($6 = '' OR d.author = $6) \
-     AND d.created_us >= $7 AND d.created_us < $8 AND d.revision <= $9), \
-     newest AS (SELECT id, score, ROW_NUMBER() OVER (PARTITION BY grp ORDER BY created_us DESC, id DESC) AS n, \
-     COUNT(*) OVER (PARTITION BY grp) AS matched FROM hits) \
-     SELECT d.kind::int8 AS kind, d.record_id, d.session_id, d.branch, d.author, d.created_us, d.revision, \
-     d.body, newest.score, newest.matched FROM newest JOIN search_docs d ON d.id = newest.id \
-     WHERE newest.n = 1 ORDER BY newest.score DESC, d.created_us DESC, d.id DESC LIMIT $10 OFFSET $11";
+/// A search's candidates (`model::SearchQuery`, values numbered in its field order): the
+/// newest `search::RANKED` matches in the project that pass the filters, with their
+/// `ts_rank_cd` (`core::search::rank` orders them). Sent unprepared (`reads.rs`), so each
+/// search is planned for its own query: the GIN index for a rare term, the primary key
+/// backwards for a common one.
+pub const SEARCH: &str = "SELECT id, kind::int8 AS kind, session_id, created_us, \
+     ts_rank_cd(words, CAST($1 AS tsquery))::float8 AS score FROM (SELECT id, kind, session_id, created_us, words \
+     FROM search_docs WHERE words @@ CAST($1 AS tsquery) AND project = $2 \
+     AND ($3 = 0 OR (($3 >> kind::int) & 1) = 1) \
+     AND ($4 = '' OR session_id = $4) AND ($5 = '' OR branch = $5) AND ($6 = '' OR author = $6) \
+     AND created_us >= $7 AND created_us < $8 AND revision <= $9 AND id <= $10 \
+     ORDER BY id DESC LIMIT $11) newest";
 
-/// Whether a project's records from before search are still being indexed. $1 project.
-pub const SEARCH_PARTIAL: &str = "SELECT EXISTS (SELECT 1 FROM search_backfill WHERE project = $1)";
+/// Search documents by id, for a page of hits.
+pub const SEARCH_ROWS: &str = "SELECT id, kind::int8 AS kind, record_id, session_id, branch, author, created_us, \
+     revision, body FROM search_docs WHERE id = ANY($1)";
+
+/// What a search starts from: the project's head revision and the newest search
+/// document's id (the first page's bounds, so later pages agree), and whether the project's
+/// records from before search are still being indexed. $1 project.
+pub const SEARCH_HEAD: &str = "SELECT COALESCE((SELECT head_revision FROM projects WHERE key = $1), 0)::int8, \
+     COALESCE((SELECT MAX(id) FROM search_docs), 0)::int8, \
+     EXISTS (SELECT 1 FROM search_backfill WHERE project = $1)";
 
 /// The projects whose records from before search are still to be indexed.
 pub const SEARCH_BACKFILL: &str = "SELECT project FROM search_backfill ORDER BY project";

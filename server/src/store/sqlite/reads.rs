@@ -3,11 +3,12 @@
 use sqlx::QueryBuilder;
 
 use super::{SqliteStore, rows_by_statement, sql};
+use crate::core::search::rank::Candidate;
 use crate::error::Result;
 use crate::store::SessionQuery;
 use crate::store::brief::{self, BriefKeys, BriefRows};
 use crate::store::model::{
-    Checkpoint, EntryRow, LogTable, MemoryQuery, Node, SearchQuery, SearchRow, Session,
+    Checkpoint, EntryRow, LogTable, MemoryQuery, Node, SearchPage, SearchQuery, SearchRow, Session,
 };
 
 /// The brief's statements as one query: SQLite binds `$n` to the query's n-th value,
@@ -168,8 +169,11 @@ impl SqliteStore {
         Ok(query.fetch_all(&self.pool).await?)
     }
 
-    pub(super) async fn search_rows(&self, q: SearchQuery) -> Result<(Vec<SearchRow>, bool)> {
-        let rows = sqlx::query_as(sql::SEARCH)
+    pub(super) async fn search_rows(&self, q: SearchQuery) -> Result<SearchPage> {
+        let (head, newest, partial): (i64, i64, bool) =
+            sqlx::query_as(sql::SEARCH_HEAD).bind(&q.project).fetch_one(&self.search_pool).await?;
+        let (max_revision, max_id) = q.bounds.unwrap_or((head, newest));
+        let candidates: String = sqlx::query_scalar(sql::SEARCH)
             .bind(q.query.fts5())
             .bind(q.project.clone())
             .bind(q.kinds)
@@ -178,13 +182,29 @@ impl SqliteStore {
             .bind(q.author)
             .bind(q.after_us)
             .bind(q.before_us)
-            .bind(q.max_revision)
-            .bind(q.limit)
-            .bind(q.offset)
-            .fetch_all(&self.pool)
+            .bind(max_revision)
+            .bind(max_id)
+            .bind(q.ranked)
+            .fetch_one(&self.search_pool)
             .await?;
-        let partial = sqlx::query_scalar(sql::SEARCH_PARTIAL).bind(q.project).fetch_one(&self.pool).await?;
-        Ok((rows, partial))
+        let candidates: Vec<(i64, i64, String, i64, f64)> =
+            serde_json::from_str(&candidates).map_err(crate::error::Error::internal)?;
+        let candidates = candidates
+            .into_iter()
+            .map(|(id, kind, session_id, created_us, score)| Candidate {
+                id,
+                kind,
+                session_id,
+                created_us,
+                score,
+            })
+            .collect();
+        Ok(SearchPage { candidates, partial, bounds: (max_revision, max_id) })
+    }
+
+    pub(super) async fn search_docs(&self, ids: Vec<i64>) -> Result<Vec<SearchRow>> {
+        let ids = serde_json::to_string(&ids).map_err(crate::error::Error::internal)?;
+        Ok(sqlx::query_as(sql::SEARCH_ROWS).bind(ids).fetch_all(&self.search_pool).await?)
     }
 
     pub(super) async fn search_backfill_projects(&self) -> Result<Vec<String>> {

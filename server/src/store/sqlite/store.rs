@@ -77,8 +77,12 @@ impl Store for SqliteStore {
         self.memory_newest(project, branch, limit).await
     }
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn search(&self, query: model::SearchQuery) -> Result<(Vec<model::SearchRow>, bool)> {
+    async fn search(&self, query: model::SearchQuery) -> Result<model::SearchPage> {
         self.search_rows(query).await
+    }
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn search_rows(&self, ids: Vec<i64>) -> Result<Vec<model::SearchRow>> {
+        self.search_docs(ids).await
     }
     #[tracing::instrument(level = "debug", skip_all)]
     async fn search_backfill(&self) -> Result<Vec<String>> {
@@ -232,5 +236,6 @@ impl Store for SqliteStore {
         // The writer's lanes hold their connections; the pool's close waits for them.
         self.writer.close().await;
         self.pool.close().await;
+        self.search_pool.close().await;
     }
 }

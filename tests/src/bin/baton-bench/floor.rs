@@ -11,10 +11,11 @@ use sqlx::postgres::PgPoolOptions;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{PgPool, SqlitePool};
 
-const SCHEMA: [&str; 3] = [
+const SCHEMA: [&str; 4] = [
     "CREATE TABLE projects (key TEXT PRIMARY KEY, head BIGINT NOT NULL)",
     "CREATE TABLE records (project TEXT NOT NULL, revision BIGINT NOT NULL, body BYTEA NOT NULL, PRIMARY KEY (project, revision))",
     "CREATE TABLE events (project TEXT NOT NULL, revision BIGINT NOT NULL, body BYTEA NOT NULL, PRIMARY KEY (project, revision))",
+    "CREATE TABLE docs (project TEXT NOT NULL, id BIGINT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (project, id))",
 ];
 
 const LOCK: &str = "INSERT INTO projects (key, head) VALUES ($1, 1) ON CONFLICT (key) DO UPDATE SET head = projects.head + 1 RETURNING head";
@@ -112,6 +113,42 @@ impl Floor {
             Floor::Sqlite(pool) => seed!(sqlx::Sqlite, pool),
             Floor::Postgres(pool) => seed!(sqlx::Postgres, pool),
         }
+    }
+
+    /// The search scenario's rows, as plain text (one transaction, multi-row inserts).
+    pub async fn seed_docs(&self, project: &str, bodies: &[String]) {
+        macro_rules! seed {
+            ($db:ty, $pool:expr) => {{
+                let mut tx = $pool.begin().await.unwrap();
+                for (start, chunk) in bodies.chunks(500).enumerate() {
+                    let mut q = sqlx::QueryBuilder::<$db>::new("INSERT INTO docs (project, id, body) ");
+                    q.push_values(chunk.iter().enumerate(), |mut row, (i, body)| {
+                        row.push_bind(project).push_bind((start * 500 + i) as i64).push_bind(body.as_str());
+                    });
+                    q.build().execute(&mut *tx).await.unwrap();
+                }
+                tx.commit().await.unwrap();
+            }};
+        }
+        match self {
+            Floor::Sqlite(pool) => seed!(sqlx::Sqlite, pool),
+            Floor::Postgres(pool) => seed!(sqlx::Postgres, pool),
+        }
+    }
+
+    /// The search floor: up to `limit` rows whose text holds a term, by a plain scan.
+    pub async fn like(&self, project: &str, term: &str, limit: i64) -> usize {
+        let sql = "SELECT id, body FROM docs WHERE project = $1 AND body LIKE $2 LIMIT $3";
+        let pattern = format!("%{term}%");
+        let rows: Vec<(i64, String)> = match self {
+            Floor::Sqlite(pool) => {
+                sqlx::query_as(sql).bind(project).bind(pattern).bind(limit).fetch_all(pool).await.unwrap()
+            }
+            Floor::Postgres(pool) => {
+                sqlx::query_as(sql).bind(project).bind(pattern).bind(limit).fetch_all(pool).await.unwrap()
+            }
+        };
+        rows.len()
     }
 
     /// Reads a page of events after a revision; returns how many and the last revision.

@@ -33,6 +33,7 @@ mod etcd;
 mod floor;
 mod memory;
 mod scenarios;
+mod search;
 mod stats;
 
 use std::time::Duration;
@@ -54,7 +55,7 @@ struct Args {
     #[arg(long, default_value = "both", value_parser = ["sqlite", "postgres", "both"])]
     backend: String,
     /// Some scenarios only, comma-separated: rpc, hot, spread, checkpoints, resume, fanout,
-    /// catchup, memory (the server's peak RSS under planted data), scaling, etcd (Baton next
+    /// catchup, search (100,000 indexed records next to a LIKE scan), memory (the server's peak RSS under planted data), scaling, etcd (Baton next
     /// to a real etcd node: `apt-get install etcd-server`; skipped with --quick).
     #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(scenarios::NAMES))]
     only: Vec<String>,

@@ -77,8 +77,19 @@ pub fn checkpoint_text(len: usize, seed: u64) -> Vec<u8> {
 }
 
 /// The scenarios' names, for `--only`.
-pub const NAMES: [&str; 10] =
-    ["rpc", "hot", "spread", "checkpoints", "resume", "fanout", "catchup", "scaling", "memory", "etcd"];
+pub const NAMES: [&str; 11] = [
+    "rpc",
+    "hot",
+    "spread",
+    "checkpoints",
+    "resume",
+    "fanout",
+    "catchup",
+    "search",
+    "scaling",
+    "memory",
+    "etcd",
+];
 
 pub async fn run_all(backend: Backend, sizes: Sizes, only: &[String]) -> Results {
     let run = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
@@ -131,6 +142,10 @@ pub async fn run_all(backend: Backend, sizes: Sizes, only: &[String]) -> Results
     if run("catchup") {
         eprintln!("[{backend:?}] watch catch-up");
         table.push(catch_up(&server, &c, &floor, sizes.catch_up_events).await);
+    }
+    if run("search") {
+        eprintln!("[{backend:?}] search");
+        crate::search::rows(&c, &floor, sizes, &mut table).await;
     }
     if run("etcd") {
         eprintln!("[{backend:?}] Baton next to etcd (small writes, watch latency)");

@@ -1,0 +1,130 @@
+//! Search over 100,000 indexed records (10,000 with `--quick`): p50 and p99 of a page of 20
+//! for a rare term, a term in 1% of the records and one in 20%, through Baton's
+//! `SearchService`, next to the floor — a plain `LIKE '%term%'` scan of the same rows in a
+//! table of the same database kind, limited to 20.
+
+use std::time::Instant;
+
+use baton_proto::v1::{MemoryItem, MemoryOp, PutMemoryRequest, SearchRequest};
+use baton_tests::Clients;
+
+use crate::floor::Floor;
+use crate::stats::{Run, ms, sequential};
+use crate::{Row, Sizes};
+
+const PROJECT: &str = "bench/search";
+/// The terms searched for, and in how many records of every 10,000 each is.
+const TERMS: [(&str, &str, u64); 3] = [
+    ("zyzzyvarare", "a rare term (1 in 10,000 records)", 10_000),
+    ("quorumonepct", "a term in 1% of the records", 100),
+    ("ledgertwenty", "a term in 20% of the records", 5),
+];
+
+pub async fn rows(c: &Clients, floor: &Floor, sizes: Sizes, table: &mut Vec<Row>) {
+    let records: u64 = if sizes.quick { 10_000 } else { 100_000 };
+    let started = Instant::now();
+    plant(c, records).await;
+    let planted = started.elapsed();
+    floor.seed_docs(PROJECT, &(0..records).map(text).collect::<Vec<_>>()).await;
+    eprintln!("  {records} records indexed through Baton's writes in {planted:.1?}");
+    let runs = if sizes.quick { 30 } else { 200 };
+    for (term, what, every) in TERMS {
+        let search = c.search.clone();
+        let baton = sequential(runs, |_| {
+            let mut search = search.clone();
+            async move {
+                let hits = search
+                    .search(SearchRequest {
+                        project: PROJECT.into(),
+                        query: term.into(),
+                        page_size: 20,
+                        ..Default::default()
+                    })
+                    .await
+                    .unwrap()
+                    .into_inner()
+                    .hits;
+                assert_eq!(hits.len() as u64, (records / every).min(20), "{term}");
+            }
+        })
+        .await;
+        let at_floor = sequential(runs, |_| async move {
+            floor.like(PROJECT, term, 20).await;
+        })
+        .await;
+        table.push(row(what, records, planted, &baton, &at_floor));
+    }
+}
+
+fn row(what: &str, records: u64, planted: std::time::Duration, baton: &Run, floor: &Run) -> Row {
+    let met = baton.p50().as_secs_f64() <= 0.005 && baton.p99().as_secs_f64() <= 0.020;
+    Row {
+        scenario: format!(
+            "search, {what}: a page of 20 of {records} records (indexed by the writes in {planted:.0?})"
+        ),
+        baton: format!("p50 {} / p99 {}", ms(baton.p50()), ms(baton.p99())),
+        floor: format!("LIKE scan p50 {} / p99 {}", ms(floor.p50()), ms(floor.p99())),
+        ratio: format!(
+            "{:.1}× the scan's p50",
+            baton.p50().as_secs_f64() / floor.p50().as_secs_f64().max(1e-9)
+        ),
+        target: "p50 ≤ 5 ms, p99 ≤ 20 ms".into(),
+        met: Some(met),
+    }
+}
+
+/// Record `i`'s text: 14 words of a 5,000-word vocabulary, and the terms it holds.
+fn text(i: u64) -> String {
+    let mut x = i.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut words = Vec::new();
+    for _ in 0..14 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        words.push(word(x % 5000));
+    }
+    for (term, _, every) in TERMS {
+        if i.is_multiple_of(every) {
+            words.push(term.to_owned());
+        }
+    }
+    words.join(" ")
+}
+
+fn word(n: u64) -> String {
+    const SYLLABLES: [&str; 16] = [
+        "ka", "lo", "mi", "ne", "tor", "vas", "qui", "ren", "sol", "dun", "pri", "el", "gam", "ost", "ur",
+        "bex",
+    ];
+    let s = |k: u64| SYLLABLES[(k % 16) as usize];
+    format!("{}{}{}", s(n), s(n / 16), s(n / 256))
+}
+
+/// Writes the records as decisions, 100 per write, from 8 clients.
+async fn plant(c: &Clients, records: u64) {
+    let tasks: Vec<_> = (0..8u64)
+        .map(|w| {
+            let mut memory = c.memory.clone();
+            tokio::spawn(async move {
+                for batch in (w..records / 100).step_by(8) {
+                    let items = (batch * 100..(batch + 1) * 100)
+                        .map(|i| MemoryItem { content: text(i), rationale: String::new() })
+                        .collect();
+                    memory
+                        .put_memory(PutMemoryRequest {
+                            project: PROJECT.into(),
+                            category: "decision".into(),
+                            op: MemoryOp::Append as i32,
+                            items,
+                            ..Default::default()
+                        })
+                        .await
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+}
