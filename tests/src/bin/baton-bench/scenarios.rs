@@ -145,7 +145,7 @@ pub async fn run_all(backend: Backend, sizes: Sizes, only: &[String]) -> Results
     }
     if run("search") {
         eprintln!("[{backend:?}] search");
-        crate::search::rows(&c, &floor, sizes, &mut table).await;
+        crate::search::rows(backend, &floor, sizes, &mut table).await;
     }
     if run("etcd") {
         eprintln!("[{backend:?}] Baton next to etcd (small writes, watch latency)");
