@@ -274,11 +274,13 @@ async fn maintenance_prunes_compacts_and_purges<S: Store>(store: &S) {
             .unwrap();
     }
     let actor = baton_proto::v1::Actor::default();
+    assert_eq!(search(store, "s0 OR s1 OR s2").await.hits[0].matched_checkpoints, 3);
     // Everything older than the far future, one ancestor kept: the head and its parent stay.
     let far = i64::MAX / 2;
     let pruned =
         service::retention::prune(store, "p".into(), far, 1, false, actor.clone()).await.unwrap().unwrap();
     assert_eq!(pruned.removed_checkpoints.len(), 1, "{pruned:?}");
+    assert_eq!(search(store, "s0 OR s1 OR s2").await.hits[0].matched_checkpoints, 2, "pruned from the index");
     assert_eq!(store.checkpoint_nodes(session.clone()).await.unwrap().len(), 2);
     let head = store.head_revision("p".into()).await.unwrap();
     let compacted = service::retention::compact(store, "p".into(), head, actor.clone()).await.unwrap();
@@ -289,11 +291,28 @@ async fn maintenance_prunes_compacts_and_purges<S: Store>(store: &S) {
     assert_eq!(purged.records, 1, "{purged:?}");
     let page = service::memory::list(store, list_all("p"), 100, None).await.unwrap();
     assert!(page.entries[0].content.ends_with("*************"), "{:?}", page.entries[0]);
+    assert!(search(store, "0123456789").await.hits.is_empty(), "purged from the index");
+    assert_eq!(search(store, "secret value").await.hits.len(), 1);
     // Maintenance never creates a project.
     let none =
         service::retention::prune(store, "none".into(), far, 1, false, baton_proto::v1::Actor::default())
             .await;
     assert!(matches!(none, Err(Error::NotFound(_))), "{none:?}");
+}
+
+/// A search of project "p", through the service.
+async fn search<S: Store>(store: &S, query: &str) -> baton_proto::v1::SearchResponse {
+    let search = service::search::Search {
+        project: "p".into(),
+        query: baton_server::core::search::query::parse(query).unwrap(),
+        kinds: Vec::new(),
+        session_id: String::new(),
+        branch: String::new(),
+        author: String::new(),
+        after_us: i64::MIN,
+        before_us: i64::MAX,
+    };
+    service::search::search(store, search, 20, None).await.unwrap()
 }
 
 async fn export_pages_every_row<S: Store>(store: &S) {
