@@ -1,11 +1,13 @@
 //! `baton search QUERY`: the project's memory, checkpoints and sessions, by full text.
 
-use std::io::IsTerminal as _;
 use std::path::Path;
 
 use crate::remote::{self, Timeouts};
 use crate::search::{self, Options};
 use crate::{Ctx, project, view};
+
+/// How much of a hit's snippet a row shows (`--json` has all of it).
+const SNIPPET_CHARS: usize = 120;
 
 /// The command's flags, as given.
 pub struct Flags {
@@ -44,20 +46,26 @@ pub async fn run(ctx: &Ctx, dir: &Path, f: Flags, json: bool) -> anyhow::Result<
     if hits.is_empty() {
         println!("no hits for {} in {}", crate::safe::line(&options.query), crate::safe::line(&project.key));
     } else {
-        // Highlights in bold on a terminal; plain text elsewhere (scripts read --json).
-        let (open, close) = if std::io::stdout().is_terminal() { ("\x1b[1m", "\x1b[0m") } else { ("", "") };
-        println!("{}  ({} hits)", crate::safe::line(&project.key), hits.len());
+        let mut t = view::table(&["kind", "id", "when", "by", "branch", "text (matches in «»)"]);
         for h in &hits {
             let mut kind = search::kind_name(h.kind).to_owned();
             if h.matched_checkpoints > 1 {
-                kind = format!("{kind} (newest of {} in its session)", h.matched_checkpoints);
+                // The newest of the session's checkpoints that match.
+                kind = format!("{kind} (of {})", h.matched_checkpoints);
             }
-            let mut about =
-                vec![kind, view::short(&h.record_id).to_owned(), view::age(h.created_at.as_ref())];
-            about.extend([&h.author, &h.branch].into_iter().filter(|s| !s.is_empty()).cloned());
-            println!("\n{}", crate::safe::line(&about.join("  ")));
-            println!("    {}", search::marked(h, open, close));
+            t.add_row(vec![
+                kind,
+                view::short(&h.record_id).to_owned(),
+                view::age(h.created_at.as_ref()),
+                h.author.clone(),
+                h.branch.clone(),
+                crate::clip(&search::marked(h, "«", "»"), SNIPPET_CHARS),
+            ]);
         }
+        println!(
+            "{}",
+            crate::safe::text(&format!("{}  ({} hits, best first)\n{t}", project.key, hits.len()))
+        );
     }
     if partial {
         println!("note: this project's older records are still being indexed; some may be missing");

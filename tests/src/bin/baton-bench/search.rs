@@ -58,32 +58,19 @@ pub async fn rows(backend: Backend, floor: &Floor, sizes: Sizes, table: &mut Vec
         .await;
         table.push(row(what, records, planted, &baton, &at_floor));
     }
-    table.push(backfill(backend, &mut server, records).await);
+    table.push(backfill(&mut server, records).await);
 }
 
 /// The database as a server before search left it, started again: start-up, then the
 /// background indexing until searches are no longer partial.
-async fn backfill(backend: Backend, server: &mut Server, records: u64) -> Row {
+async fn backfill(server: &mut Server, records: u64) -> Row {
     server.kill9();
     let sql = [
         "DELETE FROM search_docs".to_owned(),
         format!("INSERT INTO search_backfill (project) VALUES ('{PROJECT}')"),
     ];
-    match backend {
-        Backend::Sqlite => {
-            use sqlx::Connection;
-            let mut conn = sqlx::SqliteConnection::connect(&server.database_url).await.unwrap();
-            for s in &sql {
-                sqlx::query(sqlx::AssertSqlSafe(s.clone())).execute(&mut conn).await.unwrap();
-            }
-        }
-        Backend::Postgres => {
-            use sqlx::Connection;
-            let mut conn = sqlx::PgConnection::connect(&server.database_url).await.unwrap();
-            for s in &sql {
-                sqlx::query(sqlx::AssertSqlSafe(s.clone())).execute(&mut conn).await.unwrap();
-            }
-        }
+    for statement in &sql {
+        server.execute(statement).await.unwrap();
     }
     let started = Instant::now();
     server.restart().unwrap();
