@@ -24,6 +24,12 @@
 //!   (`MemoryCache`): "resume p99".
 //! - Postgres analyzes Baton's tables while they grow (`postgres::spawn_analyzer`): every
 //!   row, since generic plans made on an empty table stay bad.
+//! - Search (the "search, …" rows): only the newest `core::search::RANKED` matches are
+//!   ranked; SQLite walks FTS5 first (`CROSS JOIN`), returns the candidates as one JSON row
+//!   (`sqlite/sql.rs` SEARCH) and reads through two connections with a larger page cache
+//!   (`SqliteStore::search_pool`); Postgres plans each search for its own query
+//!   (`postgres/reads.rs`) and keeps its GIN index's pending list small (the `search`
+//!   migration).
 
 use std::collections::HashMap;
 use std::future::Future;
