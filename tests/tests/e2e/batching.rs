@@ -2,7 +2,8 @@
 //! that lock the same projects in crossing orders never wait for each other for good, the
 //! bounded project lock gives up with lock_not_available and leaves the session's
 //! lock_timeout as it was, and the server analyzes its new tables within seconds (so
-//! connections do not keep plans made on empty tables).
+//! connections do not keep plans made on empty tables), and `baton_apply` makes a write in
+//! one subtransaction, still answering the previous version's call.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
@@ -241,4 +242,81 @@ async fn new_tables_are_analyzed_within_seconds() {
     }
     tokio::time::sleep(Duration::from_millis(2500)).await;
     assert_eq!(analyses("projects").await, 0, "the projects table grew by nothing");
+}
+
+/// `baton_apply` as servers of the previous version call it (18 arguments, no index) still
+/// writes; the current one makes a write's changes, the index's included, in one
+/// subtransaction (each one holds a transaction id, and a backend tracks only 64 of them
+/// before every snapshot in the cluster gets slower), and a failed write leaves none of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_makes_one_subtransaction_and_the_previous_call_still_writes() {
+    const EMPTY: &str = "'{}'::text[], '{}'::text[], '{}'::text[], '{}'::baton_entry[], \
+        '{}'::baton_record_version[], '{}'::baton_session[], '{}'::baton_session[]";
+    let server = Server::start(Backend::Postgres).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    put_note(&mut c, &p, "k", "v", write()).await.unwrap();
+    let mut db = sqlx::PgConnection::connect(&server.database_url).await.unwrap();
+    let event = |revision: i64| format!("ARRAY[ROW({revision}, 1, '\\x00'::bytea)]::baton_event[]");
+    let previous = format!(
+        "SELECT out_code FROM baton_apply($1, 2, 0, NULL, NULL, {EMPTY}, {}, '{{}}'::baton_conflict[], \
+         NULL, NULL, NULL, '{{}}'::baton_checkpoint[])",
+        event(2)
+    );
+    let current = |revision: i64| {
+        format!(
+            "SELECT out_code FROM baton_apply($1, {revision}, 0, NULL, NULL, {EMPTY}, {}, \
+             '{{}}'::baton_conflict[], NULL, NULL, NULL, '{{}}'::baton_checkpoint[], '{{}}'::baton_search_edit[], \
+             ARRAY[ROW(1::int2, 'doc-{revision}', 'rec', '', 'main', 'a', 0::int8, {revision}::int8, 'hello', \
+             '''hello'':1')]::baton_search_doc[])",
+            event(revision)
+        )
+    };
+    assert_eq!(apply_code(&mut db, &p, previous).await, None, "the previous version's call writes");
+    let (events,): (i64,) = sqlx::query_as("SELECT count(*) FROM events WHERE project = $1 AND revision = 2")
+        .bind(&p)
+        .fetch_one(&mut db)
+        .await
+        .unwrap();
+    assert_eq!(events, 1);
+
+    // Revision 2 is taken: the write fails as a whole, its document included.
+    assert_eq!(
+        apply_code(&mut db, &p, current(2)).await.as_deref(),
+        Some("23505"),
+        "unique_violation reported"
+    );
+    let docs = |id: &'static str| {
+        let url = server.database_url.clone();
+        async move {
+            let mut db = sqlx::PgConnection::connect(&url).await.unwrap();
+            let (n,): (i64,) = sqlx::query_as("SELECT count(*) FROM search_docs WHERE record_id = $1")
+                .bind(id)
+                .fetch_one(&mut db)
+                .await
+                .unwrap();
+            n
+        }
+    };
+    assert_eq!(docs("doc-2").await, 0, "a failed write leaves no document");
+
+    // Rows written in a subtransaction carry its id: the write's event and its document, one.
+    assert_eq!(apply_code(&mut db, &p, current(3)).await, None);
+    let (same,): (bool,) = sqlx::query_as(
+        "SELECT (SELECT xmin::text FROM events WHERE project = $1 AND revision = 3) \
+         = (SELECT xmin::text FROM search_docs WHERE project = $1 AND record_id = 'doc-3')",
+    )
+    .bind(&p)
+    .fetch_one(&mut db)
+    .await
+    .unwrap();
+    assert!(same, "the write and its document in one subtransaction");
+    assert_eq!(docs("doc-3").await, 1, "the document is written with the write");
+}
+
+/// The SQLSTATE a `baton_apply` call reports, if any.
+async fn apply_code(db: &mut sqlx::PgConnection, project: &str, sql: String) -> Option<String> {
+    let rows: Vec<(Option<String>,)> =
+        sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(project).fetch_all(db).await.unwrap();
+    rows.into_iter().next().and_then(|(c,)| c)
 }
