@@ -2,6 +2,11 @@
 //! of Baton around it. One transaction per write: lock the project row (allocating the
 //! revision), insert the record and its event, commit; with Baton's durability settings
 //! (SQLite: WAL, synchronous=FULL, BEGIN IMMEDIATE; Postgres: the cluster's own).
+//!
+//! `write_indexed` also writes the record's search document the way Baton's index holds it
+//! (its table, unique key and full-text index as the migrations declare them, its words
+//! split by Baton's tokenizer): what the index costs the storage itself, printed beside
+//! each write row.
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -17,6 +22,30 @@ const SCHEMA: [&str; 4] = [
     "CREATE TABLE events (project TEXT NOT NULL, revision BIGINT NOT NULL, body BYTEA NOT NULL, PRIMARY KEY (project, revision))",
     "CREATE TABLE docs (project TEXT NOT NULL, id BIGINT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (project, id))",
 ];
+
+/// Baton's search documents (migrations `*_search.sql`), the columns a write fills.
+const INDEX_SQLITE: [&str; 4] = [
+    "CREATE TABLE search_docs (id INTEGER PRIMARY KEY, project TEXT NOT NULL, kind INTEGER NOT NULL, \
+     record_id TEXT NOT NULL, record TEXT NOT NULL, body TEXT NOT NULL, words TEXT NOT NULL, \
+     UNIQUE (project, kind, record_id))",
+    "CREATE INDEX search_docs_record ON search_docs (project, record) WHERE kind = 1",
+    "CREATE VIRTUAL TABLE search_fts USING fts5(words, content = 'search_docs', content_rowid = 'id', \
+     tokenize = 'ascii')",
+    "CREATE TRIGGER search_docs_added AFTER INSERT ON search_docs BEGIN \
+     INSERT INTO search_fts (rowid, words) VALUES (new.id, new.words); END",
+];
+const INDEX_POSTGRES: [&str; 3] = [
+    "CREATE TABLE search_docs (id BIGSERIAL PRIMARY KEY, project TEXT NOT NULL, kind SMALLINT NOT NULL, \
+     record_id TEXT NOT NULL, record TEXT NOT NULL, body TEXT NOT NULL, words TSVECTOR NOT NULL, \
+     UNIQUE (project, kind, record_id))",
+    "CREATE INDEX search_docs_words ON search_docs USING GIN (words) \
+     WITH (fastupdate = on, gin_pending_list_limit = 256)",
+    "CREATE INDEX search_docs_record ON search_docs (project, record) WHERE kind = 1",
+];
+const INDEX_INSERT_SQLITE: &str =
+    "INSERT INTO search_docs (project, kind, record_id, record, body, words) VALUES ($1, 1, $2, $2, $3, $4)";
+const INDEX_INSERT_POSTGRES: &str = "INSERT INTO search_docs (project, kind, record_id, record, body, words) \
+     VALUES ($1, 1, $2, $2, $3, $4::tsvector)";
 
 const LOCK: &str = "INSERT INTO projects (key, head) VALUES ($1, 1) ON CONFLICT (key) DO UPDATE SET head = projects.head + 1 RETURNING head";
 
@@ -40,7 +69,7 @@ impl Floor {
                         .busy_timeout(Duration::from_secs(30));
                 // Baton's SQLite pool size.
                 let pool = SqlitePoolOptions::new().max_connections(8).connect_with(options).await.unwrap();
-                for sql in SCHEMA {
+                for sql in SCHEMA.iter().chain(&INDEX_SQLITE) {
                     sqlx::query(sqlx::AssertSqlSafe(sql.replace("BYTEA", "BLOB")))
                         .execute(&pool)
                         .await
@@ -52,8 +81,8 @@ impl Floor {
                 let url = baton_tests::postgres::fresh_database().await.unwrap();
                 // Baton's Postgres pool size.
                 let pool = PgPoolOptions::new().max_connections(16).connect(&url).await.unwrap();
-                for sql in SCHEMA {
-                    sqlx::query(sql).execute(&pool).await.unwrap();
+                for sql in SCHEMA.iter().chain(&INDEX_POSTGRES) {
+                    sqlx::query(sqlx::AssertSqlSafe(*sql)).execute(&pool).await.unwrap();
                 }
                 Floor::Postgres(pool)
             }
@@ -62,8 +91,18 @@ impl Floor {
 
     /// One write: lock + record + event, committed.
     pub async fn write(&self, project: &str, body: &[u8]) {
+        self.write_with(project, body, None).await;
+    }
+
+    /// `write`, with the record's search document holding `text` (see the module header).
+    pub async fn write_indexed(&self, project: &str, body: &[u8], text: &str) {
+        self.write_with(project, body, Some(text)).await;
+    }
+
+    async fn write_with(&self, project: &str, body: &[u8], indexed: Option<&str>) {
+        use baton_server::core::search::tokens::{doc_words, fts5_text, tsvector_literal};
         macro_rules! write {
-            ($tx:expr) => {{
+            ($tx:expr, $insert:expr, $words:expr) => {{
                 let mut tx = $tx;
                 let (revision,): (i64,) =
                     sqlx::query_as(LOCK).bind(project).fetch_one(&mut *tx).await.unwrap();
@@ -81,12 +120,26 @@ impl Floor {
                     .execute(&mut *tx)
                     .await
                     .unwrap();
+                if let Some(text) = indexed {
+                    sqlx::query($insert)
+                        .bind(project)
+                        .bind(format!("r{revision}"))
+                        .bind(text)
+                        .bind($words(&doc_words(text)))
+                        .execute(&mut *tx)
+                        .await
+                        .unwrap();
+                }
                 tx.commit().await.unwrap();
             }};
         }
         match self {
-            Floor::Sqlite(pool) => write!(pool.begin_with("BEGIN IMMEDIATE").await.unwrap()),
-            Floor::Postgres(pool) => write!(pool.begin().await.unwrap()),
+            Floor::Sqlite(pool) => {
+                write!(pool.begin_with("BEGIN IMMEDIATE").await.unwrap(), INDEX_INSERT_SQLITE, fts5_text);
+            }
+            Floor::Postgres(pool) => {
+                write!(pool.begin().await.unwrap(), INDEX_INSERT_POSTGRES, tsvector_literal);
+            }
         }
     }
 

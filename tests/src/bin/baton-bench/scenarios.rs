@@ -206,6 +206,7 @@ async fn small_writes(
 ) -> Row {
     let memory = c.memory.clone();
     let p = project.clone();
+    let p2 = project.clone();
     let f = floor.clone();
     let (baton, at_floor) = alternating(
         sizes.clients,
@@ -230,15 +231,52 @@ async fn small_writes(
         },
     )
     .await;
+    let indexed = index_cost(floor, sizes, move |client, i| {
+        let text = format!("small write {i} from client {client}");
+        (p2(client, i), text.clone().into_bytes(), text)
+    })
+    .await;
     let ratio = baton.throughput() / at_floor.throughput();
     Row {
         scenario: format!("{name}, {} clients", sizes.clients),
         baton: summary(&baton),
-        floor: summary(&at_floor),
+        floor: format!("{} · {indexed}", summary(&at_floor)),
         ratio: format!("{:.0}% of throughput", ratio * 100.0),
         target: "≥ 60% of the floor's throughput".into(),
         met: Some(ratio >= 0.6),
     }
+}
+
+/// What Baton's search index costs the floor's writes: the floor without and with each
+/// record's search document (`Floor::write_indexed`), alternating; `write` gives a
+/// write's project, body and indexed text.
+async fn index_cost(
+    floor: &Floor,
+    sizes: Sizes,
+    write: impl Fn(usize, u64) -> (String, Vec<u8>, String) + Send + Sync + Clone + 'static,
+) -> String {
+    let (f, g, w) = (floor.clone(), floor.clone(), write.clone());
+    let (plain, indexed) = alternating(
+        sizes.clients,
+        sizes.window,
+        move |client, i| {
+            let f = f.clone();
+            let (project, body, _) = w(client, i);
+            async move { f.write(&project, &body).await }
+        },
+        move |client, i| {
+            let g = g.clone();
+            let (project, body, text) = write(client, i);
+            async move { g.write_indexed(&project, &body, &text).await }
+        },
+    )
+    .await;
+    format!(
+        "with the search index {:.0}/s, p99 {:.2} ms ({:+.0}% throughput)",
+        indexed.throughput(),
+        indexed.p99().as_secs_f64() * 1000.0,
+        (indexed.throughput() / plain.throughput() - 1.0) * 100.0
+    )
 }
 
 async fn checkpoints(c: &Clients, floor: &Floor, sizes: Sizes) -> Row {
@@ -289,11 +327,20 @@ async fn checkpoints(c: &Clients, floor: &Floor, sizes: Sizes) -> Row {
         },
     )
     .await;
+    // Baton indexes a checkpoint's state, not its payload.
+    let indexed = index_cost(floor, sizes, |client, i| {
+        (
+            "bench/checkpoints".to_owned(),
+            checkpoint_text(50 * 1024, i * 31 + client as u64),
+            format!("step {i}"),
+        )
+    })
+    .await;
     let ratio = baton.p99().as_secs_f64() / at_floor.p99().as_secs_f64();
     Row {
         scenario: format!("50 KB checkpoint create, {} clients", sizes.clients),
         baton: summary(&baton),
-        floor: summary(&at_floor),
+        floor: format!("{} · {indexed}", summary(&at_floor)),
         ratio: format!("{ratio:.2}× the p99"),
         target: "p99 ≤ 2× the floor's".into(),
         met: Some(ratio <= 2.0),
