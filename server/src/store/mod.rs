@@ -66,7 +66,8 @@ pub mod postgres;
 pub(crate) mod rows;
 pub mod sqlite;
 pub mod transfer;
-mod writer;
+/// Public for the storage conformance suite, which runs its cases on both backends.
+pub mod writer;
 
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;

@@ -27,6 +27,9 @@
 //! It ends with [`Lease::commit`] (kept; waits for the batch's commit) or
 //! [`Lease::rollback`]; a lease dropped without either (an error, a cancelled request) is
 //! rolled back.
+//!
+//! Its cases run on both backends in the storage conformance suite
+//! (`tests/tests/storage/writer/`), which is why this module is public.
 
 use std::collections::HashSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -298,247 +301,341 @@ impl<DB: Database> DerefMut for Lease<DB> {
 /// `COMMIT`), the write's first statement (`Dialect::writes_open_savepoints`), or the
 /// previous write's end (`RELEASE w1; SAVEPOINT w2`). So a lone write costs no more
 /// hand-offs than a plain transaction, and on Postgres a batched write none of its own.
-#[expect(
-    clippy::too_many_lines,
-    reason = "one batch's state (began, release, upcoming, locked, waiting) moves together through this loop; \
-              it is split when the writer's unit tests cover each of its transitions on both backends"
-)]
-async fn run<DB: Database>(pool: Pool<DB>, dialect: Dialect, mut jobs: mpsc::UnboundedReceiver<Message<DB>>)
+async fn run<DB: Database>(pool: Pool<DB>, dialect: Dialect, jobs: mpsc::UnboundedReceiver<Message<DB>>)
 where
     for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
     DB::Arguments: IntoArguments<DB>,
 {
-    // A write that must start a batch of its own, taken off the queue while a batch ran.
-    let mut carried: Option<Job<DB>> = None;
-    // The lane keeps its connection between batches (sqlx pings a pool connection when it
-    // is given back, and the pools may ping one when it is taken), with the time it last
-    // answered the writer.
-    let mut held: Option<(PoolConnection<DB>, Instant)> = None;
-    let opens = |job: &Job<DB>| dialect.writes_open_savepoints && job.opens;
-    loop {
-        let first = match carried.take() {
-            Some(job) => job,
-            None => match jobs.recv().await {
-                Some(Message::Write(job)) => job,
-                Some(Message::Close(done)) => {
-                    held = None;
-                    let _ = done.send(());
-                    continue;
-                }
-                None => return,
-            },
+    let mut lane = Lane { pool, dialect, jobs, carried: None, held: None };
+    while let Some(first) = lane.first().await {
+        let Some((conn, mut batch, first)) = lane.open(first).await else {
+            continue;
         };
-        let trusted = held.as_ref().is_some_and(|(_, answered)| answered.elapsed() < dialect.trust_idle_for);
-        // Whether BEGIN was sent: else the next opening sent carries it.
-        let (mut conn, mut began, mut answered) = match held.take() {
-            Some((conn, answered)) if trusted && opens(&first) => (conn, false, answered),
+        let error = lane.run_batch(&mut batch, conn, first).await;
+        lane.end(batch, &error);
+    }
+}
+
+/// A lane's writer task's state between batches.
+struct Lane<DB: Database> {
+    pool: Pool<DB>,
+    dialect: Dialect,
+    jobs: mpsc::UnboundedReceiver<Message<DB>>,
+    /// A write that must start a batch of its own, taken off the queue while a batch ran.
+    carried: Option<Job<DB>>,
+    /// The lane keeps its connection between batches (sqlx pings a pool connection when it
+    /// is given back, and the pools may ping one when it is taken), with the time it last
+    /// answered the writer.
+    held: Option<(PoolConnection<DB>, Instant)>,
+}
+
+/// One batch's state, from its first write to its commit.
+struct Batch {
+    /// Whether BEGIN was sent: else the next opening sent carries it.
+    began: bool,
+    /// When the connection last answered the writer.
+    answered: Instant,
+    /// The kept writes, told when the batch commits.
+    waiting: Vec<Committed>,
+    /// Projects whose locks this transaction holds (through writes it keeps).
+    locked: HashSet<String>,
+    /// Writes lent the connection so far.
+    lent: usize,
+    /// A kept write's savepoint, released with the next write's opening (or by COMMIT).
+    release: Option<&'static str>,
+    /// The next write's savepoint, when the writer opened it.
+    upcoming: Option<&'static str>,
+    /// A close asked for while the batch ran: answered when it ends.
+    closing: Option<oneshot::Sender<()>>,
+    /// Whether a write of its own ran in this batch (see `then_send`).
+    had_own: bool,
+}
+
+/// What became of a write lent the connection.
+struct Lent<DB: Database> {
+    project: String,
+    savepoint: &'static str,
+    kept: bool,
+    newly_locked: bool,
+    /// Whether its savepoint may exist (`Returned::opened`).
+    opened: bool,
+    /// A kept write's last statements, for the writer to send.
+    last: Option<QueryBuilder<DB>>,
+}
+
+impl<DB: Database> Lane<DB>
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+{
+    fn opens(&self, job: &Job<DB>) -> bool {
+        self.dialect.writes_open_savepoints && job.opens
+    }
+
+    /// The next batch's first write, answering closes while there is none; `None` when the
+    /// last handle of the writer is gone.
+    async fn first(&mut self) -> Option<Job<DB>> {
+        if let Some(job) = self.carried.take() {
+            return Some(job);
+        }
+        loop {
+            match self.jobs.recv().await? {
+                Message::Write(job) => return Some(job),
+                Message::Close(done) => {
+                    self.held = None;
+                    let _ = done.send(());
+                }
+            }
+        }
+    }
+
+    /// Begins a batch for `first`, on the lane's connection or a new one; `None` (with
+    /// `first` told why) when that fails. A trusted connection is not sent BEGIN alone: the
+    /// first write's opening carries it.
+    async fn open(&mut self, first: Job<DB>) -> Option<(PoolConnection<DB>, Batch, Job<DB>)> {
+        let trusted =
+            self.held.as_ref().is_some_and(|(_, answered)| answered.elapsed() < self.dialect.trust_idle_for);
+        let (conn, began, answered) = match self.held.take() {
+            Some((conn, answered)) if trusted && self.opens(&first) => (conn, false, answered),
             kept => {
-                let begin_sql = if opens(&first) || first.own {
-                    dialect.begin.to_owned()
+                let begin_sql = if self.opens(&first) || first.own {
+                    self.dialect.begin.to_owned()
                 } else {
-                    opening(Some(dialect.begin), None, "w1")
+                    opening(Some(self.dialect.begin), None, "w1")
                 };
-                match begin(&pool, kept.map(|(conn, _)| conn), &begin_sql).await {
+                match begin(&self.pool, kept.map(|(conn, _)| conn), &begin_sql).await {
                     Ok(conn) => (conn, true, Instant::now()),
                     Err(e) => {
                         tracing::warn!(error = %e, "cannot begin a write transaction");
                         let _ = first.reply.send(Err(e.to_string()));
-                        continue;
+                        return None;
                     }
                 }
             }
         };
-        let mut waiting: Vec<Committed> = Vec::new();
-        // Projects whose locks this transaction holds (through writes it keeps).
-        let mut locked: HashSet<String> = HashSet::new();
+        let batch = Batch {
+            began,
+            answered,
+            waiting: Vec::new(),
+            locked: HashSet::new(),
+            lent: 1,
+            release: None,
+            upcoming: None,
+            closing: None,
+            had_own: false,
+        };
+        Some((conn, batch, first))
+    }
+
+    /// Lends the connection to the batch's writes in turn, each followed by what the writer
+    /// sends for it; returns why the batch ended without committing (empty: it committed).
+    async fn run_batch(&mut self, batch: &mut Batch, mut conn: PoolConnection<DB>, first: Job<DB>) -> String {
         let mut job = first;
-        let mut lent = 1;
-        // A kept write's savepoint, released with the next write's opening (or by COMMIT).
-        let mut release: Option<&'static str> = None;
-        // The next write's savepoint, when the writer opened it.
-        let mut upcoming: Option<&'static str> = None;
-        let mut closing: Option<oneshot::Sender<()>> = None;
-        // Whether a write of its own ran in this batch (see `then_send`).
-        let mut had_own = false;
-        let error = loop {
-            let bounded = dialect.bound_new_projects && !locked.is_empty() && !locked.contains(&job.project);
-            let savepoint = upcoming.take().unwrap_or_else(|| savepoint_after(release));
-            // The write sends its opening (the previous savepoint's release and its own), or
-            // the writer already did.
-            let begin = (!began).then_some(dialect.begin);
-            let sent_by_write = opens(&job).then(|| opening(begin, release, savepoint));
-            // A write of its own has no savepoint: nothing to release or undo for it.
-            let own = job.own;
-            had_own |= own;
-            let (back, returned) = oneshot::channel();
-            let lease = Lease {
-                conn: Some(conn),
-                back: Some(back),
-                bounded,
-                opened: !own && sent_by_write.is_none(),
-                opening: sent_by_write,
-                writer_sends_last: dialect.writer_sends_last,
-            };
-            // If the write is gone (its request was cancelled), the lease is dropped here and
-            // comes straight back as a rollback.
-            let _ = job.reply.send(Ok(lease));
-            let Ok(Returned { conn: back, keep, opened, last }) = returned.await else {
+        loop {
+            let Some((back, lent)) = batch.lend(self.dialect, conn, job).await else {
                 // The connection went with the lease: so did the transaction.
-                break LOST.to_owned();
+                return LOST.to_owned();
             };
             conn = back;
-            let kept = keep.is_some();
-            let newly_locked = kept && locked.insert(job.project.clone());
-            waiting.extend(keep);
-            // A rolled-back write's last statements are never sent.
-            let last = last.filter(|_| kept);
-            let mut next = None;
-            if lent < dialect.max_batch {
-                match jobs.try_recv() {
-                    // It starts the next batch: this one ends here.
-                    Ok(Message::Write(job)) if job.fresh => carried = Some(job),
-                    Ok(Message::Write(job)) => next = Some(job),
-                    // Closing: this batch ends here, and its connection goes back.
-                    Ok(Message::Close(done)) => closing = Some(done),
-                    Err(_) => {}
-                }
-            }
-            // What the writer sends before the next write (or to end the batch): first
-            // what becomes of this write.
-            let mut sql = Vec::new();
-            if opened {
-                // BEGIN and the previous savepoint's release went with this write's opening,
-                // or the writer sent them before lending.
-                began = true;
-                release = None;
-                if kept {
-                    release = Some(savepoint);
-                } else {
-                    // Fails if the savepoint does not exist (the opening never reached the
-                    // database): then the batch is abandoned, never another write undone.
-                    sql.push(undo(savepoint));
-                }
-            }
-            let began_before = began;
-            sql.extend(then_send(dialect, next.as_ref(), had_own, &mut began, &mut release, &mut upcoming));
-            let sends = !sql.is_empty() || last.is_some();
-            let sent = match last {
-                None => send(&mut conn, &sql).await,
-                Some(mut last) => {
-                    if !sql.is_empty() {
-                        last.push("; ").push(sql.join("; "));
-                    }
-                    match last.build().execute(&mut *conn).await {
-                        Ok(_) => Ok(()),
-                        // If the write's savepoint is still there, its own statements failed:
-                        // it alone is rolled back, gets their error, and the writer sends its
-                        // next statements again, without its release. If not (the writer's
-                        // statements failed after the release, or the error rolled back the
-                        // whole transaction), the batch is abandoned.
-                        Err(e) => match send(&mut conn, &[undo(savepoint)]).await {
-                            Ok(()) => {
-                                if let Some(committed) = waiting.pop() {
-                                    let _ = committed.send(Err(e));
-                                }
-                                if newly_locked {
-                                    locked.remove(&job.project);
-                                }
-                                began = began_before;
-                                release = None;
-                                let sql = then_send(
-                                    dialect,
-                                    next.as_ref(),
-                                    had_own,
-                                    &mut began,
-                                    &mut release,
-                                    &mut upcoming,
-                                );
-                                send(&mut conn, &sql).await
-                            }
-                            Err(_) => Err(e),
-                        },
-                    }
-                }
-            };
-            if sends {
-                answered = Instant::now();
-            }
+            let next = self.next_in_batch(batch);
+            let sent = batch.send_after(self.dialect, &mut conn, lent, next.as_ref()).await;
             match (sent, next) {
                 (Ok(()), Some(next)) => {
                     job = next;
-                    lent += 1;
+                    batch.lent += 1;
                 }
                 (Ok(()), None) => {
-                    for w in waiting.drain(..) {
+                    for w in batch.waiting.drain(..) {
                         let _ = w.send(Ok(()));
                     }
-                    held = Some((conn, answered));
-                    break String::new();
+                    self.held = Some((conn, batch.answered));
+                    return String::new();
                 }
                 (Err(e), next) => {
                     if let Some(next) = next {
                         let _ = next.reply.send(Err(e.to_string()));
                     }
                     abandon(conn).await;
-                    break e.to_string();
+                    return e.to_string();
                 }
             }
-        };
-        if let Some(done) = closing {
-            held = None;
+        }
+    }
+
+    /// The write that joins the batch next, if one is queued and the batch has room. A
+    /// write that must be first, or a close, ends the batch here.
+    fn next_in_batch(&mut self, batch: &mut Batch) -> Option<Job<DB>> {
+        if batch.lent >= self.dialect.max_batch {
+            return None;
+        }
+        match self.jobs.try_recv() {
+            Ok(Message::Write(job)) if job.fresh => {
+                self.carried = Some(job);
+                None
+            }
+            Ok(Message::Write(job)) => Some(job),
+            Ok(Message::Close(done)) => {
+                batch.closing = Some(done);
+                None
+            }
+            Err(_) => None,
+        }
+    }
+
+    /// After a batch: answers a close asked for while it ran, and tells its kept writes
+    /// that they were not kept if it did not commit (`error`).
+    fn end(&mut self, batch: Batch, error: &str) {
+        if let Some(done) = batch.closing {
+            self.held = None;
             let _ = done.send(());
         }
-        if waiting.is_empty() {
-            continue;
+        if batch.waiting.is_empty() {
+            return;
         }
-        tracing::warn!(error, writes = waiting.len(), "write transaction failed; its writes are not kept");
-        for w in waiting {
+        tracing::warn!(
+            error,
+            writes = batch.waiting.len(),
+            "write transaction failed; its writes are not kept"
+        );
+        for w in batch.waiting {
             let _ = w.send(Err(io_error(format!("the write's transaction did not commit: {error}"))));
         }
     }
 }
 
-/// What the writer sends once a write is done with, after what becomes of that write: the
-/// next write's opening if the writer sends it, or the end of the batch. Updates whether
-/// BEGIN was sent, the savepoint still to release and the next write's savepoint.
-fn then_send<DB: Database>(
-    dialect: Dialect,
-    next: Option<&Job<DB>>,
-    had_own: bool,
-    began: &mut bool,
-    release: &mut Option<&'static str>,
-    upcoming: &mut Option<&'static str>,
-) -> Vec<String> {
-    match next {
-        // It needs no savepoint, but the transaction must have begun.
-        Some(next) if next.own => {
-            if *began {
-                vec![]
+impl Batch {
+    /// Lends `conn` to `job` inside its savepoint and waits for it back; `None` when the
+    /// write kept it (the transaction went with it).
+    async fn lend<DB: Database>(
+        &mut self,
+        dialect: Dialect,
+        conn: PoolConnection<DB>,
+        job: Job<DB>,
+    ) -> Option<(PoolConnection<DB>, Lent<DB>)> {
+        let bounded =
+            dialect.bound_new_projects && !self.locked.is_empty() && !self.locked.contains(&job.project);
+        let savepoint = self.upcoming.take().unwrap_or_else(|| savepoint_after(self.release));
+        // The write sends its opening (the previous savepoint's release and its own), or
+        // the writer already did.
+        let begin = (!self.began).then_some(dialect.begin);
+        let sent_by_write =
+            (dialect.writes_open_savepoints && job.opens).then(|| opening(begin, self.release, savepoint));
+        // A write of its own has no savepoint: nothing to release or undo for it.
+        let own = job.own;
+        self.had_own |= own;
+        let (back, returned) = oneshot::channel();
+        let lease = Lease {
+            conn: Some(conn),
+            back: Some(back),
+            bounded,
+            opened: !own && sent_by_write.is_none(),
+            opening: sent_by_write,
+            writer_sends_last: dialect.writer_sends_last,
+        };
+        // If the write is gone (its request was cancelled), the lease is dropped here and
+        // comes straight back as a rollback.
+        let _ = job.reply.send(Ok(lease));
+        let Returned { conn, keep, opened, last } = returned.await.ok()?;
+        let kept = keep.is_some();
+        let newly_locked = kept && self.locked.insert(job.project.clone());
+        self.waiting.extend(keep);
+        // A rolled-back write's last statements are never sent.
+        let last = last.filter(|_| kept);
+        Some((conn, Lent { project: job.project, savepoint, kept, newly_locked, opened, last }))
+    }
+
+    /// Sends what becomes of a write (its savepoint kept for release, or undone), with its
+    /// last statements if the writer sends them, then the next write's opening or the end
+    /// of the batch (`then_send`).
+    async fn send_after<DB: Database>(
+        &mut self,
+        dialect: Dialect,
+        conn: &mut PoolConnection<DB>,
+        lent: Lent<DB>,
+        next: Option<&Job<DB>>,
+    ) -> Result<(), sqlx::Error>
+    where
+        for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+        DB::Arguments: IntoArguments<DB>,
+    {
+        let mut sql = Vec::new();
+        if lent.opened {
+            // BEGIN and the previous savepoint's release went with this write's opening,
+            // or the writer sent them before lending.
+            self.began = true;
+            self.release = None;
+            if lent.kept {
+                self.release = Some(lent.savepoint);
             } else {
-                *began = true;
-                vec![dialect.begin.to_owned()]
+                // Fails if the savepoint does not exist (the opening never reached the
+                // database): then the batch is abandoned, never another write undone.
+                sql.push(undo(lent.savepoint));
             }
         }
-        Some(next) if !(dialect.writes_open_savepoints && next.opens) => {
-            let begin = (!*began).then_some(dialect.begin);
-            let savepoint = savepoint_after(*release);
-            *upcoming = Some(savepoint);
-            *began = true;
-            vec![opening(begin, release.take(), savepoint)]
+        let began_before = self.began;
+        sql.extend(self.then_send(dialect, next));
+        if !sql.is_empty() || lent.last.is_some() {
+            self.answered = Instant::now();
         }
-        // The release is kept at the end because on Postgres a COMMIT of a failed
-        // transaction rolls it back without an error, where the RELEASE fails: a batch
-        // never reports a commit that did not happen.
-        // A write of its own that failed outside its subtransaction (an error of its lock or
-        // its reads) leaves the transaction failed with no savepoint to show it: a statement
-        // in front of the COMMIT fails then too.
-        None if *began => vec![match release.take() {
-            Some(last) => format!("RELEASE SAVEPOINT {last}; COMMIT"),
-            None if had_own => "SELECT 1; COMMIT".to_owned(),
-            None => "COMMIT".to_owned(),
-        }],
-        // No write sent anything: there is no transaction.
-        Some(_) | None => vec![],
+        let Some(mut last) = lent.last else { return send(conn, &sql).await };
+        if !sql.is_empty() {
+            last.push("; ").push(sql.join("; "));
+        }
+        let Err(e) = last.build().execute(&mut **conn).await else { return Ok(()) };
+        // If the write's savepoint is still there, its own statements failed: it alone is
+        // rolled back, gets their error, and the writer sends its next statements again,
+        // without its release. If not (the writer's statements failed after the release,
+        // or the error rolled back the whole transaction), the batch is abandoned.
+        if send(conn, &[undo(lent.savepoint)]).await.is_err() {
+            return Err(e);
+        }
+        if let Some(committed) = self.waiting.pop() {
+            let _ = committed.send(Err(e));
+        }
+        if lent.newly_locked {
+            self.locked.remove(&lent.project);
+        }
+        self.began = began_before;
+        self.release = None;
+        let sql = self.then_send(dialect, next);
+        send(conn, &sql).await
+    }
+
+    /// What the writer sends once a write is done with, after what becomes of that write:
+    /// the next write's opening if the writer sends it, or the end of the batch. Updates
+    /// whether BEGIN was sent, the savepoint still to release and the next write's savepoint.
+    fn then_send<DB: Database>(&mut self, dialect: Dialect, next: Option<&Job<DB>>) -> Vec<String> {
+        match next {
+            // It needs no savepoint, but the transaction must have begun.
+            Some(next) if next.own => {
+                if self.began {
+                    vec![]
+                } else {
+                    self.began = true;
+                    vec![dialect.begin.to_owned()]
+                }
+            }
+            Some(next) if !(dialect.writes_open_savepoints && next.opens) => {
+                let begin = (!self.began).then_some(dialect.begin);
+                let savepoint = savepoint_after(self.release);
+                self.upcoming = Some(savepoint);
+                self.began = true;
+                vec![opening(begin, self.release.take(), savepoint)]
+            }
+            // The release is kept at the end because on Postgres a COMMIT of a failed
+            // transaction rolls it back without an error, where the RELEASE fails: a batch
+            // never reports a commit that did not happen.
+            // A write of its own that failed outside its subtransaction (an error of its lock
+            // or its reads) leaves the transaction failed with no savepoint to show it: a
+            // statement in front of the COMMIT fails then too.
+            None if self.began => vec![match self.release.take() {
+                Some(last) => format!("RELEASE SAVEPOINT {last}; COMMIT"),
+                None if self.had_own => "SELECT 1; COMMIT".to_owned(),
+                None => "COMMIT".to_owned(),
+            }],
+            // No write sent anything: there is no transaction.
+            Some(_) | None => vec![],
+        }
     }
 }
 
@@ -618,387 +715,4 @@ fn io_error(message: String) -> sqlx::Error {
 
 fn stopped() -> sqlx::Error {
     io_error("the database writer has stopped".to_owned())
-}
-
-#[cfg(test)]
-mod tests {
-    use std::str::FromStr;
-
-    use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
-    use sqlx::{Sqlite, SqlitePool};
-
-    use super::*;
-
-    async fn pool(dir: &tempfile::TempDir) -> SqlitePool {
-        let options =
-            SqliteConnectOptions::from_str(&format!("sqlite://{}", dir.path().join("w.db").display()))
-                .unwrap()
-                .create_if_missing(true)
-                .journal_mode(SqliteJournalMode::Wal);
-        let pool = SqlitePoolOptions::new().max_connections(4).connect_with(options).await.unwrap();
-        sqlx::raw_sql("CREATE TABLE t (v TEXT PRIMARY KEY)").execute(&pool).await.unwrap();
-        pool
-    }
-
-    /// A writer with `dialect` on a new database (which lives as long as the directory).
-    async fn writer(dialect: Dialect) -> (tempfile::TempDir, SqlitePool, Writer<Sqlite>) {
-        let dir = tempfile::tempdir().unwrap();
-        let pool = pool(&dir).await;
-        let writer = Writer::spawn(&pool, dialect);
-        (dir, pool, writer)
-    }
-
-    async fn values(pool: &SqlitePool) -> Vec<String> {
-        sqlx::query_scalar("SELECT v FROM t ORDER BY v").fetch_all(pool).await.unwrap()
-    }
-
-    const DIALECT: Dialect = Dialect {
-        begin: "BEGIN IMMEDIATE",
-        max_batch: 64,
-        lanes: 1,
-        bound_new_projects: true,
-        writes_open_savepoints: false,
-        trust_idle_for: Duration::ZERO,
-        writer_sends_last: false,
-    };
-
-    async fn insert(lease: &mut Lease<Sqlite>, v: &str) -> Result<(), sqlx::Error> {
-        sqlx::query("INSERT INTO t (v) VALUES ($1)").bind(v).execute(&mut **lease).await.map(drop)
-    }
-
-    /// Writes queued together share a transaction, yet each one's rollback (or failure, or
-    /// being dropped half-way) undoes only its own statements; kept writes are visible to
-    /// other connections as soon as their `commit` returns.
-    #[tokio::test]
-    async fn each_write_rolls_back_alone_within_a_batch() {
-        let (_dir, pool, writer) = writer(DIALECT).await;
-        // Hold the connection so the next writes queue up and join one batch.
-        let mut first = writer.lease("p", false, false).await.unwrap();
-        insert(&mut first, "a").await.unwrap();
-        let tasks: Vec<_> = ["b", "c", "d", "e", "f"]
-            .into_iter()
-            .map(|v| {
-                let writer = writer.clone();
-                let pool = pool.clone();
-                tokio::spawn(async move {
-                    let mut lease = writer.lease("p", false, false).await.unwrap();
-                    insert(&mut lease, v).await.unwrap();
-                    match v {
-                        "c" => lease.rollback().await.unwrap(),
-                        // A failing statement after a good one: the whole write goes.
-                        "d" => {
-                            assert!(insert(&mut lease, "a").await.is_err(), "duplicate key");
-                            drop(lease);
-                        }
-                        // Dropped without an end, as when a request is cancelled.
-                        "e" => drop(lease),
-                        _ => {
-                            lease.commit().await.unwrap();
-                            // Committed, so visible to any other connection, once it returns.
-                            assert!(values(&pool).await.contains(&v.to_owned()));
-                        }
-                    }
-                })
-            })
-            .collect();
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        first.commit().await.unwrap();
-        for t in tasks {
-            t.await.unwrap();
-        }
-        assert_eq!(values(&pool).await, vec!["a", "b", "f"]);
-        // The writer carries on after all that.
-        let mut lease = writer.lease("p", false, false).await.unwrap();
-        insert(&mut lease, "g").await.unwrap();
-        lease.commit().await.unwrap();
-        assert_eq!(values(&pool).await, vec!["a", "b", "f", "g"]);
-    }
-
-    /// Writes of their own (`lease_own`: no savepoint, their changes in one statement) share
-    /// a batch with writes in savepoints: those kept commit with the batch, one dropped
-    /// before changing anything leaves nothing, and a savepoint write's rollback next to
-    /// them undoes only its own statements. A batch of own writes alone commits too.
-    #[tokio::test]
-    async fn writes_of_their_own_share_a_batch_with_savepoint_writes() {
-        let (_dir, pool, writer) = writer(DIALECT).await;
-        let mut first = writer.lease_own("p", false).await.unwrap();
-        let released = sqlx::raw_sql("RELEASE SAVEPOINT w1").execute(&mut *first).await;
-        assert!(released.is_err(), "the writer opened no savepoint for it");
-        insert(&mut first, "a").await.unwrap();
-        let spawn = |v: &'static str, own: bool, keep: bool| {
-            let writer = writer.clone();
-            tokio::spawn(async move {
-                let mut lease = if own {
-                    writer.lease_own("p", false).await
-                } else {
-                    writer.lease("p", false, false).await
-                }
-                .unwrap();
-                if own && !keep {
-                    // Refused before its one statement: nothing to undo.
-                    return lease.rollback().await.unwrap();
-                }
-                insert(&mut lease, v).await.unwrap();
-                if keep { lease.commit().await.unwrap() } else { lease.rollback().await.unwrap() }
-            })
-        };
-        let tasks = [
-            spawn("b", false, true),
-            spawn("c", true, true),
-            spawn("d", false, false),
-            spawn("e", true, false),
-        ];
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        first.commit().await.unwrap();
-        for t in tasks {
-            t.await.unwrap();
-        }
-        assert_eq!(values(&pool).await, vec!["a", "b", "c"]);
-        let mut lease = writer.lease_own("p", false).await.unwrap();
-        insert(&mut lease, "f").await.unwrap();
-        lease.commit().await.unwrap();
-        assert_eq!(values(&pool).await, vec!["a", "b", "c", "f"]);
-    }
-
-    /// A write joining a batch that holds other projects but not its own is bounded; one
-    /// for a project the batch holds (or the first of a batch) is not; a `fresh` lease ends
-    /// the batch before it (what is committed is visible when it runs) and is not bounded.
-    #[tokio::test]
-    async fn leases_are_bounded_for_projects_the_batch_does_not_hold() {
-        let (_dir, pool, writer) = writer(DIALECT).await;
-        let mut first = writer.lease("a", false, false).await.unwrap();
-        assert!(!first.bounded(), "the first write of a batch holds nothing while it waits");
-        insert(&mut first, "a1").await.unwrap();
-        let lease_of = |project: &'static str, fresh: bool| {
-            let writer = writer.clone();
-            let pool = pool.clone();
-            tokio::spawn(async move {
-                let mut lease = writer.lease(project, fresh, false).await.unwrap();
-                let bounded = lease.bounded();
-                let seen = values(&pool).await;
-                insert(&mut lease, &format!("{project}{}", seen.len() + 10)).await.unwrap();
-                lease.commit().await.unwrap();
-                (bounded, seen)
-            })
-        };
-        let same = lease_of("a", false);
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        let other = lease_of("b", false);
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        let fresh = lease_of("c", true);
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        first.commit().await.unwrap();
-        let (same_bounded, same_seen) = same.await.unwrap();
-        let (other_bounded, other_seen) = other.await.unwrap();
-        let (fresh_bounded, fresh_seen) = fresh.await.unwrap();
-        assert!(!same_bounded, "the batch already holds project a");
-        assert!(other_bounded, "the batch holds a, not b");
-        assert!(!fresh_bounded, "a fresh lease starts a batch of its own");
-        // Nothing was committed while the first batch ran; the fresh one ran after its commit.
-        assert!(same_seen.is_empty() && other_seen.is_empty());
-        assert_eq!(fresh_seen.len(), 3, "the fresh write saw the first batch committed: {fresh_seen:?}");
-    }
-
-    const OPENING: Dialect = Dialect { writes_open_savepoints: true, ..DIALECT };
-
-    /// An insert that sends the lease's opening (its savepoint statements) in front, as the
-    /// Postgres project lock does.
-    async fn insert_opening(lease: &mut Lease<Sqlite>, v: &str) -> Result<(), sqlx::Error> {
-        let opening = lease.take_opening().map(|o| o + "; ").unwrap_or_default();
-        let sql = format!("{opening}INSERT INTO t (v) VALUES ('{v}')");
-        sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&mut **lease).await.map(drop)
-    }
-
-    /// Writes that send their own savepoints (the first with the batch's `BEGIN` already
-    /// sent, the next ones releasing the previous savepoint) keep and roll back alone
-    /// just like those whose savepoint the writer sends, in one batch with them.
-    #[tokio::test]
-    async fn writes_that_open_their_savepoints_roll_back_alone() {
-        let (_dir, pool, writer) = writer(OPENING).await;
-        let mut first = writer.lease("p", false, true).await.unwrap();
-        assert_eq!(first.take_opening().as_deref(), Some("SAVEPOINT w1"));
-        sqlx::raw_sql("SAVEPOINT w1; INSERT INTO t (v) VALUES ('a')").execute(&mut *first).await.unwrap();
-        let spawn = |v: &'static str, opens: bool| {
-            let writer = writer.clone();
-            tokio::spawn(async move {
-                let mut lease = writer.lease("p", false, opens).await.unwrap();
-                if v == "e" {
-                    // Dropped before it sent anything (its opening goes to the next write).
-                    drop(lease);
-                    return;
-                }
-                insert_opening(&mut lease, v).await.unwrap();
-                if v == "c" {
-                    lease.rollback().await.unwrap();
-                } else if v == "d" {
-                    // A statement that fails, after a good one: the write goes.
-                    assert!(insert_opening(&mut lease, "a").await.is_err(), "duplicate key");
-                } else {
-                    lease.commit().await.unwrap();
-                }
-            })
-        };
-        let tasks = [
-            spawn("b", true),
-            spawn("c", true),
-            spawn("d", true),
-            spawn("e", true),
-            spawn("f", false),
-            spawn("g", true),
-        ];
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        first.commit().await.unwrap();
-        for t in tasks {
-            t.await.unwrap();
-        }
-        assert_eq!(values(&pool).await, vec!["a", "b", "f", "g"]);
-    }
-
-    /// Where writes open their savepoints and the lane's connection answered recently, a
-    /// batch's BEGIN rides with its first write's opening; if that write sends nothing, the
-    /// next write's opening carries it, and a batch in which no write sent anything ends
-    /// without a COMMIT.
-    #[tokio::test]
-    async fn begin_rides_with_the_first_opening_sent() {
-        let (_dir, pool, writer) =
-            writer(Dialect { trust_idle_for: Duration::from_hours(1), ..OPENING }).await;
-        // No connection yet: the writer begins alone.
-        let mut lease = writer.lease("p", false, true).await.unwrap();
-        assert_eq!(lease.take_opening().as_deref(), Some("SAVEPOINT w1"));
-        sqlx::raw_sql("SAVEPOINT w1; INSERT INTO t (v) VALUES ('a')").execute(&mut *lease).await.unwrap();
-        lease.commit().await.unwrap();
-        // Its connection answered just now: the next batch's first write sends BEGIN.
-        let mut lease = writer.lease("p", false, true).await.unwrap();
-        assert_eq!(lease.take_opening().as_deref(), Some("BEGIN IMMEDIATE; SAVEPOINT w1"));
-        sqlx::raw_sql("BEGIN IMMEDIATE; SAVEPOINT w1; INSERT INTO t (v) VALUES ('b')")
-            .execute(&mut *lease)
-            .await
-            .unwrap();
-        lease.commit().await.unwrap();
-        // A first write that sends nothing: the next one in its batch begins.
-        let first = writer.lease("p", false, true).await.unwrap();
-        let next = {
-            let writer = writer.clone();
-            tokio::spawn(async move {
-                let mut lease = writer.lease("p", false, true).await.unwrap();
-                // No savepoint of the batch exists: any name will do.
-                assert_eq!(lease.take_opening().as_deref(), Some("BEGIN IMMEDIATE; SAVEPOINT w1"));
-                sqlx::raw_sql("BEGIN IMMEDIATE; SAVEPOINT w1; INSERT INTO t (v) VALUES ('c')")
-                    .execute(&mut *lease)
-                    .await
-                    .unwrap();
-                lease.commit().await.unwrap();
-            })
-        };
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        drop(first);
-        next.await.unwrap();
-        // A batch of one write that sends nothing: no transaction to end, and on it goes.
-        drop(writer.lease("p", false, true).await.unwrap());
-        let mut lease = writer.lease("p", false, true).await.unwrap();
-        insert_opening(&mut lease, "d").await.unwrap();
-        lease.commit().await.unwrap();
-        assert_eq!(values(&pool).await, vec!["a", "b", "c", "d"]);
-    }
-
-    /// A write that took its opening but whose savepoint never reached the database cannot
-    /// be rolled back to it: the writer then abandons the batch (its writes are told they
-    /// were not kept) instead of rolling back to another write's savepoint. Also when a
-    /// write that sent nothing came in between: the savepoint names alternate, but never
-    /// onto the name of a savepoint still to be released.
-    #[tokio::test]
-    async fn an_opening_that_never_ran_abandons_the_batch() {
-        let (_dir, pool, writer) = writer(OPENING).await;
-        let mut first = writer.lease("p", false, true).await.unwrap();
-        insert_opening(&mut first, "a").await.unwrap();
-        let lease_then = |expected: &'static str, take: bool| {
-            let writer = writer.clone();
-            tokio::spawn(async move {
-                let mut lease = writer.lease("p", false, true).await.unwrap();
-                if take {
-                    assert_eq!(lease.take_opening().as_deref(), Some(expected));
-                }
-                lease.rollback().await.unwrap();
-            })
-        };
-        // Sends nothing: the first write's savepoint stays to be released.
-        let second = lease_then("", false);
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        let third = lease_then("RELEASE SAVEPOINT w1; SAVEPOINT w2", true);
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        assert!(first.commit().await.is_err(), "the batch was abandoned: its write is not acknowledged");
-        second.await.unwrap();
-        third.await.unwrap();
-        assert!(values(&pool).await.is_empty(), "nothing of the abandoned batch was committed");
-        // The writer carries on with a new connection.
-        let mut lease = writer.lease("p", false, true).await.unwrap();
-        insert_opening(&mut lease, "b").await.unwrap();
-        lease.commit().await.unwrap();
-        assert_eq!(values(&pool).await, vec!["b"]);
-    }
-
-    const SENDS_LAST: Dialect = Dialect { writer_sends_last: true, trust_idle_for: Duration::MAX, ..OPENING };
-
-    fn insert_query(v: &str) -> QueryBuilder<Sqlite> {
-        let mut query = QueryBuilder::new("INSERT INTO t (v) VALUES (");
-        query.push_bind(v.to_owned()).push(")");
-        query
-    }
-
-    /// A write whose last statements the writer sends with its own (`commit_after`) is kept
-    /// with them; if they fail, it alone is rolled back and gets their error (the
-    /// database's, not a lost transaction's), alone in its batch or among others.
-    #[tokio::test]
-    async fn the_writer_sends_a_writes_last_statements() {
-        let (_dir, pool, writer) = writer(SENDS_LAST).await;
-        // Alone in its batch: the last statements ride with the COMMIT.
-        let mut lease = writer.lease("p", false, true).await.unwrap();
-        insert_opening(&mut lease, "a").await.unwrap();
-        lease.commit_after(insert_query("b")).await.unwrap();
-        assert_eq!(values(&pool).await, vec!["a", "b"]);
-        let mut lease = writer.lease("p", false, true).await.unwrap();
-        insert_opening(&mut lease, "c").await.unwrap();
-        let error = lease.commit_after(insert_query("a")).await.unwrap_err();
-        assert!(matches!(error, sqlx::Error::Database(_)), "the duplicate key's own error: {error:?}");
-        assert_eq!(values(&pool).await, vec!["a", "b"], "c went with its failed last statement");
-        // In a batch: each write's last statements go with the next write's opening.
-        let mut first = writer.lease("p", false, true).await.unwrap();
-        insert_opening(&mut first, "d").await.unwrap();
-        let spawn = |v: &'static str, last: &'static str, opens: bool| {
-            let writer = writer.clone();
-            tokio::spawn(async move {
-                let mut lease = writer.lease("p", false, opens).await.unwrap();
-                insert_opening(&mut lease, v).await.unwrap();
-                lease.commit_after(insert_query(last)).await
-            })
-        };
-        let tasks =
-            [spawn("e", "f", true), spawn("g", "a", true), spawn("h", "i", false), spawn("j", "b", true)];
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        first.commit().await.unwrap();
-        let outcomes: Vec<bool> =
-            futures::future::join_all(tasks).await.into_iter().map(|t| t.unwrap().is_ok()).collect();
-        assert_eq!(outcomes, vec![true, false, true, false]);
-        assert_eq!(values(&pool).await, vec!["a", "b", "d", "e", "f", "h", "i"]);
-        // And the writer carries on.
-        let mut lease = writer.lease("p", false, true).await.unwrap();
-        insert_opening(&mut lease, "k").await.unwrap();
-        lease.commit().await.unwrap();
-        assert_eq!(values(&pool).await.last().map(String::as_str), Some("k"));
-    }
-
-    /// The writer keeps its connection between batches; `close` gives it back, so the
-    /// pool's close (which waits for every connection) finishes.
-    #[tokio::test]
-    async fn close_gives_the_connection_back_to_the_pool() {
-        let (_dir, pool, writer) = writer(DIALECT).await;
-        let mut lease = writer.lease("p", false, false).await.unwrap();
-        insert(&mut lease, "a").await.unwrap();
-        lease.commit().await.unwrap();
-        writer.close().await;
-        tokio::time::timeout(std::time::Duration::from_secs(10), pool.close())
-            .await
-            .expect("the pool closes once the writer gave its connection back");
-        assert!(writer.lease("p", false, false).await.is_err(), "no writes on a closed pool");
-    }
 }

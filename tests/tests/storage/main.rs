@@ -20,6 +20,8 @@
     clippy::too_many_lines
 )]
 
+mod writer;
+
 use std::collections::HashSet;
 
 use baton_proto::v1::{

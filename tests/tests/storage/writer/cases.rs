@@ -1,0 +1,318 @@
+//! The writer's cases, the same on both backends: each backend's module (`super`) gives
+//! the database type, its `BEGIN` and a fresh pool with the table `t`.
+
+use std::time::Duration;
+
+use baton_server::store::writer::{Dialect, Lease, Writer};
+use sqlx::Pool;
+
+use super::{BEGIN, Db, fresh};
+
+/// A writer with `dialect` on a new database (the first value keeps it alive).
+async fn writer(dialect: Dialect) -> (impl Sized, Pool<Db>, Writer<Db>) {
+    let (keep, pool) = fresh().await;
+    let writer = Writer::spawn(&pool, dialect);
+    (keep, pool, writer)
+}
+
+async fn values(pool: &Pool<Db>) -> Vec<String> {
+    sqlx::query_scalar("SELECT v FROM t ORDER BY v").fetch_all(pool).await.unwrap()
+}
+
+const DIALECT: Dialect = Dialect {
+    begin: BEGIN,
+    max_batch: 64,
+    lanes: 1,
+    bound_new_projects: true,
+    writes_open_savepoints: false,
+    trust_idle_for: Duration::ZERO,
+    writer_sends_last: false,
+};
+
+async fn insert(lease: &mut Lease<Db>, v: &str) -> Result<(), sqlx::Error> {
+    sqlx::query("INSERT INTO t (v) VALUES ($1)").bind(v).execute(&mut **lease).await.map(drop)
+}
+
+/// Writes queued together share a transaction, yet each one's rollback (or failure, or
+/// being dropped half-way) undoes only its own statements; kept writes are visible to
+/// other connections as soon as their `commit` returns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_write_rolls_back_alone_within_a_batch() {
+    let (_keep, pool, writer) = writer(DIALECT).await;
+    // Hold the connection so the next writes queue up and join one batch.
+    let mut first = writer.lease("p", false, false).await.unwrap();
+    insert(&mut first, "a").await.unwrap();
+    let tasks: Vec<_> = ["b", "c", "d", "e", "f"]
+        .into_iter()
+        .map(|v| {
+            let writer = writer.clone();
+            let pool = pool.clone();
+            tokio::spawn(async move {
+                let mut lease = writer.lease("p", false, false).await.unwrap();
+                insert(&mut lease, v).await.unwrap();
+                match v {
+                    "c" => lease.rollback().await.unwrap(),
+                    // A failing statement after a good one: the whole write goes.
+                    "d" => {
+                        assert!(insert(&mut lease, "a").await.is_err(), "duplicate key");
+                        drop(lease);
+                    }
+                    // Dropped without an end, as when a request is cancelled.
+                    "e" => drop(lease),
+                    _ => {
+                        lease.commit().await.unwrap();
+                        // Committed, so visible to any other connection, once it returns.
+                        assert!(values(&pool).await.contains(&v.to_owned()));
+                    }
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    first.commit().await.unwrap();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(values(&pool).await, vec!["a", "b", "f"]);
+    // The writer carries on after all that.
+    let mut lease = writer.lease("p", false, false).await.unwrap();
+    insert(&mut lease, "g").await.unwrap();
+    lease.commit().await.unwrap();
+    assert_eq!(values(&pool).await, vec!["a", "b", "f", "g"]);
+}
+
+/// Writes of their own (`lease_own`: no savepoint, their changes in one statement) share
+/// a batch with writes in savepoints: those kept commit with the batch, one dropped
+/// before changing anything leaves nothing, and a savepoint write's rollback next to
+/// them undoes only its own statements. A batch of own writes alone commits too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_of_their_own_share_a_batch_with_savepoint_writes() {
+    let (_keep, pool, writer) = writer(DIALECT).await;
+    let mut first = writer.lease_own("p", false).await.unwrap();
+    // Probed inside a savepoint of the test's own: on Postgres a failed statement would
+    // otherwise fail the whole transaction.
+    sqlx::raw_sql("SAVEPOINT probe").execute(&mut *first).await.unwrap();
+    let released = sqlx::raw_sql("RELEASE SAVEPOINT w1").execute(&mut *first).await;
+    assert!(released.is_err(), "the writer opened no savepoint for it");
+    sqlx::raw_sql("ROLLBACK TO SAVEPOINT probe; RELEASE SAVEPOINT probe").execute(&mut *first).await.unwrap();
+    insert(&mut first, "a").await.unwrap();
+    let spawn = |v: &'static str, own: bool, keep: bool| {
+        let writer = writer.clone();
+        tokio::spawn(async move {
+            let mut lease =
+                if own { writer.lease_own("p", false).await } else { writer.lease("p", false, false).await }
+                    .unwrap();
+            if own && !keep {
+                // Refused before its one statement: nothing to undo.
+                return lease.rollback().await.unwrap();
+            }
+            insert(&mut lease, v).await.unwrap();
+            if keep { lease.commit().await.unwrap() } else { lease.rollback().await.unwrap() }
+        })
+    };
+    let tasks =
+        [spawn("b", false, true), spawn("c", true, true), spawn("d", false, false), spawn("e", true, false)];
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    first.commit().await.unwrap();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(values(&pool).await, vec!["a", "b", "c"]);
+    let mut lease = writer.lease_own("p", false).await.unwrap();
+    insert(&mut lease, "f").await.unwrap();
+    lease.commit().await.unwrap();
+    assert_eq!(values(&pool).await, vec!["a", "b", "c", "f"]);
+}
+
+/// A write joining a batch that holds other projects but not its own is bounded; one
+/// for a project the batch holds (or the first of a batch) is not; a `fresh` lease ends
+/// the batch before it (what is committed is visible when it runs) and is not bounded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leases_are_bounded_for_projects_the_batch_does_not_hold() {
+    let (_keep, pool, writer) = writer(DIALECT).await;
+    let mut first = writer.lease("a", false, false).await.unwrap();
+    assert!(!first.bounded(), "the first write of a batch holds nothing while it waits");
+    insert(&mut first, "a1").await.unwrap();
+    let lease_of = |project: &'static str, fresh: bool| {
+        let writer = writer.clone();
+        let pool = pool.clone();
+        tokio::spawn(async move {
+            let mut lease = writer.lease(project, fresh, false).await.unwrap();
+            let bounded = lease.bounded();
+            let seen = values(&pool).await;
+            insert(&mut lease, &format!("{project}{}", seen.len() + 10)).await.unwrap();
+            lease.commit().await.unwrap();
+            (bounded, seen)
+        })
+    };
+    let same = lease_of("a", false);
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let other = lease_of("b", false);
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let fresh = lease_of("c", true);
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    first.commit().await.unwrap();
+    let (same_bounded, same_seen) = same.await.unwrap();
+    let (other_bounded, other_seen) = other.await.unwrap();
+    let (fresh_bounded, fresh_seen) = fresh.await.unwrap();
+    assert!(!same_bounded, "the batch already holds project a");
+    assert!(other_bounded, "the batch holds a, not b");
+    assert!(!fresh_bounded, "a fresh lease starts a batch of its own");
+    // Nothing was committed while the first batch ran; the fresh one ran after its commit.
+    assert!(same_seen.is_empty() && other_seen.is_empty());
+    assert_eq!(fresh_seen.len(), 3, "the fresh write saw the first batch committed: {fresh_seen:?}");
+}
+
+const OPENING: Dialect = Dialect { writes_open_savepoints: true, ..DIALECT };
+
+/// An insert that sends the lease's opening (its savepoint statements) in front, as the
+/// Postgres project lock does.
+async fn insert_opening(lease: &mut Lease<Db>, v: &str) -> Result<(), sqlx::Error> {
+    let opening = lease.take_opening().map(|o| o + "; ").unwrap_or_default();
+    let sql = format!("{opening}INSERT INTO t (v) VALUES ('{v}')");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&mut **lease).await.map(drop)
+}
+
+/// Writes that send their own savepoints (the first with the batch's `BEGIN` already
+/// sent, the next ones releasing the previous savepoint) keep and roll back alone
+/// just like those whose savepoint the writer sends, in one batch with them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_that_open_their_savepoints_roll_back_alone() {
+    let (_keep, pool, writer) = writer(OPENING).await;
+    let mut first = writer.lease("p", false, true).await.unwrap();
+    assert_eq!(first.take_opening().as_deref(), Some("SAVEPOINT w1"));
+    sqlx::raw_sql("SAVEPOINT w1; INSERT INTO t (v) VALUES ('a')").execute(&mut *first).await.unwrap();
+    let spawn = |v: &'static str, opens: bool| {
+        let writer = writer.clone();
+        tokio::spawn(async move {
+            let mut lease = writer.lease("p", false, opens).await.unwrap();
+            if v == "e" {
+                // Dropped before it sent anything (its opening goes to the next write).
+                drop(lease);
+                return;
+            }
+            insert_opening(&mut lease, v).await.unwrap();
+            if v == "c" {
+                lease.rollback().await.unwrap();
+            } else if v == "d" {
+                // A statement that fails, after a good one: the write goes.
+                assert!(insert_opening(&mut lease, "a").await.is_err(), "duplicate key");
+            } else {
+                lease.commit().await.unwrap();
+            }
+        })
+    };
+    let tasks = [
+        spawn("b", true),
+        spawn("c", true),
+        spawn("d", true),
+        spawn("e", true),
+        spawn("f", false),
+        spawn("g", true),
+    ];
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    first.commit().await.unwrap();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(values(&pool).await, vec!["a", "b", "f", "g"]);
+}
+
+/// Where writes open their savepoints and the lane's connection answered recently, a
+/// batch's BEGIN rides with its first write's opening; if that write sends nothing, the
+/// next write's opening carries it, and a batch in which no write sent anything ends
+/// without a COMMIT.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn begin_rides_with_the_first_opening_sent() {
+    let (_dir, pool, writer) = writer(Dialect { trust_idle_for: Duration::from_hours(1), ..OPENING }).await;
+    // No connection yet: the writer begins alone.
+    let mut lease = writer.lease("p", false, true).await.unwrap();
+    assert_eq!(lease.take_opening().as_deref(), Some("SAVEPOINT w1"));
+    sqlx::raw_sql("SAVEPOINT w1; INSERT INTO t (v) VALUES ('a')").execute(&mut *lease).await.unwrap();
+    lease.commit().await.unwrap();
+    // Its connection answered just now: the next batch's first write sends BEGIN.
+    let mut lease = writer.lease("p", false, true).await.unwrap();
+    assert_eq!(lease.take_opening().as_deref(), Some(format!("{BEGIN}; SAVEPOINT w1").as_str()));
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("{BEGIN}; SAVEPOINT w1; INSERT INTO t (v) VALUES ('b')")))
+        .execute(&mut *lease)
+        .await
+        .unwrap();
+    lease.commit().await.unwrap();
+    // A first write that sends nothing: the next one in its batch begins.
+    let first = writer.lease("p", false, true).await.unwrap();
+    let next = {
+        let writer = writer.clone();
+        tokio::spawn(async move {
+            let mut lease = writer.lease("p", false, true).await.unwrap();
+            // No savepoint of the batch exists: any name will do.
+            assert_eq!(lease.take_opening().as_deref(), Some(format!("{BEGIN}; SAVEPOINT w1").as_str()));
+            sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                "{BEGIN}; SAVEPOINT w1; INSERT INTO t (v) VALUES ('c')"
+            )))
+            .execute(&mut *lease)
+            .await
+            .unwrap();
+            lease.commit().await.unwrap();
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    drop(first);
+    next.await.unwrap();
+    // A batch of one write that sends nothing: no transaction to end, and on it goes.
+    drop(writer.lease("p", false, true).await.unwrap());
+    let mut lease = writer.lease("p", false, true).await.unwrap();
+    insert_opening(&mut lease, "d").await.unwrap();
+    lease.commit().await.unwrap();
+    assert_eq!(values(&pool).await, vec!["a", "b", "c", "d"]);
+}
+
+/// A write that took its opening but whose savepoint never reached the database cannot
+/// be rolled back to it: the writer then abandons the batch (its writes are told they
+/// were not kept) instead of rolling back to another write's savepoint. Also when a
+/// write that sent nothing came in between: the savepoint names alternate, but never
+/// onto the name of a savepoint still to be released.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_opening_that_never_ran_abandons_the_batch() {
+    let (_keep, pool, writer) = writer(OPENING).await;
+    let mut first = writer.lease("p", false, true).await.unwrap();
+    insert_opening(&mut first, "a").await.unwrap();
+    let lease_then = |expected: &'static str, take: bool| {
+        let writer = writer.clone();
+        tokio::spawn(async move {
+            let mut lease = writer.lease("p", false, true).await.unwrap();
+            if take {
+                assert_eq!(lease.take_opening().as_deref(), Some(expected));
+            }
+            lease.rollback().await.unwrap();
+        })
+    };
+    // Sends nothing: the first write's savepoint stays to be released.
+    let second = lease_then("", false);
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let third = lease_then("RELEASE SAVEPOINT w1; SAVEPOINT w2", true);
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    assert!(first.commit().await.is_err(), "the batch was abandoned: its write is not acknowledged");
+    second.await.unwrap();
+    third.await.unwrap();
+    assert!(values(&pool).await.is_empty(), "nothing of the abandoned batch was committed");
+    // The writer carries on with a new connection.
+    let mut lease = writer.lease("p", false, true).await.unwrap();
+    insert_opening(&mut lease, "b").await.unwrap();
+    lease.commit().await.unwrap();
+    assert_eq!(values(&pool).await, vec!["b"]);
+}
+
+/// The writer keeps its connection between batches; `close` gives it back, so the
+/// pool's close (which waits for every connection) finishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_gives_the_connection_back_to_the_pool() {
+    let (_keep, pool, writer) = writer(DIALECT).await;
+    let mut lease = writer.lease("p", false, false).await.unwrap();
+    insert(&mut lease, "a").await.unwrap();
+    lease.commit().await.unwrap();
+    writer.close().await;
+    tokio::time::timeout(std::time::Duration::from_secs(10), pool.close())
+        .await
+        .expect("the pool closes once the writer gave its connection back");
+    assert!(writer.lease("p", false, false).await.is_err(), "no writes on a closed pool");
+}
