@@ -99,9 +99,17 @@ impl Server {
         let bin = binary("baton-server");
         // A test may name its own address (to restart on the same port).
         let listen = if args.iter().any(|a| a == "--listen") { None } else { Some("--listen=127.0.0.1:0") };
+        // Tests log Baton's debug lines (and spans) for their failure reports; a bench names
+        // the level users run at.
+        let log_level = if args.iter().any(|a| a == "--log-level") {
+            None
+        } else {
+            Some("--log-level=info,baton_server=debug")
+        };
         let mut child = Command::new(&bin)
             .args(listen)
-            .args(["--database-url", &database_url, "--log-level", "info,baton_server=debug"])
+            .args(log_level)
+            .args(["--database-url", &database_url])
             .args(&args)
             .env("HOME", dir.path())
             .envs(env.iter().map(|(k, v)| (k, v)))

@@ -309,6 +309,10 @@ fn write_record<T: WriteTx>(
     let revision = w.revision();
     let mut created = Vec::new();
     let mut deleted_ids = Vec::new();
+    // A record never written holds no entries, evicted or not: nothing to delete (a
+    // statement less for every new key and note).
+    let delete_ids =
+        if found.current.is_none() && found.before.is_empty() { Some(&[][..]) } else { delete_ids };
     let entries = if decision.applies() {
         created = apply_record(w, t, items, delete_ids, ctx)?;
         // What the record holds now: the entries kept (under the new record version), then

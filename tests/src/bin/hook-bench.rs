@@ -149,7 +149,7 @@ async fn main() {
     let (sessions, notes, runs) = if quick { (100, 1000, 30) } else { (1000, 10_000, 300) };
     let backend =
         if std::env::var_os("BATON_BENCH_POSTGRES").is_some() { Backend::Postgres } else { Backend::Sqlite };
-    let server = Server::start(backend).await.expect("start server");
+    let server = Server::start_with(backend, &["--log-level", "info"]).await.expect("start server");
     let c = server.clients().await;
     let project = "github.com/bench/widget";
 

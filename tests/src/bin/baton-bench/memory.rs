@@ -37,7 +37,7 @@ pub async fn memory(backend: Backend, quick: bool) -> Row {
     } else {
         Plant { checkpoints: 60, memory_writes: 40, window: Duration::from_secs(15) }
     };
-    let server = Server::start(backend).await.expect("start baton-server");
+    let server = Server::start_with(backend, &["--log-level", "info"]).await.expect("start baton-server");
     let pid = server.pid().expect("server pid");
     let channel = server.channel().await;
     let c = clients(channel);

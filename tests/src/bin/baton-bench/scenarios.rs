@@ -95,7 +95,17 @@ pub async fn run_all(backend: Backend, sizes: Sizes, only: &[String]) -> Results
     let run = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
     let server = Server::start_with(
         backend,
-        &["--max-watches-per-token", "100000", "--max-watch-projects", "1000", "--reaper-interval", "200ms"],
+        &[
+            "--max-watches-per-token",
+            "100000",
+            "--max-watch-projects",
+            "1000",
+            "--reaper-interval",
+            "200ms",
+            // The server's default: the harness's debug lines and spans are for test reports.
+            "--log-level",
+            "info",
+        ],
     )
     .await
     .expect("start baton-server");

@@ -23,7 +23,7 @@ const TERMS: [(&str, &str, u64); 3] = [
 ];
 
 pub async fn rows(backend: Backend, floor: &Floor, sizes: Sizes, table: &mut Vec<Row>) {
-    let mut server = Server::start(backend).await.expect("start baton-server");
+    let mut server = Server::start_with(backend, &["--log-level", "info"]).await.expect("start baton-server");
     let c = &server.clients().await;
     let records: u64 = if sizes.quick { 10_000 } else { 100_000 };
     let started = Instant::now();
