@@ -2,13 +2,14 @@
 //! (`core::search`), paged by count and bytes. Pages keep to the head revision and newest
 //! document the first page saw, so later writes do not shift them.
 
+use std::collections::HashMap;
+
 use baton_proto::v1::{Highlight, SearchHit, SearchKind, SearchResponse};
 use prost::Message as _;
 use serde::{Deserialize, Serialize};
 
 use crate::core::page::{Budget, token};
-use std::collections::HashMap;
-
+use crate::core::search::doc::Kind;
 use crate::core::search::query::Query;
 use crate::core::search::rank::{self, Ranked};
 use crate::core::search::snippet;
@@ -109,7 +110,7 @@ fn hit(row: &SearchRow, ranked: &Ranked, wanted: &[&str]) -> SearchHit {
             .collect(),
         snippet: snippet.text,
         score: ranked.score,
-        matched_checkpoints: if row.kind == 2 {
+        matched_checkpoints: if row.kind == Kind::Checkpoint as i64 {
             i32::try_from(ranked.matched).unwrap_or(i32::MAX)
         } else {
             0

@@ -89,6 +89,13 @@ struct Job<DB: Database> {
     reply: Reply<DB>,
 }
 
+impl<DB: Database> Job<DB> {
+    /// Whether the write sends its own savepoint statements under `dialect`.
+    fn opens_under(&self, dialect: Dialect) -> bool {
+        dialect.writes_open_savepoints && self.opens
+    }
+}
+
 /// What a lane's task is asked to do.
 enum Message<DB: Database> {
     Write(Job<DB>),
@@ -368,10 +375,6 @@ where
     for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
     DB::Arguments: IntoArguments<DB>,
 {
-    fn opens(&self, job: &Job<DB>) -> bool {
-        self.dialect.writes_open_savepoints && job.opens
-    }
-
     /// The next batch's first write, answering closes while there is none; `None` when the
     /// last handle of the writer is gone.
     async fn first(&mut self) -> Option<Job<DB>> {
@@ -396,9 +399,9 @@ where
         let trusted =
             self.held.as_ref().is_some_and(|(_, answered)| answered.elapsed() < self.dialect.trust_idle_for);
         let (conn, began, answered) = match self.held.take() {
-            Some((conn, answered)) if trusted && self.opens(&first) => (conn, false, answered),
+            Some((conn, answered)) if trusted && first.opens_under(self.dialect) => (conn, false, answered),
             kept => {
-                let begin_sql = if self.opens(&first) || first.own {
+                let begin_sql = if first.opens_under(self.dialect) || first.own {
                     self.dialect.begin.to_owned()
                 } else {
                     opening(Some(self.dialect.begin), None, "w1")
@@ -518,8 +521,7 @@ impl Batch {
         // The write sends its opening (the previous savepoint's release and its own), or
         // the writer already did.
         let begin = (!self.began).then_some(dialect.begin);
-        let sent_by_write =
-            (dialect.writes_open_savepoints && job.opens).then(|| opening(begin, self.release, savepoint));
+        let sent_by_write = job.opens_under(dialect).then(|| opening(begin, self.release, savepoint));
         // A write of its own has no savepoint: nothing to release or undo for it.
         let own = job.own;
         self.had_own |= own;
@@ -615,7 +617,7 @@ impl Batch {
                     vec![dialect.begin.to_owned()]
                 }
             }
-            Some(next) if !(dialect.writes_open_savepoints && next.opens) => {
+            Some(next) if !next.opens_under(dialect) => {
                 let begin = (!self.began).then_some(dialect.begin);
                 let savepoint = savepoint_after(self.release);
                 self.upcoming = Some(savepoint);

@@ -7,8 +7,8 @@ use std::collections::HashMap;
 
 use super::doc::Kind;
 
-/// A match as the engine gives it.
-#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+/// A match as the engine gives it (SQLite: a JSON array of these fields, in order).
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow, serde::Deserialize)]
 pub struct Candidate {
     pub id: i64,
     pub kind: i64,

@@ -168,7 +168,7 @@ impl PgStore {
         Ok(query.fetch_all(&self.pool).await?)
     }
 
-    pub(super) async fn search_rows(&self, q: SearchQuery) -> Result<SearchPage> {
+    pub(super) async fn search_candidates(&self, q: SearchQuery) -> Result<SearchPage> {
         let (head, newest, partial): (i64, i64, bool) =
             sqlx::query_as(sql::SEARCH_HEAD).bind(&q.project).fetch_one(&self.pool).await?;
         let (max_revision, max_id) = q.bounds.unwrap_or((head, newest));
@@ -190,7 +190,7 @@ impl PgStore {
         Ok(SearchPage { candidates, partial, bounds: (max_revision, max_id) })
     }
 
-    pub(super) async fn search_docs(&self, ids: Vec<i64>) -> Result<Vec<SearchRow>> {
+    pub(super) async fn search_docs_by_id(&self, ids: Vec<i64>) -> Result<Vec<SearchRow>> {
         Ok(sqlx::query_as(sql::SEARCH_ROWS).bind(ids).fetch_all(&self.pool).await?)
     }
 

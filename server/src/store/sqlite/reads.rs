@@ -169,7 +169,7 @@ impl SqliteStore {
         Ok(query.fetch_all(&self.pool).await?)
     }
 
-    pub(super) async fn search_rows(&self, q: SearchQuery) -> Result<SearchPage> {
+    pub(super) async fn search_candidates(&self, q: SearchQuery) -> Result<SearchPage> {
         let (head, newest, partial): (i64, i64, bool) =
             sqlx::query_as(sql::SEARCH_HEAD).bind(&q.project).fetch_one(&self.search_pool).await?;
         let (max_revision, max_id) = q.bounds.unwrap_or((head, newest));
@@ -187,22 +187,13 @@ impl SqliteStore {
             .bind(q.ranked)
             .fetch_one(&self.search_pool)
             .await?;
-        let candidates: Vec<(i64, i64, String, i64, f64)> =
+        // Each candidate a JSON array of the fields in order.
+        let candidates: Vec<Candidate> =
             serde_json::from_str(&candidates).map_err(crate::error::Error::internal)?;
-        let candidates = candidates
-            .into_iter()
-            .map(|(id, kind, session_id, created_us, score)| Candidate {
-                id,
-                kind,
-                session_id,
-                created_us,
-                score,
-            })
-            .collect();
         Ok(SearchPage { candidates, partial, bounds: (max_revision, max_id) })
     }
 
-    pub(super) async fn search_docs(&self, ids: Vec<i64>) -> Result<Vec<SearchRow>> {
+    pub(super) async fn search_docs_by_id(&self, ids: Vec<i64>) -> Result<Vec<SearchRow>> {
         let ids = serde_json::to_string(&ids).map_err(crate::error::Error::internal)?;
         Ok(sqlx::query_as(sql::SEARCH_ROWS).bind(ids).fetch_all(&self.search_pool).await?)
     }

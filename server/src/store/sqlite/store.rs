@@ -78,11 +78,11 @@ impl Store for SqliteStore {
     }
     #[tracing::instrument(level = "debug", skip_all)]
     async fn search(&self, query: model::SearchQuery) -> Result<model::SearchPage> {
-        self.search_rows(query).await
+        self.search_candidates(query).await
     }
     #[tracing::instrument(level = "debug", skip_all)]
     async fn search_rows(&self, ids: Vec<i64>) -> Result<Vec<model::SearchRow>> {
-        self.search_docs(ids).await
+        self.search_docs_by_id(ids).await
     }
     #[tracing::instrument(level = "debug", skip_all)]
     async fn search_backfill(&self) -> Result<Vec<String>> {

@@ -15,7 +15,7 @@ async fn writer(dialect: Dialect) -> (impl Sized, Pool<Db>, Writer<Db>) {
     (keep, pool, writer)
 }
 
-async fn values(pool: &Pool<Db>) -> Vec<String> {
+pub(super) async fn values(pool: &Pool<Db>) -> Vec<String> {
     sqlx::query_scalar("SELECT v FROM t ORDER BY v").fetch_all(pool).await.unwrap()
 }
 
@@ -163,11 +163,11 @@ async fn leases_are_bounded_for_projects_the_batch_does_not_hold() {
     assert_eq!(fresh_seen.len(), 3, "the fresh write saw the first batch committed: {fresh_seen:?}");
 }
 
-const OPENING: Dialect = Dialect { writes_open_savepoints: true, ..DIALECT };
+pub(super) const OPENING: Dialect = Dialect { writes_open_savepoints: true, ..DIALECT };
 
 /// An insert that sends the lease's opening (its savepoint statements) in front, as the
 /// Postgres project lock does.
-async fn insert_opening(lease: &mut Lease<Db>, v: &str) -> Result<(), sqlx::Error> {
+pub(super) async fn insert_opening(lease: &mut Lease<Db>, v: &str) -> Result<(), sqlx::Error> {
     let opening = lease.take_opening().map(|o| o + "; ").unwrap_or_default();
     let sql = format!("{opening}INSERT INTO t (v) VALUES ('{v}')");
     sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&mut **lease).await.map(drop)

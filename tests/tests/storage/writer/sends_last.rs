@@ -3,31 +3,13 @@
 
 use std::time::Duration;
 
-use baton_server::store::writer::{Dialect, Lease, Writer};
-use sqlx::{Pool, QueryBuilder};
+use baton_server::store::writer::{Dialect, Writer};
+use sqlx::QueryBuilder;
 
-use super::{BEGIN, Db, fresh};
+use super::cases::{OPENING, insert_opening, values};
+use super::{Db, fresh};
 
-async fn values(pool: &Pool<Db>) -> Vec<String> {
-    sqlx::query_scalar("SELECT v FROM t ORDER BY v").fetch_all(pool).await.unwrap()
-}
-
-/// An insert that sends the lease's opening in front.
-async fn insert_opening(lease: &mut Lease<Db>, v: &str) -> Result<(), sqlx::Error> {
-    let opening = lease.take_opening().map(|o| o + "; ").unwrap_or_default();
-    let sql = format!("{opening}INSERT INTO t (v) VALUES ('{v}')");
-    sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&mut **lease).await.map(drop)
-}
-
-const SENDS_LAST: Dialect = Dialect {
-    begin: BEGIN,
-    max_batch: 64,
-    lanes: 1,
-    bound_new_projects: true,
-    writes_open_savepoints: true,
-    trust_idle_for: Duration::MAX,
-    writer_sends_last: true,
-};
+const SENDS_LAST: Dialect = Dialect { writer_sends_last: true, trust_idle_for: Duration::MAX, ..OPENING };
 
 fn insert_query(v: &str) -> QueryBuilder<Db> {
     let mut query = QueryBuilder::new("INSERT INTO t (v) VALUES (");
