@@ -44,6 +44,7 @@ mod purge;
 mod retention;
 mod search;
 mod sessions;
+mod temp_files;
 mod tls;
 mod watch;
 mod writes;

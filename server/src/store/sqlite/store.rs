@@ -229,12 +229,14 @@ impl Store for SqliteStore {
         self.stamp(id, digest).await
     }
     fn pool_stats(&self) -> (u32, usize) {
-        (self.pool.size(), self.pool.num_idle())
+        // The writer's connection is one of the database's connections too.
+        (self.pool.size() + self.writer_pool.size(), self.pool.num_idle() + self.writer_pool.num_idle())
     }
     #[tracing::instrument(level = "debug", skip_all)]
     async fn close(&self) {
         // The writer's lanes hold their connections; the pool's close waits for them.
         self.writer.close().await;
+        self.writer_pool.close().await;
         self.pool.close().await;
         self.search_pool.close().await;
     }
