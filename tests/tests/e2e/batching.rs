@@ -319,6 +319,65 @@ async fn apply_makes_one_subtransaction_and_the_previous_call_still_writes() {
     assert_eq!(docs("doc-3").await, 1, "the document is written with the write");
 }
 
+/// A write updates its project's row in the batch's transaction, which holds the row's
+/// lock, not in its own subtransaction: updated there, the row gets a MultiXact as its
+/// locker (Postgres keeps the parent's lock should the subtransaction roll back), which every
+/// later lock and read of the row must look up. Batches of several writes to one project;
+/// then no version of the project's row has one. A failed write leaves the row as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_updates_its_project_row_without_a_multixact() {
+    let server = Server::start(Backend::Postgres).await.unwrap();
+    let c = server.clients().await;
+    let p = project();
+    let writers: Vec<_> = (0..8)
+        .map(|i| {
+            let (mut c, p) = (c.clone(), p.clone());
+            tokio::spawn(async move {
+                for n in 0..5 {
+                    put_note(&mut c, &p, &format!("c{i}-{n}"), "v", write()).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.await.unwrap();
+    }
+    let mut db = sqlx::PgConnection::connect(&server.database_url).await.unwrap();
+    sqlx::raw_sql("CREATE EXTENSION IF NOT EXISTS pageinspect").execute(&mut db).await.unwrap();
+    // Every version of the row still on the table's pages, dead ones included (0x1000 is
+    // HEAP_XMAX_IS_MULTI).
+    let (versions, multi): (i64, i64) = sqlx::query_as(
+        "SELECT count(*), count(*) FILTER (WHERE t_infomask & 4096 <> 0) \
+         FROM generate_series(0, pg_relation_size('projects') / current_setting('block_size')::int - 1) b, \
+         heap_page_items(get_raw_page('projects', b::int)) WHERE t_xmin IS NOT NULL",
+    )
+    .fetch_one(&mut db)
+    .await
+    .unwrap();
+    assert!(versions > 10, "the row's versions are still on its page ({versions})");
+    assert_eq!(multi, 0, "{multi} of the {versions} versions of the project's row have a MultiXact");
+
+    let before = head_revision(&mut db, &p).await;
+    let taken = format!(
+        "SELECT out_code FROM baton_apply($1, {}, 0, NULL, NULL, '{{}}'::text[], '{{}}'::text[], '{{}}'::text[], \
+         '{{}}'::baton_entry[], '{{}}'::baton_record_version[], '{{}}'::baton_session[], '{{}}'::baton_session[], \
+         ARRAY[ROW({before}, 1, '\\x00'::bytea)]::baton_event[], '{{}}'::baton_conflict[], NULL, NULL, NULL, \
+         '{{}}'::baton_checkpoint[], '{{}}'::baton_search_edit[], '{{}}'::baton_search_doc[])",
+        before + 5
+    );
+    assert_eq!(apply_code(&mut db, &p, taken).await.as_deref(), Some("23505"), "the revision is taken");
+    assert_eq!(head_revision(&mut db, &p).await, before, "a failed write leaves the project's head");
+}
+
+async fn head_revision(db: &mut sqlx::PgConnection, project: &str) -> i64 {
+    let (head,): (i64,) = sqlx::query_as("SELECT head_revision FROM projects WHERE key = $1")
+        .bind(project)
+        .fetch_one(db)
+        .await
+        .unwrap();
+    head
+}
+
 /// The SQLSTATE a `baton_apply` call reports, if any.
 async fn apply_code(db: &mut sqlx::PgConnection, project: &str, sql: String) -> Option<String> {
     let rows: Vec<(Option<String>,)> =
