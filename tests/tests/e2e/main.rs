@@ -44,7 +44,7 @@ mod purge;
 mod retention;
 mod search;
 mod sessions;
-mod temp_files;
+mod sqlite_files;
 mod tls;
 mod watch;
 mod writes;

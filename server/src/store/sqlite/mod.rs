@@ -55,10 +55,19 @@ const SEARCH_CACHE: &str = "-16384";
 /// savepoints' journals above all: SQLite writes a statement journal past 64 KiB to a new
 /// file, and a small write's savepoint journals about twenty pages (each table and index it
 /// touches, the search index's among them), so every write created, wrote and deleted a file
-/// in the temporary folder (the etcd rows of `baton-bench`: 44% / 32% / 22% of etcd at 1 / 8
-/// / 32 clients with the files, 52% / 35% / 26% without). The journal lasts one transaction;
-/// the writer's queries read by key, so nothing else it keeps there is large.
+/// in the temporary folder (the etcd rows of `baton-bench`; README, "Performance"). The
+/// journal lasts one transaction; the writer's queries read by key, so nothing else it keeps
+/// there is large.
 const WRITER_TEMP_STORE: &str = "memory";
+
+/// The write-ahead log's size (pages) at which a commit copies it into the database file
+/// (SQLite's default is 1,000, 4 MB). A small write logs about twenty pages, mostly the same
+/// ones as the writes before it (each index's newest leaf, the project's row), so at 1,000
+/// every fiftieth commit copied and synced pages that the next fifty overwrite again, in the
+/// committing write's time. At 10,000 (a log of up to 40 MB, kept and reused) a copy writes
+/// each page once for ten times as many writes (the etcd rows of `baton-bench`, throughput
+/// and the 1-client p99; README, "Performance").
+const CHECKPOINT_AFTER_PAGES: &str = "10000";
 
 impl SqliteStore {
     /// Opens (creating if missing) and migrates the database at `url` (`sqlite://path`).
@@ -69,6 +78,7 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Full)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(30))
+            .pragma("wal_autocheckpoint", CHECKPOINT_AFTER_PAGES)
             // The writer's connection keeps each write's log prepared together with the
             // statements the writer sends after it (`writer_sends_last`): a few texts per
             // kind of write, more than sqlx's default of 100 in all.
