@@ -7,7 +7,7 @@ use prost::Message;
 
 use crate::core::time::ts;
 use crate::error::{Error, Result};
-use crate::store::model::{Change, Lock, Log, LoggedConflict, LoggedEvent, StoredRequest};
+use crate::store::model::{Change, Index, Lock, Log, LoggedConflict, LoggedEvent, StoredRequest};
 use crate::store::{Store, WriteCtx, WriteTx};
 
 /// A write in progress: its transaction, the revisions it took, what it will log and the
@@ -154,8 +154,12 @@ impl<T: WriteTx> Write<T> {
         if self.last > self.locked {
             self.log.head = Some(self.last);
         }
-        let index = super::index::follow(&self.changes);
-        self.changes.extend(index);
+        // A record's documents are found through its entries: they go before the entries do.
+        let (first, then): (Vec<Change>, Vec<Change>) = super::index::follow(&self.changes)
+            .into_iter()
+            .partition(|c| matches!(c, Change::Index(Index::DropRecord { .. })));
+        self.changes.splice(0..0, first);
+        self.changes.extend(then);
         fail::fail_point!("write.before_commit", |_| Err(injected("write.before_commit")));
         self.tx.commit(self.changes, self.log).await?;
         crate::metrics::record_commit(&self.emitted);

@@ -216,7 +216,8 @@ pub enum Index {
     Retext { kind: Kind, record_id: String, body: String, words: Vec<String> },
     /// Drops documents by record id.
     Drop { kind: Kind, record_ids: Vec<String> },
-    /// Drops the documents of every entry of a memory record.
+    /// Drops the documents of every entry a memory record has (evicted ones included),
+    /// found through the entries: it comes before any change that removes them.
     DropRecord { record: String },
 }
 

@@ -277,6 +277,10 @@ async fn the_index_follows_writes(backend: Backend) {
         query: query.into(),
         ..Default::default()
     };
+    // A note written again: its old text is gone, its new text found.
+    memory(&mut c, &planted.project, "note", "db", "DuckDB by default", "").await;
+    assert!(search(&mut c, ask("teams")).await.is_empty(), "a note's old text is not found");
+    assert_eq!(search(&mut c, ask("duckdb")).await.len(), 1, "a note's new text is");
     c.memory
         .delete_memory(DeleteMemoryRequest {
             project: planted.project.clone(),
@@ -289,7 +293,7 @@ async fn the_index_follows_writes(backend: Backend) {
         })
         .await
         .unwrap();
-    assert!(search(&mut c, ask("sqlite")).await.is_empty(), "a deleted note is not found");
+    assert!(search(&mut c, ask("duckdb")).await.is_empty(), "a deleted note is not found");
     // A new goal replaces the session's document.
     c.sessions
         .update_session(baton_proto::v1::UpdateSessionRequest {

@@ -249,8 +249,11 @@ pub const INDEX_RETEXT: &str =
 /// Drops a search document. Project, kind, record id.
 pub const INDEX_DROP: &str = "DELETE FROM search_docs WHERE project = ? AND kind = ? AND record_id = ?";
 
-/// Drops the search documents of a memory record's entries. Project, record.
-pub const INDEX_DROP_RECORD: &str = "DELETE FROM search_docs WHERE project = ? AND kind = 1 AND record = ?";
+/// Drops the search documents of a memory record's entries, found through the entries.
+/// Project, project, record (plain `?`s: in a query of several statements, sqlx takes `?N`
+/// as the query's Nth value, not the statement's).
+pub const INDEX_DROP_RECORD: &str = "DELETE FROM search_docs WHERE project = ? AND kind = 1 \
+     AND record_id IN (SELECT id FROM memory WHERE project = ? AND record = ?)";
 
 /// A search's candidates (`model::SearchQuery`, values numbered in its field order): the
 /// newest `search::RANKED` of FTS5's matches in the project that pass the filters, with

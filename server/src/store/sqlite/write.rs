@@ -289,7 +289,7 @@ fn push_index(query: &mut Statements, project: &str, index: &Index) {
             }
         }
         Index::DropRecord { record } => {
-            query.push(sql::INDEX_DROP_RECORD).bind(project).bind(record.as_str());
+            query.push(sql::INDEX_DROP_RECORD).bind(project).bind(project).bind(record.as_str());
         }
     }
 }
