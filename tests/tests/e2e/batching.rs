@@ -255,27 +255,22 @@ async fn new_tables_are_analyzed_within_seconds() {
 /// before every snapshot in the cluster gets slower), and a failed write leaves none of them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn apply_makes_one_subtransaction_and_the_previous_call_still_writes() {
-    const EMPTY: &str = "'{}'::text[], '{}'::text[], '{}'::text[], '{}'::baton_entry[], \
-        '{}'::baton_record_version[], '{}'::baton_session[], '{}'::baton_session[]";
     let server = Server::start(Backend::Postgres).await.unwrap();
     let mut c = server.clients().await;
     let p = project();
     put_note(&mut c, &p, "k", "v", write()).await.unwrap();
     let mut db = sqlx::PgConnection::connect(&server.database_url).await.unwrap();
-    let event = |revision: i64| format!("ARRAY[ROW({revision}, 1, '\\x00'::bytea)]::baton_event[]");
     let previous = format!(
         "SELECT out_code FROM baton_apply($1, 2, 0, NULL, NULL, {EMPTY}, {}, '{{}}'::baton_conflict[], \
          NULL, NULL, NULL, '{{}}'::baton_checkpoint[])",
         event(2)
     );
     let current = |revision: i64| {
-        format!(
-            "SELECT out_code FROM baton_apply($1, {revision}, 0, NULL, NULL, {EMPTY}, {}, \
-             '{{}}'::baton_conflict[], NULL, NULL, NULL, '{{}}'::baton_checkpoint[], '{{}}'::baton_search_edit[], \
-             ARRAY[ROW(1::int2, 'doc-{revision}', 'rec', '', 'main', 'a', 0::int8, {revision}::int8, 'hello', \
-             '''hello'':1')]::baton_search_doc[])",
-            event(revision)
-        )
+        let doc = format!(
+            "ARRAY[ROW(1::int2, 'doc-{revision}', 'rec', '', 'main', 'a', 0::int8, {revision}::int8, 'hello', \
+             '''hello'':1')]::baton_search_doc[]"
+        );
+        apply_call(revision, revision, &doc)
     };
     assert_eq!(apply_code(&mut db, &p, previous).await, None, "the previous version's call writes");
     let (events,): (i64,) = sqlx::query_as("SELECT count(*) FROM events WHERE project = $1 AND revision = 2")
@@ -358,15 +353,29 @@ async fn a_write_updates_its_project_row_without_a_multixact() {
     assert_eq!(multi, 0, "{multi} of the {versions} versions of the project's row have a MultiXact");
 
     let before = head_revision(&mut db, &p).await;
-    let taken = format!(
-        "SELECT out_code FROM baton_apply($1, {}, 0, NULL, NULL, '{{}}'::text[], '{{}}'::text[], '{{}}'::text[], \
-         '{{}}'::baton_entry[], '{{}}'::baton_record_version[], '{{}}'::baton_session[], '{{}}'::baton_session[], \
-         ARRAY[ROW({before}, 1, '\\x00'::bytea)]::baton_event[], '{{}}'::baton_conflict[], NULL, NULL, NULL, \
-         '{{}}'::baton_checkpoint[], '{{}}'::baton_search_edit[], '{{}}'::baton_search_doc[])",
-        before + 5
-    );
+    let taken = apply_call(before + 5, before, "'{}'::baton_search_doc[]");
     assert_eq!(apply_code(&mut db, &p, taken).await.as_deref(), Some("23505"), "the revision is taken");
     assert_eq!(head_revision(&mut db, &p).await, before, "a failed write leaves the project's head");
+}
+
+/// The arrays of `baton_apply` a test leaves empty, after the project, head, time, memory
+/// revision and caps.
+const EMPTY: &str = "'{}'::text[], '{}'::text[], '{}'::text[], '{}'::baton_entry[], \
+    '{}'::baton_record_version[], '{}'::baton_session[], '{}'::baton_session[]";
+
+/// A write's one event at `revision`, as `baton_apply` takes it.
+fn event(revision: i64) -> String {
+    format!("ARRAY[ROW({revision}, 1, '\\x00'::bytea)]::baton_event[]")
+}
+
+/// The current `baton_apply` call for the project bound as $1: head `head`, one event at
+/// `revision`, the search documents `docs`, nothing else.
+fn apply_call(head: i64, revision: i64, docs: &str) -> String {
+    format!(
+        "SELECT out_code FROM baton_apply($1, {head}, 0, NULL, NULL, {EMPTY}, {}, '{{}}'::baton_conflict[], \
+         NULL, NULL, NULL, '{{}}'::baton_checkpoint[], '{{}}'::baton_search_edit[], {docs})",
+        event(revision)
+    )
 }
 
 async fn head_revision(db: &mut sqlx::PgConnection, project: &str) -> i64 {
