@@ -74,7 +74,7 @@ pub async fn batch<S: Store>(
 /// store cannot tell of them yet.
 #[derive(Default)]
 struct Seen {
-    /// Sessions, with their head checkpoint.
+    /// Sessions, with their head checkpoint: imported, or read for a checkpoint of theirs.
     sessions: HashMap<String, Option<String>>,
     checkpoints: HashSet<String>,
     entries: HashSet<String>,
@@ -157,7 +157,13 @@ impl<T: WriteTx + MaintenanceTx> Import<'_, T> {
         let head = match self.seen.sessions.get(&c.session_id) {
             Some(head) => head.clone(),
             None => match self.w.tx().session(&c.session_id).await? {
-                Some(session) => session.head_checkpoint_id,
+                Some(session) => {
+                    // Read once per batch; its checkpoints' documents take its branch.
+                    let head = session.head_checkpoint_id.clone();
+                    self.seen.sessions.insert(session.id.clone(), head.clone());
+                    self.w.index_with(session);
+                    head
+                }
                 None => {
                     return Err(Error::InvalidArgument(format!(
                         "checkpoint {} belongs to session {}, which is neither in the export nor in project {:?}",

@@ -14,16 +14,16 @@ use crate::store::model::{Change, Checkpoint, Entry, Index, Maintenance, SearchD
 use crate::store::rows::decode_actor;
 use crate::store::{Store, WriteCtx};
 
-/// The index changes that follow `changes`.
-pub fn follow(changes: &[Change]) -> Vec<Change> {
-    // A checkpoint's branch is its session's, written in the same write when it is there.
-    let sessions: HashMap<&str, &Session> = changes
-        .iter()
-        .filter_map(|c| match c {
-            Change::InsertSession(s) | Change::PutSession(s) => Some((s.id.as_str(), &**s)),
-            _ => None,
-        })
-        .collect();
+/// The index changes that follow `changes`; `read` are sessions the write read but did not
+/// change.
+pub fn follow(changes: &[Change], read: &[Session]) -> Vec<Change> {
+    // A checkpoint's branch is its session's: as the same write writes it when it does,
+    // else as the write read it.
+    let written = changes.iter().filter_map(|c| match c {
+        Change::InsertSession(s) | Change::PutSession(s) => Some(&**s),
+        _ => None,
+    });
+    let sessions: HashMap<&str, &Session> = read.iter().chain(written).map(|s| (s.id.as_str(), s)).collect();
     let mut out = Vec::new();
     for change in changes {
         match change {

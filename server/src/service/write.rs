@@ -7,7 +7,7 @@ use prost::Message;
 
 use crate::core::time::ts;
 use crate::error::{Error, Result};
-use crate::store::model::{Change, Index, Lock, Log, LoggedConflict, LoggedEvent, StoredRequest};
+use crate::store::model::{Change, Index, Lock, Log, LoggedConflict, LoggedEvent, Session, StoredRequest};
 use crate::store::{Store, WriteCtx, WriteTx};
 
 /// A write in progress: its transaction, the revisions it took, what it will log and the
@@ -25,6 +25,9 @@ pub(crate) struct Write<T> {
     locked: i64,
     last: i64,
     changes: Vec<Change>,
+    /// Sessions the write reads but does not change, whose checkpoints it adds: the index
+    /// gives those checkpoints their session's branch and user (`index::follow`).
+    sessions_read: Vec<Session>,
     log: Log,
     /// (event kind, conflict outcome) of each event, for the metrics once committed.
     emitted: Vec<(i32, Option<i32>)>,
@@ -64,6 +67,7 @@ pub(crate) async fn begin<S: Store>(store: &S, lock: Lock<'_>, ctx: &WriteCtx) -
         locked: locked.revision,
         last: locked.revision,
         changes: Vec::new(),
+        sessions_read: Vec::new(),
         log: Log::default(),
         emitted: Vec::new(),
         clamped: ctx.clamped(),
@@ -101,6 +105,12 @@ impl<T: WriteTx> Write<T> {
     /// Adds a change to those `finish` applies.
     pub fn apply(&mut self, change: Change) {
         self.changes.push(change);
+    }
+
+    /// Names the session of checkpoints this write adds without changing the session (an
+    /// import batch whose session came in an earlier batch), for their search documents.
+    pub fn index_with(&mut self, session: Session) {
+        self.sessions_read.push(session);
     }
 
     /// Logs the event of the pending revision (and its conflict, if any); returns it as
@@ -155,9 +165,10 @@ impl<T: WriteTx> Write<T> {
             self.log.head = Some(self.last);
         }
         // A record's documents are found through its entries: they go before the entries do.
-        let (first, then): (Vec<Change>, Vec<Change>) = super::index::follow(&self.changes)
-            .into_iter()
-            .partition(|c| matches!(c, Change::Index(Index::DropRecord { .. })));
+        let (first, then): (Vec<Change>, Vec<Change>) =
+            super::index::follow(&self.changes, &self.sessions_read)
+                .into_iter()
+                .partition(|c| matches!(c, Change::Index(Index::DropRecord { .. })));
         self.changes.splice(0..0, first);
         self.changes.extend(then);
         fail::fail_point!("write.before_commit", |_| Err(injected("write.before_commit")));

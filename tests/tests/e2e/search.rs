@@ -494,3 +494,50 @@ async fn the_cli_searches_and_says_what_is_wrong() {
         assert!(out.code != 0 && out.stderr.contains(says), "{args:?}: {out:?}");
     }
 }
+
+/// An import batch can hold checkpoints whose session is already in the database (it came in
+/// an earlier batch, or an earlier import): their documents still carry the session's
+/// branch, and its user as their author.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn imported_checkpoints_keep_their_sessions_branch() {
+    let laptop = Server::start(Backend::Sqlite).await.unwrap();
+    let mut c = laptop.clients().await;
+    let p = project();
+    let s = session(&mut c, &p, "feature-x", "ana", "").await;
+    let chose = |word: &str| CheckpointState {
+        decisions: vec![Decision { decision: format!("Chose the {word}"), ..Default::default() }],
+        ..Default::default()
+    };
+    checkpoint(&mut c, &s, chose("zeppelin")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let export = |name: &str| {
+        let path = dir.path().join(name).display().to_string();
+        let (ok, _, err) = laptop.admin_command(&["export", "--output", &path]);
+        assert!(ok, "{err}");
+        path
+    };
+    let first = export("first.baton");
+    let later = checkpoint(&mut c, &s, chose("dirigible")).await;
+    let second = export("second.baton");
+
+    let team = Server::start(Backend::Sqlite).await.unwrap();
+    for archive in [&first, &second] {
+        let (ok, _, err) = team.admin_command(&["import", "--input", archive]);
+        assert!(ok, "{err}");
+    }
+    let mut t = team.clients().await;
+    let ask = |branch: &str| SearchRequest {
+        project: p.clone(),
+        query: "dirigible".into(),
+        branch: branch.into(),
+        ..Default::default()
+    };
+    let hits = search(&mut t, ask("feature-x")).await;
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    let hit = &hits[0];
+    assert_eq!(
+        (hit.record_id.as_str(), hit.branch.as_str(), hit.author.as_str()),
+        (later.as_str(), "feature-x", "ana")
+    );
+    assert!(search(&mut t, ask("main")).await.is_empty());
+}
