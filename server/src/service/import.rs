@@ -156,12 +156,11 @@ impl<T: WriteTx + MaintenanceTx> Import<'_, T> {
         }
         let head = match self.seen.sessions.get(&c.session_id) {
             Some(head) => head.clone(),
-            None => match self.w.tx().session(&c.session_id).await? {
+            None => match self.w.session(&c.session_id).await? {
                 Some(session) => {
-                    // Read once per batch; its checkpoints' documents take its branch.
-                    let head = session.head_checkpoint_id.clone();
-                    self.seen.sessions.insert(session.id.clone(), head.clone());
-                    self.w.index_with(session);
+                    // Read once per batch (`Write::session` keeps it for the index).
+                    let head = session.head_checkpoint_id;
+                    self.seen.sessions.insert(c.session_id.clone(), head.clone());
                     head
                 }
                 None => {

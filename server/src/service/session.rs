@@ -65,7 +65,7 @@ pub(crate) async fn project_of<S: Store>(store: &S, id: &str, within: &Within) -
 
 /// A session the write reads under its lock.
 pub(crate) async fn read<T: WriteTx>(w: &mut Write<T>, id: &str) -> Result<Session> {
-    w.tx().session(id).await?.ok_or_else(|| not_found(id))
+    w.session(id).await?.ok_or_else(|| not_found(id))
 }
 
 /// StartSession.

@@ -25,8 +25,9 @@ pub(crate) struct Write<T> {
     locked: i64,
     last: i64,
     changes: Vec<Change>,
-    /// Sessions the write reads but does not change, whose checkpoints it adds: the index
-    /// gives those checkpoints their session's branch and user (`index::follow`).
+    /// Sessions the write read (`session`): the index gives checkpoints the write adds their
+    /// session's branch and user, as read when the write does not change the session
+    /// (`index::follow`).
     sessions_read: Vec<Session>,
     log: Log,
     /// (event kind, conflict outcome) of each event, for the metrics once committed.
@@ -107,10 +108,13 @@ impl<T: WriteTx> Write<T> {
         self.changes.push(change);
     }
 
-    /// Names the session of checkpoints this write adds without changing the session (an
-    /// import batch whose session came in an earlier batch), for their search documents.
-    pub fn index_with(&mut self, session: Session) {
-        self.sessions_read.push(session);
+    /// Reads a session of the write's project, and keeps it for the search documents of
+    /// checkpoints the write adds to it without changing it (an older fork, a checkpoint
+    /// written on another session's behalf, an import batch whose session came earlier).
+    pub async fn session(&mut self, id: &str) -> Result<Option<Session>> {
+        let session = self.tx.session(id).await?;
+        self.sessions_read.extend(session.clone());
+        Ok(session)
     }
 
     /// Logs the event of the pending revision (and its conflict, if any); returns it as

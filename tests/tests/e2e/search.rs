@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 use baton_proto::v1::{
     CheckpointKind, CheckpointState, CreateCheckpointRequest, Decision, DeleteMemoryRequest, MemoryItem,
     MemoryOp, PutMemoryRequest, SearchHit, SearchKind, SearchRequest, StartSessionRequest, Task,
-    delete_memory_request,
+    WriteOptions, WriteOutcome, delete_memory_request,
 };
 use baton_tests::{Backend, Clients, Server, both};
 use tonic::Code;
@@ -540,4 +540,54 @@ async fn imported_checkpoints_keep_their_sessions_branch() {
         (later.as_str(), "feature-x", "ana")
     );
     assert!(search(&mut t, ask("main")).await.is_empty());
+}
+
+/// A checkpoint that neither moves its session's head (an older fork, STALE) nor counts as
+/// the session's activity (written on behalf of another session) leaves the session
+/// unchanged: its document still carries the session's branch and user.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checkpoint_that_leaves_its_session_unchanged_keeps_its_branch() {
+    let server = Server::start(Backend::Sqlite).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    let s = session(&mut c, &p, "feature-x", "ana", "").await;
+    let other = session(&mut c, &p, "main", "bo", "").await;
+    let chose = |word: &str| CheckpointState {
+        decisions: vec![Decision { decision: format!("Chose the {word}"), ..Default::default() }],
+        ..Default::default()
+    };
+    let first = checkpoint(&mut c, &s, chose("zeppelin")).await;
+    checkpoint(&mut c, &s, chose("balloon")).await;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let at = |secs: u64| prost_types::Timestamp { seconds: i64::try_from(secs).unwrap(), nanos: 0 };
+    let reply = c
+        .checkpoints
+        .create_checkpoint(CreateCheckpointRequest {
+            session_id: s.clone(),
+            parent_id: Some(first),
+            kind: CheckpointKind::Auto as i32,
+            reason: "saved by the next session".into(),
+            state: Some(chose("dirigible")),
+            write: Some(WriteOptions {
+                session_id: other,
+                written_at: Some(at(now - 3600)),
+                client_now: Some(at(now)),
+                ..write().unwrap()
+            }),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(reply.result.unwrap().outcome, WriteOutcome::Stale as i32, "an older fork: not the head");
+    let fork = reply.checkpoint.unwrap().id;
+    let ask = SearchRequest {
+        project: p.clone(),
+        query: "dirigible".into(),
+        branch: "feature-x".into(),
+        ..Default::default()
+    };
+    let hits = search(&mut c, ask).await;
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!((hits[0].record_id.as_str(), hits[0].author.as_str()), (fork.as_str(), "ana"));
 }
