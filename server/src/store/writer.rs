@@ -48,6 +48,7 @@ type Committed = oneshot::Sender<Result<(), sqlx::Error>>;
 
 /// How a backend batches its writes.
 #[derive(Clone, Copy, Debug)]
+#[expect(clippy::struct_excessive_bools, reason = "a backend's independent choices")]
 pub struct Dialect {
     /// Opens a batch's transaction.
     pub begin: &'static str,
@@ -74,6 +75,14 @@ pub struct Dialect {
     /// query: one hand-off less per write. Only where a query may hold several statements
     /// with bound parameters (SQLite); elsewhere the write sends them itself.
     pub writer_sends_last: bool,
+    /// Whether a batch's COMMIT also begins the next batch's transaction (`COMMIT; BEGIN`),
+    /// so that a batch whose first write comes within `trust_idle_for` sends no `BEGIN` of
+    /// its own: a round trip less per batch where a statement with bound parameters travels
+    /// alone (Postgres; `baton-bench`'s rows "over 100 projects" and "Baton/etcd", whose
+    /// batches hold few writes). Not where a begun transaction holds a lock (SQLite's
+    /// `BEGIN IMMEDIATE`). A transaction begun ahead is rolled back once the connection has
+    /// been idle for `trust_idle_for`, and before the connection leaves the lane.
+    pub begins_ahead: bool,
 }
 
 /// One write waiting for the connection.
@@ -127,10 +136,14 @@ struct Returned<DB: Database> {
 }
 
 /// The writer's connection, lent to one write inside its savepoint.
+#[expect(clippy::struct_excessive_bools, reason = "independent facts about one write")]
 pub struct Lease<DB: Database> {
     conn: Option<PoolConnection<DB>>,
     back: Option<oneshot::Sender<Returned<DB>>>,
     bounded: bool,
+    /// Whether the write is the first on a transaction begun ahead (`Dialect::begins_ahead`)
+    /// since the connection last answered: see [`Lease::begun_ahead`].
+    begun_ahead: bool,
     /// The savepoint statements the write is to send ahead of its first statement.
     opening: Option<String>,
     opened: bool,
@@ -212,6 +225,14 @@ impl<DB: Database> Lease<DB> {
     /// started again with a fresh lease).
     pub fn bounded(&self) -> bool {
         self.bounded
+    }
+
+    /// Whether the write's transaction was begun ahead (`Dialect::begins_ahead`) on a
+    /// connection that has not answered since it went idle: if its first statement fails
+    /// because the connection broke, nothing of it can have been kept, and it may start
+    /// again with a fresh lease (which begins on a connection that answers).
+    pub fn begun_ahead(&self) -> bool {
+        self.begun_ahead
     }
 
     /// The savepoint statements to send ahead of the write's first statement, in the same
@@ -319,8 +340,18 @@ where
             continue;
         };
         let error = lane.run_batch(&mut batch, conn, first).await;
-        lane.end(batch, &error);
+        lane.end(batch, &error).await;
     }
+    lane.give_back().await;
+}
+
+/// The lane's connection between batches.
+struct Held<DB: Database> {
+    conn: PoolConnection<DB>,
+    /// When it last answered the writer.
+    answered: Instant,
+    /// Whether it is in a transaction begun ahead (`Dialect::begins_ahead`).
+    begun: bool,
 }
 
 /// A lane's writer task's state between batches.
@@ -331,12 +362,12 @@ struct Lane<DB: Database> {
     /// A write that must start a batch of its own, taken off the queue while a batch ran.
     carried: Option<Job<DB>>,
     /// The lane keeps its connection between batches (sqlx pings a pool connection when it
-    /// is given back, and the pools may ping one when it is taken), with the time it last
-    /// answered the writer.
-    held: Option<(PoolConnection<DB>, Instant)>,
+    /// is given back, and the pools may ping one when it is taken).
+    held: Option<Held<DB>>,
 }
 
 /// One batch's state, from its first write to its commit.
+#[expect(clippy::struct_excessive_bools, reason = "independent facts about one transaction")]
 struct Batch {
     /// Whether BEGIN was sent: else the next opening sent carries it.
     began: bool,
@@ -356,9 +387,15 @@ struct Batch {
     closing: Option<oneshot::Sender<()>>,
     /// Whether a write of its own ran in this batch (see `then_send`).
     had_own: bool,
+    /// Whether the transaction was begun ahead and the connection has not answered since
+    /// it went idle (`Lease::begun_ahead`).
+    unconfirmed: bool,
+    /// Whether the batch's COMMIT began the next transaction (`Dialect::begins_ahead`).
+    begun_next: bool,
 }
 
 /// What became of a write lent the connection.
+#[expect(clippy::struct_excessive_bools, reason = "independent facts about one write")]
 struct Lent<DB: Database> {
     project: String,
     savepoint: &'static str,
@@ -368,6 +405,8 @@ struct Lent<DB: Database> {
     opened: bool,
     /// A kept write's last statements, for the writer to send.
     last: Option<QueryBuilder<DB>>,
+    /// Whether it was the first on a transaction begun ahead (`Lease::begun_ahead`).
+    begun_ahead: bool,
 }
 
 impl<DB: Database> Lane<DB>
@@ -376,20 +415,56 @@ where
     DB::Arguments: IntoArguments<DB>,
 {
     /// The next batch's first write, answering closes while there is none; `None` when the
-    /// last handle of the writer is gone.
+    /// last handle of the writer is gone. A transaction begun ahead is rolled back when the
+    /// connection has been idle for `trust_idle_for`: an idle server's connections are not
+    /// left in a transaction.
     async fn first(&mut self) -> Option<Job<DB>> {
         if let Some(job) = self.carried.take() {
             return Some(job);
         }
         loop {
-            match self.jobs.recv().await? {
+            let message = match self.held.as_ref().filter(|held| held.begun) {
+                Some(held) => {
+                    let idle_until = held.answered + self.dialect.trust_idle_for;
+                    let Ok(message) = tokio::time::timeout_at(idle_until.into(), self.jobs.recv()).await
+                    else {
+                        self.end_begun().await;
+                        continue;
+                    };
+                    message?
+                }
+                None => self.jobs.recv().await?,
+            };
+            match message {
                 Message::Write(job) => return Some(job),
                 Message::Close(done) => {
-                    self.held = None;
+                    self.give_back().await;
                     let _ = done.send(());
                 }
             }
         }
+    }
+
+    /// Rolls back the held connection's transaction begun ahead, if any; a connection that
+    /// fails to is closed.
+    async fn end_begun(&mut self) {
+        let Some(mut held) = self.held.take() else { return };
+        if held.begun {
+            if let Err(e) = sqlx::raw_sql("ROLLBACK").execute(&mut *held.conn).await {
+                tracing::debug!(error = %e, "the writer's idle connection broke; closing it");
+                let _ = held.conn.detach().close().await;
+                return;
+            }
+            held.answered = Instant::now();
+            held.begun = false;
+        }
+        self.held = Some(held);
+    }
+
+    /// Gives the held connection back to the pool, out of any transaction.
+    async fn give_back(&mut self) {
+        self.end_begun().await;
+        self.held = None;
     }
 
     /// Begins a batch for `first`, on the lane's connection or a new one; `None` (with
@@ -397,17 +472,20 @@ where
     /// first write's opening carries it.
     async fn open(&mut self, first: Job<DB>) -> Option<(PoolConnection<DB>, Batch, Job<DB>)> {
         let trusted =
-            self.held.as_ref().is_some_and(|(_, answered)| answered.elapsed() < self.dialect.trust_idle_for);
-        let (conn, began, answered) = match self.held.take() {
-            Some((conn, answered)) if trusted && first.opens_under(self.dialect) => (conn, false, answered),
+            self.held.as_ref().is_some_and(|held| held.answered.elapsed() < self.dialect.trust_idle_for);
+        // A write that sends its own opening, or needs none, can use a trusted connection
+        // as it is; its transaction may have begun ahead.
+        let as_is = first.opens_under(self.dialect) || first.own;
+        let (conn, began, answered, unconfirmed) = match self.held.take() {
+            Some(held) if trusted && as_is => (held.conn, held.begun, held.answered, held.begun),
             kept => {
-                let begin_sql = if first.opens_under(self.dialect) || first.own {
+                let begin_sql = if as_is {
                     self.dialect.begin.to_owned()
                 } else {
                     opening(Some(self.dialect.begin), None, "w1")
                 };
-                match begin(&self.pool, kept.map(|(conn, _)| conn), &begin_sql).await {
-                    Ok(conn) => (conn, true, Instant::now()),
+                match begin(&self.pool, kept.map(|held| (held.conn, held.begun)), &begin_sql).await {
+                    Ok(conn) => (conn, true, Instant::now(), false),
                     Err(e) => {
                         tracing::warn!(error = %e, "cannot begin a write transaction");
                         let _ = first.reply.send(Err(e.to_string()));
@@ -426,6 +504,8 @@ where
             upcoming: None,
             closing: None,
             had_own: false,
+            unconfirmed,
+            begun_next: false,
         };
         Some((conn, batch, first))
     }
@@ -440,7 +520,10 @@ where
                 return LOST.to_owned();
             };
             conn = back;
-            let next = self.next_in_batch(batch);
+            // The first write on a transaction begun ahead that was not kept may have found
+            // the connection broken: the batch ends with it, and the writes queued behind
+            // it start the next one, which begins on a connection that answers.
+            let next = if lent.begun_ahead && !lent.kept { None } else { self.next_in_batch(batch) };
             let sent = batch.send_after(self.dialect, &mut conn, lent, next.as_ref()).await;
             match (sent, next) {
                 (Ok(()), Some(next)) => {
@@ -451,7 +534,7 @@ where
                     for w in batch.waiting.drain(..) {
                         let _ = w.send(Ok(()));
                     }
-                    self.held = Some((conn, batch.answered));
+                    self.held = Some(Held { conn, answered: batch.answered, begun: batch.begun_next });
                     return String::new();
                 }
                 (Err(e), next) => {
@@ -487,9 +570,9 @@ where
 
     /// After a batch: answers a close asked for while it ran, and tells its kept writes
     /// that they were not kept if it did not commit (`error`).
-    fn end(&mut self, batch: Batch, error: &str) {
+    async fn end(&mut self, batch: Batch, error: &str) {
         if let Some(done) = batch.closing {
-            self.held = None;
+            self.give_back().await;
             let _ = done.send(());
         }
         if batch.waiting.is_empty() {
@@ -526,10 +609,12 @@ impl Batch {
         let own = job.own;
         self.had_own |= own;
         let (back, returned) = oneshot::channel();
+        let begun_ahead = std::mem::take(&mut self.unconfirmed);
         let lease = Lease {
             conn: Some(conn),
             back: Some(back),
             bounded,
+            begun_ahead,
             opened: !own && sent_by_write.is_none(),
             opening: sent_by_write,
             writer_sends_last: dialect.writer_sends_last,
@@ -543,7 +628,7 @@ impl Batch {
         self.waiting.extend(keep);
         // A rolled-back write's last statements are never sent.
         let last = last.filter(|_| kept);
-        Some((conn, Lent { project: job.project, savepoint, kept, newly_locked, opened, last }))
+        Some((conn, Lent { project: job.project, savepoint, kept, newly_locked, opened, last, begun_ahead }))
     }
 
     /// Sends what becomes of a write (its savepoint kept for release, or undone), with its
@@ -630,11 +715,17 @@ impl Batch {
             // A write of its own that failed outside its subtransaction (an error of its lock
             // or its reads) leaves the transaction failed with no savepoint to show it: a
             // statement in front of the COMMIT fails then too.
-            None if self.began => vec![match self.release.take() {
-                Some(last) => format!("RELEASE SAVEPOINT {last}; COMMIT"),
-                None if self.had_own => "SELECT 1; COMMIT".to_owned(),
-                None => "COMMIT".to_owned(),
-            }],
+            None if self.began => {
+                let commit = match self.release.take() {
+                    Some(last) => format!("RELEASE SAVEPOINT {last}; COMMIT"),
+                    None if self.had_own => "SELECT 1; COMMIT".to_owned(),
+                    None => "COMMIT".to_owned(),
+                };
+                // Statements after one that fails are not run: a batch that did not commit
+                // begins nothing.
+                self.begun_next = dialect.begins_ahead;
+                if dialect.begins_ahead { vec![commit, dialect.begin.to_owned()] } else { vec![commit] }
+            }
             // No write sent anything: there is no transaction.
             Some(_) | None => vec![],
         }
@@ -674,17 +765,19 @@ fn opening(begin: Option<&str>, release: Option<&str>, savepoint: &str) -> Strin
     format!("{begin}{release}SAVEPOINT {savepoint}")
 }
 
-/// Begins a batch on the lane's connection, or on a new one if it has none or it broke while
-/// idle (a database restart).
+/// Begins a batch on the lane's connection (rolling back a transaction it began ahead and
+/// may no longer trust), or on a new one if it has none or it broke while idle (a database
+/// restart).
 async fn begin<DB: Database>(
     pool: &Pool<DB>,
-    held: Option<PoolConnection<DB>>,
+    held: Option<(PoolConnection<DB>, bool)>,
     sql: &str,
 ) -> Result<PoolConnection<DB>, sqlx::Error>
 where
     for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
 {
-    if let Some(mut conn) = held {
+    if let Some((mut conn, begun)) = held {
+        let sql = if begun { format!("ROLLBACK; {sql}") } else { sql.to_owned() };
         match sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&mut *conn).await {
             Ok(_) => return Ok(conn),
             Err(e) => {

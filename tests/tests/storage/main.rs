@@ -340,3 +340,26 @@ async fn export_pages_every_row<S: Store>(store: &S) {
         assert_eq!(rows, 5, "{table:?}");
     }
 }
+
+/// Postgres only: a write whose transaction was begun ahead on a connection that broke
+/// while idle (`Dialect::begins_ahead`) starts again on a new one; the client sees no error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_on_a_connection_broken_while_begun_ahead_starts_again() {
+    let url = baton_tests::postgres::fresh_database().await.unwrap();
+    let store =
+        baton_server::store::PgStore::connect(&url, baton_server::events::Wakers::default()).await.unwrap();
+    put(&store, ctx(None), note("p", "a", "first")).await;
+    let admin = sqlx::PgPool::connect(&url).await.unwrap();
+    let killed: Vec<bool> = sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = current_database() AND state = 'idle in transaction'",
+    )
+    .fetch_all(&admin)
+    .await
+    .unwrap();
+    assert_eq!(killed, vec![true], "the writer's lane waits in the transaction its COMMIT began");
+    let reply = service::memory::put(&store, ctx(None), note("p", "b", "second")).await;
+    assert!(reply.is_ok(), "the write started again: {reply:?}");
+    assert_eq!(revisions(&store, "p").await, vec![1, 2]);
+    Store::close(&store).await;
+}

@@ -27,6 +27,7 @@ const DIALECT: Dialect = Dialect {
     trust_idle_for: STALE_AFTER,
     // A statement with bound parameters travels alone (the extended query protocol).
     writer_sends_last: false,
+    begins_ahead: true,
 };
 
 /// How long the server waits for Postgres to answer a new connection.

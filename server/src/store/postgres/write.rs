@@ -48,6 +48,7 @@ impl PgStore {
         // briefly; if that runs out, it starts again at the head of a batch of its own,
         // which holds nothing while it waits (see `store::writer`).
         let mut fresh = false;
+        let mut retried = false;
         let (lease, rows, lock_row) = loop {
             let mut lease = self.writer.lease_own(lock.project, fresh).await?;
             let (record, session) = match lock.first_read {
@@ -61,7 +62,21 @@ impl PgStore {
                 .bind(lease.bounded())
                 .bind(record)
                 .bind(session);
-            let rows = query.fetch_all(&mut *lease).await?;
+            let rows = match query.fetch_all(&mut *lease).await {
+                Ok(rows) => rows,
+                // Its transaction was begun ahead on a connection that broke while idle (a
+                // Postgres restart): nothing of the write reached the database, and the
+                // writer begins the next batch on a connection that answers.
+                Err(e) => match Error::from(e) {
+                    Error::Unavailable(e) if lease.begun_ahead() && !retried => {
+                        tracing::debug!(error = %e, "the writer's connection broke while idle; the write starts again");
+                        drop(lease);
+                        retried = true;
+                        continue;
+                    }
+                    e => return Err(e),
+                },
+            };
             let row = rows.first().ok_or_else(|| Error::internal("the project lock returned no row"))?;
             let lock_row = LockRow::from_row(row)?;
             if !lock_row.out_ran_out {

@@ -124,6 +124,8 @@ const DIALECT: Dialect = Dialect {
     // An embedded database's connection does not go stale while idle.
     trust_idle_for: std::time::Duration::MAX,
     writer_sends_last: true,
+    // `BEGIN IMMEDIATE` takes the database's write lock.
+    begins_ahead: false,
 };
 
 /// The rows of a query of several statements, by statement: each statement's rows come

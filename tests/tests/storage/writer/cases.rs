@@ -19,7 +19,7 @@ pub(super) async fn values(pool: &Pool<Db>) -> Vec<String> {
     sqlx::query_scalar("SELECT v FROM t ORDER BY v").fetch_all(pool).await.unwrap()
 }
 
-const DIALECT: Dialect = Dialect {
+pub(super) const DIALECT: Dialect = Dialect {
     begin: BEGIN,
     max_batch: 64,
     lanes: 1,
@@ -27,9 +27,10 @@ const DIALECT: Dialect = Dialect {
     writes_open_savepoints: false,
     trust_idle_for: Duration::ZERO,
     writer_sends_last: false,
+    begins_ahead: false,
 };
 
-async fn insert(lease: &mut Lease<Db>, v: &str) -> Result<(), sqlx::Error> {
+pub(super) async fn insert(lease: &mut Lease<Db>, v: &str) -> Result<(), sqlx::Error> {
     sqlx::query("INSERT INTO t (v) VALUES ($1)").bind(v).execute(&mut **lease).await.map(drop)
 }
 
@@ -315,4 +316,46 @@ async fn close_gives_the_connection_back_to_the_pool() {
         .await
         .expect("the pool closes once the writer gave its connection back");
     assert!(writer.lease("p", false, false).await.is_err(), "no writes on a closed pool");
+}
+
+/// With `begins_ahead`, a batch's COMMIT begins the next transaction: the next batch's
+/// first write finds it begun (`Lease::begun_ahead`), the writes that join it do not, and
+/// a write dropped there ends the batch. After `trust_idle_for` idle, the writer rolls the
+/// transaction back and begins alone again; a close gives the connection back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_begins_the_next_transaction() {
+    let idle = Duration::from_millis(300);
+    let dialect = Dialect { begins_ahead: true, trust_idle_for: idle, ..DIALECT };
+    let (_keep, pool, writer) = writer(dialect).await;
+    let own = |v: &'static str| {
+        let writer = writer.clone();
+        tokio::spawn(async move {
+            let mut lease = writer.lease_own("p", false).await.unwrap();
+            let ahead = lease.begun_ahead();
+            insert(&mut lease, v).await.unwrap();
+            lease.commit().await.unwrap();
+            ahead
+        })
+    };
+    assert!(!own("a").await.unwrap(), "no connection yet: the writer began alone");
+    assert!(own("b").await.unwrap(), "begun by the last COMMIT");
+    // A batch: its first write on the transaction begun ahead, the next joining it.
+    let mut first = writer.lease_own("p", false).await.unwrap();
+    assert!(first.begun_ahead());
+    insert(&mut first, "c").await.unwrap();
+    let joined = own("d");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    first.commit().await.unwrap();
+    assert!(!joined.await.unwrap(), "only a batch's first write finds it begun ahead");
+    // A first write dropped: the batch ends (the next write begins the next one).
+    drop(writer.lease_own("p", false).await.unwrap());
+    assert!(own("e").await.unwrap(), "the dropped write's batch committed nothing, and began the next");
+    // Idle for longer than it is trusted: rolled back, begun again alone.
+    tokio::time::sleep(idle * 2).await;
+    assert!(!own("f").await.unwrap(), "the writer began alone after the idle time");
+    assert_eq!(values(&pool).await, vec!["a", "b", "c", "d", "e", "f"]);
+    writer.close().await;
+    tokio::time::timeout(Duration::from_secs(10), pool.close())
+        .await
+        .expect("the pool closes once the writer gave its connection back");
 }

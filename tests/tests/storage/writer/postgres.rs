@@ -1,4 +1,4 @@
-//! The writer's cases on a throwaway Postgres.
+//! The writer's cases on a throwaway Postgres, and the ones only Postgres has.
 
 pub type Db = sqlx::Postgres;
 pub const BEGIN: &str = "BEGIN";
@@ -15,3 +15,6 @@ pub async fn fresh() -> ((), sqlx::PgPool) {
 #[allow(clippy::duplicate_mod)]
 #[path = "cases.rs"]
 mod cases;
+
+#[path = "begun_ahead.rs"]
+mod begun_ahead;
