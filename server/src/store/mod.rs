@@ -22,6 +22,9 @@
 //! - Postgres makes a write two function calls, `baton_begin` and `baton_apply`, and gives
 //!   it a subtransaction instead of a SAVEPOINT round trip: the same rows
 //!   (`postgres/write.rs`, the migrations `begin_functions` and `apply_checkpoints`).
+//! - Postgres's writer begins a batch's transaction with the previous batch's COMMIT
+//!   (`writer::Dialect::begins_ahead`), so a batch sends no BEGIN of its own: "Baton/etcd,
+//!   1 client", whose batches hold one write each.
 //! - The brief's seven statements (`brief`) go to SQLite as one query, and to Postgres the
 //!   head first and then the rest side by side; session statuses are written into their
 //!   text; the memory section is kept while the project's memory is unchanged
