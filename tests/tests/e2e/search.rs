@@ -1,6 +1,7 @@
 //! Search (`SearchService.Search`): one shared list of queries with their expected hits, run
 //! on both backends; filters, collapsing a session's checkpoints, snippets, paging, the index
-//! following deletes and purges, and queries that are refused with what is wrong.
+//! following deletes and purges, queries that are refused with what is wrong, and text
+//! written without spaces between words.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -458,6 +459,62 @@ async fn older_records_are_indexed_after_an_upgrade(backend: Backend) {
     assert_eq!(indexed, 12, "{events:?}");
 }
 both!(older_records_are_indexed_after_an_upgrade);
+
+/// Text without spaces between words (Chinese, Japanese, Korean) is found by a word inside a
+/// sentence, as the phrase of its character pairs. A database indexed before (one word per
+/// run) is indexed again after the upgrade: the migration drops such documents and lists
+/// their projects for the background indexing.
+async fn text_without_spaces_is_found_by_its_words(backend: Backend) {
+    let mut server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    let id = memory(&mut c, &p, "decision", "", "我们决定修改重试策略", "ネットワークの設定を変更する").await;
+    let english = memory(&mut c, &p, "decision", "", "English only, nothing else", "").await;
+    let found = |hits: &[SearchHit]| hits.iter().map(|h| h.record_id == id).collect::<Vec<_>>();
+    let queries = [
+        ("策略", true),
+        ("重试策略", true),
+        ("\"修改重试\"", true),
+        ("設定", true),
+        ("策重", false),
+        ("设置", false),
+        ("策略 -重试", false),
+        ("决定 OR 没有", true),
+    ];
+    for (query, expected) in queries {
+        let hits =
+            search(&mut c, SearchRequest { project: p.clone(), query: query.into(), ..Default::default() })
+                .await;
+        let expected = if expected { vec![true] } else { vec![] };
+        assert_eq!(found(&hits), expected, "{backend:?}: {query:?}");
+    }
+    // As the previous version indexed it: other words, and the migration not yet run. The
+    // document without such text gets a word of its own, to tell that it was left alone.
+    server.kill9();
+    for statement in [
+        format!("UPDATE search_docs SET words = 'old' WHERE record_id = '{id}'"),
+        format!("UPDATE search_docs SET words = 'kept' WHERE record_id = '{english}'"),
+        "DELETE FROM _sqlx_migrations WHERE version = 20261126000016".to_owned(),
+    ] {
+        server.execute(&statement).await.unwrap();
+    }
+    server.restart().unwrap();
+    let mut c = server.clients().await;
+    let ask = SearchRequest { project: p.clone(), query: "策略".into(), ..Default::default() };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let reply = loop {
+        let reply = c.search.search(ask.clone()).await.unwrap().into_inner();
+        if !reply.partial {
+            break reply;
+        }
+        assert!(std::time::Instant::now() < deadline, "still partial after 30 s");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(found(&reply.hits), vec![true], "{backend:?}: indexed again");
+    let kept = search(&mut c, SearchRequest { query: "kept".into(), ..ask }).await;
+    assert_eq!(kept.len(), 1, "{backend:?}: documents without such text are left as they were");
+}
+both!(text_without_spaces_is_found_by_its_words);
 
 /// `baton search`: hits as text, filters as flags, and what is wrong said plainly.
 #[tokio::test]

@@ -7,6 +7,11 @@
 //! parts, on either backend. A query term that splits into several words is a phrase
 //! (`auth.rs` matches "auth" followed by "rs").
 //!
+//! Text written without spaces between words (Chinese, Japanese, Korean: [`is_cjk`]) is
+//! indexed as overlapping pairs of characters (`重试策略` → 重试, 试策, 策略), and a query's
+//! such text becomes the phrase of its pairs, so a word is found inside a sentence; a
+//! single character is found where it stands alone.
+//!
 //! A run split so is also indexed whole (`JavaScript` → javascript, `SQLite` → sqlite), after
 //! all of a record's parts, so phrases of parts stay side by side; a term of one such run
 //! matches either its phrase of parts or the whole word (`RetryPolicy` finds "retry_policy"
@@ -89,10 +94,61 @@ pub fn spans(text: &str) -> Vec<Word> {
     out
 }
 
-/// Splits one run of letters and digits (ending at byte `end`) at case and digit
-/// boundaries.
+/// Whether `c` belongs to a script written without spaces between words: Hangul Jamo,
+/// Hiragana, Katakana, Hangul compatibility Jamo, Katakana extensions, CJK ideographs
+/// (extension A, the main block, compatibility, the supplementary planes), halfwidth
+/// Katakana, Hangul syllables. The search migration `cjk_bigrams` lists the same ranges.
+pub fn is_cjk(c: char) -> bool {
+    matches!(
+        u32::from(c),
+        0x1100..=0x11FF
+            | 0x3040..=0x30FF
+            | 0x3130..=0x318F
+            | 0x31F0..=0x31FF
+            | 0x3400..=0x4DBF
+            | 0x4E00..=0x9FFF
+            | 0xAC00..=0xD7AF
+            | 0xF900..=0xFAFF
+            | 0xFF66..=0xFF9D
+            | 0x20000..=0x2FFFF
+    )
+}
+
+/// Splits one run of letters and digits (ending at byte `end`): where it changes between
+/// CJK text and other text, then CJK text into pairs and other text at case and digit
+/// boundaries. A run of other text that split is also kept whole.
 fn split_run(chars: &[(usize, char)], end: usize, out: &mut Vec<Word>) {
     let before = out.len();
+    let mut from = 0;
+    while from < chars.len() {
+        let cjk = is_cjk(chars[from].1);
+        let to = from + chars[from..].iter().take_while(|c| is_cjk(c.1) == cjk).count();
+        let part_end = chars.get(to).map_or(end, |c| c.0);
+        if cjk {
+            pairs(&chars[from..to], part_end, out);
+        } else {
+            split_case(&chars[from..to], part_end, out);
+        }
+        from = to;
+    }
+    if out.len() - before > 1 && !chars.iter().any(|c| is_cjk(c.1)) {
+        push(chars, end, true, out);
+    }
+}
+
+/// CJK text as overlapping pairs of characters; a lone character as itself.
+fn pairs(chars: &[(usize, char)], end: usize, out: &mut Vec<Word>) {
+    if chars.len() == 1 {
+        push(chars, end, false, out);
+        return;
+    }
+    for i in 0..chars.len() - 1 {
+        push(&chars[i..i + 2], chars.get(i + 2).map_or(end, |c| c.0), false, out);
+    }
+}
+
+/// Splits text of other scripts at case and digit boundaries.
+fn split_case(chars: &[(usize, char)], end: usize, out: &mut Vec<Word>) {
     let mut start = 0;
     for i in 1..chars.len() {
         let (prev, cur) = (class(chars[i - 1].1), class(chars[i].1));
@@ -111,9 +167,6 @@ fn split_run(chars: &[(usize, char)], end: usize, out: &mut Vec<Word>) {
         }
     }
     push(&chars[start..], end, false, out);
-    if out.len() - before > 1 {
-        push(chars, end, true, out);
-    }
 }
 
 fn push(chars: &[(usize, char)], end: usize, whole: bool, out: &mut Vec<Word>) {
@@ -206,6 +259,26 @@ mod tests {
         let text = "see RetryPolicy.rs";
         let at: Vec<&str> = spans(text).into_iter().map(|w| &text[w.range]).collect();
         assert_eq!(at, ["see", "Retry", "Policy", "RetryPolicy", "rs"]);
+    }
+
+    #[test]
+    fn text_without_spaces_is_indexed_in_pairs() {
+        assert_eq!(w("重试策略"), ["重试", "试策", "策略"]);
+        assert_eq!(w("策"), ["策"]);
+        assert_eq!(w("修改重试策略。然后"), ["修改", "改重", "重试", "试策", "策略", "然后"]);
+        // Kanji and kana together, Hangul with its particle, halfwidth Katakana.
+        assert_eq!(w("設定する"), ["設定", "定す", "する"]);
+        assert_eq!(w("정책을"), ["정책", "책을"]);
+        assert_eq!(w("ﾃｽﾄ"), ["ﾃｽ", "ｽﾄ"]);
+        // Mixed with other text: split where the script changes, no whole run.
+        assert_eq!(w("API调用"), ["api", "调用"]);
+        assert_eq!(w("RetryPolicy策略v2"), ["retry", "policy", "策略", "v", "2"]);
+        assert_eq!(term("策略"), [vec!["策略"]]);
+        assert_eq!(term("重试策略"), [vec!["重试", "试策", "策略"]]);
+        assert_eq!(term("API调用"), [vec!["api", "调用"]]);
+        let text = "改重试策略";
+        let at: Vec<&str> = spans(text).into_iter().map(|w| &text[w.range]).collect();
+        assert_eq!(at, ["改重", "重试", "试策", "策略"]);
     }
 
     #[test]
