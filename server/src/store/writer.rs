@@ -471,13 +471,16 @@ where
     /// `first` told why) when that fails. A trusted connection is not sent BEGIN alone: the
     /// first write's opening carries it.
     async fn open(&mut self, first: Job<DB>) -> Option<(PoolConnection<DB>, Batch, Job<DB>)> {
-        let trusted =
-            self.held.as_ref().is_some_and(|held| held.answered.elapsed() < self.dialect.trust_idle_for);
-        // A write that sends its own opening, or needs none, can use a trusted connection
-        // as it is; its transaction may have begun ahead.
-        let as_is = first.opens_under(self.dialect) || first.own;
+        // A trusted connection is used as it is by a write that sends its own opening (with
+        // BEGIN if none was sent), and by a write of its own if its transaction was begun
+        // ahead: a write of its own sends no BEGIN.
+        let opens = first.opens_under(self.dialect);
+        let as_is = opens || first.own;
+        let usable = |held: &Held<DB>| {
+            held.answered.elapsed() < self.dialect.trust_idle_for && (opens || (first.own && held.begun))
+        };
         let (conn, began, answered, unconfirmed) = match self.held.take() {
-            Some(held) if trusted && as_is => (held.conn, held.begun, held.answered, held.begun),
+            Some(held) if usable(&held) => (held.conn, held.begun, held.answered, held.begun),
             kept => {
                 let begin_sql = if as_is {
                     self.dialect.begin.to_owned()

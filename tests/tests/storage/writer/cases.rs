@@ -324,7 +324,8 @@ async fn close_gives_the_connection_back_to_the_pool() {
 /// transaction back and begins alone again; a close gives the connection back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_commit_begins_the_next_transaction() {
-    let idle = Duration::from_millis(300);
+    // Long enough that the timings below keep a margin of 300 ms on a busy machine.
+    let idle = Duration::from_millis(600);
     let dialect = Dialect { begins_ahead: true, trust_idle_for: idle, ..DIALECT };
     let (_keep, pool, writer) = writer(dialect).await;
     let own = |v: &'static str| {
@@ -350,10 +351,19 @@ async fn a_commit_begins_the_next_transaction() {
     // A first write dropped: the batch ends (the next write begins the next one).
     drop(writer.lease_own("p", false).await.unwrap());
     assert!(own("e").await.unwrap(), "the dropped write's batch committed nothing, and began the next");
-    // Idle for longer than it is trusted: rolled back, begun again alone.
-    tokio::time::sleep(idle * 2).await;
-    assert!(!own("f").await.unwrap(), "the writer began alone after the idle time");
-    assert_eq!(values(&pool).await, vec!["a", "b", "c", "d", "e", "f"]);
+    // Idle for longer than it is trusted: rolled back. Soon after the rollback (the
+    // connection answered it, so it is trusted) a write of its own still gets a
+    // transaction, begun alone: what it writes is not seen before its commit.
+    tokio::time::sleep(idle + idle / 2).await;
+    let mut lease = writer.lease_own("p", false).await.unwrap();
+    assert!(!lease.begun_ahead(), "rolled back after the idle time");
+    insert(&mut lease, "f").await.unwrap();
+    assert!(!values(&pool).await.contains(&"f".to_owned()), "the write runs in a transaction");
+    lease.commit().await.unwrap();
+    // Long after: begun alone too.
+    tokio::time::sleep(idle * 3).await;
+    assert!(!own("g").await.unwrap(), "the writer began alone after the idle time");
+    assert_eq!(values(&pool).await, vec!["a", "b", "c", "d", "e", "f", "g"]);
     writer.close().await;
     tokio::time::timeout(Duration::from_secs(10), pool.close())
         .await
