@@ -111,7 +111,30 @@ const POSTGRES_TRANSIENT: &[&str] = &[
     "57P01", // admin_shutdown
     "57P02", // crash_shutdown
     "57P03", // cannot_connect_now
+    "25P03", // idle_in_transaction_session_timeout (the server ended an idle transaction)
+    "57P05", // idle_session_timeout
 ];
+
+/// Postgres SQLSTATEs that say the connection is gone (while the server may be fine): see
+/// [`connection_lost`].
+const POSTGRES_CONNECTION_LOST: &[&str] = &[
+    "08000", "08003", "08006", // connection_exception, _does_not_exist, connection_failure
+    "57P01", "57P02", "57P03", // admin_shutdown, crash_shutdown, cannot_connect_now
+    "25P03", "57P05", // idle_in_transaction_session_timeout, idle_session_timeout
+];
+
+/// Whether `error` says the connection was lost (it broke, the server restarted or ended an
+/// idle session), not that the statement failed: only then may a statement that ran on a
+/// connection idle since its last answer be sent again on another.
+pub fn connection_lost(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Io(_) | sqlx::Error::Tls(_) => true,
+        sqlx::Error::Database(db) => db
+            .try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
+            .is_some_and(|pg| POSTGRES_CONNECTION_LOST.contains(&pg.code())),
+        _ => false,
+    }
+}
 
 /// Postgres data exceptions a request's value caused (class 22): text the database cannot
 /// store. Validation refuses what it can foresee (a NUL byte); these are the rest.
@@ -302,6 +325,15 @@ impl From<Invalid> for Status {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_lost_connection_counts_as_lost() {
+        assert!(connection_lost(&sqlx::Error::Io(std::io::Error::from(std::io::ErrorKind::ConnectionReset))));
+        // Transient, but the connection is fine: the statement must not be sent again.
+        assert!(!connection_lost(&sqlx::Error::PoolTimedOut));
+        assert!(!connection_lost(&sqlx::Error::RowNotFound));
+        assert!(!connection_lost(&sqlx::Error::Protocol("57014: canceling statement".into())));
+    }
 
     #[test]
     fn long_messages_are_clipped_on_a_char_boundary() {

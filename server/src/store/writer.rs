@@ -423,9 +423,13 @@ where
             return Some(job);
         }
         loop {
-            let message = match self.held.as_ref().filter(|held| held.begun) {
-                Some(held) => {
-                    let idle_until = held.answered + self.dialect.trust_idle_for;
+            let idle_until = self
+                .held
+                .as_ref()
+                .filter(|held| held.begun)
+                .and_then(|held| held.answered.checked_add(self.dialect.trust_idle_for));
+            let message = match idle_until {
+                Some(idle_until) => {
                     let Ok(message) = tokio::time::timeout_at(idle_until.into(), self.jobs.recv()).await
                     else {
                         self.end_begun().await;

@@ -64,18 +64,16 @@ impl PgStore {
                 .bind(session);
             let rows = match query.fetch_all(&mut *lease).await {
                 Ok(rows) => rows,
-                // Its transaction was begun ahead on a connection that broke while idle (a
-                // Postgres restart): nothing of the write reached the database, and the
-                // writer begins the next batch on a connection that answers.
-                Err(e) => match Error::from(e) {
-                    Error::Unavailable(e) if lease.begun_ahead() && !retried => {
-                        tracing::debug!(error = %e, "the writer's connection broke while idle; the write starts again");
-                        drop(lease);
-                        retried = true;
-                        continue;
-                    }
-                    e => return Err(e),
-                },
+                // Its transaction was begun ahead on a connection that was lost while idle (a
+                // Postgres restart, an idle timeout): nothing of the write can be kept, and
+                // the writer begins the next batch on a connection that answers.
+                Err(e) if lease.begun_ahead() && !retried && crate::error::connection_lost(&e) => {
+                    tracing::debug!(error = %e, "the writer's connection was lost while idle; the write starts again");
+                    drop(lease);
+                    retried = true;
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
             };
             let row = rows.first().ok_or_else(|| Error::internal("the project lock returned no row"))?;
             let lock_row = LockRow::from_row(row)?;

@@ -23,7 +23,8 @@ async fn idle_in_transaction(pool: &sqlx::PgPool) -> i64 {
 /// `trust_idle_for` of each other: after that, and when the writer closes, it is rolled back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transaction_begun_ahead_ends_when_idle_or_closed() {
-    let idle = Duration::from_millis(300);
+    // Long enough for the checks below on a busy machine.
+    let idle = Duration::from_millis(1500);
     let (_keep, pool) = fresh().await;
     let writer = Writer::spawn(&pool, Dialect { begins_ahead: true, trust_idle_for: idle, ..DIALECT });
     let write = |v: &'static str| {
@@ -34,9 +35,11 @@ async fn a_transaction_begun_ahead_ends_when_idle_or_closed() {
             lease.commit().await.unwrap();
         }
     };
+    // Also opens the pool connection the checks use, before the writer takes one.
+    assert_eq!(idle_in_transaction(&pool).await, 0);
     write("a").await;
     assert_eq!(idle_in_transaction(&pool).await, 1, "the COMMIT began the next transaction");
-    tokio::time::sleep(idle * 3).await;
+    tokio::time::sleep(idle * 2).await;
     assert_eq!(idle_in_transaction(&pool).await, 0, "rolled back once idle");
     write("b").await;
     assert_eq!(idle_in_transaction(&pool).await, 1);

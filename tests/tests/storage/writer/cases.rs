@@ -328,24 +328,28 @@ async fn a_commit_begins_the_next_transaction() {
     let idle = Duration::from_millis(600);
     let dialect = Dialect { begins_ahead: true, trust_idle_for: idle, ..DIALECT };
     let (_keep, pool, writer) = writer(dialect).await;
-    let own = |v: &'static str| {
+    // A write of its own; returns whether it found its transaction begun ahead.
+    let write = |v: &'static str| {
         let writer = writer.clone();
-        tokio::spawn(async move {
+        async move {
             let mut lease = writer.lease_own("p", false).await.unwrap();
             let ahead = lease.begun_ahead();
             insert(&mut lease, v).await.unwrap();
             lease.commit().await.unwrap();
             ahead
-        })
+        }
     };
+    let own = |v: &'static str| tokio::spawn(write(v));
     assert!(!own("a").await.unwrap(), "no connection yet: the writer began alone");
     assert!(own("b").await.unwrap(), "begun by the last COMMIT");
     // A batch: its first write on the transaction begun ahead, the next joining it.
     let mut first = writer.lease_own("p", false).await.unwrap();
     assert!(first.begun_ahead());
     insert(&mut first, "c").await.unwrap();
-    let joined = own("d");
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Polled once, its lease is asked for: it queues behind `first`, in its batch.
+    let mut joined = Box::pin(write("d"));
+    assert!(futures::FutureExt::now_or_never(&mut joined).is_none());
+    let joined = tokio::spawn(joined);
     first.commit().await.unwrap();
     assert!(!joined.await.unwrap(), "only a batch's first write finds it begun ahead");
     // A first write dropped: the batch ends (the next write begins the next one).
