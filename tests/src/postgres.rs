@@ -36,6 +36,17 @@ pub async fn fresh_database() -> Result<String> {
     create_database(&admin_url()?).await
 }
 
+/// Terminates the connections to `pool`'s database that wait in a transaction ("idle in
+/// transaction"), as a restart or an idle timeout would; one `true` per connection ended.
+pub async fn terminate_idle_in_transaction(pool: &sqlx::PgPool) -> Result<Vec<bool>> {
+    Ok(sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = current_database() AND state = 'idle in transaction'",
+    )
+    .fetch_all(pool)
+    .await?)
+}
+
 async fn create_database(admin: &str) -> Result<String> {
     let admin = admin.to_owned();
     let name = format!("baton_test_{}", uuid::Uuid::new_v4().simple());

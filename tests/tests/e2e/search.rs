@@ -134,6 +134,19 @@ async fn plant(c: &mut Clients) -> Planted {
     Planted { project: p, labels, s1, s1_checkpoints }
 }
 
+/// The reply to `ask` once the project's background indexing is done (within 30 s).
+async fn once_indexed(c: &mut Clients, ask: &SearchRequest) -> baton_proto::v1::SearchResponse {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let reply = c.search.search(ask.clone()).await.unwrap().into_inner();
+        if !reply.partial {
+            return reply;
+        }
+        assert!(std::time::Instant::now() < deadline, "still partial after 30 s");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 async fn search(c: &mut Clients, request: SearchRequest) -> Vec<SearchHit> {
     c.search.search(request).await.unwrap_or_else(|e| panic!("{e:?}")).into_inner().hits
 }
@@ -431,15 +444,7 @@ async fn older_records_are_indexed_after_an_upgrade(backend: Backend) {
         query: "retry policy".into(),
         ..Default::default()
     };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let reply = loop {
-        let reply = c.search.search(ask.clone()).await.unwrap().into_inner();
-        if !reply.partial {
-            break reply;
-        }
-        assert!(std::time::Instant::now() < deadline, "still partial after 30 s");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    };
+    let reply = once_indexed(&mut c, &ask).await;
     assert_eq!(labelled(&planted, &reply.hits), BTreeSet::from(["backoff", "s1-checkpoint"]));
     let all = QUERIES.iter().find(|(q, ..)| *q == "café").unwrap();
     let hits = search(&mut c, SearchRequest { query: all.0.into(), ..ask.clone() }).await;
@@ -501,15 +506,7 @@ async fn text_without_spaces_is_found_by_its_words(backend: Backend) {
     server.restart().unwrap();
     let mut c = server.clients().await;
     let ask = SearchRequest { project: p.clone(), query: "策略".into(), ..Default::default() };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let reply = loop {
-        let reply = c.search.search(ask.clone()).await.unwrap().into_inner();
-        if !reply.partial {
-            break reply;
-        }
-        assert!(std::time::Instant::now() < deadline, "still partial after 30 s");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    };
+    let reply = once_indexed(&mut c, &ask).await;
     assert_eq!(found(&reply.hits), vec![true], "{backend:?}: indexed again");
     let kept = search(&mut c, SearchRequest { query: "kept".into(), ..ask }).await;
     assert_eq!(kept.len(), 1, "{backend:?}: documents without such text are left as they were");

@@ -350,13 +350,7 @@ async fn a_write_on_a_connection_broken_while_begun_ahead_starts_again() {
         baton_server::store::PgStore::connect(&url, baton_server::events::Wakers::default()).await.unwrap();
     put(&store, ctx(None), note("p", "a", "first")).await;
     let admin = sqlx::PgPool::connect(&url).await.unwrap();
-    let killed: Vec<bool> = sqlx::query_scalar(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-         WHERE datname = current_database() AND state = 'idle in transaction'",
-    )
-    .fetch_all(&admin)
-    .await
-    .unwrap();
+    let killed = baton_tests::postgres::terminate_idle_in_transaction(&admin).await.unwrap();
     assert_eq!(killed, vec![true], "the writer's lane waits in the transaction its COMMIT began");
     let reply = service::memory::put(&store, ctx(None), note("p", "b", "second")).await;
     assert!(reply.is_ok(), "the write started again: {reply:?}");

@@ -58,13 +58,7 @@ async fn a_connection_broken_while_begun_ahead_fails_one_write() {
     let mut lease = writer.lease_own("p", false).await.unwrap();
     insert(&mut lease, "a").await.unwrap();
     lease.commit().await.unwrap();
-    let killed: Vec<bool> = sqlx::query_scalar(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-         WHERE datname = current_database() AND state = 'idle in transaction'",
-    )
-    .fetch_all(&pool)
-    .await
-    .unwrap();
+    let killed = baton_tests::postgres::terminate_idle_in_transaction(&pool).await.unwrap();
     assert_eq!(killed, vec![true]);
     let mut broken = writer.lease_own("p", false).await.unwrap();
     assert!(broken.begun_ahead());
