@@ -92,13 +92,23 @@ impl Error {
     }
 }
 
-/// Postgres SQLSTATEs after which a retry may work: the connection broke, the transaction
-/// lost a serialization race or a deadlock, the server ran short of resources or is
-/// shutting down or starting up.
-const POSTGRES_TRANSIENT: &[&str] = &[
+/// Postgres SQLSTATEs that say the connection is gone (while the server may be fine): see
+/// [`connection_lost`].
+const POSTGRES_CONNECTION_LOST: &[&str] = &[
     "08000", // connection_exception
     "08003", // connection_does_not_exist
     "08006", // connection_failure
+    "57P01", // admin_shutdown
+    "57P02", // crash_shutdown
+    "57P03", // cannot_connect_now
+    "25P03", // idle_in_transaction_session_timeout (the server ended an idle transaction)
+    "57P05", // idle_session_timeout
+];
+
+/// Postgres SQLSTATEs after which a retry may work, besides a lost connection: no new
+/// connection could be made, the transaction lost a serialization race or a deadlock, the
+/// server ran short of resources, a statement timed out.
+const POSTGRES_TRANSIENT: &[&str] = &[
     "08001", // sqlclient_unable_to_establish_sqlconnection
     "08004", // sqlserver_rejected_establishment_of_sqlconnection
     "40001", // serialization_failure
@@ -108,20 +118,12 @@ const POSTGRES_TRANSIENT: &[&str] = &[
     "53200", // out_of_memory
     "53300", // too_many_connections
     "57014", // query_canceled (a statement timeout)
-    "57P01", // admin_shutdown
-    "57P02", // crash_shutdown
-    "57P03", // cannot_connect_now
-    "25P03", // idle_in_transaction_session_timeout (the server ended an idle transaction)
-    "57P05", // idle_session_timeout
 ];
 
-/// Postgres SQLSTATEs that say the connection is gone (while the server may be fine): see
-/// [`connection_lost`].
-const POSTGRES_CONNECTION_LOST: &[&str] = &[
-    "08000", "08003", "08006", // connection_exception, _does_not_exist, connection_failure
-    "57P01", "57P02", "57P03", // admin_shutdown, crash_shutdown, cannot_connect_now
-    "25P03", "57P05", // idle_in_transaction_session_timeout, idle_session_timeout
-];
+/// Whether a retry may work after Postgres reported `code`.
+fn postgres_transient(code: &str) -> bool {
+    POSTGRES_CONNECTION_LOST.contains(&code) || POSTGRES_TRANSIENT.contains(&code)
+}
 
 /// Whether `error` says the connection was lost (it broke, the server restarted or ended an
 /// idle session), not that the statement failed: only then may a statement that ran on a
@@ -166,7 +168,7 @@ fn kind(error: &sqlx::Error) -> Kind {
         sqlx::Error::Database(db) => {
             if let Some(pg) = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
                 let code = pg.code();
-                if POSTGRES_TRANSIENT.contains(&code) {
+                if postgres_transient(code) {
                     Kind::Transient
                 } else if POSTGRES_BAD_VALUE.contains(&code) {
                     Kind::BadValue
@@ -205,7 +207,7 @@ impl Error {
     /// A failure Postgres reported by its SQLSTATE and message, as a function that caught
     /// it returns them (`baton_apply`): classified as a driver error would be.
     pub fn postgres(code: &str, message: &str) -> Self {
-        if POSTGRES_TRANSIENT.contains(&code) {
+        if postgres_transient(code) {
             Self::Unavailable(sqlx::Error::Protocol(format!("{code}: {message}")))
         } else if POSTGRES_BAD_VALUE.contains(&code) {
             tracing::debug!(%code, %message, "the database refused a value");

@@ -367,7 +367,6 @@ struct Lane<DB: Database> {
 }
 
 /// One batch's state, from its first write to its commit.
-#[expect(clippy::struct_excessive_bools, reason = "independent facts about one transaction")]
 struct Batch {
     /// Whether BEGIN was sent: else the next opening sent carries it.
     began: bool,
@@ -390,8 +389,6 @@ struct Batch {
     /// Whether the transaction was begun ahead and the connection has not answered since
     /// it went idle (`Lease::begun_ahead`).
     unconfirmed: bool,
-    /// Whether the batch's COMMIT began the next transaction (`Dialect::begins_ahead`).
-    begun_next: bool,
 }
 
 /// What became of a write lent the connection.
@@ -512,7 +509,6 @@ where
             closing: None,
             had_own: false,
             unconfirmed,
-            begun_next: false,
         };
         Some((conn, batch, first))
     }
@@ -541,7 +537,9 @@ where
                     for w in batch.waiting.drain(..) {
                         let _ = w.send(Ok(()));
                     }
-                    self.held = Some(Held { conn, answered: batch.answered, begun: batch.begun_next });
+                    // A batch that began commits, and then begins the next (`then_send`).
+                    let begun = self.dialect.begins_ahead && batch.began;
+                    self.held = Some(Held { conn, answered: batch.answered, begun });
                     return String::new();
                 }
                 (Err(e), next) => {
@@ -730,7 +728,6 @@ impl Batch {
                 };
                 // Statements after one that fails are not run: a batch that did not commit
                 // begins nothing.
-                self.begun_next = dialect.begins_ahead;
                 if dialect.begins_ahead { vec![commit, dialect.begin.to_owned()] } else { vec![commit] }
             }
             // No write sent anything: there is no transaction.

@@ -549,6 +549,14 @@ async fn the_cli_searches_and_says_what_is_wrong() {
     }
 }
 
+/// A checkpoint's state holding one decision, for `word`.
+fn chose(word: &str) -> CheckpointState {
+    CheckpointState {
+        decisions: vec![Decision { decision: format!("Chose the {word}"), ..Default::default() }],
+        ..Default::default()
+    }
+}
+
 /// An import batch can hold checkpoints whose session is already in the database (it came in
 /// an earlier batch, or an earlier import): their documents still carry the session's
 /// branch, and its user as their author.
@@ -558,10 +566,6 @@ async fn imported_checkpoints_keep_their_sessions_branch() {
     let mut c = laptop.clients().await;
     let p = project();
     let s = session(&mut c, &p, "feature-x", "ana", "").await;
-    let chose = |word: &str| CheckpointState {
-        decisions: vec![Decision { decision: format!("Chose the {word}"), ..Default::default() }],
-        ..Default::default()
-    };
     checkpoint(&mut c, &s, chose("zeppelin")).await;
     let dir = tempfile::tempdir().unwrap();
     let export = |name: &str| {
@@ -606,10 +610,6 @@ async fn a_checkpoint_that_leaves_its_session_unchanged_keeps_its_branch() {
     let p = project();
     let s = session(&mut c, &p, "feature-x", "ana", "").await;
     let other = session(&mut c, &p, "main", "bo", "").await;
-    let chose = |word: &str| CheckpointState {
-        decisions: vec![Decision { decision: format!("Chose the {word}"), ..Default::default() }],
-        ..Default::default()
-    };
     let first = checkpoint(&mut c, &s, chose("zeppelin")).await;
     checkpoint(&mut c, &s, chose("balloon")).await;
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
