@@ -19,9 +19,12 @@
 //!   its own connection), instead of a temporary file made and removed by every write: the
 //!   etcd rows and the same small-write rows (`sqlite/mod.rs`); and it copies its log into
 //!   the database file every 10,000 pages rather than 1,000: the etcd rows.
-//! - Postgres makes a write two function calls, `baton_begin` and `baton_apply`, and gives
-//!   it a subtransaction instead of a SAVEPOINT round trip: the same rows
-//!   (`postgres/write.rs`, the migrations `begin_functions` and `apply_checkpoints`).
+//! - Postgres makes a write two round trips: the lock with the write's first read as one
+//!   statement, which reads again when its snapshot turns out older than the row it locked
+//!   (`postgres::sql::LOCK`), and a call of `baton_apply`, which gives the write a
+//!   subtransaction instead of a SAVEPOINT round trip: the same rows and "Baton/etcd, 8 and
+//!   32 clients" (`postgres/write.rs`, the migrations `begin_functions` and
+//!   `apply_checkpoints`).
 //! - Postgres's writer begins a batch's transaction with the previous batch's COMMIT
 //!   (`writer::Dialect::begins_ahead`), so a batch sends no BEGIN of its own: "Baton/etcd,
 //!   1 client", whose batches hold one write each.

@@ -357,3 +357,67 @@ async fn a_write_on_a_connection_broken_while_begun_ahead_starts_again() {
     assert_eq!(revisions(&store, "p").await, vec![1, 2]);
     Store::close(&store).await;
 }
+
+/// Postgres only: a write that waited for its project's lock while another server's write
+/// of the same project committed reads what that write made (the lock's statement took its
+/// snapshot before the wait, and reads again when the row it locked is newer): here the
+/// conflict with it is reported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_that_waited_for_the_lock_reads_what_committed_meanwhile() {
+    let url = baton_tests::postgres::fresh_database().await.unwrap();
+    let wakers = baton_server::events::Wakers::default;
+    let (a, b) = (
+        baton_server::store::PgStore::connect(&url, wakers()).await.unwrap(),
+        baton_server::store::PgStore::connect(&url, wakers()).await.unwrap(),
+    );
+    let set = |item: &str| PutMemoryRequest {
+        project: "p".into(),
+        category: "constraint".into(),
+        op: MemoryOp::ReplaceSet as i32,
+        items: vec![MemoryItem { content: item.into(), ..Default::default() }],
+        ..Default::default()
+    };
+    put(&a, ctx(None), set("first")).await;
+    // A transaction outside Baton holds the row while both servers' writes queue for it, a
+    // first, each based on revision 1.
+    let admin = sqlx::PgPool::connect(&url).await.unwrap();
+    let mut holder = admin.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM projects WHERE key = 'p' FOR UPDATE").execute(&mut *holder).await.unwrap();
+    let behind = || WriteCtx { base_revision: Some(1), ..ctx(None) };
+    let first = tokio::spawn({
+        let a = a.clone();
+        async move { service::memory::put(&a, behind(), set("from a")).await }
+    });
+    waiting_for_locks(&admin, 1).await;
+    let second = tokio::spawn({
+        let b = b.clone();
+        async move { service::memory::put(&b, behind(), set("from b")).await }
+    });
+    waiting_for_locks(&admin, 2).await;
+    holder.rollback().await.unwrap();
+    let first = first.await.unwrap().unwrap().result.unwrap();
+    assert_eq!((first.revision, first.outcome), (2, WriteOutcome::Applied as i32));
+    let second = second.await.unwrap().unwrap().result.unwrap();
+    assert_eq!(second.revision, 3);
+    assert_eq!(second.outcome, WriteOutcome::Overwritten as i32, "b saw a's write, made while it waited");
+    assert!(second.conflict.is_some());
+    Store::close(&a).await;
+    Store::close(&b).await;
+}
+
+/// Waits until `n` connections of the database wait for a lock.
+async fn waiting_for_locks(admin: &sqlx::PgPool, n: i64) {
+    for _ in 0..500 {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+        )
+        .fetch_one(admin)
+        .await
+        .unwrap();
+        if waiting >= n {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("{n} connections never waited for a lock");
+}

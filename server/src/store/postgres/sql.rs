@@ -1,22 +1,90 @@
 //! The SQL of Postgres writes: one statement each, every value a bound parameter. A write
-//! is two calls of the functions of the migration `begin_functions` (`write.rs`), plus any
-//! reads it makes besides its first.
+//! is the project lock with its first read (`LOCK`) and a call of `baton_apply` (the
+//! migration `begin_functions`; `write.rs`), plus any reads it makes besides its first.
 
 use crate::store::rows::{checkpoint_columns, checkpoint_light_columns, entry_columns, session_columns};
 
-/// The project lock, which changes nothing, with the write's first read (the migration
-/// `begin_functions`): the write's revision and time, the memory caps and an earlier reply
-/// to the request id, then a memory record's state (`RECORD_STATE`'s columns, one row per
-/// entry) or a session (`SessionRow`'s columns), each read once the lock is held. Bounded,
-/// it does not wait for a row locked elsewhere (`out_ran_out`). $1 project, $2 request id,
-/// $3 bounded, $4 record (or NULL), $5 session id (or NULL).
-pub const BEGIN: &str = concat!(
-    "SELECT out_ran_out, out_revision, out_now_us, out_caps, out_hash, out_reply, record_revision, ",
-    "record_written_us, record_author, m_id, m_category, m_branch, m_key, m_content, m_rationale, m_author, ",
-    "m_revision, m_seq, m_created_us, ",
-    session_columns!(),
-    " FROM baton_begin($1, $2, $3, $4, $5)"
-);
+/// A memory record's state as `RecordStateRow`'s columns, from `records r` and `memory m`.
+macro_rules! record_state_columns {
+    () => {
+        "r.revision AS record_revision, r.written_us AS record_written_us, r.author AS record_author, \
+         m.id AS m_id, m.category AS m_category, m.branch AS m_branch, m.key AS m_key, m.content AS m_content, \
+         m.rationale AS m_rationale, m.author AS m_author, m.revision AS m_revision, m.seq AS m_seq, \
+         m.created_us AS m_created_us"
+    };
+}
+
+/// The project lock, which changes nothing, as one statement with the write's first read
+/// (`write.rs`): the write's revision and time (never before the project's last write, the
+/// clock read once the row is locked), the memory caps and an earlier reply to the request
+/// id ($1 project, $2 request id). No row: the project does not exist yet, or (`SKIP
+/// LOCKED`, a bounded lock) its row is locked elsewhere.
+///
+/// The statement's snapshot is taken before it waits for the lock, so what it reads may
+/// predate a write that committed while it waited. `fresh` says it did not: the row it
+/// locked is the version its snapshot sees (`xmin`, the transaction that wrote it; every
+/// write under the lock updates the row, `baton_apply`). A stale result is read again,
+/// lock held, by the same statement, whose new snapshot then sees everything before it.
+/// Why not a PL/pgSQL function, which takes a snapshot per statement: its call cost about
+/// 40 µs more per write, and a project's writes run one after another on their lane
+/// (README, Performance: "The lock as one statement").
+macro_rules! lock_with {
+    ($wait:literal, $columns:expr, $joins:expr) => {
+        concat!(
+            "WITH seen AS (SELECT p.xmin AS seen_version FROM projects p WHERE p.key = $1), ",
+            "locked AS (SELECT p.xmin AS locked_version, p.head_revision AS lock_head, ",
+            "p.last_write_us AS lock_last_write_us, p.memory_caps AS lock_caps FROM projects p ",
+            "WHERE p.key = $1 FOR UPDATE",
+            $wait,
+            "), earlier AS (SELECT q.request_hash, q.reply FROM requests q WHERE q.project = $1 ",
+            "AND q.request_id = $2) ",
+            "SELECT seen_version = locked_version AS fresh, lock_head + 1 AS out_revision, ",
+            "GREATEST(lock_last_write_us, baton_now_us()) AS out_now_us, lock_caps AS out_caps, ",
+            "request_hash AS out_hash, reply AS out_reply",
+            $columns,
+            " FROM locked JOIN seen ON TRUE LEFT JOIN earlier ON TRUE",
+            $joins
+        )
+    };
+}
+
+/// With a memory record's state, one row per live entry in order. $3 record.
+macro_rules! lock_record {
+    ($wait:literal) => {
+        lock_with!(
+            $wait,
+            concat!(", ", record_state_columns!()),
+            " LEFT JOIN records r ON r.project = $1 AND r.record = $3 \
+             LEFT JOIN memory m ON m.project = $1 AND m.record = $3 AND m.evicted = FALSE \
+             ORDER BY m.revision, m.seq"
+        )
+    };
+}
+
+/// With a session of the project (`SessionRow`'s columns, NULL if absent). $3 session id.
+macro_rules! lock_session {
+    ($wait:literal) => {
+        lock_with!(
+            $wait,
+            concat!(", ", session_columns!()),
+            concat!(
+                " LEFT JOIN (SELECT ",
+                session_columns!(),
+                " FROM sessions WHERE id = $3 AND project = $1) s ON TRUE"
+            )
+        )
+    };
+}
+
+/// The lock, waiting for the row (`LOCK`) or not (`LOCK_BOUNDED`), with no first read, a
+/// record's state or a session (see `lock_with`).
+pub const LOCK: [&str; 3] = [lock_with!("", "", ""), lock_record!(""), lock_session!("")];
+pub const LOCK_BOUNDED: [&str; 3] =
+    [lock_with!(" SKIP LOCKED", "", ""), lock_record!(" SKIP LOCKED"), lock_session!(" SKIP LOCKED")];
+
+/// A project's row, made on its first write (then locked by `LOCK`). $1 project.
+pub const CREATE_PROJECT: &str = "INSERT INTO projects (key, head_revision, last_write_us, created_us, \
+     memory_revision) VALUES ($1, 0, baton_now_us(), baton_now_us(), 0) ON CONFLICT (key) DO NOTHING";
 
 /// A write's changes and log in a subtransaction of its own (`apply.rs`): no row if they
 /// were applied, else the SQLSTATE and message of what failed.
@@ -25,13 +93,12 @@ pub const APPLY: &str = "SELECT out_code, out_message FROM baton_apply($1, $2, $
 
 /// A memory record's LWW version (NULL columns if never written) and its live entries in
 /// order (NULL entry columns if none), one row per entry. $1 project, $2 record.
-pub const RECORD_STATE: &str = "SELECT r.revision AS record_revision, r.written_us AS record_written_us, \
-     r.author AS record_author, m.id AS m_id, m.category AS m_category, m.branch AS m_branch, \
-     m.key AS m_key, m.content AS m_content, m.rationale AS m_rationale, m.author AS m_author, \
-     m.revision AS m_revision, m.seq AS m_seq, m.created_us AS m_created_us FROM (SELECT 1 AS one) k \
-     LEFT JOIN records r ON r.project = $1 AND r.record = $2 \
-     LEFT JOIN memory m ON m.project = $1 AND m.record = $2 AND m.evicted = FALSE \
-     ORDER BY m.revision, m.seq";
+pub const RECORD_STATE: &str = concat!(
+    "SELECT ",
+    record_state_columns!(),
+    " FROM (SELECT 1 AS one) k LEFT JOIN records r ON r.project = $1 AND r.record = $2 \
+     LEFT JOIN memory m ON m.project = $1 AND m.record = $2 AND m.evicted = FALSE ORDER BY m.revision, m.seq"
+);
 
 /// A record's entries in order. $1 project, $2 record, $3 include evicted.
 pub const RECORD_ENTRIES: &str = concat!(

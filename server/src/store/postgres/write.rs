@@ -3,11 +3,14 @@
 //! Every statement is a round trip, and a project's writes in a batch run back to back
 //! holding its lock, so the round trips of a write bound how fast one project can be
 //! written (`baton-bench`'s rows "small memory writes, one hot project" and "over 100
-//! projects"). A write makes two: `baton_begin` takes the project's lock, changing nothing,
-//! and reads the write's first read with it (`Lock::first_read`); `baton_apply` makes all its
-//! changes in a subtransaction of its own, which rolls back alone if it fails, as a
-//! savepoint would, without the round trip a SAVEPOINT costs (`Writer::lease_own`).
+//! projects"). A write makes two: one statement takes the project's lock, changing nothing,
+//! and reads the write's first read with it (`Lock::first_read`; `sql::LOCK`, which says
+//! when what it read predates the row it locked, and is then run again); `baton_apply`
+//! makes all its changes in a subtransaction of its own, which rolls back alone if it
+//! fails, as a savepoint would, without the round trip a SAVEPOINT costs
+//! (`Writer::lease_own`). A project's first write makes its row first (`CREATE_PROJECT`).
 
+use sqlx::postgres::PgRow;
 use sqlx::{FromRow as _, Postgres, Row as _};
 
 use super::{PgStore, apply, maintenance, sql};
@@ -31,15 +34,44 @@ pub struct PgTx {
     first: Option<FirstReadDone>,
 }
 
-/// The lock's columns (`sql::BEGIN`).
+/// The lock's columns (`sql::LOCK`).
 #[derive(sqlx::FromRow)]
 struct LockRow {
-    out_ran_out: bool,
-    out_revision: Option<i64>,
-    out_now_us: Option<i64>,
-    out_caps: Option<String>,
+    fresh: bool,
+    out_revision: i64,
+    out_now_us: i64,
+    out_caps: String,
     out_hash: Option<Vec<u8>>,
     out_reply: Option<Vec<u8>>,
+}
+
+/// What one run of the lock's statement found.
+enum Locking {
+    /// Locked, and read with a snapshot that sees every write before the lock.
+    Done(Vec<PgRow>, LockRow),
+    /// Locked, but read with a snapshot taken before a write that committed while it
+    /// waited: read again (the lock is held, so the next snapshot sees it).
+    Stale,
+    /// The project has no row yet, or (bounded) its row is locked elsewhere.
+    Absent,
+}
+
+/// Runs the lock's statement for `lock` (`sql::LOCK`) on the lease's connection.
+async fn try_lock(lease: &mut Lease<Postgres>, lock: &Lock<'_>) -> std::result::Result<Locking, sqlx::Error> {
+    let statements = if lease.bounded() { &sql::LOCK_BOUNDED } else { &sql::LOCK };
+    let query = match lock.first_read {
+        None => sqlx::query(statements[0]).bind(lock.project).bind(lock.request_id),
+        Some(FirstRead::Record(record)) => {
+            sqlx::query(statements[1]).bind(lock.project).bind(lock.request_id).bind(record)
+        }
+        Some(FirstRead::Session(id)) => {
+            sqlx::query(statements[2]).bind(lock.project).bind(lock.request_id).bind(id)
+        }
+    };
+    let rows = query.fetch_all(&mut **lease).await?;
+    let Some(row) = rows.first() else { return Ok(Locking::Absent) };
+    let lock_row = LockRow::from_row(row)?;
+    Ok(if lock_row.fresh { Locking::Done(rows, lock_row) } else { Locking::Stale })
 }
 
 impl PgStore {
@@ -49,21 +81,10 @@ impl PgStore {
         // which holds nothing while it waits (see `store::writer`).
         let mut fresh = false;
         let mut retried = false;
-        let (lease, rows, lock_row) = loop {
+        let (lease, rows, lock_row) = 'lease: loop {
             let mut lease = self.writer.lease_own(lock.project, fresh).await?;
-            let (record, session) = match lock.first_read {
-                None => (None, None),
-                Some(FirstRead::Record(record)) => (Some(record), None),
-                Some(FirstRead::Session(id)) => (None, Some(id)),
-            };
-            let query = sqlx::query(sql::BEGIN)
-                .bind(lock.project)
-                .bind(lock.request_id)
-                .bind(lease.bounded())
-                .bind(record)
-                .bind(session);
-            let rows = match query.fetch_all(&mut *lease).await {
-                Ok(rows) => rows,
+            let mut locking = match try_lock(&mut lease, &lock).await {
+                Ok(locking) => locking,
                 // Its transaction was begun ahead on a connection that was lost while idle (a
                 // Postgres restart, an idle timeout): nothing of the write can be kept, and
                 // the writer begins the next batch on a connection that answers.
@@ -75,19 +96,26 @@ impl PgStore {
                 }
                 Err(e) => return Err(e.into()),
             };
-            let row = rows.first().ok_or_else(|| Error::internal("the project lock returned no row"))?;
-            let lock_row = LockRow::from_row(row)?;
-            if !lock_row.out_ran_out {
-                break (lease, rows, lock_row);
+            // At most: the project made, then read again once stale (another server's
+            // write committed while this one waited for the row it made).
+            for _ in 0..3 {
+                match locking {
+                    Locking::Done(rows, lock_row) => break 'lease (lease, rows, lock_row),
+                    Locking::Absent if lease.bounded() => break,
+                    Locking::Absent => {
+                        sqlx::query(sql::CREATE_PROJECT).bind(lock.project).execute(&mut *lease).await?;
+                    }
+                    Locking::Stale => {}
+                }
+                locking = try_lock(&mut lease, &lock).await?;
+            }
+            if !lease.bounded() {
+                return Err(Error::internal("the project lock found no row it could read"));
             }
             lease.rollback().await?;
             fresh = true;
         };
-        let (Some(revision), Some(now_us), Some(memory_caps)) =
-            (lock_row.out_revision, lock_row.out_now_us, lock_row.out_caps)
-        else {
-            return Err(Error::internal("the project lock returned no revision"));
-        };
+        let (revision, now_us, memory_caps) = (lock_row.out_revision, lock_row.out_now_us, lock_row.out_caps);
         let first = match lock.first_read {
             None => None,
             Some(FirstRead::Record(record)) => {
