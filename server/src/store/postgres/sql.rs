@@ -25,9 +25,9 @@ macro_rules! record_state_columns {
 /// locked is the version its snapshot sees (`xmin`, the transaction that wrote it; every
 /// write under the lock updates the row, `baton_apply`). A stale result is read again,
 /// lock held, by the same statement, whose new snapshot then sees everything before it.
-/// Why not a PL/pgSQL function, which takes a snapshot per statement: its call cost about
-/// 40 µs more per write, and a project's writes run one after another on their lane
-/// (README, Performance: "The lock as one statement").
+/// Why not a PL/pgSQL function, which takes a snapshot per statement: its call costs
+/// Postgres more than the statement's own work, and a project's writes run one after
+/// another on their lane (README, Performance: "The lock as one statement").
 macro_rules! lock_with {
     ($wait:literal, $columns:expr, $joins:expr) => {
         concat!(
