@@ -74,6 +74,34 @@ async fn try_lock(lease: &mut Lease<Postgres>, lock: &Lock<'_>) -> std::result::
     Ok(if lock_row.fresh { Locking::Done(rows, lock_row) } else { Locking::Stale })
 }
 
+/// Takes the lock from the statement's first run: makes the project's row if it has none
+/// and reads again when stale. `None`: a bounded lock ran out (the row is locked elsewhere,
+/// or the project is new), and the write starts again in a batch of its own.
+async fn settle(
+    lease: &mut Lease<Postgres>,
+    lock: &Lock<'_>,
+    first: Locking,
+) -> Result<Option<(Vec<PgRow>, LockRow)>> {
+    let mut locking = first;
+    // At most: the project made, then read again once stale (another server's write
+    // committed while this one waited for the row it made).
+    for _ in 0..3 {
+        match locking {
+            Locking::Done(rows, lock_row) => return Ok(Some((rows, lock_row))),
+            Locking::Absent if lease.bounded() => return Ok(None),
+            Locking::Absent => {
+                sqlx::query(sql::CREATE_PROJECT).bind(lock.project).execute(&mut **lease).await?;
+            }
+            Locking::Stale => {}
+        }
+        locking = try_lock(lease, lock).await?;
+    }
+    if lease.bounded() {
+        return Ok(None);
+    }
+    Err(Error::internal("the project lock found no row it could read"))
+}
+
 impl PgStore {
     pub(super) async fn begin_write(&self, lock: Lock<'_>) -> Result<(PgTx, Locked)> {
         // A write that joins a batch holding other projects waits for its own lock only
@@ -81,9 +109,9 @@ impl PgStore {
         // which holds nothing while it waits (see `store::writer`).
         let mut fresh = false;
         let mut retried = false;
-        let (lease, rows, lock_row) = 'lease: loop {
+        let (lease, rows, lock_row) = loop {
             let mut lease = self.writer.lease_own(lock.project, fresh).await?;
-            let mut locking = match try_lock(&mut lease, &lock).await {
+            let locking = match try_lock(&mut lease, &lock).await {
                 Ok(locking) => locking,
                 // Its transaction was begun ahead on a connection that was lost while idle (a
                 // Postgres restart, an idle timeout): nothing of the write can be kept, and
@@ -96,26 +124,13 @@ impl PgStore {
                 }
                 Err(e) => return Err(e.into()),
             };
-            // At most: the project made, then read again once stale (another server's
-            // write committed while this one waited for the row it made).
-            for _ in 0..3 {
-                match locking {
-                    Locking::Done(rows, lock_row) => break 'lease (lease, rows, lock_row),
-                    Locking::Absent if lease.bounded() => break,
-                    Locking::Absent => {
-                        sqlx::query(sql::CREATE_PROJECT).bind(lock.project).execute(&mut *lease).await?;
-                    }
-                    Locking::Stale => {}
-                }
-                locking = try_lock(&mut lease, &lock).await?;
-            }
-            if !lease.bounded() {
-                return Err(Error::internal("the project lock found no row it could read"));
+            if let Some((rows, lock_row)) = settle(&mut lease, &lock, locking).await? {
+                break (lease, rows, lock_row);
             }
             lease.rollback().await?;
             fresh = true;
         };
-        let (revision, now_us, memory_caps) = (lock_row.out_revision, lock_row.out_now_us, lock_row.out_caps);
+        let (revision, now_us) = (lock_row.out_revision, lock_row.out_now_us);
         let first = match lock.first_read {
             None => None,
             Some(FirstRead::Record(record)) => {
@@ -140,7 +155,7 @@ impl PgStore {
             locked: (revision, now_us, lock.memory),
             first,
         };
-        Ok((tx, Locked { revision, now_us, memory_caps, earlier }))
+        Ok((tx, Locked { revision, now_us, memory_caps: lock_row.out_caps, earlier }))
     }
 }
 
