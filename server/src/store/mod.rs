@@ -22,9 +22,9 @@
 //! - Postgres makes a write two round trips: the lock with the write's first read as one
 //!   statement, which reads again when its snapshot turns out older than the row it locked
 //!   (`postgres::sql::LOCK`), and a call of `baton_apply`, which gives the write a
-//!   subtransaction instead of a SAVEPOINT round trip: the same rows and "Baton/etcd, 8 and
-//!   32 clients" (`postgres/write.rs`, the migrations `begin_functions` and
-//!   `apply_checkpoints`).
+//!   subtransaction instead of a SAVEPOINT round trip: the same rows, "one hot project"
+//!   above all, which the lock as one statement (instead of a PL/pgSQL call) lifted
+//!   (`postgres/write.rs`, the migrations `begin_functions` and `apply_checkpoints`).
 //! - Postgres's writer begins a batch's transaction with the previous batch's COMMIT
 //!   (`writer::Dialect::begins_ahead`), so a batch sends no BEGIN of its own: "Baton/etcd,
 //!   1 client", whose batches hold one write each.
