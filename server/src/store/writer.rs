@@ -28,15 +28,24 @@
 //! [`Lease::rollback`]; a lease dropped without either (an error, a cancelled request) is
 //! rolled back.
 //!
+//! A kept write may leave its last statement to the write after it ([`Lease::hand_over`]),
+//! which sends it in front of its own first statement, in one round trip
+//! ([`Lease::take_handover`]); the writer sends it alone when no write of its own follows.
+//! The write it came from is kept once that statement has made its changes. This is for
+//! the rows of `baton-bench` whose writes queue on one project's lane (Postgres: "small
+//! memory writes, one hot project" and "Baton/etcd" at 8 and 32 clients).
+//!
 //! Its cases run on both backends in the storage conformance suite
 //! (`tests/tests/storage/writer/`), which is why this module is public.
 
+use std::any::Any;
 use std::collections::HashSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::future::BoxFuture;
 use sqlx::pool::PoolConnection;
 use sqlx::{Connection, Database, Executor, IntoArguments, Pool, QueryBuilder};
 use tokio::sync::{mpsc, oneshot};
@@ -45,6 +54,28 @@ const LOST: &str = "the write's connection was lost";
 
 type Reply<DB> = oneshot::Sender<Result<Lease<DB>, String>>;
 type Committed = oneshot::Sender<Result<(), sqlx::Error>>;
+
+/// A kept write's last statement, handed to the write after it in the batch, which sends it
+/// in front of its own first statement ([`Lease::take_handover`]); or sent alone by the
+/// writer, when no write of its own follows.
+pub trait Handover<DB: Database>: Send + 'static {
+    /// Sends it alone: whether its changes were made, or refused (undone by a
+    /// subtransaction of its own; the write that handed it over is told why by the
+    /// handover itself). An error leaves the transaction in doubt: the batch is abandoned.
+    fn send(self: Box<Self>, conn: &mut DB::Connection) -> BoxFuture<'_, Result<Handed, sqlx::Error>>;
+
+    /// For the write that takes it, which knows its type.
+    fn into_any(self: Box<Self>) -> Box<dyn Any + Send>;
+}
+
+/// What became of a handover's statement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Handed {
+    /// Its changes were made: the write that handed it over is kept.
+    Applied,
+    /// Its changes failed and were undone alone: that write is not kept.
+    Refused,
+}
 
 /// How a backend batches its writes.
 #[derive(Clone, Copy, Debug)]
@@ -133,6 +164,20 @@ struct Returned<DB: Database> {
     opened: bool,
     /// A kept write's last statements, for the writer to send (`Dialect::writer_sends_last`).
     last: Option<QueryBuilder<DB>>,
+    /// A kept write's handover ([`Lease::hand_over`]).
+    hands_over: Option<Box<dyn Handover<DB>>>,
+    /// What became of the previous write's handover, lent with this write.
+    previous: Previous<DB>,
+}
+
+/// The previous write's handover, as the write it was lent with leaves it.
+enum Previous<DB: Database> {
+    /// There was none.
+    None,
+    /// Not taken: nothing was sent for it.
+    Untaken(Box<dyn Handover<DB>>),
+    /// Taken, and what became of it, if the write learnt it (else: sent, or not, in doubt).
+    Taken(Option<Handed>),
 }
 
 /// The writer's connection, lent to one write inside its savepoint.
@@ -149,6 +194,8 @@ pub struct Lease<DB: Database> {
     opened: bool,
     /// `Dialect::writer_sends_last`.
     writer_sends_last: bool,
+    /// The previous write's handover, to send in front of the first statement.
+    previous: Previous<DB>,
 }
 
 impl<DB: Database> Writer<DB>
@@ -285,6 +332,43 @@ impl<DB: Database> Lease<DB> {
         }
     }
 
+    /// Keeps the write once `last`, its last statement, has made its changes, and waits
+    /// until its transaction commits. The next write of the batch sends `last` in front of
+    /// its first statement if it takes it ([`Lease::take_handover`]), else the writer sends
+    /// it alone. An error: the write was not kept (`last` refused, or the batch failed).
+    pub async fn hand_over(mut self, last: Box<dyn Handover<DB>>) -> Result<(), sqlx::Error> {
+        let (committed, outcome) = oneshot::channel();
+        self.give_back_with(Some(committed), None, Some(last));
+        match outcome.await {
+            Ok(result) => result,
+            Err(_) => Err(stopped()),
+        }
+    }
+
+    /// The previous write's handover, if it left one and this write is the first to ask:
+    /// to be sent in front of (or as part of) this write's first statement, and what became
+    /// of it told with [`Lease::handed`]. A handover taken and never told about leaves the
+    /// transaction in doubt: the batch is abandoned when this write ends.
+    pub fn take_handover(&mut self) -> Option<Box<dyn Any + Send>> {
+        match std::mem::replace(&mut self.previous, Previous::None) {
+            Previous::Untaken(handover) => {
+                self.previous = Previous::Taken(None);
+                Some(handover.into_any())
+            }
+            other => {
+                self.previous = other;
+                None
+            }
+        }
+    }
+
+    /// Tells what became of the handover this write took.
+    pub fn handed(&mut self, handed: Handed) {
+        if matches!(self.previous, Previous::Taken(None)) {
+            self.previous = Previous::Taken(Some(handed));
+        }
+    }
+
     /// Rolls the write back (to its savepoint; the other writes of the batch are kept).
     #[allow(clippy::unused_async)] // the same shape as `sqlx::Transaction::rollback`
     pub async fn rollback(mut self) -> Result<(), sqlx::Error> {
@@ -293,9 +377,19 @@ impl<DB: Database> Lease<DB> {
     }
 
     fn give_back(&mut self, keep: Option<Committed>, last: Option<QueryBuilder<DB>>) {
+        self.give_back_with(keep, last, None);
+    }
+
+    fn give_back_with(
+        &mut self,
+        keep: Option<Committed>,
+        last: Option<QueryBuilder<DB>>,
+        hands_over: Option<Box<dyn Handover<DB>>>,
+    ) {
         if let (Some(conn), Some(back)) = (self.conn.take(), self.back.take()) {
+            let previous = std::mem::replace(&mut self.previous, Previous::None);
             // If the writer is gone, so is the transaction: nothing to keep either way.
-            let _ = back.send(Returned { conn, keep, opened: self.opened, last });
+            let _ = back.send(Returned { conn, keep, opened: self.opened, last, hands_over, previous });
         }
     }
 }
@@ -367,7 +461,7 @@ struct Lane<DB: Database> {
 }
 
 /// One batch's state, from its first write to its commit.
-struct Batch {
+struct Batch<DB: Database> {
     /// Whether BEGIN was sent: else the next opening sent carries it.
     began: bool,
     /// When the connection last answered the writer.
@@ -389,6 +483,8 @@ struct Batch {
     /// Whether the transaction was begun ahead and the connection has not answered since
     /// it went idle (`Lease::begun_ahead`).
     unconfirmed: bool,
+    /// A kept write's handover, not sent yet, and the write, told once it is.
+    handover: Option<(Box<dyn Handover<DB>>, Committed)>,
 }
 
 /// What became of a write lent the connection.
@@ -404,6 +500,8 @@ struct Lent<DB: Database> {
     last: Option<QueryBuilder<DB>>,
     /// Whether it was the first on a transaction begun ahead (`Lease::begun_ahead`).
     begun_ahead: bool,
+    /// The previous write's handover, lent with it, and that write, to be told.
+    previous: Option<(Previous<DB>, Committed)>,
 }
 
 impl<DB: Database> Lane<DB>
@@ -471,7 +569,7 @@ where
     /// Begins a batch for `first`, on the lane's connection or a new one; `None` (with
     /// `first` told why) when that fails. A trusted connection is not sent BEGIN alone: the
     /// first write's opening carries it.
-    async fn open(&mut self, first: Job<DB>) -> Option<(PoolConnection<DB>, Batch, Job<DB>)> {
+    async fn open(&mut self, first: Job<DB>) -> Option<(PoolConnection<DB>, Batch<DB>, Job<DB>)> {
         // A trusted connection is used as it is by a write that sends its own opening (with
         // BEGIN if none was sent), and by a write of its own if its transaction was begun
         // ahead: a write of its own sends no BEGIN.
@@ -509,24 +607,47 @@ where
             closing: None,
             had_own: false,
             unconfirmed,
+            handover: None,
         };
         Some((conn, batch, first))
     }
 
     /// Lends the connection to the batch's writes in turn, each followed by what the writer
     /// sends for it; returns why the batch ended without committing (empty: it committed).
-    async fn run_batch(&mut self, batch: &mut Batch, mut conn: PoolConnection<DB>, first: Job<DB>) -> String {
+    async fn run_batch(
+        &mut self,
+        batch: &mut Batch<DB>,
+        mut conn: PoolConnection<DB>,
+        first: Job<DB>,
+    ) -> String {
         let mut job = first;
         loop {
-            let Some((back, lent)) = batch.lend(self.dialect, conn, job).await else {
+            let Some((back, mut lent)) = batch.lend(self.dialect, conn, job).await else {
                 // The connection went with the lease: so did the transaction.
                 return LOST.to_owned();
             };
             conn = back;
+            if let Some((previous, committed)) = lent.previous.take()
+                && let Err(e) = batch.settle_previous(&mut conn, previous, committed).await
+            {
+                abandon(conn).await;
+                return e;
+            }
             // The first write on a transaction begun ahead that was not kept may have found
             // the connection broken: the batch ends with it, and the writes queued behind
             // it start the next one, which begins on a connection that answers.
             let next = if lent.begun_ahead && !lent.kept { None } else { self.next_in_batch(batch) };
+            // A handover goes with the next write if it is one of its own, else now.
+            if !next.as_ref().is_some_and(|next| next.own)
+                && let Some((handover, committed)) = batch.handover.take()
+                && let Err(e) = batch.send_handover(&mut conn, handover, committed).await
+            {
+                if let Some(next) = next {
+                    let _ = next.reply.send(Err(e.clone()));
+                }
+                abandon(conn).await;
+                return e;
+            }
             let sent = batch.send_after(self.dialect, &mut conn, lent, next.as_ref()).await;
             match (sent, next) {
                 (Ok(()), Some(next)) => {
@@ -555,7 +676,7 @@ where
 
     /// The write that joins the batch next, if one is queued and the batch has room. A
     /// write that must be first, or a close, ends the batch here.
-    fn next_in_batch(&mut self, batch: &mut Batch) -> Option<Job<DB>> {
+    fn next_in_batch(&mut self, batch: &mut Batch<DB>) -> Option<Job<DB>> {
         if batch.lent >= self.dialect.max_batch {
             return None;
         }
@@ -575,10 +696,14 @@ where
 
     /// After a batch: answers a close asked for while it ran, and tells its kept writes
     /// that they were not kept if it did not commit (`error`).
-    async fn end(&mut self, batch: Batch, error: &str) {
-        if let Some(done) = batch.closing {
+    async fn end(&mut self, mut batch: Batch<DB>, error: &str) {
+        if let Some(done) = batch.closing.take() {
             self.give_back().await;
             let _ = done.send(());
+        }
+        // A handover not sent: its write was not kept either.
+        if let Some((_, committed)) = batch.handover.take() {
+            batch.waiting.push(committed);
         }
         if batch.waiting.is_empty() {
             return;
@@ -594,10 +719,10 @@ where
     }
 }
 
-impl Batch {
+impl<DB: Database> Batch<DB> {
     /// Lends `conn` to `job` inside its savepoint and waits for it back; `None` when the
     /// write kept it (the transaction went with it).
-    async fn lend<DB: Database>(
+    async fn lend(
         &mut self,
         dialect: Dialect,
         conn: PoolConnection<DB>,
@@ -615,6 +740,12 @@ impl Batch {
         self.had_own |= own;
         let (back, returned) = oneshot::channel();
         let begun_ahead = std::mem::take(&mut self.unconfirmed);
+        // A write of its own sends the previous write's handover with its first statement
+        // (the writer sent it before lending to any other).
+        let (previous, committed) = match self.handover.take() {
+            Some((handover, committed)) => (Previous::Untaken(handover), Some(committed)),
+            None => (Previous::None, None),
+        };
         let lease = Lease {
             conn: Some(conn),
             back: Some(back),
@@ -623,23 +754,32 @@ impl Batch {
             opened: !own && sent_by_write.is_none(),
             opening: sent_by_write,
             writer_sends_last: dialect.writer_sends_last,
+            previous,
         };
         // If the write is gone (its request was cancelled), the lease is dropped here and
         // comes straight back as a rollback.
         let _ = job.reply.send(Ok(lease));
-        let Returned { conn, keep, opened, last } = returned.await.ok()?;
+        let Returned { conn, keep, opened, last, hands_over, previous } = returned.await.ok()?;
         let kept = keep.is_some();
         let newly_locked = kept && self.locked.insert(job.project.clone());
-        self.waiting.extend(keep);
+        match (keep, hands_over) {
+            // Kept once its handover is sent and applied.
+            (Some(keep), Some(handover)) => self.handover = Some((handover, keep)),
+            (keep, _) => self.waiting.extend(keep),
+        }
         // A rolled-back write's last statements are never sent.
         let last = last.filter(|_| kept);
-        Some((conn, Lent { project: job.project, savepoint, kept, newly_locked, opened, last, begun_ahead }))
+        let previous = committed.map(|committed| (previous, committed));
+        Some((
+            conn,
+            Lent { project: job.project, savepoint, kept, newly_locked, opened, last, begun_ahead, previous },
+        ))
     }
 
     /// Sends what becomes of a write (its savepoint kept for release, or undone), with its
     /// last statements if the writer sends them, then the next write's opening or the end
     /// of the batch (`then_send`).
-    async fn send_after<DB: Database>(
+    async fn send_after(
         &mut self,
         dialect: Dialect,
         conn: &mut PoolConnection<DB>,
@@ -693,10 +833,65 @@ impl Batch {
         send(conn, &sql).await
     }
 
+    /// Settles the previous write's handover as the write it was lent with left it: that
+    /// write is kept if its changes were made, told it is not if they were refused; an
+    /// untaken handover is sent alone. Taken with no word of what became of it (its
+    /// statement failed, or was cancelled under way), the transaction is in doubt: an error,
+    /// and the batch is abandoned.
+    async fn settle_previous(
+        &mut self,
+        conn: &mut PoolConnection<DB>,
+        previous: Previous<DB>,
+        committed: Committed,
+    ) -> Result<(), String> {
+        match previous {
+            Previous::Untaken(handover) => self.send_handover(conn, handover, committed).await,
+            Previous::Taken(Some(handed)) => {
+                self.settle(handed, committed);
+                Ok(())
+            }
+            Previous::Taken(None) | Previous::None => {
+                self.waiting.push(committed);
+                Err("a write's changes went with the next write's first statement, which did not finish"
+                    .to_owned())
+            }
+        }
+    }
+
+    /// Sends a kept write's handover alone.
+    async fn send_handover(
+        &mut self,
+        conn: &mut PoolConnection<DB>,
+        handover: Box<dyn Handover<DB>>,
+        committed: Committed,
+    ) -> Result<(), String> {
+        let sent = handover.send(&mut **conn).await;
+        self.answered = Instant::now();
+        match sent {
+            Ok(handed) => {
+                self.settle(handed, committed);
+                Ok(())
+            }
+            Err(e) => {
+                self.waiting.push(committed);
+                Err(e.to_string())
+            }
+        }
+    }
+
+    fn settle(&mut self, handed: Handed, committed: Committed) {
+        match handed {
+            Handed::Applied => self.waiting.push(committed),
+            Handed::Refused => {
+                let _ = committed.send(Err(io_error("the write's changes were refused".to_owned())));
+            }
+        }
+    }
+
     /// What the writer sends once a write is done with, after what becomes of that write:
     /// the next write's opening if the writer sends it, or the end of the batch. Updates
     /// whether BEGIN was sent, the savepoint still to release and the next write's savepoint.
-    fn then_send<DB: Database>(&mut self, dialect: Dialect, next: Option<&Job<DB>>) -> Vec<String> {
+    fn then_send(&mut self, dialect: Dialect, next: Option<&Job<DB>>) -> Vec<String> {
         match next {
             // It needs no savepoint, but the transaction must have begun.
             Some(next) if next.own => {

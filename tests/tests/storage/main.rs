@@ -405,6 +405,54 @@ async fn a_write_that_waited_for_the_lock_reads_what_committed_meanwhile() {
     Store::close(&b).await;
 }
 
+/// Postgres only: a write's changes handed to the write after it in its batch go with that
+/// write's lock as one call (`baton_apply_lock`); refused there, they are undone alone: the
+/// write gets the error, the next write takes its lock with a statement of its own, and the
+/// writes around it are kept, the log gapless.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_refused_with_the_next_writes_lock_is_undone_alone() {
+    let url = baton_tests::postgres::fresh_database().await.unwrap();
+    let store =
+        baton_server::store::PgStore::connect(&url, baton_server::events::Wakers::default()).await.unwrap();
+    put(&store, ctx(None), note("p", "a", "first")).await;
+    let admin = sqlx::PgPool::connect(&url).await.unwrap();
+    // The database refuses one entry, and says which statement it came with.
+    sqlx::raw_sql(
+        "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+         IF NEW.content = 'refuse me' THEN RAISE EXCEPTION 'refused under %', current_query(); END IF; \
+         RETURN NEW; END $$; \
+         CREATE TRIGGER refuse BEFORE INSERT ON memory FOR EACH ROW EXECUTE FUNCTION refuse()",
+    )
+    .execute(&admin)
+    .await
+    .unwrap();
+    // Three writes queue behind a transaction that holds the project's row, in order.
+    let mut holder = admin.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM projects WHERE key = 'p' FOR UPDATE").execute(&mut *holder).await.unwrap();
+    let spawn = |key: &'static str, content: &'static str| {
+        let store = store.clone();
+        tokio::spawn(async move { service::memory::put(&store, ctx(None), note("p", key, content)).await })
+    };
+    let first = spawn("b", "kept");
+    waiting_for_locks(&admin, 1).await;
+    let refused = spawn("c", "refuse me");
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let last = spawn("d", "kept too");
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    holder.rollback().await.unwrap();
+    assert_eq!(first.await.unwrap().unwrap().result.unwrap().revision, 2);
+    let error = refused.await.unwrap().unwrap_err();
+    assert!(format!("{error:?}").contains("baton_apply_lock"), "refused with the next lock: {error:?}");
+    assert_eq!(last.await.unwrap().unwrap().result.unwrap().revision, 3);
+    assert_eq!(revisions(&store, "p").await, vec![1, 2, 3]);
+    let keys: Vec<String> = sqlx::query_scalar("SELECT key FROM memory WHERE project = 'p' ORDER BY key")
+        .fetch_all(&admin)
+        .await
+        .unwrap();
+    assert_eq!(keys, vec!["a", "b", "d"]);
+    Store::close(&store).await;
+}
+
 /// Waits until `n` connections of the database wait for a lock.
 async fn waiting_for_locks(admin: &sqlx::PgPool, n: i64) {
     for _ in 0..500 {

@@ -3,9 +3,10 @@
 //! `search`): the rows it adds or writes back as arrays of the composite types declared
 //! there, in their order.
 
-use sqlx::{Postgres, query::QueryAs};
+use sqlx::Arguments as _;
+use sqlx::error::BoxDynError;
+use sqlx::postgres::PgArguments;
 
-use super::sql;
 use crate::core::search::tokens::tsvector_literal;
 use crate::store::model::{Change, Checkpoint, Index, Log, Maintenance, SearchDoc, Session};
 use crate::store::rows::encode_actor;
@@ -309,12 +310,9 @@ impl Changes {
     }
 }
 
-/// The call of `baton_apply` for a write: a row (SQLSTATE, message) if it failed.
-pub(super) fn query<'q>(
-    write: &Write<'_>,
-    c: Changes,
-    log: Log,
-) -> QueryAs<'q, Postgres, (String, String), sqlx::postgres::PgArguments> {
+/// `baton_apply`'s arguments for a write, in order (`sql::APPLY`; `sql::APPLY_LOCK` takes
+/// the next write's lock's after them).
+pub(super) fn arguments(write: &Write<'_>, c: Changes, log: Log) -> Result<PgArguments, BoxDynError> {
     let events: Vec<EventArg> = log
         .events
         .into_iter()
@@ -326,25 +324,26 @@ pub(super) fn query<'q>(
         .map(|c| ConflictArg { id: c.id, revision: c.revision, body: c.body })
         .collect();
     let request = log.request;
-    sqlx::query_as(sql::APPLY)
-        .bind(write.project.to_owned())
-        .bind(write.head)
-        .bind(write.now_us)
-        .bind(write.memory_revision)
-        .bind(c.caps)
-        .bind(c.deleted_records)
-        .bind(c.deleted_entries)
-        .bind(c.evicted)
-        .bind(c.entries)
-        .bind(c.versions)
-        .bind(c.added_sessions)
-        .bind(c.put_sessions)
-        .bind(events)
-        .bind(conflicts)
-        .bind(request.as_ref().map(|r| r.request_id.clone()))
-        .bind(request.as_ref().map(|r| r.request_hash.clone()))
-        .bind(request.map(|r| r.reply))
-        .bind(c.checkpoints)
-        .bind(c.search_edits)
-        .bind(c.search_docs)
+    let mut args = PgArguments::default();
+    args.add(write.project)?;
+    args.add(write.head)?;
+    args.add(write.now_us)?;
+    args.add(write.memory_revision)?;
+    args.add(c.caps)?;
+    args.add(c.deleted_records)?;
+    args.add(c.deleted_entries)?;
+    args.add(c.evicted)?;
+    args.add(c.entries)?;
+    args.add(c.versions)?;
+    args.add(c.added_sessions)?;
+    args.add(c.put_sessions)?;
+    args.add(events)?;
+    args.add(conflicts)?;
+    args.add(request.as_ref().map(|r| r.request_id.clone()))?;
+    args.add(request.as_ref().map(|r| r.request_hash.clone()))?;
+    args.add(request.map(|r| r.reply))?;
+    args.add(c.checkpoints)?;
+    args.add(c.search_edits)?;
+    args.add(c.search_docs)?;
+    Ok(args)
 }

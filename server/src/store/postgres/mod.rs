@@ -39,6 +39,7 @@ pub const CHANNEL: &str = "baton_events";
 mod admin;
 mod apply;
 mod export;
+mod handover;
 mod liveness;
 mod maintenance;
 mod reads;

@@ -13,7 +13,7 @@
 use sqlx::postgres::PgRow;
 use sqlx::{FromRow as _, Postgres, Row as _};
 
-use super::{PgStore, apply, maintenance, sql};
+use super::{PgStore, apply, handover, maintenance, sql};
 use crate::core::resume::Asked;
 use crate::error::{Error, Result};
 use crate::store::model::{
@@ -36,7 +36,7 @@ pub struct PgTx {
 
 /// The lock's columns (`sql::LOCK`).
 #[derive(sqlx::FromRow)]
-struct LockRow {
+pub(super) struct LockRow {
     fresh: bool,
     out_revision: i64,
     out_now_us: i64,
@@ -46,7 +46,7 @@ struct LockRow {
 }
 
 /// What one run of the lock's statement found.
-enum Locking {
+pub(super) enum Locking {
     /// Locked, and read with a snapshot that sees every write before the lock.
     Done(Vec<PgRow>, LockRow),
     /// Locked, but read with a snapshot taken before a write that committed while it
@@ -56,8 +56,14 @@ enum Locking {
     Absent,
 }
 
-/// Runs the lock's statement for `lock` (`sql::LOCK`) on the lease's connection.
-async fn try_lock(lease: &mut Lease<Postgres>, lock: &Lock<'_>) -> std::result::Result<Locking, sqlx::Error> {
+/// Runs the lock's statement for `lock` (`sql::LOCK`) on the lease's connection, with the
+/// changes of the write before it in the batch if it left them (`handover.rs`).
+async fn try_lock(lease: &mut Lease<Postgres>, lock: &Lock<'_>) -> Result<Locking> {
+    if let Some(taken) = lease.take_handover()
+        && let Some(locking) = handover::send_with_lock(lease, taken, lock).await?
+    {
+        return Ok(locking);
+    }
     let statements = if lease.bounded() { &sql::LOCK_BOUNDED } else { &sql::LOCK };
     let query = match lock.first_read {
         None => sqlx::query(statements[0]).bind(lock.project).bind(lock.request_id),
@@ -68,7 +74,11 @@ async fn try_lock(lease: &mut Lease<Postgres>, lock: &Lock<'_>) -> std::result::
             sqlx::query(statements[2]).bind(lock.project).bind(lock.request_id).bind(id)
         }
     };
-    let rows = query.fetch_all(&mut **lease).await?;
+    locking(query.fetch_all(&mut **lease).await?)
+}
+
+/// What the lock's rows say.
+pub(super) fn locking(rows: Vec<PgRow>) -> Result<Locking> {
     let Some(row) = rows.first() else { return Ok(Locking::Absent) };
     let lock_row = LockRow::from_row(row)?;
     Ok(if lock_row.fresh { Locking::Done(rows, lock_row) } else { Locking::Stale })
@@ -116,13 +126,15 @@ impl PgStore {
                 // Its transaction was begun ahead on a connection that was lost while idle (a
                 // Postgres restart, an idle timeout): nothing of the write can be kept, and
                 // the writer begins the next batch on a connection that answers.
-                Err(e) if lease.begun_ahead() && !retried && crate::error::connection_lost(&e) => {
+                Err(Error::Unavailable(e))
+                    if lease.begun_ahead() && !retried && crate::error::connection_lost(&e) =>
+                {
                     tracing::debug!(error = %e, "the writer's connection was lost while idle; the write starts again");
                     drop(lease);
                     retried = true;
                     continue;
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(e),
             };
             if let Some((rows, lock_row)) = settle(&mut lease, &lock, locking).await? {
                 break (lease, rows, lock_row);
@@ -241,33 +253,41 @@ impl crate::store::WriteTx for PgTx {
             memory_revision: memory.then_some(revision),
         };
         let (changes, maintenance) = apply::Changes::of(changes);
-        // Maintenance goes first, in a savepoint: a statement that fails must not end the
-        // batch's transaction (`baton_apply` has a subtransaction of its own).
-        let plain = !maintenance.is_empty();
-        if plain {
+        let args = apply::arguments(&write, changes, log)
+            .map_err(|e| Error::internal(format!("baton_apply's arguments: {e}")))?;
+        if maintenance.is_empty() {
+            // Sent with the next write's lock, or alone (`handover.rs`).
+            let (apply, mut refusal) = handover::Apply::new(args);
+            let kept = self.lease.hand_over(Box::new(apply)).await;
+            // Undone by its subtransaction; the batch carries on.
+            if let Ok((code, message)) = refusal.try_recv() {
+                return Err(Error::postgres(&code, &message));
+            }
+            kept?;
+        } else {
+            // Maintenance goes first, in a savepoint: a statement that fails must not end the
+            // batch's transaction (`baton_apply` has a subtransaction of its own).
             sqlx::query(sql::SAVEPOINT).execute(&mut *self.lease).await?;
+            let mut failed = None;
             for change in maintenance {
                 if let Err(e) = maintenance::run(&mut self.lease, &self.project, change).await {
-                    sqlx::query(sql::ROLLBACK_TO_SAVEPOINT).execute(&mut *self.lease).await?;
-                    self.lease.rollback().await?;
-                    return Err(e.into());
+                    failed = Some(Error::from(e));
+                    break;
                 }
             }
-        }
-        let failed: Option<(String, String)> =
-            apply::query(&write, changes, log).fetch_optional(&mut *self.lease).await?;
-        if let Some((code, message)) = failed {
-            // Undone by its subtransaction (and the savepoint); the batch carries on.
-            if plain {
-                sqlx::query(sql::ROLLBACK_TO_SAVEPOINT).execute(&mut *self.lease).await?;
+            if failed.is_none() {
+                let refused: Option<handover::Refusal> =
+                    sqlx::query_as_with(sql::APPLY, args).fetch_optional(&mut *self.lease).await?;
+                failed = refused.map(|(code, message)| Error::postgres(&code, &message));
             }
-            self.lease.rollback().await?;
-            return Err(Error::postgres(&code, &message));
-        }
-        if plain {
+            if let Some(e) = failed {
+                sqlx::query(sql::ROLLBACK_TO_SAVEPOINT).execute(&mut *self.lease).await?;
+                self.lease.rollback().await?;
+                return Err(e);
+            }
             sqlx::query(sql::RELEASE_SAVEPOINT).execute(&mut *self.lease).await?;
+            self.lease.commit().await?;
         }
-        self.lease.commit().await?;
         self.store.wakers.wake(&self.project);
         if let Some(revision) = newest {
             self.store.notifier.announce(&self.project, revision);

@@ -18,3 +18,7 @@ mod cases;
 
 #[path = "begun_ahead.rs"]
 mod begun_ahead;
+
+#[allow(clippy::duplicate_mod)]
+#[path = "handover.rs"]
+mod handover;

@@ -25,3 +25,7 @@ mod cases;
 
 #[path = "sends_last.rs"]
 mod sends_last;
+
+#[allow(clippy::duplicate_mod)]
+#[path = "handover.rs"]
+mod handover;

@@ -1,0 +1,164 @@
+//! A kept write's last statement handed to the write after it (`Lease::hand_over`,
+//! `Lease::take_handover`): kept once applied, refused alone, sent by the writer when the
+//! next write does not take it or is not one of its own, and a handover taken without a
+//! word of what became of it abandons the batch.
+
+use std::any::Any;
+use std::time::Duration;
+
+use baton_server::store::writer::{Handed, Handover, Lease, Writer};
+use futures::future::BoxFuture;
+use sqlx::{Database, Pool};
+
+use super::cases::{DIALECT, insert, values};
+use super::{Db, fresh};
+
+/// A write's last statement: the insert of `v`, refused (changing nothing) if `v` exists.
+struct Insert(&'static str);
+
+async fn apply(conn: &mut <Db as Database>::Connection, v: &str) -> Result<Handed, sqlx::Error> {
+    let done =
+        sqlx::query("INSERT INTO t (v) VALUES ($1) ON CONFLICT DO NOTHING").bind(v).execute(conn).await?;
+    Ok(if done.rows_affected() == 1 { Handed::Applied } else { Handed::Refused })
+}
+
+impl Handover<Db> for Insert {
+    fn send(
+        self: Box<Self>,
+        conn: &mut <Db as Database>::Connection,
+    ) -> BoxFuture<'_, Result<Handed, sqlx::Error>> {
+        Box::pin(async move { apply(conn, self.0).await })
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any + Send> {
+        self
+    }
+}
+
+/// What a write of its own does with the previous write's handover.
+#[derive(Clone, Copy)]
+enum Takes {
+    /// Sends it and tells what became of it.
+    AndTells,
+    /// Ends without sending it (as when a request is cancelled before its first statement).
+    Not,
+    /// Takes it and ends without a word (its statement failed, or was cancelled under way).
+    Silently,
+}
+
+/// Takes the previous write's handover as `takes` says; `Some(v)`: the write then hands
+/// over the insert of `v` and returns whether it was kept.
+async fn own_write(writer: Writer<Db>, takes: Takes, hands_over: Option<&'static str>) -> Option<bool> {
+    let mut lease: Lease<Db> = writer.lease_own("p", false).await.unwrap();
+    match takes {
+        Takes::Not => return None,
+        Takes::Silently => {
+            drop(lease.take_handover());
+            return None;
+        }
+        Takes::AndTells => {
+            if let Some(taken) = lease.take_handover() {
+                let Insert(v) = *taken.downcast::<Insert>().unwrap();
+                let handed = apply(&mut lease, v).await.unwrap();
+                lease.handed(handed);
+            }
+        }
+    }
+    let v = hands_over?;
+    Some(lease.hand_over(Box::new(Insert(v))).await.is_ok())
+}
+
+/// Queues the writes in order behind `first`, which holds the connection, then lets them run
+/// in one batch; whether `first` was kept, and their outcomes in order.
+async fn batch(
+    writer: &Writer<Db>,
+    first: Lease<Db>,
+    writes: &[(Takes, Option<&'static str>)],
+) -> (bool, Vec<Option<bool>>) {
+    let mut tasks = Vec::new();
+    for &(takes, hands_over) in writes {
+        tasks.push(tokio::spawn(own_write(writer.clone(), takes, hands_over)));
+        // Each one queued before the next.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let first = first.commit().await.is_ok();
+    let mut outcomes = Vec::new();
+    for t in tasks {
+        outcomes.push(t.await.unwrap());
+    }
+    (first, outcomes)
+}
+
+async fn started() -> (impl Sized, Pool<Db>, Writer<Db>, Lease<Db>) {
+    let (keep, pool) = fresh().await;
+    let writer = Writer::spawn(&pool, DIALECT);
+    let mut first = writer.lease("p", false, false).await.unwrap();
+    insert(&mut first, "a").await.unwrap();
+    (keep, pool, writer, first)
+}
+
+/// Handed over along a batch: kept once applied by the write that took it, or by the
+/// writer (the next write ended without taking it, or none followed); refused alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handover_is_kept_once_applied_and_refused_alone() {
+    let (_keep, pool, writer, first) = started().await;
+    let (first, outcomes) = batch(
+        &writer,
+        first,
+        &[
+            (Takes::AndTells, Some("b")),
+            // Applies b, then hands over a, which exists: refused.
+            (Takes::AndTells, Some("a")),
+            // Tells the refusal of a, then hands over c.
+            (Takes::AndTells, Some("c")),
+            // Does not take c: the writer sends it.
+            (Takes::Not, None),
+            // Nothing to take; d is the batch's last: the writer sends it before COMMIT.
+            (Takes::AndTells, Some("d")),
+        ],
+    )
+    .await;
+    assert!(first);
+    assert_eq!(outcomes, vec![Some(true), Some(false), Some(true), None, Some(true)]);
+    assert_eq!(values(&pool).await, vec!["a", "b", "c", "d"]);
+}
+
+/// A handover taken and never told about leaves the transaction in doubt: the batch is
+/// abandoned, so no write of it is kept, the one that handed it over included; the
+/// writer carries on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handover_in_doubt_abandons_the_batch() {
+    let (_keep, pool, writer, first) = started().await;
+    let (first, outcomes) =
+        batch(&writer, first, &[(Takes::AndTells, Some("b")), (Takes::Silently, None)]).await;
+    assert!(!first);
+    assert_eq!(outcomes, vec![Some(false), None]);
+    assert_eq!(values(&pool).await, Vec::<String>::new(), "a went with the batch");
+    let kept = own_write(writer.clone(), Takes::AndTells, Some("c")).await;
+    assert_eq!(kept, Some(true));
+    assert_eq!(values(&pool).await, vec!["c"]);
+}
+
+/// A write that is not one of its own (the writer opens its savepoint) never takes a
+/// handover: the writer sends it before lending, so the write reads its changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handover_goes_before_a_savepoint_write() {
+    let (_keep, pool, writer, first) = started().await;
+    let handing = tokio::spawn(own_write(writer.clone(), Takes::AndTells, Some("b")));
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let next = tokio::spawn({
+        let writer = writer.clone();
+        async move {
+            let mut lease = writer.lease("p", false, false).await.unwrap();
+            let seen: Vec<String> =
+                sqlx::query_scalar("SELECT v FROM t ORDER BY v").fetch_all(&mut *lease).await.unwrap();
+            lease.commit().await.unwrap();
+            seen
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    first.commit().await.unwrap();
+    assert_eq!(handing.await.unwrap(), Some(true));
+    assert_eq!(next.await.unwrap(), vec!["a", "b"]);
+    assert_eq!(values(&pool).await, vec!["a", "b"]);
+}
