@@ -636,17 +636,23 @@ where
             // The first write on a transaction begun ahead that was not kept may have found
             // the connection broken: the batch ends with it, and the writes queued behind
             // it start the next one, which begins on a connection that answers.
-            let next = if lent.begun_ahead && !lent.kept { None } else { self.next_in_batch(batch) };
+            let mut next = if lent.begun_ahead && !lent.kept { None } else { self.next_in_batch(batch) };
             // A handover goes with the next write if it is one of its own, else now.
             if !next.as_ref().is_some_and(|next| next.own)
                 && let Some((handover, committed)) = batch.handover.take()
-                && let Err(e) = batch.send_handover(&mut conn, handover, committed).await
             {
-                if let Some(next) = next {
-                    let _ = next.reply.send(Err(e.clone()));
+                if let Err(e) = batch.send_handover(&mut conn, handover, committed).await {
+                    if let Some(next) = next {
+                        let _ = next.reply.send(Err(e.clone()));
+                    }
+                    abandon(conn).await;
+                    return e;
                 }
-                abandon(conn).await;
-                return e;
+                // A write that came meanwhile joins the batch (not after a write that must
+                // start the next one, or a close).
+                if next.is_none() && self.carried.is_none() && batch.closing.is_none() {
+                    next = self.next_in_batch(batch);
+                }
             }
             let sent = batch.send_after(self.dialect, &mut conn, lent, next.as_ref()).await;
             match (sent, next) {
