@@ -9,6 +9,8 @@
 //! makes all its changes in a subtransaction of its own, which rolls back alone if it
 //! fails, as a savepoint would, without the round trip a SAVEPOINT costs
 //! (`Writer::lease_own`). A project's first write makes its row first (`CREATE_PROJECT`).
+//! In a batch, a write leaves its `baton_apply` to the write after it, which sends it with
+//! its lock as one call (`handover.rs`): one round trip a write where they queue.
 
 use sqlx::postgres::PgRow;
 use sqlx::{FromRow as _, Postgres, Row as _};
