@@ -4,13 +4,14 @@
 --
 -- It applies the first write's changes (`baton_apply`, in its subtransaction). If they
 -- fail, it returns their SQLSTATE and message in one row and takes no lock: the next write
--- then locks with a statement of its own. Else it takes the next write's lock and reads the
--- memory record it reads first (none if `l_record` is NULL), as `LOCK`'s record variant
--- (`store::postgres::sql`) does, with the same columns and the same `fresh`: the row locked
--- is the version the statement's snapshot sees. Its statements see the changes just made
--- (each statement of a VOLATILE function takes its own snapshot and command id), which one
--- plain statement calling `baton_apply` could not. `l_bounded`: the lock does not wait
--- (`SKIP LOCKED`); no row if it is taken elsewhere, or if the project has no row.
+-- then locks with a statement of its own. Else it takes the next write's lock and reads what
+-- `LOCK`'s record variant (`store::postgres::sql`) reads, with the same columns: the
+-- project's row, an earlier reply to the request id and the memory record the write reads
+-- first (none if `l_record` is NULL). Each statement of a VOLATILE function takes its own
+-- snapshot and command id, so the read sees the changes just made and every write that
+-- committed while the lock waited, which one plain statement calling `baton_apply` could
+-- not. `l_bounded`: the lock does not wait (`SKIP LOCKED`); no row if it is taken
+-- elsewhere, or if the project has no row.
 CREATE FUNCTION baton_apply_lock(p_project TEXT, p_head BIGINT, p_now_us BIGINT, p_memory_revision BIGINT,
     p_caps TEXT, p_deleted_records TEXT[], p_deleted_entries TEXT[], p_evicted TEXT[],
     p_entries baton_entry[], p_versions baton_record_version[], p_added_sessions baton_session[],
@@ -38,38 +39,26 @@ BEGIN
         RETURN NEXT;
         RETURN;
     END IF;
+    -- The lock first, as a statement of its own: the read after it, with a snapshot of its
+    -- own, sees every write that committed while this one waited (so `fresh` always).
     IF l_bounded THEN
-        RETURN QUERY
-        WITH seen AS (SELECT p.xmin AS seen_version FROM projects p WHERE p.key = l_project),
-        locked AS (SELECT p.xmin AS locked_version, p.head_revision AS lock_head,
-            p.last_write_us AS lock_last_write_us, p.memory_caps AS lock_caps FROM projects p
-            WHERE p.key = l_project FOR UPDATE SKIP LOCKED),
-        earlier AS (SELECT q.request_hash, q.reply FROM requests q
-            WHERE q.project = l_project AND q.request_id = l_request_id)
-        SELECT NULL::TEXT, NULL::TEXT, seen_version = locked_version, lock_head + 1,
-            GREATEST(lock_last_write_us, baton_now_us()), lock_caps, request_hash, reply,
-            r.revision, r.written_us, r.author, m.id, m.category, m.branch, m.key, m.content,
-            m.rationale, m.author, m.revision, m.seq, m.created_us
-        FROM locked JOIN seen ON TRUE LEFT JOIN earlier ON TRUE
-        LEFT JOIN records r ON r.project = l_project AND r.record = l_record
-        LEFT JOIN memory m ON m.project = l_project AND m.record = l_record AND m.evicted = FALSE
-        ORDER BY m.revision, m.seq;
+        PERFORM 1 FROM projects p WHERE p.key = l_project FOR UPDATE SKIP LOCKED;
     ELSE
-        RETURN QUERY
-        WITH seen AS (SELECT p.xmin AS seen_version FROM projects p WHERE p.key = l_project),
-        locked AS (SELECT p.xmin AS locked_version, p.head_revision AS lock_head,
-            p.last_write_us AS lock_last_write_us, p.memory_caps AS lock_caps FROM projects p
-            WHERE p.key = l_project FOR UPDATE),
-        earlier AS (SELECT q.request_hash, q.reply FROM requests q
-            WHERE q.project = l_project AND q.request_id = l_request_id)
-        SELECT NULL::TEXT, NULL::TEXT, seen_version = locked_version, lock_head + 1,
-            GREATEST(lock_last_write_us, baton_now_us()), lock_caps, request_hash, reply,
-            r.revision, r.written_us, r.author, m.id, m.category, m.branch, m.key, m.content,
-            m.rationale, m.author, m.revision, m.seq, m.created_us
-        FROM locked JOIN seen ON TRUE LEFT JOIN earlier ON TRUE
-        LEFT JOIN records r ON r.project = l_project AND r.record = l_record
-        LEFT JOIN memory m ON m.project = l_project AND m.record = l_record AND m.evicted = FALSE
-        ORDER BY m.revision, m.seq;
+        PERFORM 1 FROM projects p WHERE p.key = l_project FOR UPDATE;
     END IF;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+    WITH earlier AS (SELECT q.request_hash, q.reply FROM requests q
+        WHERE q.project = l_project AND q.request_id = l_request_id)
+    SELECT NULL::TEXT, NULL::TEXT, TRUE, p.head_revision + 1, GREATEST(p.last_write_us, baton_now_us()),
+        p.memory_caps, request_hash, reply, r.revision, r.written_us, r.author, m.id, m.category,
+        m.branch, m.key, m.content, m.rationale, m.author, m.revision, m.seq, m.created_us
+    FROM projects p LEFT JOIN earlier ON TRUE
+    LEFT JOIN records r ON r.project = l_project AND r.record = l_record
+    LEFT JOIN memory m ON m.project = l_project AND m.record = l_record AND m.evicted = FALSE
+    WHERE p.key = l_project
+    ORDER BY m.revision, m.seq;
 END;
 $$;

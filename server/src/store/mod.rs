@@ -19,7 +19,7 @@
 //!   its own connection), instead of a temporary file made and removed by every write: the
 //!   etcd rows and the same small-write rows (`sqlite/mod.rs`); and it copies its log into
 //!   the database file every 10,000 pages rather than 1,000: the etcd rows.
-//! - Postgres makes a write two round trips: the lock with the write's first read as one
+//! - Postgres makes a lone write two round trips: the lock with the write's first read as one
 //!   statement, which reads again when its snapshot turns out older than the row it locked
 //!   (`postgres::sql::LOCK`), and a call of `baton_apply`, which gives the write a
 //!   subtransaction instead of a SAVEPOINT round trip: the same rows, "one hot project"

@@ -24,8 +24,8 @@
 //! holds up its lane, not only its project; Baton's own batches hold locks for milliseconds.
 //!
 //! A write holds a [`Lease`]: the connection, dereferencing to the backend's connection.
-//! It ends with [`Lease::commit`] (kept; waits for the batch's commit) or
-//! [`Lease::rollback`]; a lease dropped without either (an error, a cancelled request) is
+//! It ends with [`Lease::commit`] (kept; waits for the batch's commit), [`Lease::hand_over`]
+//! (kept once its last statement is made; below) or [`Lease::rollback`]; a lease dropped without either (an error, a cancelled request) is
 //! rolled back.
 //!
 //! A kept write may leave its last statement to the write after it ([`Lease::hand_over`]),
@@ -178,6 +178,9 @@ enum Previous<DB: Database> {
     Untaken(Box<dyn Handover<DB>>),
     /// Taken, and what became of it, if the write learnt it (else: sent, or not, in doubt).
     Taken(Option<Handed>),
+    /// Taken, and the statement it went with failed: the transaction is in doubt, and the
+    /// write it came from gets the error.
+    Failed(sqlx::Error),
 }
 
 /// The writer's connection, lent to one write inside its savepoint.
@@ -366,6 +369,14 @@ impl<DB: Database> Lease<DB> {
     pub fn handed(&mut self, handed: Handed) {
         if matches!(self.previous, Previous::Taken(None)) {
             self.previous = Previous::Taken(Some(handed));
+        }
+    }
+
+    /// Tells that the statement the taken handover went with failed (`error`): the batch is
+    /// abandoned, and the write that handed it over gets `error`, which may be its own.
+    pub fn handover_failed(&mut self, error: sqlx::Error) {
+        if matches!(self.previous, Previous::Taken(None)) {
+            self.previous = Previous::Failed(error);
         }
     }
 
@@ -856,6 +867,7 @@ impl<DB: Database> Batch<DB> {
                 self.settle(handed, committed);
                 Ok(())
             }
+            Previous::Failed(e) => Err(fail(committed, e)),
             Previous::Taken(None) | Previous::None => {
                 self.waiting.push(committed);
                 Err("a write's changes went with the next write's first statement, which did not finish"
@@ -878,10 +890,7 @@ impl<DB: Database> Batch<DB> {
                 self.settle(handed, committed);
                 Ok(())
             }
-            Err(e) => {
-                self.waiting.push(committed);
-                Err(e.to_string())
-            }
+            Err(e) => Err(fail(committed, e)),
         }
     }
 
@@ -935,6 +944,13 @@ impl<DB: Database> Batch<DB> {
             Some(_) | None => vec![],
         }
     }
+}
+
+/// Gives a handover's error to the write it came from; the message, for the batch's others.
+fn fail(committed: Committed, error: sqlx::Error) -> String {
+    let message = error.to_string();
+    let _ = committed.send(Err(error));
+    message
 }
 
 /// Sends the writer's own statements (none: nothing to send).

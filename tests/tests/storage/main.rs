@@ -408,7 +408,8 @@ async fn a_write_that_waited_for_the_lock_reads_what_committed_meanwhile() {
 /// Postgres only: a write's changes handed to the write after it in its batch go with that
 /// write's lock as one call (`baton_apply_lock`); refused there, they are undone alone: the
 /// write gets the error, the next write takes its lock with a statement of its own, and the
-/// writes around it are kept, the log gapless.
+/// writes around it are kept, the log gapless. A write locked by the call reads the changes
+/// it made.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_refused_with_the_next_writes_lock_is_undone_alone() {
     let url = baton_tests::postgres::fresh_database().await.unwrap();
@@ -439,17 +440,69 @@ async fn a_write_refused_with_the_next_writes_lock_is_undone_alone() {
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     let last = spawn("d", "kept too");
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    // Based on revision 1, on d's record: it conflicts with d only if it sees d's write.
+    let after = tokio::spawn({
+        let store = store.clone();
+        let behind = WriteCtx { base_revision: Some(1), ..ctx(None) };
+        async move { service::memory::put(&store, behind, note("p", "d", "after d")).await }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     holder.rollback().await.unwrap();
     assert_eq!(first.await.unwrap().unwrap().result.unwrap().revision, 2);
     let error = refused.await.unwrap().unwrap_err();
     assert!(format!("{error:?}").contains("baton_apply_lock"), "refused with the next lock: {error:?}");
     assert_eq!(last.await.unwrap().unwrap().result.unwrap().revision, 3);
-    assert_eq!(revisions(&store, "p").await, vec![1, 2, 3]);
+    let after = after.await.unwrap().unwrap().result.unwrap();
+    assert_eq!((after.revision, after.outcome), (4, WriteOutcome::Overwritten as i32), "it read d's write");
+    assert_eq!(revisions(&store, "p").await, vec![1, 2, 3, 4]);
     let keys: Vec<String> = sqlx::query_scalar("SELECT key FROM memory WHERE project = 'p' ORDER BY key")
         .fetch_all(&admin)
         .await
         .unwrap();
     assert_eq!(keys, vec!["a", "b", "d"]);
+    Store::close(&store).await;
+}
+
+/// Postgres only: a write cancelled while the call that carries the previous write's changes
+/// with its lock runs (its request dropped) leaves the batch whole: the call still tells the
+/// writer what became of those changes, and every other write of the batch is kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_cancelled_while_it_carries_the_previous_changes_leaves_the_batch_whole() {
+    let url = baton_tests::postgres::fresh_database().await.unwrap();
+    let store =
+        baton_server::store::PgStore::connect(&url, baton_server::events::Wakers::default()).await.unwrap();
+    put(&store, ctx(None), note("p", "a", "first")).await;
+    let admin = sqlx::PgPool::connect(&url).await.unwrap();
+    // The database takes half a second over one entry.
+    sqlx::raw_sql(
+        "CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+         IF NEW.content = 'slow' THEN PERFORM pg_sleep(0.5); END IF; RETURN NEW; END $$; \
+         CREATE TRIGGER slow BEFORE INSERT ON memory FOR EACH ROW EXECUTE FUNCTION slow()",
+    )
+    .execute(&admin)
+    .await
+    .unwrap();
+    let mut holder = admin.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM projects WHERE key = 'p' FOR UPDATE").execute(&mut *holder).await.unwrap();
+    let spawn = |key: &'static str, content: &'static str| {
+        let store = store.clone();
+        tokio::spawn(async move { service::memory::put(&store, ctx(None), note("p", key, content)).await })
+    };
+    let first = spawn("b", "kept");
+    waiting_for_locks(&admin, 1).await;
+    let slow = spawn("c", "slow");
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    // Sends c's changes with its lock, and is cancelled while they are made.
+    let cancelled = spawn("d", "cancelled");
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    holder.rollback().await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    cancelled.abort();
+    assert_eq!(first.await.unwrap().unwrap().result.unwrap().revision, 2);
+    assert_eq!(slow.await.unwrap().unwrap().result.unwrap().revision, 3);
+    assert!(cancelled.await.unwrap_err().is_cancelled());
+    assert_eq!(put(&store, ctx(None), note("p", "e", "after")).await.result.unwrap().revision, 4);
+    assert_eq!(revisions(&store, "p").await, vec![1, 2, 3, 4]);
     Store::close(&store).await;
 }
 

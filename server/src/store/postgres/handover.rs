@@ -61,34 +61,69 @@ fn tell(refused: oneshot::Sender<Refusal>, failed: Option<Refusal>) -> Handed {
 }
 
 /// Sends the handover `taken` from the lease (`Lease::take_handover`) with the write's lock
-/// where the call has a variant for the lock's first read, else alone; tells the lease what
-/// became of it. `Some`: what the lock found; `None`: the lock is still to be taken (the
-/// changes went alone, or were refused, and the call took no lock).
+/// where the call has a variant for the lock's first read, else alone, and tells the lease
+/// what became of it. That runs as a task of its own, so that it is told even if the write
+/// is cancelled meanwhile (its request dropped), which would otherwise leave the batch in
+/// doubt. The lease back, with what the lock found (`None`: the lock is still to be taken,
+/// as the changes went alone or were refused). An error: the batch is abandoned, and the
+/// write that handed its changes over gets the database's error, which may be its own.
 pub(super) async fn send_with_lock(
-    lease: &mut Lease<Postgres>,
+    mut lease: Lease<Postgres>,
     taken: Box<dyn Any + Send>,
     lock: &Lock<'_>,
-) -> Result<Option<Locking>> {
+) -> Result<(Lease<Postgres>, Option<Locking>)> {
     let apply = taken
         .downcast::<Apply>()
         .map_err(|_| Error::internal("a write handed over something other than its changes"))?;
-    let record = match lock.first_read {
-        None => None,
-        Some(FirstRead::Record(record)) => Some(record),
-        Some(FirstRead::Session(_)) => {
-            let handed = apply.send(&mut **lease).await?;
-            lease.handed(handed);
-            return Ok(None);
-        }
+    // `None`: no variant of the call for the lock's first read.
+    let with_lock = match lock.first_read {
+        None => Some(None),
+        Some(FirstRead::Record(record)) => Some(Some(record.to_owned())),
+        Some(FirstRead::Session(_)) => None,
     };
-    let Apply { mut args, refused } = *apply;
-    let bound = (|| {
-        args.add(lock.project)?;
-        args.add(lock.request_id)?;
-        args.add(record)?;
-        args.add(lease.bounded())
-    })();
-    bound.map_err(|e| Error::internal(format!("the lock's arguments: {e}")))?;
+    let (project, request_id, bounded) =
+        (lock.project.to_owned(), lock.request_id.map(str::to_owned), lease.bounded());
+    let task = tokio::spawn(async move {
+        let sent = match with_lock {
+            None => apply.send(&mut lease).await.map(|handed| (handed, None)),
+            Some(record) => {
+                call(&mut lease, *apply, &project, request_id.as_deref(), record.as_deref(), bounded).await
+            }
+        };
+        match sent {
+            Ok((handed, rows)) => {
+                lease.handed(handed);
+                Some((lease, rows))
+            }
+            Err(e) => {
+                lease.handover_failed(e);
+                None
+            }
+        }
+    });
+    match task.await {
+        Ok(Some((lease, rows))) => Ok((lease, rows.map(locking).transpose()?)),
+        Ok(None) => Err(Error::Unavailable(sqlx::Error::Io(std::io::Error::other(
+            "the write before this one in its batch failed; the batch was not kept",
+        )))),
+        Err(e) => Err(Error::internal(format!("the lock's task ended: {e}"))),
+    }
+}
+
+/// `baton_apply_lock`: whether the changes were made, and if so the lock's rows.
+async fn call(
+    lease: &mut Lease<Postgres>,
+    apply: Apply,
+    project: &str,
+    request_id: Option<&str>,
+    record: Option<&str>,
+    bounded: bool,
+) -> Result<(Handed, Option<Vec<PgRow>>), sqlx::Error> {
+    let Apply { mut args, refused } = apply;
+    args.add(project).map_err(sqlx::Error::Encode)?;
+    args.add(request_id).map_err(sqlx::Error::Encode)?;
+    args.add(record).map_err(sqlx::Error::Encode)?;
+    args.add(bounded).map_err(sqlx::Error::Encode)?;
     let rows: Vec<PgRow> = sqlx::query_with(sql::APPLY_LOCK, args).fetch_all(&mut **lease).await?;
     let failed = match rows.first() {
         Some(row) => match row.try_get::<Option<String>, _>("out_code")? {
@@ -98,9 +133,5 @@ pub(super) async fn send_with_lock(
         None => None,
     };
     let handed = tell(refused, failed);
-    lease.handed(handed);
-    match handed {
-        Handed::Applied => Ok(Some(locking(rows)?)),
-        Handed::Refused => Ok(None),
-    }
+    Ok((handed, (handed == Handed::Applied).then_some(rows)))
 }

@@ -1,6 +1,8 @@
 //! The SQL of Postgres writes: one statement each, every value a bound parameter. A write
 //! is the project lock with its first read (`LOCK`) and a call of `baton_apply` (the
-//! migration `begin_functions`; `write.rs`), plus any reads it makes besides its first.
+//! migration `begin_functions`; `write.rs`), plus any reads it makes besides its first; in
+//! a batch, one write's `baton_apply` and the next write's lock go as one call
+//! (`APPLY_LOCK`, `handover.rs`).
 
 use crate::store::rows::{checkpoint_columns, checkpoint_light_columns, entry_columns, session_columns};
 
@@ -28,8 +30,8 @@ macro_rules! record_state_columns {
 /// Why not a PL/pgSQL function, which takes a snapshot per statement: its call costs
 /// Postgres more than the statement's own work, and a project's writes run one after
 /// another on their lane (README, Performance: "The lock as one statement"). The function
-/// `baton_apply_lock` (the migration `apply_then_lock`, `APPLY_LOCK`) holds the record
-/// variant's text too: a change here is a new migration there.
+/// `baton_apply_lock` (the migration `apply_then_lock`, `APPLY_LOCK`) reads what the record
+/// variant reads, in a text of its own: a change here is a new migration there.
 macro_rules! lock_with {
     ($wait:literal, $columns:expr, $joins:expr) => {
         concat!(

@@ -1,16 +1,16 @@
-//! A write on Postgres: a part of its lane's batch (`store::writer`) in two round trips.
+//! A write on Postgres: a part of its lane's batch (`store::writer`) in one or two round trips.
 //!
 //! Every statement is a round trip, and a project's writes in a batch run back to back
 //! holding its lock, so the round trips of a write bound how fast one project can be
 //! written (`baton-bench`'s rows "small memory writes, one hot project" and "over 100
-//! projects"). A write makes two: one statement takes the project's lock, changing nothing,
+//! projects"). A write alone makes two: one statement takes the project's lock, changing nothing,
 //! and reads the write's first read with it (`Lock::first_read`; `sql::LOCK`, which says
 //! when what it read predates the row it locked, and is then run again); `baton_apply`
 //! makes all its changes in a subtransaction of its own, which rolls back alone if it
 //! fails, as a savepoint would, without the round trip a SAVEPOINT costs
 //! (`Writer::lease_own`). A project's first write makes its row first (`CREATE_PROJECT`).
 //! In a batch, a write leaves its `baton_apply` to the write after it, which sends it with
-//! its lock as one call (`handover.rs`): one round trip a write where they queue.
+//! its lock as one call (`handover.rs`): one round trip a write where writes queue.
 
 use sqlx::postgres::PgRow;
 use sqlx::{FromRow as _, Postgres, Row as _};
@@ -36,7 +36,7 @@ pub struct PgTx {
     first: Option<FirstReadDone>,
 }
 
-/// The lock's columns (`sql::LOCK`).
+/// The lock's columns (`sql::LOCK`, `sql::APPLY_LOCK`).
 #[derive(sqlx::FromRow)]
 pub(super) struct LockRow {
     fresh: bool,
@@ -58,14 +58,8 @@ pub(super) enum Locking {
     Absent,
 }
 
-/// Runs the lock's statement for `lock` (`sql::LOCK`) on the lease's connection, with the
-/// changes of the write before it in the batch if it left them (`handover.rs`).
+/// Runs the lock's statement for `lock` (`sql::LOCK`) on the lease's connection.
 async fn try_lock(lease: &mut Lease<Postgres>, lock: &Lock<'_>) -> Result<Locking> {
-    if let Some(taken) = lease.take_handover()
-        && let Some(locking) = handover::send_with_lock(lease, taken, lock).await?
-    {
-        return Ok(locking);
-    }
     let statements = if lease.bounded() { &sql::LOCK_BOUNDED } else { &sql::LOCK };
     let query = match lock.first_read {
         None => sqlx::query(statements[0]).bind(lock.project).bind(lock.request_id),
@@ -123,7 +117,18 @@ impl PgStore {
         let mut retried = false;
         let (lease, rows, lock_row) = loop {
             let mut lease = self.writer.lease_own(lock.project, fresh).await?;
-            let locking = match try_lock(&mut lease, &lock).await {
+            // With the changes of the write before it in the batch, if it left them.
+            let mut found = None;
+            if let Some(taken) = lease.take_handover() {
+                let (back, locking) = handover::send_with_lock(lease, taken, &lock).await?;
+                lease = back;
+                found = locking;
+            }
+            let locking = match found {
+                Some(locking) => Ok(locking),
+                None => try_lock(&mut lease, &lock).await,
+            };
+            let locking = match locking {
                 Ok(locking) => locking,
                 // Its transaction was begun ahead on a connection that was lost while idle (a
                 // Postgres restart, an idle timeout): nothing of the write can be kept, and

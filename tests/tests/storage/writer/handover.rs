@@ -1,7 +1,8 @@
 //! A kept write's last statement handed to the write after it (`Lease::hand_over`,
 //! `Lease::take_handover`): kept once applied, refused alone, sent by the writer when the
-//! next write does not take it or is not one of its own, and a handover taken without a
-//! word of what became of it abandons the batch.
+//! next write does not take it or is not one of its own; a handover taken without a word
+//! of what became of it abandons the batch, and so does one whose statement fails, its
+//! write getting the error.
 
 use std::any::Any;
 use std::time::Duration;
@@ -15,6 +16,25 @@ use super::{Db, fresh};
 
 /// A write's last statement: the insert of `v`, refused (changing nothing) if `v` exists.
 struct Insert(&'static str);
+
+/// A write's last statement that fails.
+struct Broken;
+
+impl Handover<Db> for Broken {
+    fn send(
+        self: Box<Self>,
+        conn: &mut <Db as Database>::Connection,
+    ) -> BoxFuture<'_, Result<Handed, sqlx::Error>> {
+        Box::pin(async move {
+            sqlx::query("INSERT INTO no_such_table VALUES (1)").execute(conn).await?;
+            Ok(Handed::Applied)
+        })
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any + Send> {
+        self
+    }
+}
 
 async fn apply(conn: &mut <Db as Database>::Connection, v: &str) -> Result<Handed, sqlx::Error> {
     let done =
@@ -79,7 +99,7 @@ async fn batch(
     for &(takes, hands_over) in writes {
         tasks.push(tokio::spawn(own_write(writer.clone(), takes, hands_over)));
         // Each one queued before the next.
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let first = first.commit().await.is_ok();
     let mut outcomes = Vec::new();
@@ -145,7 +165,7 @@ async fn a_handover_in_doubt_abandons_the_batch() {
 async fn a_handover_goes_before_a_savepoint_write() {
     let (_keep, pool, writer, first) = started().await;
     let handing = tokio::spawn(own_write(writer.clone(), Takes::AndTells, Some("b")));
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
     let next = tokio::spawn({
         let writer = writer.clone();
         async move {
@@ -156,9 +176,55 @@ async fn a_handover_goes_before_a_savepoint_write() {
             seen
         }
     });
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
     first.commit().await.unwrap();
     assert_eq!(handing.await.unwrap(), Some(true));
     assert_eq!(next.await.unwrap(), vec!["a", "b"]);
     assert_eq!(values(&pool).await, vec!["a", "b"]);
+}
+
+/// A handover whose statement fails, sent by the writer or with the next write's, abandons
+/// the batch; the write it came from gets that statement's error (its own), the others that
+/// their transaction did not commit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_handover_abandons_the_batch_and_its_write_gets_the_error() {
+    let (_keep, pool, writer, first) = started().await;
+    // Sent by the writer: it is the batch's last.
+    let broken = tokio::spawn({
+        let writer = writer.clone();
+        async move { writer.lease_own("p", false).await.unwrap().hand_over(Box::new(Broken)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let first = first.commit().await.unwrap_err();
+    assert!(matches!(first, sqlx::Error::Io(_)), "the batch did not commit: {first:?}");
+    let broken = broken.await.unwrap().unwrap_err();
+    assert!(matches!(broken, sqlx::Error::Database(_)), "the statement's own error: {broken:?}");
+    assert_eq!(values(&pool).await, Vec::<String>::new());
+    // Taken by the next write, whose statement fails with it.
+    let mut first = writer.lease("p", false, false).await.unwrap();
+    insert(&mut first, "a").await.unwrap();
+    let handing = tokio::spawn({
+        let writer = writer.clone();
+        async move { writer.lease_own("p", false).await.unwrap().hand_over(Box::new(Insert("b"))).await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let taking = tokio::spawn({
+        let writer = writer.clone();
+        async move {
+            let mut lease = writer.lease_own("p", false).await.unwrap();
+            assert!(lease.take_handover().is_some());
+            lease.handover_failed(sqlx::Error::Protocol("failed with the next write's".into()));
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(first.commit().await.is_err());
+    let handing = handing.await.unwrap().unwrap_err();
+    assert!(matches!(handing, sqlx::Error::Protocol(_)), "the error it went with: {handing:?}");
+    taking.await.unwrap();
+    assert_eq!(values(&pool).await, Vec::<String>::new());
+    assert_eq!(
+        own_write(writer.clone(), Takes::AndTells, Some("c")).await,
+        Some(true),
+        "the writer carries on"
+    );
 }
