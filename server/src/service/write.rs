@@ -48,8 +48,9 @@ pub(crate) async fn begin<S: Store>(store: &S, lock: Lock<'_>, ctx: &WriteCtx) -
     let (tx, locked) = store.begin(lock).await?;
     fail::fail_point!("write.after_lock", |_| Err(injected("write.after_lock")));
     if let (Some(request_id), Some(earlier)) = (&ctx.request_id, locked.earlier) {
-        // Nothing of this transaction is kept: the revision is not used.
-        tx.rollback().await?;
+        // The revision is not used. The earlier reply may come from a write of this batch:
+        // it is answered once that write's commit is durable, like the write itself.
+        tx.settle().await?;
         if earlier.request_hash != ctx.request_hash {
             return Err(Error::InvalidArgument(format!(
                 "write.request_id: {request_id:?} was already used for a different request in project \

@@ -205,6 +205,10 @@ pub trait WriteTx: Send {
     fn commit(self, changes: Vec<model::Change>, log: model::Log) -> impl Future<Output = Result<()>> + Send;
     /// Drops the write: nothing of it is kept, its revision included.
     fn rollback(self) -> impl Future<Output = Result<()>> + Send;
+    /// Drops the write as `rollback` does, once its transaction commits: what it read is
+    /// then durable (an earlier reply to its request id may come from a write of the same
+    /// batch, which is not acknowledged before that commit either).
+    fn settle(self) -> impl Future<Output = Result<()>> + Send;
 }
 
 /// The storage contract. `impl Future + Send` so that tonic services can await it.

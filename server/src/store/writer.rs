@@ -159,6 +159,8 @@ struct Returned<DB: Database> {
     conn: PoolConnection<DB>,
     /// `Some` = keep the write (and tell it when the batch commits); `None` = roll it back.
     keep: Option<Committed>,
+    /// A write rolled back that is told when the batch commits all the same (`Lease::settle`).
+    settles: Option<Committed>,
     /// Whether its savepoint may exist: its opening was sent by the writer, or taken by the
     /// write (which may or may not have reached the database).
     opened: bool,
@@ -199,6 +201,8 @@ pub struct Lease<DB: Database> {
     writer_sends_last: bool,
     /// The previous write's handover, to send in front of the first statement.
     previous: Previous<DB>,
+    /// Set by `settle`.
+    settles: Option<Committed>,
 }
 
 impl<DB: Database> Writer<DB>
@@ -380,6 +384,19 @@ impl<DB: Database> Lease<DB> {
         }
     }
 
+    /// Rolls the write back, as `rollback` does, and waits until its transaction commits:
+    /// what it read is then durable, though it may have been written by a write of the same
+    /// batch (which is not acknowledged before that commit either).
+    pub async fn settle(mut self) -> Result<(), sqlx::Error> {
+        let (committed, outcome) = oneshot::channel();
+        self.settles = Some(committed);
+        self.give_back(None, None);
+        match outcome.await {
+            Ok(result) => result,
+            Err(_) => Err(stopped()),
+        }
+    }
+
     /// Rolls the write back (to its savepoint; the other writes of the batch are kept).
     #[allow(clippy::unused_async)] // the same shape as `sqlx::Transaction::rollback`
     pub async fn rollback(mut self) -> Result<(), sqlx::Error> {
@@ -400,7 +417,9 @@ impl<DB: Database> Lease<DB> {
         if let (Some(conn), Some(back)) = (self.conn.take(), self.back.take()) {
             let previous = std::mem::replace(&mut self.previous, Previous::None);
             // If the writer is gone, so is the transaction: nothing to keep either way.
-            let _ = back.send(Returned { conn, keep, opened: self.opened, last, hands_over, previous });
+            let settles = self.settles.take();
+            let _ =
+                back.send(Returned { conn, keep, settles, opened: self.opened, last, hands_over, previous });
         }
     }
 }
@@ -772,11 +791,13 @@ impl<DB: Database> Batch<DB> {
             opening: sent_by_write,
             writer_sends_last: dialect.writer_sends_last,
             previous,
+            settles: None,
         };
         // If the write is gone (its request was cancelled), the lease is dropped here and
         // comes straight back as a rollback.
         let _ = job.reply.send(Ok(lease));
-        let Returned { conn, keep, opened, last, hands_over, previous } = returned.await.ok()?;
+        let Returned { conn, keep, settles, opened, last, hands_over, previous } = returned.await.ok()?;
+        self.waiting.extend(settles);
         let kept = keep.is_some();
         let newly_locked = kept && self.locked.insert(job.project.clone());
         match (keep, hands_over) {

@@ -506,6 +506,46 @@ async fn a_write_cancelled_while_it_carries_the_previous_changes_leaves_the_batc
     Store::close(&store).await;
 }
 
+/// Postgres only: a repeated request id answered from a write of the same batch (its reply
+/// read in the batch's transaction) is answered once that write is durable: when the batch's
+/// commit fails, the repeat fails too, never a reply for a write that was not kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeat_answered_from_its_own_batch_waits_for_the_commit() {
+    let url = baton_tests::postgres::fresh_database().await.unwrap();
+    let store =
+        baton_server::store::PgStore::connect(&url, baton_server::events::Wakers::default()).await.unwrap();
+    put(&store, ctx(None), note("p", "a", "first")).await;
+    let admin = sqlx::PgPool::connect(&url).await.unwrap();
+    // The database refuses one entry at COMMIT.
+    sqlx::raw_sql(
+        "CREATE FUNCTION fail_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+         RAISE EXCEPTION 'refused at commit'; END $$; \
+         CREATE CONSTRAINT TRIGGER fail_at_commit AFTER INSERT ON memory DEFERRABLE INITIALLY DEFERRED \
+         FOR EACH ROW WHEN (NEW.content = 'fails at commit') EXECUTE FUNCTION fail_at_commit()",
+    )
+    .execute(&admin)
+    .await
+    .unwrap();
+    let mut holder = admin.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM projects WHERE key = 'p' FOR UPDATE").execute(&mut *holder).await.unwrap();
+    let spawn = || {
+        let store = store.clone();
+        tokio::spawn(async move {
+            service::memory::put(&store, ctx(Some("r1")), note("p", "k", "fails at commit")).await
+        })
+    };
+    let original = spawn();
+    waiting_for_locks(&admin, 1).await;
+    let repeat = spawn();
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    holder.rollback().await.unwrap();
+    assert!(original.await.unwrap().is_err(), "its batch did not commit");
+    let repeat = repeat.await.unwrap();
+    assert!(repeat.is_err(), "answered with a reply that was never kept: {repeat:?}");
+    assert_eq!(revisions(&store, "p").await, vec![1]);
+    Store::close(&store).await;
+}
+
 /// Waits until `n` connections of the database wait for a lock.
 async fn waiting_for_locks(admin: &sqlx::PgPool, n: i64) {
     for _ in 0..500 {

@@ -305,4 +305,8 @@ impl crate::store::WriteTx for PgTx {
     async fn rollback(self) -> Result<()> {
         Ok(self.lease.rollback().await?)
     }
+
+    async fn settle(self) -> Result<()> {
+        Ok(self.lease.settle().await?)
+    }
 }

@@ -225,6 +225,10 @@ impl crate::store::WriteTx for SqliteTx {
     async fn rollback(self) -> Result<()> {
         Ok(self.lease.rollback().await?)
     }
+
+    async fn settle(self) -> Result<()> {
+        Ok(self.lease.settle().await?)
+    }
 }
 
 fn push_change(query: &mut Statements, project: &str, change: &Change) {

@@ -373,3 +373,28 @@ async fn a_commit_begins_the_next_transaction() {
         .await
         .expect("the pool closes once the writer gave its connection back");
 }
+
+/// A settled write (`Lease::settle`) is rolled back, and returns only once its batch has
+/// committed: what it read from the batch's other writes is durable by then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_settled_write_is_rolled_back_and_waits_for_the_commit() {
+    let (_keep, pool, writer) = writer(DIALECT).await;
+    let mut first = writer.lease("p", false, false).await.unwrap();
+    insert(&mut first, "a").await.unwrap();
+    let settled = tokio::spawn({
+        let (writer, pool) = (writer.clone(), pool.clone());
+        async move {
+            let mut lease = writer.lease("p", false, false).await.unwrap();
+            let seen: Vec<String> =
+                sqlx::query_scalar("SELECT v FROM t ORDER BY v").fetch_all(&mut *lease).await.unwrap();
+            insert(&mut lease, "b").await.unwrap();
+            lease.settle().await.unwrap();
+            (seen, values(&pool).await)
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    first.commit().await.unwrap();
+    let (seen, after) = settled.await.unwrap();
+    assert_eq!(seen, vec!["a"], "it read the batch's uncommitted write");
+    assert_eq!(after, vec!["a"], "returned once that write was committed; its own rolled back");
+}
