@@ -658,7 +658,7 @@ where
             };
             conn = back;
             if let Some((previous, committed)) = lent.previous.take()
-                && let Err(e) = batch.settle_previous(&mut conn, previous, committed).await
+                && let Err(e) = batch.settle_previous(&mut conn, previous, committed, lent.kept).await
             {
                 abandon(conn).await;
                 return e;
@@ -873,16 +873,22 @@ impl<DB: Database> Batch<DB> {
 
     /// Settles the previous write's handover as the write it was lent with left it: that
     /// write is kept if its changes were made, told it is not if they were refused; an
-    /// untaken handover is sent alone. Taken with no word of what became of it (its
-    /// statement failed, or was cancelled under way), the transaction is in doubt: an error,
-    /// and the batch is abandoned.
+    /// untaken handover is sent alone, unless the write it was lent with was kept (what that
+    /// write read did not see it: a write of its own must send it first). Taken with no word
+    /// of what became of it (its statement failed, or was cancelled under way), the
+    /// transaction is in doubt. Either is an error, and the batch is abandoned.
     async fn settle_previous(
         &mut self,
         conn: &mut PoolConnection<DB>,
         previous: Previous<DB>,
         committed: Committed,
+        lent_kept: bool,
     ) -> Result<(), String> {
         match previous {
+            Previous::Untaken(_) if lent_kept => {
+                self.waiting.push(committed);
+                Err("a write was kept without sending first the changes handed to it".to_owned())
+            }
             Previous::Untaken(handover) => self.send_handover(conn, handover, committed).await,
             Previous::Taken(Some(handed)) => {
                 self.settle(handed, committed);

@@ -2,7 +2,7 @@
 //! `Lease::take_handover`): kept once applied, refused alone, sent by the writer when the
 //! next write does not take it or is not one of its own; a handover taken without a word
 //! of what became of it abandons the batch, and so does one whose statement fails, its
-//! write getting the error.
+//! write getting the error, or a write kept without sending it first.
 
 use std::any::Any;
 use std::time::Duration;
@@ -227,4 +227,26 @@ async fn a_failed_handover_abandons_the_batch_and_its_write_gets_the_error() {
         Some(true),
         "the writer carries on"
     );
+}
+
+/// A write of its own kept without sending the handover lent to it first read without the
+/// changes it carried: the batch is abandoned rather than the changes sent after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_kept_without_sending_its_handover_abandons_the_batch() {
+    let (_keep, pool, writer, first) = started().await;
+    let handing = tokio::spawn(own_write(writer.clone(), Takes::AndTells, Some("b")));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let ignoring = tokio::spawn({
+        let writer = writer.clone();
+        async move {
+            let mut lease = writer.lease_own("p", false).await.unwrap();
+            insert(&mut lease, "c").await.unwrap();
+            lease.commit().await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(first.commit().await.is_err());
+    assert_eq!(handing.await.unwrap(), Some(false));
+    assert!(ignoring.await.unwrap().is_err());
+    assert_eq!(values(&pool).await, Vec::<String>::new());
 }
