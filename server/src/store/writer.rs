@@ -154,20 +154,31 @@ impl<DB: Database> Clone for Writer<DB> {
     }
 }
 
-/// What a write gives back when it is done with the connection.
-struct Returned<DB: Database> {
-    conn: PoolConnection<DB>,
-    /// `Some` = keep the write (and tell it when the batch commits); `None` = roll it back.
+/// How a write ends: by default (all `None`), rolled back.
+struct Ending<DB: Database> {
+    /// `Some` = keep the write (and tell it when the batch commits).
     keep: Option<Committed>,
     /// A write rolled back that is told when the batch commits all the same (`Lease::settle`).
     settles: Option<Committed>,
-    /// Whether its savepoint may exist: its opening was sent by the writer, or taken by the
-    /// write (which may or may not have reached the database).
-    opened: bool,
     /// A kept write's last statements, for the writer to send (`Dialect::writer_sends_last`).
     last: Option<QueryBuilder<DB>>,
     /// A kept write's handover ([`Lease::hand_over`]).
     hands_over: Option<Box<dyn Handover<DB>>>,
+}
+
+impl<DB: Database> Default for Ending<DB> {
+    fn default() -> Self {
+        Self { keep: None, settles: None, last: None, hands_over: None }
+    }
+}
+
+/// What a write gives back when it is done with the connection.
+struct Returned<DB: Database> {
+    conn: PoolConnection<DB>,
+    ending: Ending<DB>,
+    /// Whether its savepoint may exist: its opening was sent by the writer, or taken by the
+    /// write (which may or may not have reached the database).
+    opened: bool,
     /// What became of the previous write's handover, lent with this write.
     previous: Previous<DB>,
 }
@@ -201,8 +212,6 @@ pub struct Lease<DB: Database> {
     writer_sends_last: bool,
     /// The previous write's handover, to send in front of the first statement.
     previous: Previous<DB>,
-    /// Set by `settle`.
-    settles: Option<Committed>,
 }
 
 impl<DB: Database> Writer<DB>
@@ -303,7 +312,7 @@ impl<DB: Database> Lease<DB> {
     /// Keeps the write and waits until its transaction commits (durable on return).
     pub async fn commit(mut self) -> Result<(), sqlx::Error> {
         let (committed, outcome) = oneshot::channel();
-        self.give_back(Some(committed), None);
+        self.give_back(Ending { keep: Some(committed), ..Ending::default() });
         match outcome.await {
             Ok(result) => result,
             Err(_) => Err(stopped()),
@@ -332,7 +341,7 @@ impl<DB: Database> Lease<DB> {
             return self.commit().await;
         }
         let (committed, outcome) = oneshot::channel();
-        self.give_back(Some(committed), Some(last));
+        self.give_back(Ending { keep: Some(committed), last: Some(last), ..Ending::default() });
         match outcome.await {
             Ok(result) => result,
             Err(_) => Err(stopped()),
@@ -345,7 +354,7 @@ impl<DB: Database> Lease<DB> {
     /// it alone. An error: the write was not kept (`last` refused, or the batch failed).
     pub async fn hand_over(mut self, last: Box<dyn Handover<DB>>) -> Result<(), sqlx::Error> {
         let (committed, outcome) = oneshot::channel();
-        self.give_back_with(Some(committed), None, Some(last));
+        self.give_back(Ending { keep: Some(committed), hands_over: Some(last), ..Ending::default() });
         match outcome.await {
             Ok(result) => result,
             Err(_) => Err(stopped()),
@@ -389,8 +398,7 @@ impl<DB: Database> Lease<DB> {
     /// batch (which is not acknowledged before that commit either).
     pub async fn settle(mut self) -> Result<(), sqlx::Error> {
         let (committed, outcome) = oneshot::channel();
-        self.settles = Some(committed);
-        self.give_back(None, None);
+        self.give_back(Ending { settles: Some(committed), ..Ending::default() });
         match outcome.await {
             Ok(result) => result,
             Err(_) => Err(stopped()),
@@ -400,33 +408,22 @@ impl<DB: Database> Lease<DB> {
     /// Rolls the write back (to its savepoint; the other writes of the batch are kept).
     #[allow(clippy::unused_async)] // the same shape as `sqlx::Transaction::rollback`
     pub async fn rollback(mut self) -> Result<(), sqlx::Error> {
-        self.give_back(None, None);
+        self.give_back(Ending::default());
         Ok(())
     }
 
-    fn give_back(&mut self, keep: Option<Committed>, last: Option<QueryBuilder<DB>>) {
-        self.give_back_with(keep, last, None);
-    }
-
-    fn give_back_with(
-        &mut self,
-        keep: Option<Committed>,
-        last: Option<QueryBuilder<DB>>,
-        hands_over: Option<Box<dyn Handover<DB>>>,
-    ) {
+    fn give_back(&mut self, ending: Ending<DB>) {
         if let (Some(conn), Some(back)) = (self.conn.take(), self.back.take()) {
             let previous = std::mem::replace(&mut self.previous, Previous::None);
             // If the writer is gone, so is the transaction: nothing to keep either way.
-            let settles = self.settles.take();
-            let _ =
-                back.send(Returned { conn, keep, settles, opened: self.opened, last, hands_over, previous });
+            let _ = back.send(Returned { conn, ending, opened: self.opened, previous });
         }
     }
 }
 
 impl<DB: Database> Drop for Lease<DB> {
     fn drop(&mut self) {
-        self.give_back(None, None);
+        self.give_back(Ending::default());
     }
 }
 
@@ -791,12 +788,12 @@ impl<DB: Database> Batch<DB> {
             opening: sent_by_write,
             writer_sends_last: dialect.writer_sends_last,
             previous,
-            settles: None,
         };
         // If the write is gone (its request was cancelled), the lease is dropped here and
         // comes straight back as a rollback.
         let _ = job.reply.send(Ok(lease));
-        let Returned { conn, keep, settles, opened, last, hands_over, previous } = returned.await.ok()?;
+        let Returned { conn, ending: Ending { keep, settles, last, hands_over }, opened, previous } =
+            returned.await.ok()?;
         self.waiting.extend(settles);
         let kept = keep.is_some();
         let newly_locked = kept && self.locked.insert(job.project.clone());

@@ -412,28 +412,16 @@ async fn a_write_that_waited_for_the_lock_reads_what_committed_meanwhile() {
 /// it made.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_refused_with_the_next_writes_lock_is_undone_alone() {
-    let url = baton_tests::postgres::fresh_database().await.unwrap();
-    let store =
-        baton_server::store::PgStore::connect(&url, baton_server::events::Wakers::default()).await.unwrap();
-    put(&store, ctx(None), note("p", "a", "first")).await;
-    let admin = sqlx::PgPool::connect(&url).await.unwrap();
     // The database refuses one entry, and says which statement it came with.
-    sqlx::raw_sql(
+    let (store, admin, holder) = behind_a_held_row(
         "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
          IF NEW.content = 'refuse me' THEN RAISE EXCEPTION 'refused under %', current_query(); END IF; \
          RETURN NEW; END $$; \
          CREATE TRIGGER refuse BEFORE INSERT ON memory FOR EACH ROW EXECUTE FUNCTION refuse()",
     )
-    .execute(&admin)
-    .await
-    .unwrap();
+    .await;
     // Three writes queue behind a transaction that holds the project's row, in order.
-    let mut holder = admin.begin().await.unwrap();
-    sqlx::query("SELECT 1 FROM projects WHERE key = 'p' FOR UPDATE").execute(&mut *holder).await.unwrap();
-    let spawn = |key: &'static str, content: &'static str| {
-        let store = store.clone();
-        tokio::spawn(async move { service::memory::put(&store, ctx(None), note("p", key, content)).await })
-    };
+    let spawn = |key, content| spawn_put(&store, ctx(None), key, content);
     let first = spawn("b", "kept");
     waiting_for_locks(&admin, 1).await;
     let refused = spawn("c", "refuse me");
@@ -441,11 +429,7 @@ async fn a_write_refused_with_the_next_writes_lock_is_undone_alone() {
     let last = spawn("d", "kept too");
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     // Based on revision 1, on d's record: it conflicts with d only if it sees d's write.
-    let after = tokio::spawn({
-        let store = store.clone();
-        let behind = WriteCtx { base_revision: Some(1), ..ctx(None) };
-        async move { service::memory::put(&store, behind, note("p", "d", "after d")).await }
-    });
+    let after = spawn_put(&store, WriteCtx { base_revision: Some(1), ..ctx(None) }, "d", "after d");
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     holder.rollback().await.unwrap();
     assert_eq!(first.await.unwrap().unwrap().result.unwrap().revision, 2);
@@ -468,26 +452,14 @@ async fn a_write_refused_with_the_next_writes_lock_is_undone_alone() {
 /// writer what became of those changes, and every other write of the batch is kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_cancelled_while_it_carries_the_previous_changes_leaves_the_batch_whole() {
-    let url = baton_tests::postgres::fresh_database().await.unwrap();
-    let store =
-        baton_server::store::PgStore::connect(&url, baton_server::events::Wakers::default()).await.unwrap();
-    put(&store, ctx(None), note("p", "a", "first")).await;
-    let admin = sqlx::PgPool::connect(&url).await.unwrap();
     // The database takes half a second over one entry.
-    sqlx::raw_sql(
+    let (store, admin, holder) = behind_a_held_row(
         "CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
          IF NEW.content = 'slow' THEN PERFORM pg_sleep(0.5); END IF; RETURN NEW; END $$; \
          CREATE TRIGGER slow BEFORE INSERT ON memory FOR EACH ROW EXECUTE FUNCTION slow()",
     )
-    .execute(&admin)
-    .await
-    .unwrap();
-    let mut holder = admin.begin().await.unwrap();
-    sqlx::query("SELECT 1 FROM projects WHERE key = 'p' FOR UPDATE").execute(&mut *holder).await.unwrap();
-    let spawn = |key: &'static str, content: &'static str| {
-        let store = store.clone();
-        tokio::spawn(async move { service::memory::put(&store, ctx(None), note("p", key, content)).await })
-    };
+    .await;
+    let spawn = |key, content| spawn_put(&store, ctx(None), key, content);
     let first = spawn("b", "kept");
     waiting_for_locks(&admin, 1).await;
     let slow = spawn("c", "slow");
@@ -511,29 +483,15 @@ async fn a_write_cancelled_while_it_carries_the_previous_changes_leaves_the_batc
 /// commit fails, the repeat fails too, never a reply for a write that was not kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_repeat_answered_from_its_own_batch_waits_for_the_commit() {
-    let url = baton_tests::postgres::fresh_database().await.unwrap();
-    let store =
-        baton_server::store::PgStore::connect(&url, baton_server::events::Wakers::default()).await.unwrap();
-    put(&store, ctx(None), note("p", "a", "first")).await;
-    let admin = sqlx::PgPool::connect(&url).await.unwrap();
     // The database refuses one entry at COMMIT.
-    sqlx::raw_sql(
+    let (store, admin, holder) = behind_a_held_row(
         "CREATE FUNCTION fail_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
          RAISE EXCEPTION 'refused at commit'; END $$; \
          CREATE CONSTRAINT TRIGGER fail_at_commit AFTER INSERT ON memory DEFERRABLE INITIALLY DEFERRED \
          FOR EACH ROW WHEN (NEW.content = 'fails at commit') EXECUTE FUNCTION fail_at_commit()",
     )
-    .execute(&admin)
-    .await
-    .unwrap();
-    let mut holder = admin.begin().await.unwrap();
-    sqlx::query("SELECT 1 FROM projects WHERE key = 'p' FOR UPDATE").execute(&mut *holder).await.unwrap();
-    let spawn = || {
-        let store = store.clone();
-        tokio::spawn(async move {
-            service::memory::put(&store, ctx(Some("r1")), note("p", "k", "fails at commit")).await
-        })
-    };
+    .await;
+    let spawn = || spawn_put(&store, ctx(Some("r1")), "k", "fails at commit");
     let original = spawn();
     waiting_for_locks(&admin, 1).await;
     let repeat = spawn();
@@ -544,6 +502,34 @@ async fn a_repeat_answered_from_its_own_batch_waits_for_the_commit() {
     assert!(repeat.is_err(), "answered with a reply that was never kept: {repeat:?}");
     assert_eq!(revisions(&store, "p").await, vec![1]);
     Store::close(&store).await;
+}
+
+/// Postgres only: a store on a new database whose project `p` has one write, `sql` run
+/// there (the trigger a case needs), and a transaction outside Baton that holds `p`'s row,
+/// so that writes queue behind it in the order they come.
+async fn behind_a_held_row(
+    sql: &'static str,
+) -> (baton_server::store::PgStore, sqlx::PgPool, sqlx::Transaction<'static, sqlx::Postgres>) {
+    let url = baton_tests::postgres::fresh_database().await.unwrap();
+    let store =
+        baton_server::store::PgStore::connect(&url, baton_server::events::Wakers::default()).await.unwrap();
+    put(&store, ctx(None), note("p", "a", "first")).await;
+    let admin = sqlx::PgPool::connect(&url).await.unwrap();
+    sqlx::raw_sql(sql).execute(&admin).await.unwrap();
+    let mut holder = admin.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM projects WHERE key = 'p' FOR UPDATE").execute(&mut *holder).await.unwrap();
+    (store, admin, holder)
+}
+
+/// A note upsert in `p`, under way.
+fn spawn_put<S: Store + Clone + 'static>(
+    store: &S,
+    ctx: WriteCtx,
+    key: &'static str,
+    content: &'static str,
+) -> tokio::task::JoinHandle<Result<baton_proto::v1::PutMemoryResponse, Error>> {
+    let store = store.clone();
+    tokio::spawn(async move { service::memory::put(&store, ctx, note("p", key, content)).await })
 }
 
 /// Waits until `n` connections of the database wait for a lock.

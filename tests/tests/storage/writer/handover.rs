@@ -88,6 +88,20 @@ async fn own_write(writer: Writer<Db>, takes: Takes, hands_over: Option<&'static
     Some(lease.hand_over(Box::new(Insert(v))).await.is_ok())
 }
 
+/// Lets the write just sent reach the writer's queue before the next one is sent.
+async fn queued() {
+    tokio::time::sleep(Duration::from_millis(50)).await;
+}
+
+/// A write of its own that hands over `handover`, under way.
+fn spawn_hand_over(
+    writer: &Writer<Db>,
+    handover: Box<dyn Handover<Db>>,
+) -> tokio::task::JoinHandle<Result<(), sqlx::Error>> {
+    let writer = writer.clone();
+    tokio::spawn(async move { writer.lease_own("p", false).await.unwrap().hand_over(handover).await })
+}
+
 /// Queues the writes in order behind `first`, which holds the connection, then lets them run
 /// in one batch; whether `first` was kept, and their outcomes in order.
 async fn batch(
@@ -99,7 +113,7 @@ async fn batch(
     for &(takes, hands_over) in writes {
         tasks.push(tokio::spawn(own_write(writer.clone(), takes, hands_over)));
         // Each one queued before the next.
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        queued().await;
     }
     let first = first.commit().await.is_ok();
     let mut outcomes = Vec::new();
@@ -165,7 +179,7 @@ async fn a_handover_in_doubt_abandons_the_batch() {
 async fn a_handover_goes_before_a_savepoint_write() {
     let (_keep, pool, writer, first) = started().await;
     let handing = tokio::spawn(own_write(writer.clone(), Takes::AndTells, Some("b")));
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    queued().await;
     let next = tokio::spawn({
         let writer = writer.clone();
         async move {
@@ -176,7 +190,7 @@ async fn a_handover_goes_before_a_savepoint_write() {
             seen
         }
     });
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    queued().await;
     first.commit().await.unwrap();
     assert_eq!(handing.await.unwrap(), Some(true));
     assert_eq!(next.await.unwrap(), vec!["a", "b"]);
@@ -190,11 +204,8 @@ async fn a_handover_goes_before_a_savepoint_write() {
 async fn a_failed_handover_abandons_the_batch_and_its_write_gets_the_error() {
     let (_keep, pool, writer, first) = started().await;
     // Sent by the writer: it is the batch's last.
-    let broken = tokio::spawn({
-        let writer = writer.clone();
-        async move { writer.lease_own("p", false).await.unwrap().hand_over(Box::new(Broken)).await }
-    });
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    let broken = spawn_hand_over(&writer, Box::new(Broken));
+    queued().await;
     let first = first.commit().await.unwrap_err();
     assert!(matches!(first, sqlx::Error::Io(_)), "the batch did not commit: {first:?}");
     let broken = broken.await.unwrap().unwrap_err();
@@ -203,11 +214,8 @@ async fn a_failed_handover_abandons_the_batch_and_its_write_gets_the_error() {
     // Taken by the next write, whose statement fails with it.
     let mut first = writer.lease("p", false, false).await.unwrap();
     insert(&mut first, "a").await.unwrap();
-    let handing = tokio::spawn({
-        let writer = writer.clone();
-        async move { writer.lease_own("p", false).await.unwrap().hand_over(Box::new(Insert("b"))).await }
-    });
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    let handing = spawn_hand_over(&writer, Box::new(Insert("b")));
+    queued().await;
     let taking = tokio::spawn({
         let writer = writer.clone();
         async move {
@@ -216,7 +224,7 @@ async fn a_failed_handover_abandons_the_batch_and_its_write_gets_the_error() {
             lease.handover_failed(sqlx::Error::Protocol("failed with the next write's".into()));
         }
     });
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    queued().await;
     assert!(first.commit().await.is_err());
     let handing = handing.await.unwrap().unwrap_err();
     assert!(matches!(handing, sqlx::Error::Protocol(_)), "the error it went with: {handing:?}");
@@ -235,7 +243,7 @@ async fn a_failed_handover_abandons_the_batch_and_its_write_gets_the_error() {
 async fn a_write_kept_without_sending_its_handover_abandons_the_batch() {
     let (_keep, pool, writer, first) = started().await;
     let handing = tokio::spawn(own_write(writer.clone(), Takes::AndTells, Some("b")));
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    queued().await;
     let ignoring = tokio::spawn({
         let writer = writer.clone();
         async move {
@@ -244,7 +252,7 @@ async fn a_write_kept_without_sending_its_handover_abandons_the_batch() {
             lease.commit().await
         }
     });
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    queued().await;
     assert!(first.commit().await.is_err());
     assert_eq!(handing.await.unwrap(), Some(false));
     assert!(ignoring.await.unwrap().is_err());
