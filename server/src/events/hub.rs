@@ -5,10 +5,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use baton_proto::v1::Event;
-use tokio::sync::{Notify, broadcast, watch};
+use tokio::sync::{broadcast, watch};
 
 use super::Wakers;
+use super::wakers::Reader;
 use crate::store::Store;
+use crate::store::model::LoggedEvent;
+use crate::store::rows::decode_event;
 
 /// Events a reader buffers for its watchers; a watcher further behind than this catches
 /// up from the table instead.
@@ -43,7 +46,7 @@ pub struct Hub<S: Store> {
 
 /// A dormant reader: how to wake it, and its feed (to tell whether anyone still listens).
 struct Dormant {
-    wake: Arc<Notify>,
+    reader: Arc<Reader>,
     feed: broadcast::Sender<Arc<Event>>,
 }
 
@@ -115,8 +118,8 @@ impl<S: Store> Hub<S> {
         }
         let (tx, rx) = broadcast::channel(FEED_CAPACITY);
         feeds.insert(project.to_owned(), tx.clone());
-        let wake = self.wakers.register(project);
-        tokio::spawn(self.clone().read(project.to_owned(), tx, wake, head));
+        let reader = self.wakers.register(project);
+        tokio::spawn(self.clone().read(project.to_owned(), tx, reader, head));
         rx
     }
 
@@ -126,11 +129,11 @@ impl<S: Store> Hub<S> {
     }
 
     /// Puts a reader to sleep until its project exists (or its watchers leave).
-    fn sleep_until_created(&self, project: &str, wake: &Arc<Notify>, feed: &broadcast::Sender<Arc<Event>>) {
+    fn sleep_until_created(&self, project: &str, reader: &Arc<Reader>, feed: &broadcast::Sender<Arc<Event>>) {
         self.dormant
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(project.to_owned(), Dormant { wake: wake.clone(), feed: feed.clone() });
+            .insert(project.to_owned(), Dormant { reader: reader.clone(), feed: feed.clone() });
         if !self.checking.swap(true, std::sync::atomic::Ordering::SeqCst) {
             tokio::spawn(self.clone().check_dormant());
         }
@@ -150,7 +153,7 @@ impl<S: Store> Hub<S> {
                 dormant.retain(|_, d| {
                     let watched = d.feed.receiver_count() > 0;
                     if !watched {
-                        d.wake.notify_one();
+                        d.reader.wake();
                     }
                     watched
                 });
@@ -163,7 +166,7 @@ impl<S: Store> Hub<S> {
                         let mut dormant = self.dormant.lock().unwrap_or_else(PoisonError::into_inner);
                         for key in existing {
                             if let Some(d) = dormant.remove(&key) {
-                                d.wake.notify_one();
+                                d.reader.wake();
                             }
                         }
                     }
@@ -185,37 +188,39 @@ impl<S: Store> Hub<S> {
         self.feeds.lock().unwrap_or_else(PoisonError::into_inner).len()
     }
 
-    /// Reads the events after `last` (the head when the feed started: watchers replay
-    /// older events themselves) into the feed, on each wake-up and poll.
+    /// Sends the events after `last` (the head when the feed started: watchers replay
+    /// older events themselves) into the feed, on each wake-up and poll: those a commit in
+    /// this process handed over when they follow `last`, else read from the table.
     async fn read(
         self,
         project: String,
         tx: broadcast::Sender<Arc<Event>>,
-        wake: Arc<Notify>,
+        reader: Arc<Reader>,
         mut last: i64,
     ) {
         let mut shutdown = self.shutdown.clone();
-        // The first read at once: a commit after the head was read and before the wake-up
-        // was registered woke no one.
+        // The first read at once: a commit after the head was read and before the reader
+        // was registered told no one.
         let mut first = true;
         loop {
-            if !std::mem::take(&mut first) {
-                if last == 0 {
-                    // Nothing to read yet (the project does not exist): no polling.
-                    self.sleep_until_created(&project, &wake, &tx);
-                    tokio::select! {
-                        () = wake.notified() => {}
-                        _ = shutdown.changed() => break,
-                    }
-                    self.dormant.lock().unwrap_or_else(PoisonError::into_inner).remove(&project);
-                } else {
-                    tokio::select! {
-                        () = wake.notified() => {}
-                        () = tokio::time::sleep(self.poll) => {}
-                        _ = shutdown.changed() => break,
-                    }
+            let polled = if std::mem::take(&mut first) {
+                true
+            } else if last == 0 {
+                // Nothing to read yet (the project does not exist): no polling.
+                self.sleep_until_created(&project, &reader, &tx);
+                tokio::select! {
+                    () = reader.woken() => {}
+                    _ = shutdown.changed() => break,
                 }
-            }
+                self.dormant.lock().unwrap_or_else(PoisonError::into_inner).remove(&project);
+                false
+            } else {
+                tokio::select! {
+                    () = reader.woken() => false,
+                    () = tokio::time::sleep(self.poll) => true,
+                    _ = shutdown.changed() => break,
+                }
+            };
             {
                 // Under the lock, so a concurrent subscribe either sees this feed alive or
                 // starts a new reader.
@@ -226,40 +231,75 @@ impl<S: Store> Hub<S> {
                     break;
                 }
             }
-            loop {
-                match crate::service::log::events_after(
-                    &self.store,
-                    project.clone(),
-                    last,
-                    READ_PAGE,
-                    READ_BYTES,
-                )
-                .await
-                {
-                    Ok((events, more)) => {
-                        for event in events {
-                            last = event.revision;
-                            let event = if prost::Message::encoded_len(&event) > FEED_EVENT_BYTES {
-                                Event { revision: event.revision, ..Event::default() }
-                            } else {
-                                event
-                            };
-                            // No receivers is fine: the next turn ends this reader.
-                            let _ = tx.send(Arc::new(event));
-                        }
-                        if !more {
-                            break;
-                        }
-                    }
-                    Err(e) => {
-                        tracing::warn!(%project, error = %e, "reader cannot read events; will retry");
-                        break;
-                    }
-                }
+            let told = reader.take();
+            let whole = send_committed(&tx, told.events, &mut last);
+            if polled || told.read_table || !whole || told.announced > last {
+                self.read_table(&project, &tx, &mut last).await;
             }
         }
         tracing::debug!(%project, "event reader stopped");
     }
+
+    /// Reads the events after `last` from the table into the feed, a page at a time.
+    async fn read_table(&self, project: &str, tx: &broadcast::Sender<Arc<Event>>, last: &mut i64) {
+        fail::fail_point!("hub.read_table");
+        loop {
+            let page = crate::service::log::events_after(
+                &self.store,
+                project.to_owned(),
+                *last,
+                READ_PAGE,
+                READ_BYTES,
+            )
+            .await;
+            match page {
+                Ok((events, more)) => {
+                    for event in events {
+                        *last = event.revision;
+                        send(tx, event);
+                    }
+                    if !more {
+                        return;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(%project, error = %e, "reader cannot read events; will retry");
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Sends the events a commit in this process handed over that follow `last`, in order;
+/// false when one does not (a gap: another instance's commit, or a commit whose events
+/// have not come yet), and the table must tell the rest.
+fn send_committed(tx: &broadcast::Sender<Arc<Event>>, mut events: Vec<LoggedEvent>, last: &mut i64) -> bool {
+    // Writes of one batch report their commits in any order.
+    events.sort_unstable_by_key(|e| e.revision);
+    for logged in events {
+        if logged.revision <= *last {
+            continue;
+        }
+        if logged.revision != *last + 1 {
+            return false;
+        }
+        let Ok(event) = decode_event(&logged.body) else { return false };
+        *last = logged.revision;
+        send(tx, event);
+    }
+    true
+}
+
+/// Puts an event in the feed, or its stand-in when it is too large to keep there.
+fn send(tx: &broadcast::Sender<Arc<Event>>, event: Event) {
+    let event = if prost::Message::encoded_len(&event) > FEED_EVENT_BYTES {
+        Event { revision: event.revision, ..Event::default() }
+    } else {
+        event
+    };
+    // No receivers is fine: the next turn ends this reader.
+    let _ = tx.send(Arc::new(event));
 }
 
 #[cfg(test)]
@@ -409,6 +449,82 @@ mod tests {
         // Watchers that leave free their dormant readers.
         watchers.clear();
         until(|| hub.readers() == 0 && hub.dormant() == 0).await;
+    }
+
+    /// Writes through this process reach the feed from their commits, without reading the
+    /// table; a write it did not make (another process on the same file, which wakes no
+    /// one here) leaves a gap, and the next commit's events make the reader read the table:
+    /// both arrive, in order. (Polling is off.)
+    #[cfg(feature = "failpoints")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn commits_feed_the_reader_and_a_gap_reads_the_table() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+
+        use baton_proto::v1::{MemoryItem, MemoryOp, PutMemoryRequest};
+
+        let (dir, store, hub, _stop, stop_rx) = sqlite_hub(Duration::from_hours(1)).await;
+        let _only = FAIL_POINT.lock().await;
+        let put = |store: SqliteStore, key: String| async move {
+            let req = PutMemoryRequest {
+                project: "p".into(),
+                category: "note".into(),
+                key: key.clone(),
+                op: MemoryOp::Upsert as i32,
+                items: vec![MemoryItem { content: format!("value of {key}"), rationale: String::new() }],
+                ..Default::default()
+            };
+            crate::service::memory::put(&store, crate::store::WriteCtx::default(), req).await.unwrap();
+        };
+        put(store.clone(), "before".into()).await;
+        let request = Watch { cursors: vec![("p".to_owned(), 1)], kinds: HashSet::new() };
+        let mut events = watch(&store, &hub, &request, &stop_rx, 64);
+        // The reader's first read of the table.
+        until(|| hub.readers() == 1).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let reads = Arc::new(AtomicUsize::new(0));
+        let counted = reads.clone();
+        fail::cfg_callback("hub.read_table", move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+        macro_rules! next {
+            ($revision:expr) => {{
+                let got = tokio::time::timeout(Duration::from_secs(5), events.recv()).await;
+                let delivery = got.expect("delivered").unwrap().unwrap();
+                assert_eq!(delivery.event.revision, $revision);
+                delivery.event
+            }};
+        }
+        // Ten writes one after another.
+        for i in 0..10 {
+            put(store.clone(), format!("k{i}")).await;
+            let event = next!(i + 2);
+            assert!(event.entity_id.ends_with(&format!("/k{i}")), "{event:?}");
+        }
+        assert_eq!(reads.load(Ordering::SeqCst), 0, "the reader read the table for events it was handed");
+        // Ten at once: their commits may be reported out of order (a gap read from the table),
+        // and they arrive in order.
+        let at_once: Vec<_> = (10..20).map(|i| tokio::spawn(put(store.clone(), format!("k{i}")))).collect();
+        for write in at_once {
+            write.await.unwrap();
+        }
+        for revision in 12..22 {
+            next!(revision);
+        }
+        let before = reads.load(Ordering::SeqCst);
+
+        let other = SqliteStore::connect(
+            &format!("sqlite://{}", dir.path().join("t.db").display()),
+            Wakers::default(),
+        )
+        .await
+        .unwrap();
+        put(other, "elsewhere".into()).await;
+        put(store.clone(), "here".into()).await;
+        assert!(next!(22).entity_id.ends_with("/elsewhere"));
+        assert!(next!(23).entity_id.ends_with("/here"));
+        fail::remove("hub.read_table");
+        assert!(reads.load(Ordering::SeqCst) > before, "the gap was filled from the table");
     }
 
     /// A large event is not kept in the shared feed: a stand-in with its revision sends the

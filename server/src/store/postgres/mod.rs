@@ -126,8 +126,12 @@ impl PgStore {
                 loop {
                     match listener.recv().await {
                         Ok(n) => {
-                            let project = n.payload().rsplit_once('\n').map_or(n.payload(), |(p, _)| p);
-                            wakers.wake(project);
+                            // "project\nrevision" (`Notifier`): a reader that has it already reads nothing.
+                            match n.payload().rsplit_once('\n').map(|(p, r)| (p, r.parse::<i64>())) {
+                                Some((project, Ok(revision))) => wakers.announced(project, revision),
+                                Some((project, Err(_))) => wakers.wake(project),
+                                None => wakers.wake(n.payload()),
+                            }
                         }
                         Err(sqlx::Error::PoolClosed) => return,
                         Err(e) => {

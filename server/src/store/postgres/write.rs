@@ -253,6 +253,8 @@ impl crate::store::WriteTx for PgTx {
         let (revision, now_us, memory) = self.locked;
         let head = log.head.unwrap_or(revision);
         let newest = log.events.iter().map(|e| e.revision).max();
+        // A copy for the project's reader, if one runs (`events::Wakers`).
+        let fed = self.store.wakers.watched(&self.project).then(|| log.events.clone());
         let write = apply::Write {
             project: &self.project,
             head,
@@ -295,7 +297,7 @@ impl crate::store::WriteTx for PgTx {
             sqlx::query(sql::RELEASE_SAVEPOINT).execute(&mut *self.lease).await?;
             self.lease.commit().await?;
         }
-        self.store.wakers.wake(&self.project);
+        self.store.wakers.committed(&self.project, fed);
         if let Some(revision) = newest {
             self.store.notifier.announce(&self.project, revision);
         }

@@ -218,7 +218,7 @@ impl crate::store::WriteTx for SqliteTx {
         } else {
             self.lease.commit_after(QueryBuilder::with_arguments(query.sql, query.args)).await?;
         }
-        self.store.wakers.wake(&self.project);
+        self.store.wakers.committed(&self.project, Some(log.events));
         Ok(())
     }
 
