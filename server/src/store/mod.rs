@@ -44,6 +44,9 @@
 //!   (`SqliteStore::search_pool`); Postgres plans each search for its own query
 //!   (`postgres/reads.rs`) and keeps its GIN index's pending list small (the `search`
 //!   migration).
+//! - A commit hands the project's watch reader the events it wrote (`events::Wakers::committed`,
+//!   a copy kept only when a reader runs), which sends them on without reading them back:
+//!   "vs etcd: watch latency".
 
 use std::collections::HashMap;
 use std::future::Future;
