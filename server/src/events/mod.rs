@@ -8,5 +8,5 @@ mod watch;
 
 pub use all::watch_all;
 pub use hub::Hub;
-pub use wakers::Wakers;
+pub use wakers::{Hold, Wakers};
 pub use watch::{Delivery, Watch, watch};

@@ -7,21 +7,49 @@
 //! this process hands its reader the events it wrote (`Wakers::committed`), and the reader
 //! sends them on without reading them back from the table when they follow, gapless, what
 //! it sent last (revisions are gapless and a project's commits are ordered by its lock);
-//! anything else — a gap, another instance's commit, a poll — reads the table as before.
+//! anything else — a gap, another instance's commit, a poll, a maintenance event (a purge
+//! rewrites stored bodies), an event too large for the feed — reads the table as before.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::Notify;
 
+use super::hub::FEED_EVENT_BYTES;
 use crate::store::model::LoggedEvent;
 
-/// Events a reader's inbox holds before it gives up on them and reads the table.
+/// Events a reader's inbox holds before it gives up on them and reads the table; each at
+/// most `FEED_EVENT_BYTES`, so an inbox holds at most 16 MiB, however slow its reader.
 const INBOX_EVENTS: usize = 1024;
 
 #[derive(Clone, Default)]
 pub struct Wakers {
-    inner: Arc<Mutex<HashMap<String, Arc<Reader>>>>,
+    inner: Arc<Mutex<Inner>>,
+}
+
+#[derive(Default)]
+struct Inner {
+    readers: HashMap<String, Arc<Reader>>,
+    /// Projects with a write in progress that rewrites or deletes events (`Wakers::hold`).
+    held: HashMap<String, usize>,
+}
+
+/// While it lives, commits of its project hand their reader nothing (see `Wakers::hold`).
+pub struct Hold {
+    wakers: Wakers,
+    project: String,
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        let mut inner = self.wakers.lock();
+        if let Some(n) = inner.held.get_mut(&self.project) {
+            *n -= 1;
+            if *n == 0 {
+                inner.held.remove(&self.project);
+            }
+        }
+    }
 }
 
 /// A project's reader, as the writers see it: its wake-up and what they told it.
@@ -33,13 +61,13 @@ pub struct Reader {
 
 /// What the reader was told since it last looked.
 #[derive(Default)]
-pub struct Inbox {
+pub(super) struct Inbox {
     /// Events committed by this process, in the order their commits reported them.
-    pub events: Vec<LoggedEvent>,
+    pub(super) events: Vec<LoggedEvent>,
     /// The newest revision another instance announced (0: none).
-    pub announced: i64,
+    pub(super) announced: i64,
     /// Something changed that only the event table can tell.
-    pub read_table: bool,
+    pub(super) read_table: bool,
 }
 
 impl Reader {
@@ -55,7 +83,7 @@ impl Reader {
     }
 
     /// Takes what the reader was told.
-    pub fn take(&self) -> Inbox {
+    pub(super) fn take(&self) -> Inbox {
         std::mem::take(&mut *self.inbox.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
@@ -73,18 +101,45 @@ impl Wakers {
         }
     }
 
-    /// Whether a reader of `project` runs: a commit then keeps a copy of its events for it.
-    pub fn watched(&self, project: &str) -> bool {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner).contains_key(project)
+    /// A copy of a write's events for the reader of `project`, taken before the write
+    /// commits (for a backend that gives its log away to do so): `None` when no reader
+    /// runs, or when the reader would read the table for them anyway (see `committed`).
+    pub fn copy_for_reader(&self, project: &str, events: &[LoggedEvent]) -> Option<Vec<LoggedEvent>> {
+        let handing = {
+            let inner = self.lock();
+            inner.readers.contains_key(project) && !inner.held.contains_key(project)
+        };
+        (handing && events.iter().all(handed_over)).then(|| events.to_vec())
     }
 
-    /// After a commit in this process: hands the reader of `project` the events it wrote
-    /// (`None`: no copy was kept, as nobody watched when the write began), or wakes it to
-    /// read the table.
+    /// For a write that rewrites or deletes events (a purge masks their bodies), taken
+    /// before it joins a batch and dropped after its commit is reported: until then, the
+    /// commits of its project hand their reader nothing and send it to the table. A write
+    /// of the same batch that reports its commit before the purge does would otherwise hand
+    /// over bodies the purge masked in the same transaction.
+    pub fn hold(&self, project: &str) -> Hold {
+        *self.lock().held.entry(project.to_owned()).or_default() += 1;
+        Hold { wakers: self.clone(), project: project.to_owned() }
+    }
+
+    /// After a commit in this process: hands the reader of `project` the events it wrote,
+    /// or wakes it to read the table when they are not ones to hand over or no copy was
+    /// kept (`None`: nobody watched when the commit began).
     pub fn committed(&self, project: &str, events: Option<Vec<LoggedEvent>>) {
-        let Some(reader) = self.reader(project) else { return };
+        let (reader, held) = {
+            let inner = self.lock();
+            (inner.readers.get(project).cloned(), inner.held.contains_key(project))
+        };
+        let Some(reader) = reader else { return };
         reader.tell(|inbox| match events {
-            Some(events) if inbox.events.len() + events.len() <= INBOX_EVENTS => inbox.events.extend(events),
+            Some(events)
+                if !held
+                    && !inbox.read_table
+                    && inbox.events.len() + events.len() <= INBOX_EVENTS
+                    && events.iter().all(handed_over) =>
+            {
+                inbox.events.extend(events);
+            }
             _ => {
                 inbox.events.clear();
                 inbox.read_table = true;
@@ -101,18 +156,34 @@ impl Wakers {
 
     /// The reader of a project (created on first use).
     pub fn register(&self, project: &str) -> Arc<Reader> {
-        let mut map = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        map.entry(project.to_owned()).or_default().clone()
+        self.lock().readers.entry(project.to_owned()).or_default().clone()
     }
 
     pub fn unregister(&self, project: &str) {
-        let mut map = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        map.remove(project);
+        self.lock().readers.remove(project);
     }
 
     fn reader(&self, project: &str) -> Option<Arc<Reader>> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner).get(project).cloned()
+        self.lock().readers.get(project).cloned()
     }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Whether a committed event goes to the reader as it is: not one too large for the feed
+/// (its stand-in is made from the table), nor a maintenance event, whose write may have
+/// rewritten events the reader has not sent yet (a purge masks their bodies) or deleted them.
+fn handed_over(event: &LoggedEvent) -> bool {
+    use baton_proto::v1::EventKind;
+    let maintenance = [
+        EventKind::CheckpointsPruned,
+        EventKind::EventsCompacted,
+        EventKind::Purged,
+        EventKind::SearchIndexed,
+    ];
+    event.body.len() <= FEED_EVENT_BYTES && !maintenance.iter().any(|k| *k as i32 == event.kind)
 }
 
 #[cfg(test)]
@@ -127,10 +198,10 @@ mod tests {
     fn a_reader_is_told_what_changed_and_reads_the_table_when_that_is_not_all() {
         let wakers = Wakers::default();
         // Nobody watches: no copy is kept, nothing is held.
-        assert!(!wakers.watched("p"));
+        assert!(wakers.copy_for_reader("p", &events(1..3)).is_none());
         wakers.committed("p", Some(events(1..3)));
         let reader = wakers.register("p");
-        assert!(wakers.watched("p"));
+        assert!(wakers.copy_for_reader("p", &events(1..3)).is_some());
         let told = reader.take();
         assert!(told.events.is_empty() && !told.read_table);
 
@@ -153,5 +224,45 @@ mod tests {
         assert!(told.read_table && told.events.is_empty());
         wakers.wake("p");
         assert!(reader.take().read_table);
+    }
+
+    /// What the reader must read from the table is not handed over: events too large for the
+    /// feed, maintenance events, anything while a write that rewrites events (a purge) is in
+    /// progress, and anything once the reader was sent to the table.
+    #[test]
+    fn what_the_table_must_tell_is_not_handed_over() {
+        let wakers = Wakers::default();
+        let reader = wakers.register("p");
+
+        let large = LoggedEvent { revision: 1, kind: 5, body: vec![0; FEED_EVENT_BYTES + 1] };
+        assert!(wakers.copy_for_reader("p", std::slice::from_ref(&large)).is_none());
+        wakers.committed("p", Some(vec![large]));
+        assert!(reader.take().read_table);
+
+        let purged =
+            LoggedEvent { revision: 1, kind: baton_proto::v1::EventKind::Purged as i32, body: vec![1] };
+        wakers.committed("p", Some(vec![purged]));
+        assert!(reader.take().read_table);
+
+        // A purge of the same batch reports its commit after this write: its hold, taken
+        // before it joined the batch, sends the reader to the table.
+        let hold = wakers.hold("p");
+        let second = wakers.hold("p");
+        assert!(wakers.copy_for_reader("p", &events(1..2)).is_none());
+        wakers.committed("p", Some(events(1..2)));
+        drop(hold);
+        wakers.committed("p", Some(events(2..3)));
+        let told = reader.take();
+        assert!(told.read_table && told.events.is_empty());
+        drop(second);
+        assert!(wakers.copy_for_reader("p", &events(3..4)).is_some());
+
+        // Once sent to the table, later events wait for that read too.
+        wakers.wake("p");
+        wakers.committed("p", Some(events(3..4)));
+        let told = reader.take();
+        assert!(told.read_table && told.events.is_empty());
+        wakers.committed("p", Some(events(4..5)));
+        assert_eq!(reader.take().events.len(), 1);
     }
 }

@@ -38,6 +38,7 @@ pub async fn create<S: Store>(
         request_id: ctx.request_id.as_deref(),
         memory: false,
         first_read: Some(FirstRead::Session(&session_id)),
+        rewrites_log: false,
     };
     let mut w = match write::begin(store, lock, &ctx).await? {
         Begun::Replay(bytes) => {

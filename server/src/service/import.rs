@@ -42,7 +42,8 @@ pub async fn batch<S: Store>(
     let mut counts = store.import_unrevisioned(project.clone(), memory_caps, chunks).await?;
     let actor = Actor { token: "baton-server import".into(), ..Actor::default() };
     let ctx = WriteCtx { actor, ..WriteCtx::default() };
-    let lock = Lock { project: &project, request_id: None, memory: true, first_read: None };
+    let lock =
+        Lock { project: &project, request_id: None, memory: true, first_read: None, rewrites_log: false };
     let Begun::Fresh(w) = write::begin(store, lock, &ctx).await? else {
         return Err(Error::internal("an import write without a request id replayed"));
     };

@@ -113,6 +113,7 @@ fn lock<'a>(project: &'a str, ctx: &'a WriteCtx, record: Option<&'a str>) -> Loc
         request_id: ctx.request_id.as_deref(),
         memory: true,
         first_read: record.map(FirstRead::Record),
+        rewrites_log: false,
     }
 }
 

@@ -106,8 +106,13 @@ async fn resume<S: Store>(
         Asked::Session(id) => Some(FirstRead::Session(id)),
         _ => None,
     };
-    let lock =
-        Lock { project: &req.project, request_id: ctx.request_id.as_deref(), memory: false, first_read };
+    let lock = Lock {
+        project: &req.project,
+        request_id: ctx.request_id.as_deref(),
+        memory: false,
+        first_read,
+        rewrites_log: false,
+    };
     let mut w = match write::begin(store, lock, &ctx).await? {
         Begun::Replay(bytes) => return replayed(&bytes, |r: &mut ResumeSessionResponse| r.result.as_mut()),
         Begun::Fresh(w) => w,

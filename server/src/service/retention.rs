@@ -27,7 +27,7 @@ pub(crate) async fn begin<S: Store>(
     if store.head_revision(project.to_owned()).await? == 0 {
         return Err(Error::NotFound(format!("project: no project {project:?}")));
     }
-    let lock = Lock { project, request_id: None, memory, first_read: None };
+    let lock = Lock { project, request_id: None, memory, first_read: None, rewrites_log: true };
     match write::begin(store, lock, ctx).await? {
         Begun::Fresh(w) => Ok(w),
         Begun::Replay(_) => Err(Error::internal("a maintenance write without a request id replayed")),

@@ -50,6 +50,7 @@ fn lock<'a>(project: &'a str, ctx: &'a WriteCtx, id: &'a str) -> Lock<'a> {
         request_id: ctx.request_id.as_deref(),
         memory: false,
         first_read: Some(FirstRead::Session(id)),
+        rewrites_log: false,
     }
 }
 

@@ -20,6 +20,10 @@ pub struct Lock<'a> {
     /// What the write reads first, once the lock is held (a backend may read it with the
     /// lock; see the backend's module header).
     pub first_read: Option<FirstRead<'a>>,
+    /// The write rewrites or deletes events already written (a purge, retention): the
+    /// backend holds the project's watch reader to the table until it ends
+    /// (`events::Wakers::hold`).
+    pub rewrites_log: bool,
 }
 
 /// A write's first read (`Lock::first_read`).

@@ -3,7 +3,8 @@
 //! The project-row lock is the row lock of `INSERT … ON CONFLICT DO UPDATE`, held to commit,
 //! so revisions are allocated in commit order across instances. Commits are announced by
 //! `NOTIFY baton_events` (project and newest revision, coalesced at most every 10 ms), which
-//! wakes the other instances' readers: a hint only, as readers always read the event table.
+//! wakes the other instances' readers: a hint only, as a reader reads the event table for
+//! any revision it has not sent (and polls it).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -204,7 +205,7 @@ const STALE_AFTER: Duration = Duration::from_secs(2);
 ///
 /// Not inside the write's transaction: Postgres serializes the commits of all transactions
 /// that NOTIFY (a database-wide lock held through the commit), which made every write wait
-/// for every other one. A hint only (readers always read the event table and poll), so
+/// for every other one. A hint only (readers read the event table for it, and poll), so
 /// one task sends them, coalesced to each project's newest revision, in one statement at
 /// most every `NOTIFY_EVERY`, on a connection of its own, without waiting for its commit
 /// to be flushed: each NOTIFY is a transaction that every listening connection of every

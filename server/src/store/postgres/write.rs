@@ -18,6 +18,7 @@ use sqlx::{FromRow as _, Postgres, Row as _};
 use super::{PgStore, apply, handover, maintenance, sql};
 use crate::core::resume::Asked;
 use crate::error::{Error, Result};
+use crate::events::Hold;
 use crate::store::model::{
     Change, Checkpoint, EarlierRequest, Entry, FirstRead, FirstReadDone, Lock, Locked, Log, RecordState,
     Session,
@@ -34,6 +35,8 @@ pub struct PgTx {
     locked: (i64, i64, bool),
     /// What was read with the lock, until the write asks for it.
     first: Option<FirstReadDone>,
+    /// Held until the commit is reported (`Lock::rewrites_log`).
+    _hold: Option<Hold>,
 }
 
 /// The lock's columns (`sql::LOCK`, `sql::APPLY_LOCK`).
@@ -113,6 +116,8 @@ impl PgStore {
         // A write that joins a batch holding other projects waits for its own lock only
         // briefly; if that runs out, it starts again at the head of a batch of its own,
         // which holds nothing while it waits (see `store::writer`).
+        // Before the write can join a batch (`events::Wakers::hold`).
+        let hold = lock.rewrites_log.then(|| self.wakers.hold(lock.project));
         let mut fresh = false;
         let mut retried = false;
         let (lease, rows, lock_row) = loop {
@@ -173,6 +178,7 @@ impl PgStore {
             project: lock.project.to_owned(),
             locked: (revision, now_us, lock.memory),
             first,
+            _hold: hold,
         };
         Ok((tx, Locked { revision, now_us, memory_caps: lock_row.out_caps, earlier }))
     }
@@ -254,7 +260,7 @@ impl crate::store::WriteTx for PgTx {
         let head = log.head.unwrap_or(revision);
         let newest = log.events.iter().map(|e| e.revision).max();
         // A copy for the project's reader, if one runs (`events::Wakers`).
-        let fed = self.store.wakers.watched(&self.project).then(|| log.events.clone());
+        let fed = self.store.wakers.copy_for_reader(&self.project, &log.events);
         let write = apply::Write {
             project: &self.project,
             head,

@@ -15,6 +15,7 @@ use super::{SqliteStore, sql};
 use crate::core::resume::Asked;
 use crate::core::search::tokens::fts5_text;
 use crate::error::{Error, Result};
+use crate::events::Hold;
 use crate::store::model::{
     Change, Checkpoint, EarlierRequest, Entry, FirstRead, FirstReadDone, Index, Lock, Locked, Log,
     RecordState, Session,
@@ -29,6 +30,8 @@ pub struct SqliteTx {
     pub(super) project: String,
     /// What was read with the lock, until the write asks for it.
     first: Option<FirstReadDone>,
+    /// Held until the commit is reported (`Lock::rewrites_log`).
+    _hold: Option<Hold>,
 }
 
 /// Statements sent as one query: constant texts, their values bound in order.
@@ -74,6 +77,8 @@ struct LockRow {
 
 impl SqliteStore {
     pub(super) async fn begin_write(&self, lock: Lock<'_>) -> Result<(SqliteTx, Locked)> {
+        // Before the write can join a batch (`events::Wakers::hold`).
+        let hold = lock.rewrites_log.then(|| self.wakers.hold(lock.project));
         let mut lease = self.writer.lease(lock.project, false, true).await?;
         let mut query = Statements::default();
         // The savepoint's statements, if the write is to send them: no values.
@@ -119,7 +124,10 @@ impl SqliteStore {
             memory_caps: row.memory_caps,
             earlier,
         };
-        Ok((SqliteTx { lease, store: self.clone(), project: lock.project.to_owned(), first }, locked))
+        Ok((
+            SqliteTx { lease, store: self.clone(), project: lock.project.to_owned(), first, _hold: hold },
+            locked,
+        ))
     }
 }
 
