@@ -278,7 +278,8 @@ impl<S: Store> Hub<S> {
 /// false when one does not (a gap: another instance's commit, or a commit whose events
 /// have not come yet), and the table must tell the rest.
 fn send_committed(tx: &broadcast::Sender<Arc<Event>>, mut events: Vec<LoggedEvent>, last: &mut i64) -> bool {
-    // Writes of one batch report their commits in any order.
+    // The writer reports a project's commits in order (`Lease::on_commit`); sorting costs
+    // little and keeps that order from being a contract here.
     events.sort_unstable_by_key(|e| e.revision);
     for logged in events {
         if logged.revision <= *last {
@@ -505,8 +506,7 @@ mod tests {
             assert!(event.entity_id.ends_with(&format!("/k{i}")), "{event:?}");
         }
         assert_eq!(reads.load(Ordering::SeqCst), 0, "the reader read the table for events it was handed");
-        // Ten at once: their commits may be reported out of order (a gap read from the table),
-        // and they arrive in order.
+        // Ten at once (batched), in order.
         let at_once: Vec<_> = (10..20).map(|i| tokio::spawn(put(store.clone(), format!("k{i}")))).collect();
         for write in at_once {
             write.await.unwrap();

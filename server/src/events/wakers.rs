@@ -113,10 +113,10 @@ impl Wakers {
     }
 
     /// For a write that rewrites or deletes events (a purge masks their bodies), taken
-    /// before it joins a batch and dropped after its commit is reported: until then, the
+    /// before it joins a batch and dropped once its commit is reported: until then, the
     /// commits of its project hand their reader nothing and send it to the table. A write
-    /// of the same batch that reports its commit before the purge does would otherwise hand
-    /// over bodies the purge masked in the same transaction.
+    /// earlier in the same batch, whose commit is reported first, would otherwise hand over
+    /// bodies the purge masked in the same transaction.
     pub fn hold(&self, project: &str) -> Hold {
         *self.lock().held.entry(project.to_owned()).or_default() += 1;
         Hold { wakers: self.clone(), project: project.to_owned() }

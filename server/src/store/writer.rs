@@ -25,8 +25,10 @@
 //!
 //! A write holds a [`Lease`]: the connection, dereferencing to the backend's connection.
 //! It ends with [`Lease::commit`] (kept; waits for the batch's commit), [`Lease::hand_over`]
-//! (kept once its last statement is made; below) or [`Lease::rollback`]; a lease dropped without either (an error, a cancelled request) is
-//! rolled back.
+//! (kept once its last statement is made; below) or [`Lease::rollback`]; a lease dropped
+//! without either (an error, a cancelled request) is rolled back. What must follow a kept
+//! write's commit whether or not its request still waits (waking its watchers) it leaves to
+//! the writer ([`Lease::on_commit`]).
 //!
 //! A kept write may leave its last statement to the write after it ([`Lease::hand_over`]),
 //! which sends it in front of its own first statement, in one round trip
@@ -53,7 +55,33 @@ use tokio::sync::{mpsc, oneshot};
 const LOST: &str = "the write's connection was lost";
 
 type Reply<DB> = oneshot::Sender<Result<Lease<DB>, String>>;
-type Committed = oneshot::Sender<Result<(), sqlx::Error>>;
+
+/// What a kept write runs once its batch has committed (`Lease::on_commit`).
+pub type OnCommit = Box<dyn FnOnce() + Send>;
+
+/// A write's line back from the writer: told whether its batch committed, and, if it did,
+/// first running what the write left to run then. Run by the writer, in the order the
+/// batch kept its writes, so it runs even if the write's request was cancelled meanwhile.
+struct Committed {
+    tell: oneshot::Sender<Result<(), sqlx::Error>>,
+    on_commit: Option<OnCommit>,
+}
+
+impl Committed {
+    fn new(on_commit: Option<OnCommit>) -> (Self, oneshot::Receiver<Result<(), sqlx::Error>>) {
+        let (tell, told) = oneshot::channel();
+        (Self { tell, on_commit }, told)
+    }
+
+    fn send(self, result: Result<(), sqlx::Error>) -> Result<(), Result<(), sqlx::Error>> {
+        if result.is_ok()
+            && let Some(on_commit) = self.on_commit
+        {
+            on_commit();
+        }
+        self.tell.send(result)
+    }
+}
 
 /// A kept write's last statement, handed to the write after it in the batch, which sends it
 /// in front of its own first statement ([`Lease::take_handover`]); or sent alone by the
@@ -212,6 +240,8 @@ pub struct Lease<DB: Database> {
     writer_sends_last: bool,
     /// The previous write's handover, to send in front of the first statement.
     previous: Previous<DB>,
+    /// What to run once the write is kept and its batch has committed.
+    on_commit: Option<OnCommit>,
 }
 
 impl<DB: Database> Writer<DB>
@@ -309,9 +339,17 @@ impl<DB: Database> Lease<DB> {
         opening
     }
 
+    /// Leaves `f` to run once the write is kept and its batch has committed: by the writer,
+    /// before it tells the batch's writes, in the order it kept them, whether or not the
+    /// write's own request still waits. For what must follow every commit (waking watchers)
+    /// and must be quick (it holds up the lane). Not run if the write is not kept.
+    pub fn on_commit(&mut self, f: OnCommit) {
+        self.on_commit = Some(f);
+    }
+
     /// Keeps the write and waits until its transaction commits (durable on return).
     pub async fn commit(mut self) -> Result<(), sqlx::Error> {
-        let (committed, outcome) = oneshot::channel();
+        let (committed, outcome) = Committed::new(self.on_commit.take());
         self.give_back(Ending { keep: Some(committed), ..Ending::default() });
         match outcome.await {
             Ok(result) => result,
@@ -340,7 +378,7 @@ impl<DB: Database> Lease<DB> {
             last.build().execute(&mut *self).await?;
             return self.commit().await;
         }
-        let (committed, outcome) = oneshot::channel();
+        let (committed, outcome) = Committed::new(self.on_commit.take());
         self.give_back(Ending { keep: Some(committed), last: Some(last), ..Ending::default() });
         match outcome.await {
             Ok(result) => result,
@@ -353,7 +391,7 @@ impl<DB: Database> Lease<DB> {
     /// its first statement if it takes it ([`Lease::take_handover`]), else the writer sends
     /// it alone. An error: the write was not kept (`last` refused, or the batch failed).
     pub async fn hand_over(mut self, last: Box<dyn Handover<DB>>) -> Result<(), sqlx::Error> {
-        let (committed, outcome) = oneshot::channel();
+        let (committed, outcome) = Committed::new(self.on_commit.take());
         self.give_back(Ending { keep: Some(committed), hands_over: Some(last), ..Ending::default() });
         match outcome.await {
             Ok(result) => result,
@@ -397,7 +435,7 @@ impl<DB: Database> Lease<DB> {
     /// what it read is then durable, though it may have been written by a write of the same
     /// batch (which is not acknowledged before that commit either).
     pub async fn settle(mut self) -> Result<(), sqlx::Error> {
-        let (committed, outcome) = oneshot::channel();
+        let (committed, outcome) = Committed::new(None);
         self.give_back(Ending { settles: Some(committed), ..Ending::default() });
         match outcome.await {
             Ok(result) => result,
@@ -688,6 +726,10 @@ where
                     batch.lent += 1;
                 }
                 (Ok(()), None) => {
+                    // Tests hold the report of a commit (`return(ms)`) without blocking a thread.
+                    if let Some(ms) = held_report() {
+                        tokio::time::sleep(Duration::from_millis(ms)).await;
+                    }
                     for w in batch.waiting.drain(..) {
                         let _ = w.send(Ok(()));
                     }
@@ -788,6 +830,7 @@ impl<DB: Database> Batch<DB> {
             opening: sent_by_write,
             writer_sends_last: dialect.writer_sends_last,
             previous,
+            on_commit: None,
         };
         // If the write is gone (its request was cancelled), the lease is dropped here and
         // comes straight back as a rollback.
@@ -1047,6 +1090,12 @@ where
 {
     let _ = sqlx::raw_sql("ROLLBACK").execute(&mut *conn).await;
     let _ = conn.detach().close().await;
+}
+
+/// The fail point `writer.committed`: how long to hold a commit's report, if set.
+fn held_report() -> Option<u64> {
+    fail::fail_point!("writer.committed", |ms| ms.and_then(|ms| ms.parse().ok()));
+    None
 }
 
 fn io_error(message: String) -> sqlx::Error {

@@ -123,6 +123,32 @@ async fn slow_watcher_is_caught_up(backend: Backend) {
 }
 both!(slow_watcher_is_caught_up);
 
+/// A write whose request is cancelled while its batch commits is kept, and its watchers get
+/// it then: the wake-up runs in the writer (`Lease::on_commit`), not in the request, which is
+/// gone. (The poll is off, and a fail point holds each commit's report for a second; a
+/// wake-up left to the request never came.)
+async fn a_write_cancelled_while_it_commits_reaches_watchers(backend: Backend) {
+    let mut server = Server::start_with(backend, &["--watch-poll", "1h"]).await.unwrap();
+    server.env = vec![("FAILPOINTS".into(), "writer.committed=return(1000)".into())];
+    server.restart().unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    put_note(&mut c, &p, "first", "before the watch", write()).await.unwrap();
+    let mut stream = open(&mut c, &[(&p, 1)], vec![]).await;
+    // The watcher follows live once its replay of the table is done (else the replay could
+    // find the write below in the table).
+    put_note(&mut c, &p, "ready", "the watcher is live", write()).await.unwrap();
+    assert_eq!(next(&mut stream).await.revision, 2);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let cancelled = put_note(&mut c, &p, "cancelled", "cancelled while it commits", write());
+    let cancelled = tokio::time::timeout(Duration::from_millis(300), cancelled).await;
+    assert!(cancelled.is_err(), "the write was to be cancelled while its batch committed");
+    let event = tokio::time::timeout(Duration::from_secs(5), stream.next()).await;
+    let event = event.expect("the kept write's event never reached the watcher").unwrap().unwrap();
+    assert_eq!((event.revision, event.entity_id.ends_with("/cancelled")), (3, true), "{event:?}");
+}
+both!(a_write_cancelled_while_it_commits_reaches_watchers);
+
 /// The next event within a few seconds.
 async fn next(stream: &mut Streaming<Event>) -> Event {
     tokio::time::timeout(Duration::from_secs(10), stream.next())

@@ -36,7 +36,7 @@ pub struct PgTx {
     /// What was read with the lock, until the write asks for it.
     first: Option<FirstReadDone>,
     /// Held until the commit is reported (`Lock::rewrites_log`).
-    _hold: Option<Hold>,
+    hold: Option<Hold>,
 }
 
 /// The lock's columns (`sql::LOCK`, `sql::APPLY_LOCK`).
@@ -178,9 +178,28 @@ impl PgStore {
             project: lock.project.to_owned(),
             locked: (revision, now_us, lock.memory),
             first,
-            _hold: hold,
+            hold,
         };
         Ok((tx, Locked { revision, now_us, memory_caps: lock_row.out_caps, earlier }))
+    }
+}
+
+impl PgTx {
+    /// Once the batch commits (`Lease::on_commit`, so even if the request is gone by then):
+    /// the project's watch reader is handed the write's events (a copy, if it runs) and
+    /// other instances are told of its newest revision (NOTIFY). A purge's hold ends there.
+    fn tell_on_commit(&mut self, log: &Log) {
+        let fed = self.store.wakers.copy_for_reader(&self.project, &log.events);
+        let newest = log.events.iter().map(|e| e.revision).max();
+        let (wakers, notifier, project, hold) =
+            (self.store.wakers.clone(), self.store.notifier.clone(), self.project.clone(), self.hold.take());
+        self.lease.on_commit(Box::new(move || {
+            wakers.committed(&project, fed);
+            if let Some(revision) = newest {
+                notifier.announce(&project, revision);
+            }
+            drop(hold);
+        }));
     }
 }
 
@@ -258,9 +277,7 @@ impl crate::store::WriteTx for PgTx {
     async fn commit(mut self, changes: Vec<Change>, log: Log) -> Result<()> {
         let (revision, now_us, memory) = self.locked;
         let head = log.head.unwrap_or(revision);
-        let newest = log.events.iter().map(|e| e.revision).max();
-        // A copy for the project's reader, if one runs (`events::Wakers`).
-        let fed = self.store.wakers.copy_for_reader(&self.project, &log.events);
+        self.tell_on_commit(&log);
         let write = apply::Write {
             project: &self.project,
             head,
@@ -302,10 +319,6 @@ impl crate::store::WriteTx for PgTx {
             }
             sqlx::query(sql::RELEASE_SAVEPOINT).execute(&mut *self.lease).await?;
             self.lease.commit().await?;
-        }
-        self.store.wakers.committed(&self.project, fed);
-        if let Some(revision) = newest {
-            self.store.notifier.announce(&self.project, revision);
         }
         Ok(())
     }

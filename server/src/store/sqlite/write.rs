@@ -31,7 +31,7 @@ pub struct SqliteTx {
     /// What was read with the lock, until the write asks for it.
     first: Option<FirstReadDone>,
     /// Held until the commit is reported (`Lock::rewrites_log`).
-    _hold: Option<Hold>,
+    hold: Option<Hold>,
 }
 
 /// Statements sent as one query: constant texts, their values bound in order.
@@ -124,10 +124,7 @@ impl SqliteStore {
             memory_caps: row.memory_caps,
             earlier,
         };
-        Ok((
-            SqliteTx { lease, store: self.clone(), project: lock.project.to_owned(), first, _hold: hold },
-            locked,
-        ))
+        Ok((SqliteTx { lease, store: self.clone(), project: lock.project.to_owned(), first, hold }, locked))
     }
 }
 
@@ -215,18 +212,25 @@ impl crate::store::WriteTx for SqliteTx {
         Ok(row.as_ref().map(MemoryRow::to_entry))
     }
 
-    async fn commit(self, changes: Vec<Change>, log: Log) -> Result<()> {
+    async fn commit(mut self, changes: Vec<Change>, log: Log) -> Result<()> {
         let mut query = Statements::default();
         for change in &changes {
             push_change(&mut query, &self.project, change);
         }
         push_log(&mut query, &self.project, &log);
+        // Once the batch commits, even if the request is gone by then (`Lease::on_commit`):
+        // the project's watch reader is handed the events; a purge's hold ends there.
+        let (wakers, project, hold, events) =
+            (self.store.wakers.clone(), self.project.clone(), self.hold, log.events);
+        self.lease.on_commit(Box::new(move || {
+            wakers.committed(&project, Some(events));
+            drop(hold);
+        }));
         if query.count == 0 {
             self.lease.commit().await?;
         } else {
             self.lease.commit_after(QueryBuilder::with_arguments(query.sql, query.args)).await?;
         }
-        self.store.wakers.committed(&self.project, Some(log.events));
         Ok(())
     }
 
