@@ -61,16 +61,25 @@ pub type OnCommit = Box<dyn FnOnce() + Send>;
 
 /// A write's line back from the writer: told whether its batch committed, and, if it did,
 /// first running what the write left to run then. Run by the writer, in the order the
-/// batch kept its writes, so it runs even if the write's request was cancelled meanwhile.
+/// batch lent the connection to its writes (`order`; a write that handed over its last
+/// statement is kept after the write that took it, yet runs before), so it runs even if
+/// the write's request was cancelled meanwhile.
 struct Committed {
     tell: oneshot::Sender<Result<(), sqlx::Error>>,
     on_commit: Option<OnCommit>,
+    /// The write's place in its batch (`Batch::lent` when it was lent the connection).
+    order: usize,
 }
 
 impl Committed {
     fn new(on_commit: Option<OnCommit>) -> (Self, oneshot::Receiver<Result<(), sqlx::Error>>) {
         let (tell, told) = oneshot::channel();
-        (Self { tell, on_commit }, told)
+        (Self { tell, on_commit, order: 0 }, told)
+    }
+
+    fn placed(mut self, order: usize) -> Self {
+        self.order = order;
+        self
     }
 
     fn send(self, result: Result<(), sqlx::Error>) -> Result<(), Result<(), sqlx::Error>> {
@@ -340,10 +349,11 @@ impl<DB: Database> Lease<DB> {
     }
 
     /// Leaves `f` to run once the write is kept and its batch has committed: by the writer,
-    /// before it tells the batch's writes, in the order it kept them, whether or not the
+    /// before it tells the batch's writes, in the order it lent them the connection, whether or not the
     /// write's own request still waits. For what must follow every commit (waking watchers)
     /// and must be quick (it holds up the lane). Not run if the write is not kept.
     pub fn on_commit(&mut self, f: OnCommit) {
+        debug_assert!(self.on_commit.is_none(), "one on_commit per write");
         self.on_commit = Some(f);
     }
 
@@ -556,6 +566,8 @@ struct Batch<DB: Database> {
 #[expect(clippy::struct_excessive_bools, reason = "independent facts about one write")]
 struct Lent<DB: Database> {
     project: String,
+    /// Its place in the batch (`Committed::order`).
+    order: usize,
     savepoint: &'static str,
     kept: bool,
     newly_locked: bool,
@@ -730,6 +742,7 @@ where
                     if let Some(ms) = held_report() {
                         tokio::time::sleep(Duration::from_millis(ms)).await;
                     }
+                    batch.waiting.sort_by_key(|c| c.order);
                     for w in batch.waiting.drain(..) {
                         let _ = w.send(Ok(()));
                     }
@@ -837,7 +850,9 @@ impl<DB: Database> Batch<DB> {
         let _ = job.reply.send(Ok(lease));
         let Returned { conn, ending: Ending { keep, settles, last, hands_over }, opened, previous } =
             returned.await.ok()?;
-        self.waiting.extend(settles);
+        let order = self.lent;
+        self.waiting.extend(settles.map(|c| c.placed(order)));
+        let keep = keep.map(|c| c.placed(order));
         let kept = keep.is_some();
         let newly_locked = kept && self.locked.insert(job.project.clone());
         match (keep, hands_over) {
@@ -850,7 +865,17 @@ impl<DB: Database> Batch<DB> {
         let previous = committed.map(|committed| (previous, committed));
         Some((
             conn,
-            Lent { project: job.project, savepoint, kept, newly_locked, opened, last, begun_ahead, previous },
+            Lent {
+                project: job.project,
+                order,
+                savepoint,
+                kept,
+                newly_locked,
+                opened,
+                last,
+                begun_ahead,
+                previous,
+            },
         ))
     }
 
@@ -899,8 +924,9 @@ impl<DB: Database> Batch<DB> {
         if send(conn, &[undo(lent.savepoint)]).await.is_err() {
             return Err(e);
         }
-        if let Some(committed) = self.waiting.pop() {
-            let _ = committed.send(Err(e));
+        // Its own line back (a write whose handover it took may have been kept after it).
+        if let Some(at) = self.waiting.iter().rposition(|c| c.order == lent.order) {
+            let _ = self.waiting.remove(at).send(Err(e));
         }
         if lent.newly_locked {
             self.locked.remove(&lent.project);

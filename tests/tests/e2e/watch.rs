@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use baton_proto::v1::{Event, EventKind, WatchCursor, WatchRequest};
+use baton_proto::v1::{Event, EventKind, ListEventsRequest, WatchCursor, WatchRequest};
 use baton_tests::{Backend, Clients, Server, both};
 use futures::StreamExt;
 use tonic::Streaming;
@@ -125,11 +125,11 @@ both!(slow_watcher_is_caught_up);
 
 /// A write whose request is cancelled while its batch commits is kept, and its watchers get
 /// it then: the wake-up runs in the writer (`Lease::on_commit`), not in the request, which is
-/// gone. (The poll is off, and a fail point holds each commit's report for a second; a
-/// wake-up left to the request never came.)
+/// gone. (The poll is off, and a fail point holds each commit's report for 3 s: the request
+/// is cancelled once its write is in the table; a wake-up left to it never came.)
 async fn a_write_cancelled_while_it_commits_reaches_watchers(backend: Backend) {
     let mut server = Server::start_with(backend, &["--watch-poll", "1h"]).await.unwrap();
-    server.env = vec![("FAILPOINTS".into(), "writer.committed=return(1000)".into())];
+    server.env = vec![("FAILPOINTS".into(), "writer.committed=return(3000)".into())];
     server.restart().unwrap();
     let mut c = server.clients().await;
     let p = project();
@@ -140,10 +140,22 @@ async fn a_write_cancelled_while_it_commits_reaches_watchers(backend: Backend) {
     put_note(&mut c, &p, "ready", "the watcher is live", write()).await.unwrap();
     assert_eq!(next(&mut stream).await.revision, 2);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let cancelled = put_note(&mut c, &p, "cancelled", "cancelled while it commits", write());
-    let cancelled = tokio::time::timeout(Duration::from_millis(300), cancelled).await;
-    assert!(cancelled.is_err(), "the write was to be cancelled while its batch committed");
-    let event = tokio::time::timeout(Duration::from_secs(5), stream.next()).await;
+    let cancelled = tokio::spawn({
+        let (mut c, p) = (c.clone(), p.clone());
+        async move { put_note(&mut c, &p, "cancelled", "cancelled while it commits", write()).await }
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+    loop {
+        let request = ListEventsRequest { project: p.clone(), after_revision: 2, ..Default::default() };
+        if !c.events.list_events(request).await.unwrap().into_inner().events.is_empty() {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the write never committed");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    cancelled.abort();
+    assert!(cancelled.await.is_err(), "the request was to be cancelled while its commit's report was held");
+    let event = tokio::time::timeout(Duration::from_secs(10), stream.next()).await;
     let event = event.expect("the kept write's event never reached the watcher").unwrap().unwrap();
     assert_eq!((event.revision, event.entity_id.ends_with("/cancelled")), (3, true), "{event:?}");
 }

@@ -258,3 +258,46 @@ async fn a_write_kept_without_sending_its_handover_abandons_the_batch() {
     assert!(ignoring.await.unwrap().is_err());
     assert_eq!(values(&pool).await, Vec::<String>::new());
 }
+
+/// What kept writes leave to run on commit (`Lease::on_commit`) runs in the batch's order,
+/// though a write that hands over its last statement is kept only once the write after it
+/// has sent it; a refused write's does not run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_commit_runs_in_the_batch_order_across_handovers() {
+    use std::sync::{Arc, Mutex};
+
+    let (_keep, pool, writer, mut first) = started().await;
+    let ran = Arc::new(Mutex::new(Vec::<&str>::new()));
+    let note = |v: &'static str| {
+        let ran = ran.clone();
+        Box::new(move || ran.lock().unwrap().push(v)) as Box<dyn FnOnce() + Send>
+    };
+    first.on_commit(note("a"));
+    // b hands over its insert; c takes it, then hands over its own (refused: a exists); d
+    // takes that, tells the refusal, and hands over its own; e takes that and commits, so e
+    // is kept before d (whose changes it sent), yet d's runs first.
+    let writes = [("b", Some("b")), ("c", Some("a")), ("d", Some("d")), ("e", None)];
+    let mut tasks = Vec::new();
+    for (name, hands_over) in writes {
+        let (writer, on_commit) = (writer.clone(), note(name));
+        tasks.push(tokio::spawn(async move {
+            let mut lease: Lease<Db> = writer.lease_own("p", false).await.unwrap();
+            if let Some(taken) = lease.take_handover() {
+                let Insert(v) = *taken.downcast::<Insert>().unwrap();
+                let handed = apply(&mut lease, v).await.unwrap();
+                lease.handed(handed);
+            }
+            lease.on_commit(on_commit);
+            match hands_over {
+                Some(v) => lease.hand_over(Box::new(Insert(v))).await.is_ok(),
+                None => lease.commit().await.is_ok(),
+            }
+        }));
+        queued().await;
+    }
+    first.commit().await.unwrap();
+    let kept: Vec<bool> = futures::future::join_all(tasks).await.into_iter().map(Result::unwrap).collect();
+    assert_eq!(kept, [true, false, true, true]);
+    assert_eq!(*ran.lock().unwrap(), ["a", "b", "d", "e"]);
+    assert_eq!(values(&pool).await, ["a", "b", "d"]);
+}
