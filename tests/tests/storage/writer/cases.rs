@@ -1,9 +1,10 @@
 //! The writer's cases, the same on both backends: each backend's module (`super`) gives
 //! the database type, its `BEGIN` and a fresh pool with the table `t`.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use baton_server::store::writer::{Dialect, Lease, Writer};
+use baton_server::store::writer::{Dialect, Lease, OnCommit, Writer};
 use sqlx::Pool;
 
 use super::{BEGIN, Db, fresh};
@@ -29,6 +30,19 @@ pub(super) const DIALECT: Dialect = Dialect {
     writer_sends_last: false,
     begins_ahead: false,
 };
+
+/// What on-commit work ran, in order, and the work that records its name there.
+pub(super) fn recorder() -> (Arc<Mutex<Vec<&'static str>>>, impl Fn(&'static str) -> OnCommit) {
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let record = {
+        let ran = ran.clone();
+        move |v: &'static str| {
+            let ran = ran.clone();
+            Box::new(move || ran.lock().unwrap().push(v)) as OnCommit
+        }
+    };
+    (ran, record)
+}
 
 pub(super) async fn insert(lease: &mut Lease<Db>, v: &str) -> Result<(), sqlx::Error> {
     sqlx::query("INSERT INTO t (v) VALUES ($1)").bind(v).execute(&mut **lease).await.map(drop)
@@ -404,15 +418,9 @@ async fn a_settled_write_is_rolled_back_and_waits_for_the_commit() {
 /// only, and even when the write stopped waiting for the commit (its request cancelled).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_commit_runs_for_kept_writes_in_order_once_the_batch_commits() {
-    use std::sync::{Arc, Mutex};
-
     let (_keep, pool, writer) = writer(DIALECT).await;
-    let ran = Arc::new(Mutex::new(Vec::<&str>::new()));
+    let (ran, note) = recorder();
     let lent = Arc::new(Mutex::new(vec!["a"]));
-    let note = |v: &'static str| {
-        let ran = ran.clone();
-        Box::new(move || ran.lock().unwrap().push(v)) as Box<dyn FnOnce() + Send>
-    };
     let mut first = writer.lease("p", false, false).await.unwrap();
     insert(&mut first, "a").await.unwrap();
     first.on_commit(note("a"));

@@ -11,7 +11,7 @@ use baton_server::store::writer::{Handed, Handover, Lease, Writer};
 use futures::future::BoxFuture;
 use sqlx::{Database, Pool};
 
-use super::cases::{DIALECT, insert, values};
+use super::cases::{DIALECT, insert, recorder, values};
 use super::{Db, fresh};
 
 /// A write's last statement: the insert of `v`, refused (changing nothing) if `v` exists.
@@ -76,16 +76,19 @@ async fn own_write(writer: Writer<Db>, takes: Takes, hands_over: Option<&'static
             drop(lease.take_handover());
             return None;
         }
-        Takes::AndTells => {
-            if let Some(taken) = lease.take_handover() {
-                let Insert(v) = *taken.downcast::<Insert>().unwrap();
-                let handed = apply(&mut lease, v).await.unwrap();
-                lease.handed(handed);
-            }
-        }
+        Takes::AndTells => send_handover(&mut lease).await,
     }
     let v = hands_over?;
     Some(lease.hand_over(Box::new(Insert(v))).await.is_ok())
+}
+
+/// Sends the previous write's handover, if one was lent, and tells what became of it.
+async fn send_handover(lease: &mut Lease<Db>) {
+    if let Some(taken) = lease.take_handover() {
+        let Insert(v) = *taken.downcast::<Insert>().unwrap();
+        let handed = apply(lease, v).await.unwrap();
+        lease.handed(handed);
+    }
 }
 
 /// Lets the write just sent reach the writer's queue before the next one is sent.
@@ -264,14 +267,8 @@ async fn a_write_kept_without_sending_its_handover_abandons_the_batch() {
 /// has sent it; a refused write's does not run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_commit_runs_in_the_batch_order_across_handovers() {
-    use std::sync::{Arc, Mutex};
-
     let (_keep, pool, writer, mut first) = started().await;
-    let ran = Arc::new(Mutex::new(Vec::<&str>::new()));
-    let note = |v: &'static str| {
-        let ran = ran.clone();
-        Box::new(move || ran.lock().unwrap().push(v)) as Box<dyn FnOnce() + Send>
-    };
+    let (ran, note) = recorder();
     first.on_commit(note("a"));
     // b hands over its insert; c takes it, then hands over its own (refused: a exists); d
     // takes that, tells the refusal, and hands over its own; e takes that and commits, so e
@@ -282,11 +279,7 @@ async fn on_commit_runs_in_the_batch_order_across_handovers() {
         let (writer, on_commit) = (writer.clone(), note(name));
         tasks.push(tokio::spawn(async move {
             let mut lease: Lease<Db> = writer.lease_own("p", false).await.unwrap();
-            if let Some(taken) = lease.take_handover() {
-                let Insert(v) = *taken.downcast::<Insert>().unwrap();
-                let handed = apply(&mut lease, v).await.unwrap();
-                lease.handed(handed);
-            }
+            send_handover(&mut lease).await;
             lease.on_commit(on_commit);
             match hands_over {
                 Some(v) => lease.hand_over(Box::new(Insert(v))).await.is_ok(),
