@@ -205,7 +205,7 @@ impl From<sqlx::Error> for Error {
 
 impl Error {
     /// A failure Postgres reported by its SQLSTATE and message, as a function that caught
-    /// it returns them (`baton_apply`): classified as a driver error would be.
+    /// it returns them (`baton_apply_lock`): classified as a driver error would be.
     pub fn postgres(code: &str, message: &str) -> Self {
         if postgres_transient(code) {
             Self::Unavailable(sqlx::Error::Protocol(format!("{code}: {message}")))

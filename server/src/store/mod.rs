@@ -21,14 +21,16 @@
 //!   the database file every 10,000 pages rather than 1,000: the etcd rows.
 //! - Postgres makes a lone write two round trips: the lock with the write's first read as one
 //!   statement, which reads again when its snapshot turns out older than the row it locked
-//!   (`postgres::sql::LOCK`), and a call of `baton_apply`, which gives the write a
-//!   subtransaction instead of a SAVEPOINT round trip: the same rows, "one hot project"
-//!   above all, which the lock as one statement (instead of a PL/pgSQL call) lifted
-//!   (`postgres/write.rs`, the migrations `begin_functions` and `apply_checkpoints`).
-//! - Postgres sends a kept write's `baton_apply` with the next write's lock in its batch,
-//!   as one call (`writer::Handover`, `postgres/handover.rs`, the migration
-//!   `apply_then_lock`): a write in a batch makes one round trip, not two: "one hot
-//!   project" and "Baton/etcd" at 8 and 32 clients, whose writes queue on one lane.
+//!   (`postgres::sql::LOCK`), and a call of `baton_apply_lock` with its changes, which gives
+//!   the write a subtransaction instead of a SAVEPOINT round trip: the same rows, "one hot
+//!   project" above all, which the lock as one statement (instead of a PL/pgSQL call)
+//!   lifted (`postgres/write.rs`, the migrations `begin_functions` and `apply_checkpoints`).
+//! - Postgres sends a kept write's changes with the next write's lock in its batch, as one
+//!   call (`writer::Handover`, `postgres/handover.rs`, the migration `apply_then_lock`): a
+//!   write in a batch makes one round trip, not two: "one hot project" and "Baton/etcd" at
+//!   8 and 32 clients, whose writes queue on one lane. That function holds the changes'
+//!   statements itself rather than calling `baton_apply` (the migration
+//!   `apply_lock_in_one`): the same etcd rows.
 //! - Postgres's writer begins a batch's transaction with the previous batch's COMMIT
 //!   (`writer::Dialect::begins_ahead`), so a batch sends no BEGIN of its own: "Baton/etcd,
 //!   1 client", whose batches hold one write each.

@@ -249,9 +249,9 @@ async fn new_tables_are_analyzed_within_seconds() {
     assert_eq!(analyses("projects").await, 0, "the projects table grew by nothing");
 }
 
-/// `baton_apply` as servers of the previous version call it (18 arguments, no index) still
-/// writes; the current one makes a write's changes, the index's included, in one
-/// subtransaction (each one holds a transaction id, and a backend tracks only 64 of them
+/// `baton_apply` as servers of earlier versions call it (18 arguments, no index; 20, with
+/// the index's changes) still writes; the current call (`baton_apply_lock` with no lock)
+/// makes a write's changes, the index's included, in one subtransaction (each one holds a transaction id, and a backend tracks only 64 of them
 /// before every snapshot in the cluster gets slower), and a failed write leaves none of them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn apply_makes_one_subtransaction_and_the_previous_call_still_writes() {
@@ -272,13 +272,20 @@ async fn apply_makes_one_subtransaction_and_the_previous_call_still_writes() {
         );
         apply_call(revision, revision, &doc)
     };
-    assert_eq!(apply_code(&mut db, &p, previous).await, None, "the previous version's call writes");
-    let (events,): (i64,) = sqlx::query_as("SELECT count(*) FROM events WHERE project = $1 AND revision = 2")
-        .bind(&p)
-        .fetch_one(&mut db)
-        .await
-        .unwrap();
-    assert_eq!(events, 1);
+    assert_eq!(apply_code(&mut db, &p, previous).await, None, "the 18-argument call writes");
+    let last = format!(
+        "SELECT out_code FROM baton_apply($1, 3, 0, NULL, NULL, {EMPTY}, {}, '{{}}'::baton_conflict[], \
+         NULL, NULL, NULL, '{{}}'::baton_checkpoint[], '{{}}'::baton_search_edit[], '{{}}'::baton_search_doc[])",
+        event(3)
+    );
+    assert_eq!(apply_code(&mut db, &p, last).await, None, "the 20-argument call writes");
+    let (events,): (i64,) =
+        sqlx::query_as("SELECT count(*) FROM events WHERE project = $1 AND revision IN (2, 3)")
+            .bind(&p)
+            .fetch_one(&mut db)
+            .await
+            .unwrap();
+    assert_eq!(events, 2);
 
     // Revision 2 is taken: the write fails as a whole, its document included.
     assert_eq!(
@@ -301,17 +308,17 @@ async fn apply_makes_one_subtransaction_and_the_previous_call_still_writes() {
     assert_eq!(docs("doc-2").await, 0, "a failed write leaves no document");
 
     // Rows written in a subtransaction carry its id: the write's event and its document, one.
-    assert_eq!(apply_code(&mut db, &p, current(3)).await, None);
+    assert_eq!(apply_code(&mut db, &p, current(4)).await, None);
     let (same,): (bool,) = sqlx::query_as(
-        "SELECT (SELECT xmin::text FROM events WHERE project = $1 AND revision = 3) \
-         = (SELECT xmin::text FROM search_docs WHERE project = $1 AND record_id = 'doc-3')",
+        "SELECT (SELECT xmin::text FROM events WHERE project = $1 AND revision = 4) \
+         = (SELECT xmin::text FROM search_docs WHERE project = $1 AND record_id = 'doc-4')",
     )
     .bind(&p)
     .fetch_one(&mut db)
     .await
     .unwrap();
     assert!(same, "the write and its document in one subtransaction");
-    assert_eq!(docs("doc-3").await, 1, "the document is written with the write");
+    assert_eq!(docs("doc-4").await, 1, "the document is written with the write");
 }
 
 /// A write updates its project's row in the batch's transaction, which holds the row's
@@ -358,22 +365,24 @@ async fn a_write_updates_its_project_row_without_a_multixact() {
     assert_eq!(head_revision(&mut db, &p).await, before, "a failed write leaves the project's head");
 }
 
-/// The arrays of `baton_apply` a test leaves empty, after the project, head, time, memory
+/// The arrays of `baton_apply` and `baton_apply_lock` a test leaves empty, after the project, head, time, memory
 /// revision and caps.
 const EMPTY: &str = "'{}'::text[], '{}'::text[], '{}'::text[], '{}'::baton_entry[], \
     '{}'::baton_record_version[], '{}'::baton_session[], '{}'::baton_session[]";
 
-/// A write's one event at `revision`, as `baton_apply` takes it.
+/// A write's one event at `revision`, as `baton_apply` and `baton_apply_lock` take it.
 fn event(revision: i64) -> String {
     format!("ARRAY[ROW({revision}, 1, '\\x00'::bytea)]::baton_event[]")
 }
 
-/// The current `baton_apply` call for the project bound as $1: head `head`, one event at
-/// `revision`, the search documents `docs`, nothing else.
+/// The server's call of a write's changes (`baton_apply_lock` with no lock after them) for
+/// the project bound as $1: head `head`, one event at `revision`, the search documents
+/// `docs`, nothing else.
 fn apply_call(head: i64, revision: i64, docs: &str) -> String {
     format!(
-        "SELECT out_code FROM baton_apply($1, {head}, 0, NULL, NULL, {EMPTY}, {}, '{{}}'::baton_conflict[], \
-         NULL, NULL, NULL, '{{}}'::baton_checkpoint[], '{{}}'::baton_search_edit[], {docs})",
+        "SELECT out_code FROM baton_apply_lock($1, {head}, 0, NULL, NULL, {EMPTY}, {}, \
+         '{{}}'::baton_conflict[], NULL, NULL, NULL, '{{}}'::baton_checkpoint[], '{{}}'::baton_search_edit[], \
+         {docs}, NULL, NULL, NULL, FALSE)",
         event(revision)
     )
 }
@@ -387,7 +396,7 @@ async fn head_revision(db: &mut sqlx::PgConnection, project: &str) -> i64 {
     head
 }
 
-/// The SQLSTATE a `baton_apply` call reports, if any.
+/// The SQLSTATE a call of `baton_apply` or `baton_apply_lock` reports, if any.
 async fn apply_code(db: &mut sqlx::PgConnection, project: &str, sql: String) -> Option<String> {
     let rows: Vec<(Option<String>,)> =
         sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(project).fetch_all(db).await.unwrap();

@@ -1,7 +1,7 @@
-//! A write's changes and log as the arguments of `baton_apply` (the migration
-//! `begin_functions`, with checkpoints since `apply_checkpoints` and the search index since
-//! `search`): the rows it adds or writes back as arrays of the composite types declared
-//! there, in their order.
+//! A write's changes and log as the arguments of `baton_apply_lock` (the migration
+//! `apply_lock_in_one`; its composite types declared by `begin_functions`, with checkpoints
+//! since `apply_checkpoints` and the search index since `search`): the rows it adds or
+//! writes back as arrays of those types, in their order.
 
 use sqlx::Arguments as _;
 use sqlx::error::BoxDynError;
@@ -11,7 +11,7 @@ use crate::core::search::tokens::tsvector_literal;
 use crate::store::model::{Change, Checkpoint, Index, Log, Maintenance, SearchDoc, Session};
 use crate::store::rows::encode_actor;
 
-/// What the lock gave the write, as `baton_apply` records it on the project.
+/// What the lock gave the write, as `baton_apply_lock` records it on the project.
 pub(super) struct Write<'a> {
     pub project: &'a str,
     /// The project's head after this write.
@@ -247,7 +247,7 @@ struct ConflictArg {
     body: Vec<u8>,
 }
 
-/// A write's changes, by kind, as `baton_apply` takes them.
+/// A write's changes, by kind, as `baton_apply_lock` takes them.
 #[derive(Default)]
 pub(super) struct Changes {
     caps: Option<String>,
@@ -264,7 +264,7 @@ pub(super) struct Changes {
 }
 
 impl Changes {
-    /// The changes `baton_apply` makes, and the maintenance ones it does not.
+    /// The changes `baton_apply_lock` makes, and the maintenance ones it does not.
     pub(super) fn of(changes: Vec<Change>) -> (Self, Vec<Maintenance>) {
         let mut c = Self::default();
         let mut maintenance = Vec::new();
@@ -310,8 +310,8 @@ impl Changes {
     }
 }
 
-/// `baton_apply`'s arguments for a write, in order (`sql::APPLY`; `sql::APPLY_LOCK` takes
-/// the next write's lock's after them).
+/// `baton_apply_lock`'s arguments for a write's changes, in order (`sql::APPLY` adds no
+/// lock after them; `sql::APPLY_LOCK` adds the next write's).
 pub(super) fn arguments(write: &Write<'_>, c: Changes, log: Log) -> Result<PgArguments, BoxDynError> {
     let events: Vec<EventArg> = log
         .events

@@ -1,6 +1,7 @@
-//! A kept write's `baton_apply`, handed to the next write of its lane's batch
-//! (`store::writer::Handover`), which sends it with its lock as one call,
-//! `baton_apply_lock` (the migration `apply_then_lock`): one round trip for both, where a
+//! A kept write's changes, handed to the next write of its lane's batch
+//! (`store::writer::Handover`), which sends them with its lock as one call of
+//! `baton_apply_lock` (the migrations `apply_then_lock`, `apply_lock_in_one`): one round
+//! trip for both, where a
 //! project's writes run one after another on their lane (`baton-bench`'s rows "small memory
 //! writes, one hot project" and "Baton/etcd" at 8 and 32 clients). A lock that reads a
 //! session first has no such call: the changes go alone in front of it.
@@ -18,11 +19,11 @@ use crate::error::{Error, Result};
 use crate::store::model::{FirstRead, Lock};
 use crate::store::writer::{Handed, Handover, Lease};
 
-/// What failed in a refused `baton_apply`: its SQLSTATE and message.
+/// What failed in a write's refused changes: their SQLSTATE and message.
 pub(super) type Refusal = (String, String);
 
-/// A write's `baton_apply` (its arguments, `apply::arguments`), and where to say why it was
-/// refused, if it is.
+/// A write's changes (`baton_apply_lock`'s arguments, `apply::arguments`), and where to
+/// say why they were refused, if they are.
 pub(super) struct Apply {
     args: PgArguments,
     refused: oneshot::Sender<Refusal>,

@@ -1,8 +1,8 @@
 //! The SQL of Postgres writes: one statement each, every value a bound parameter. A write
-//! is the project lock with its first read (`LOCK`) and a call of `baton_apply` (the
-//! migration `begin_functions`; `write.rs`), plus any reads it makes besides its first; in
-//! a batch, one write's `baton_apply` and the next write's lock go as one call
-//! (`APPLY_LOCK`, `handover.rs`).
+//! is the project lock with its first read (`LOCK`) and a call of `baton_apply_lock` with
+//! its changes and no lock (`APPLY`; the migration `apply_lock_in_one`; `write.rs`), plus
+//! any reads it makes besides its first; in a batch, one write's changes and the next
+//! write's lock go as one call (`APPLY_LOCK`, `handover.rs`).
 
 use crate::store::rows::{checkpoint_columns, checkpoint_light_columns, entry_columns, session_columns};
 
@@ -25,7 +25,7 @@ macro_rules! record_state_columns {
 /// The statement's snapshot is taken before it waits for the lock, so what it reads may
 /// predate a write that committed while it waited. `fresh` says it did not: the row it
 /// locked is the version its snapshot sees (`xmin`, the transaction that wrote it; every
-/// write under the lock updates the row, `baton_apply`). A stale result is read again,
+/// write under the lock updates the row, `baton_apply_lock`). A stale result is read again,
 /// lock held, by the same statement, whose new snapshot then sees everything before it.
 /// Why not a PL/pgSQL function, which takes a snapshot per statement: its call costs
 /// Postgres more than the statement's own work, and a project's writes run one after
@@ -90,12 +90,13 @@ pub const LOCK_BOUNDED: [&str; 3] =
 pub const CREATE_PROJECT: &str = "INSERT INTO projects (key, head_revision, last_write_us, created_us, \
      memory_revision) VALUES ($1, 0, baton_now_us(), baton_now_us(), 0) ON CONFLICT (key) DO NOTHING";
 
-/// A write's changes and log in a subtransaction of its own (`apply.rs`): no row if they
-/// were applied, else the SQLSTATE and message of what failed.
-pub const APPLY: &str = "SELECT out_code, out_message FROM baton_apply($1, $2, $3, $4, $5, $6, $7, $8, $9, \
-     $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)";
+/// A write's changes and log in a subtransaction of its own (`apply.rs`), with no lock after
+/// them (the migration `apply_lock_in_one`): no row if they were applied, else the SQLSTATE
+/// and message of what failed.
+pub const APPLY: &str = "SELECT out_code, out_message FROM baton_apply_lock($1, $2, $3, $4, $5, $6, $7, $8, \
+     $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, NULL, NULL, NULL, FALSE)";
 
-/// A kept write's `baton_apply` ($1–$20) and the next write's lock with the memory record
+/// A kept write's changes ($1–$20, as `APPLY`) and the next write's lock with the memory record
 /// it reads first (none if NULL) as one call (`handover.rs`; the migration
 /// `apply_then_lock`): one row with the SQLSTATE and message of what failed and no lock, or
 /// the rows of `LOCK`'s record variant (`out_code` NULL). $21 project, $22 request id, $23

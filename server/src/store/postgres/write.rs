@@ -5,11 +5,11 @@
 //! written (`baton-bench`'s rows "small memory writes, one hot project" and "over 100
 //! projects"). A write alone makes two: one statement takes the project's lock, changing nothing,
 //! and reads the write's first read with it (`Lock::first_read`; `sql::LOCK`, which says
-//! when what it read predates the row it locked, and is then run again); `baton_apply`
+//! when what it read predates the row it locked, and is then run again); `baton_apply_lock`
 //! makes all its changes in a subtransaction of its own, which rolls back alone if it
 //! fails, as a savepoint would, without the round trip a SAVEPOINT costs
 //! (`Writer::lease_own`). A project's first write makes its row first (`CREATE_PROJECT`).
-//! In a batch, a write leaves its `baton_apply` to the write after it, which sends it with
+//! In a batch, a write leaves its changes to the write after it, which sends it with
 //! its lock as one call (`handover.rs`): one round trip a write where writes queue.
 
 use sqlx::postgres::PgRow;
@@ -286,7 +286,7 @@ impl crate::store::WriteTx for PgTx {
         };
         let (changes, maintenance) = apply::Changes::of(changes);
         let args = apply::arguments(&write, changes, log)
-            .map_err(|e| Error::internal(format!("baton_apply's arguments: {e}")))?;
+            .map_err(|e| Error::internal(format!("baton_apply_lock's arguments: {e}")))?;
         if maintenance.is_empty() {
             // Sent with the next write's lock, or alone (`handover.rs`).
             let (apply, mut refusal) = handover::Apply::new(args);
@@ -298,7 +298,7 @@ impl crate::store::WriteTx for PgTx {
             kept?;
         } else {
             // Maintenance goes first, in a savepoint: a statement that fails must not end the
-            // batch's transaction (`baton_apply` has a subtransaction of its own).
+            // batch's transaction (`baton_apply_lock` has a subtransaction of its own).
             sqlx::query(sql::SAVEPOINT).execute(&mut *self.lease).await?;
             let mut failed = None;
             for change in maintenance {
