@@ -1,8 +1,8 @@
 -- `baton_apply_lock` with `baton_apply`'s body in it (the one of the migration
 -- `apply_project_row_and_record_docs`), instead of a call of it: a PL/pgSQL function called
 -- from another is a second function to enter, with its own copy of every argument and a
--- result set to hand back: the etcd rows of `baton-bench`, whose writes queue on one
--- project (README, Performance: "One function for a write's changes").
+-- result set to hand back: `baton-bench`'s "small writes over 100 projects", whose lanes
+-- keep Postgres busy (README, Performance: "One function for a write's changes").
 --
 -- With `l_project` NULL it applies the changes alone (`store::postgres::sql::APPLY`): the
 -- server now calls this function for every write's changes, so their SQL is in one place.

@@ -30,7 +30,8 @@
 //!   write in a batch makes one round trip, not two: "one hot project" and "Baton/etcd" at
 //!   8 and 32 clients, whose writes queue on one lane. That function holds the changes'
 //!   statements itself rather than calling `baton_apply` (the migration
-//!   `apply_lock_in_one`): the same etcd rows.
+//!   `apply_lock_in_one`), and a lone write's changes call it too: "small writes over 100
+//!   projects", whose lanes keep Postgres busy.
 //! - Postgres's writer begins a batch's transaction with the previous batch's COMMIT
 //!   (`writer::Dialect::begins_ahead`), so a batch sends no BEGIN of its own: "Baton/etcd,
 //!   1 client", whose batches hold one write each.
