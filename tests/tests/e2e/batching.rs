@@ -251,8 +251,9 @@ async fn new_tables_are_analyzed_within_seconds() {
 
 /// `baton_apply` as servers of earlier versions call it (18 arguments, no index; 20, with
 /// the index's changes) still writes; the current call (`baton_apply_lock` with no lock)
-/// makes a write's changes, the index's included, in one subtransaction (each one holds a transaction id, and a backend tracks only 64 of them
-/// before every snapshot in the cluster gets slower), and a failed write leaves none of them.
+/// makes a write's changes, the index's included, in one subtransaction (each one holds a
+/// transaction id, and a backend tracks only 64 of them before every snapshot in the
+/// cluster gets slower), and a failed write leaves none of them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn apply_makes_one_subtransaction_and_the_previous_call_still_writes() {
     let server = Server::start(Backend::Postgres).await.unwrap();
@@ -273,11 +274,7 @@ async fn apply_makes_one_subtransaction_and_the_previous_call_still_writes() {
         apply_call(revision, revision, &doc)
     };
     assert_eq!(apply_code(&mut db, &p, previous).await, None, "the 18-argument call writes");
-    let last = format!(
-        "SELECT out_code FROM baton_apply($1, 3, 0, NULL, NULL, {EMPTY}, {}, '{{}}'::baton_conflict[], \
-         NULL, NULL, NULL, '{{}}'::baton_checkpoint[], '{{}}'::baton_search_edit[], '{{}}'::baton_search_doc[])",
-        event(3)
-    );
+    let last = format!("SELECT out_code FROM baton_apply({})", changes(3, 3, "'{}'::baton_search_doc[]"));
     assert_eq!(apply_code(&mut db, &p, last).await, None, "the 20-argument call writes");
     let (events,): (i64,) =
         sqlx::query_as("SELECT count(*) FROM events WHERE project = $1 AND revision IN (2, 3)")
@@ -365,8 +362,8 @@ async fn a_write_updates_its_project_row_without_a_multixact() {
     assert_eq!(head_revision(&mut db, &p).await, before, "a failed write leaves the project's head");
 }
 
-/// The arrays of `baton_apply` and `baton_apply_lock` a test leaves empty, after the project, head, time, memory
-/// revision and caps.
+/// The arrays of `baton_apply` and `baton_apply_lock` a test leaves empty, after the
+/// project, head, time, memory revision and caps.
 const EMPTY: &str = "'{}'::text[], '{}'::text[], '{}'::text[], '{}'::baton_entry[], \
     '{}'::baton_record_version[], '{}'::baton_session[], '{}'::baton_session[]";
 
@@ -375,15 +372,22 @@ fn event(revision: i64) -> String {
     format!("ARRAY[ROW({revision}, 1, '\\x00'::bytea)]::baton_event[]")
 }
 
-/// The server's call of a write's changes (`baton_apply_lock` with no lock after them) for
-/// the project bound as $1: head `head`, one event at `revision`, the search documents
-/// `docs`, nothing else.
+/// A write's changes for the project bound as $1, as the 20 arguments of `baton_apply` and
+/// the first 20 of `baton_apply_lock`: head `head`, one event at `revision`, the search
+/// documents `docs`, nothing else.
+fn changes(head: i64, revision: i64, docs: &str) -> String {
+    format!(
+        "$1, {head}, 0, NULL, NULL, {EMPTY}, {}, '{{}}'::baton_conflict[], NULL, NULL, NULL, \
+         '{{}}'::baton_checkpoint[], '{{}}'::baton_search_edit[], {docs}",
+        event(revision)
+    )
+}
+
+/// The server's call of a write's changes (`baton_apply_lock` with no lock after them).
 fn apply_call(head: i64, revision: i64, docs: &str) -> String {
     format!(
-        "SELECT out_code FROM baton_apply_lock($1, {head}, 0, NULL, NULL, {EMPTY}, {}, \
-         '{{}}'::baton_conflict[], NULL, NULL, NULL, '{{}}'::baton_checkpoint[], '{{}}'::baton_search_edit[], \
-         {docs}, NULL, NULL, NULL, FALSE)",
-        event(revision)
+        "SELECT out_code FROM baton_apply_lock({}, NULL, NULL, NULL, FALSE)",
+        changes(head, revision, docs)
     )
 }
 

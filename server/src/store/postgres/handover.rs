@@ -1,10 +1,10 @@
 //! A kept write's changes, handed to the next write of its lane's batch
 //! (`store::writer::Handover`), which sends them with its lock as one call of
 //! `baton_apply_lock` (the migrations `apply_then_lock`, `apply_lock_in_one`): one round
-//! trip for both, where a
-//! project's writes run one after another on their lane (`baton-bench`'s rows "small memory
-//! writes, one hot project" and "Baton/etcd" at 8 and 32 clients). A lock that reads a
-//! session first has no such call: the changes go alone in front of it.
+//! trip for both, where a project's writes run one after another on their lane
+//! (`baton-bench`'s rows "small memory writes, one hot project" and "Baton/etcd" at 8 and
+//! 32 clients). A lock that reads a session first has no such call: the changes go alone in
+//! front of it.
 
 use std::any::Any;
 

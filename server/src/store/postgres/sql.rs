@@ -96,11 +96,11 @@ pub const CREATE_PROJECT: &str = "INSERT INTO projects (key, head_revision, last
 pub const APPLY: &str = "SELECT out_code, out_message FROM baton_apply_lock($1, $2, $3, $4, $5, $6, $7, $8, \
      $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, NULL, NULL, NULL, FALSE)";
 
-/// A kept write's changes ($1–$20, as `APPLY`) and the next write's lock with the memory record
-/// it reads first (none if NULL) as one call (`handover.rs`; the migration
-/// `apply_then_lock`): one row with the SQLSTATE and message of what failed and no lock, or
-/// the rows of `LOCK`'s record variant (`out_code` NULL). $21 project, $22 request id, $23
-/// record, $24 bounded (`SKIP LOCKED`).
+/// A kept write's changes ($1–$20, as `APPLY`) and the next write's lock with the memory
+/// record it reads first (none if NULL) as one call (`handover.rs`; the migrations
+/// `apply_then_lock`, `apply_lock_in_one`): one row with the SQLSTATE and message of what
+/// failed and no lock, or the rows of `LOCK`'s record variant (`out_code` NULL). $21
+/// project, $22 request id, $23 record, $24 bounded (`SKIP LOCKED`).
 pub const APPLY_LOCK: &str = "SELECT out_code, out_message, fresh, out_revision, out_now_us, out_caps, out_hash, out_reply, \
      record_revision, record_written_us, record_author, m_id, m_category, m_branch, m_key, m_content, \
      m_rationale, m_author, m_revision, m_seq, m_created_us FROM baton_apply_lock($1, $2, $3, $4, $5, $6, \

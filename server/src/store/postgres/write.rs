@@ -9,7 +9,7 @@
 //! makes all its changes in a subtransaction of its own, which rolls back alone if it
 //! fails, as a savepoint would, without the round trip a SAVEPOINT costs
 //! (`Writer::lease_own`). A project's first write makes its row first (`CREATE_PROJECT`).
-//! In a batch, a write leaves its changes to the write after it, which sends it with
+//! In a batch, a write leaves its changes to the write after it, which sends them with
 //! its lock as one call (`handover.rs`): one round trip a write where writes queue.
 
 use sqlx::postgres::PgRow;
