@@ -32,6 +32,11 @@
 //!   statements itself rather than calling `baton_apply` (the migration
 //!   `apply_lock_in_one`), and a lone write's changes call it too: "small writes over 100
 //!   projects", whose lanes keep Postgres busy.
+//! - Postgres makes the changes of a write its batch keeps alone as one data-modifying
+//!   statement of the parts the write has, without the function or its subtransaction (a
+//!   failure rolls back a batch that holds nothing else; `writer::Handover::send_alone`,
+//!   `postgres/alone.rs`): "Baton/etcd, 1 client", whose writes are each alone on their
+//!   lane, as a hook's write to an idle hub is.
 //! - Postgres's writer begins a batch's transaction with the previous batch's COMMIT
 //!   (`writer::Dialect::begins_ahead`), so a batch sends no BEGIN of its own: "Baton/etcd,
 //!   1 client", whose batches hold one write each.

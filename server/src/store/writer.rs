@@ -32,8 +32,11 @@
 //!
 //! A kept write may leave its last statement to the write after it ([`Lease::hand_over`]),
 //! which sends it in front of its own first statement, in one round trip
-//! ([`Lease::take_handover`]); the writer sends it alone when no write of its own follows.
-//! The write it came from is kept once that statement has made its changes. This is for
+//! ([`Lease::take_handover`]); the writer sends it alone when no write of its own follows,
+//! and if no other write of the batch waits for the commit either, as the only write the
+//! batch keeps ([`Handover::send_alone`]: a failure of it may end the transaction, which is
+//! then rolled back). The write it came from is kept once that statement has made its
+//! changes. This is for
 //! the rows of `baton-bench` whose writes queue on one project's lane (Postgres: "small
 //! memory writes, one hot project" and "Baton/etcd" at 8 and 32 clients).
 //!
@@ -101,6 +104,14 @@ pub trait Handover<DB: Database>: Send + 'static {
     /// handover itself). An error leaves the transaction in doubt: the batch is abandoned.
     fn send(self: Box<Self>, conn: &mut DB::Connection) -> BoxFuture<'_, Result<Handed, sqlx::Error>>;
 
+    /// Sends it alone as the only write its batch keeps (no other write waits for the
+    /// batch's commit): a failure then loses no other write, so a backend may make the
+    /// changes without a subtransaction, in one statement, and answer [`Handed::Aborted`]
+    /// if their failure ended the transaction. By default, as `send`.
+    fn send_alone(self: Box<Self>, conn: &mut DB::Connection) -> BoxFuture<'_, Result<Handed, sqlx::Error>> {
+        self.send(conn)
+    }
+
     /// For the write that takes it, which knows its type.
     fn into_any(self: Box<Self>) -> Box<dyn Any + Send>;
 }
@@ -112,6 +123,9 @@ pub enum Handed {
     Applied,
     /// Its changes failed and were undone alone: that write is not kept.
     Refused,
+    /// Its changes, sent by [`Handover::send_alone`], failed and ended the transaction:
+    /// that write is not kept, and the writer rolls back the batch, which kept no other.
+    Aborted,
 }
 
 /// How a backend batches its writes.
@@ -536,6 +550,7 @@ struct Lane<DB: Database> {
 }
 
 /// One batch's state, from its first write to its commit.
+#[expect(clippy::struct_excessive_bools, reason = "independent facts about one batch")]
 struct Batch<DB: Database> {
     /// Whether BEGIN was sent: else the next opening sent carries it.
     began: bool,
@@ -560,6 +575,8 @@ struct Batch<DB: Database> {
     unconfirmed: bool,
     /// A kept write's handover, not sent yet, and the write, told once it is.
     handover: Option<(Box<dyn Handover<DB>>, Committed)>,
+    /// Whether a handover sent alone ended the transaction ([`Handed::Aborted`]).
+    aborted: bool,
 }
 
 /// What became of a write lent the connection.
@@ -685,6 +702,7 @@ where
             had_own: false,
             unconfirmed,
             handover: None,
+            aborted: false,
         };
         Some((conn, batch, first))
     }
@@ -710,6 +728,9 @@ where
                 abandon(conn).await;
                 return e;
             }
+            if batch.aborted {
+                return self.roll_back(batch.keeps_any(), conn).await;
+            }
             // The first write on a transaction begun ahead that was not kept may have found
             // the connection broken: the batch ends with it, and the writes queued behind
             // it start the next one, which begins on a connection that answers.
@@ -718,12 +739,17 @@ where
             if !next.as_ref().is_some_and(|next| next.own)
                 && let Some((handover, committed)) = batch.handover.take()
             {
-                if let Err(e) = batch.send_handover(&mut conn, handover, committed).await {
+                // Alone when no other write of the batch waits for its commit.
+                let alone = next.is_none() && !batch.keeps_any();
+                if let Err(e) = batch.send_handover(&mut conn, handover, committed, alone).await {
                     if let Some(next) = next {
                         let _ = next.reply.send(Err(e.clone()));
                     }
                     abandon(conn).await;
                     return e;
+                }
+                if batch.aborted {
+                    return self.roll_back(batch.keeps_any(), conn).await;
                 }
                 // A write that came meanwhile joins the batch (not after a write that must
                 // start the next one, or a close).
@@ -758,6 +784,31 @@ where
                     abandon(conn).await;
                     return e.to_string();
                 }
+            }
+        }
+    }
+
+    /// Ends a batch whose transaction a handover's changes ended ([`Handed::Aborted`]).
+    /// Sent alone, they were the only write the batch kept: it is rolled back, and nothing
+    /// else is lost (the empty answer). Otherwise the batch is abandoned, and the writes it
+    /// kept are told so by `end`.
+    async fn roll_back(&mut self, keeps_others: bool, mut conn: PoolConnection<DB>) -> String {
+        if keeps_others {
+            abandon(conn).await;
+            return "a write's changes ended the batch's transaction".to_owned();
+        }
+        let mut sql = vec!["ROLLBACK".to_owned()];
+        if self.dialect.begins_ahead {
+            sql.push(self.dialect.begin.to_owned());
+        }
+        match send(&mut conn, &sql).await {
+            Ok(()) => {
+                self.held = Some(Held { conn, answered: Instant::now(), begun: self.dialect.begins_ahead });
+                String::new()
+            }
+            Err(e) => {
+                abandon(conn).await;
+                e.to_string()
             }
         }
     }
@@ -808,6 +859,12 @@ where
 }
 
 impl<DB: Database> Batch<DB> {
+    /// Whether any write waits for the batch's commit (kept, settled, or with its handover
+    /// still to send).
+    fn keeps_any(&self) -> bool {
+        !self.waiting.is_empty() || self.handover.is_some()
+    }
+
     /// Lends `conn` to `job` inside its savepoint and waits for it back; `None` when the
     /// write kept it (the transaction went with it).
     async fn lend(
@@ -955,7 +1012,7 @@ impl<DB: Database> Batch<DB> {
                 self.waiting.push(committed);
                 Err("a write was kept without sending first the changes handed to it".to_owned())
             }
-            Previous::Untaken(handover) => self.send_handover(conn, handover, committed).await,
+            Previous::Untaken(handover) => self.send_handover(conn, handover, committed, false).await,
             Previous::Taken(Some(handed)) => {
                 self.settle(handed, committed);
                 Ok(())
@@ -969,14 +1026,17 @@ impl<DB: Database> Batch<DB> {
         }
     }
 
-    /// Sends a kept write's handover alone.
+    /// Sends a kept write's handover by itself; with `alone`, as the only write the batch
+    /// keeps ([`Handover::send_alone`]).
     async fn send_handover(
         &mut self,
         conn: &mut PoolConnection<DB>,
         handover: Box<dyn Handover<DB>>,
         committed: Committed,
+        alone: bool,
     ) -> Result<(), String> {
-        let sent = handover.send(&mut **conn).await;
+        let sent =
+            if alone { handover.send_alone(&mut **conn).await } else { handover.send(&mut **conn).await };
         self.answered = Instant::now();
         match sent {
             Ok(handed) => {
@@ -990,7 +1050,8 @@ impl<DB: Database> Batch<DB> {
     fn settle(&mut self, handed: Handed, committed: Committed) {
         match handed {
             Handed::Applied => self.waiting.push(committed),
-            Handed::Refused => {
+            Handed::Refused | Handed::Aborted => {
+                self.aborted |= handed == Handed::Aborted;
                 let _ = committed.send(Err(io_error("the write's changes were refused".to_owned())));
             }
         }

@@ -69,6 +69,7 @@ on_both!(
     only_one_of_concurrent_resumes_claims_a_session,
     maintenance_prunes_compacts_and_purges,
     export_pages_every_row,
+    a_replaced_note_and_an_eviction_leave_the_rows_and_documents_they_should,
 );
 
 fn ctx(request_id: Option<&str>) -> WriteCtx {
@@ -302,6 +303,42 @@ async fn maintenance_prunes_compacts_and_purges<S: Store>(store: &S) {
     assert!(matches!(none, Err(Error::NotFound(_))), "{none:?}");
 }
 
+/// Writes one after another, so that on Postgres each goes alone as one statement
+/// (`store::postgres::alone`), whose parts run in the order the function's do: a note's
+/// old entries and search documents go before the new ones come (the same words again
+/// included), and an append beyond its cap evicts the oldest entry, which stays searchable.
+async fn a_replaced_note_and_an_eviction_leave_the_rows_and_documents_they_should<S: Store>(store: &S) {
+    put(store, ctx(None), note("p", "arch", "hexagonal ports")).await;
+    put(store, ctx(None), note("p", "arch", "layered ports")).await;
+    put(store, ctx(None), note("p", "arch", "layered ports")).await;
+    assert_eq!(search(store, "hexagonal").await.hits.len(), 0, "the old text is gone");
+    let hits = search(store, "ports").await.hits;
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert!(hits[0].snippet.contains("layered"), "{hits:?}");
+    let req = baton_proto::v1::ListMemoryRequest {
+        project: "p".into(),
+        category: "note".into(),
+        ..Default::default()
+    };
+    let listed = service::memory::list(store, req, 100, None).await.unwrap();
+    assert_eq!(listed.entries.len(), 1, "{listed:?}");
+    let append = |word: String| PutMemoryRequest {
+        project: "p".into(),
+        category: "decision".into(),
+        op: MemoryOp::Append as i32,
+        items: vec![MemoryItem { content: word, ..Default::default() }],
+        ..Default::default()
+    };
+    let mut evicted = Vec::new();
+    for i in 0..6 {
+        evicted.extend(put(store, ctx(None), append(format!("choice{i} made"))).await.evicted);
+    }
+    let evicted: Vec<&str> = evicted.iter().map(|e| e.content.as_str()).collect();
+    assert_eq!(evicted, ["choice0 made"]);
+    assert_eq!(search(store, "choice0").await.hits.len(), 1, "evicted entries stay searchable");
+    assert_eq!(revisions(store, "p").await, (1..=9).collect::<Vec<_>>());
+}
+
 /// A search of project "p", through the service.
 async fn search<S: Store>(store: &S, query: &str) -> baton_proto::v1::SearchResponse {
     let search = service::search::Search {
@@ -444,6 +481,45 @@ async fn a_write_refused_with_the_next_writes_lock_is_undone_alone() {
         .await
         .unwrap();
     assert_eq!(keys, vec!["a", "b", "d"]);
+    Store::close(&store).await;
+}
+
+/// Postgres only: a write its batch keeps alone makes its changes in one statement
+/// (`store::postgres::alone`), not in `baton_apply_lock`; refused, it is rolled back with its
+/// batch, which held nothing else: the log stays gapless, and the writer's lane goes on
+/// with the same connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_kept_alone_is_one_statement_and_its_refusal_rolls_back_only_it() {
+    let url = baton_tests::postgres::fresh_database().await.unwrap();
+    let store =
+        baton_server::store::PgStore::connect(&url, baton_server::events::Wakers::default()).await.unwrap();
+    let admin = sqlx::PgPool::connect(&url).await.unwrap();
+    // The database refuses one entry, says which statement it came with, and notes which
+    // connection wrote each entry it kept.
+    sqlx::raw_sql(
+        "CREATE TABLE written_by (content TEXT, pid INTEGER); \
+         CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+         IF NEW.content = 'refuse me' THEN RAISE EXCEPTION 'refused under %', current_query(); END IF; \
+         INSERT INTO written_by VALUES (NEW.content, pg_backend_pid()); RETURN NEW; END $$; \
+         CREATE TRIGGER refuse BEFORE INSERT ON memory FOR EACH ROW EXECUTE FUNCTION refuse()",
+    )
+    .execute(&admin)
+    .await
+    .unwrap();
+    put(&store, ctx(None), note("p", "a", "first")).await;
+    let error = service::memory::put(&store, ctx(None), note("p", "b", "refuse me")).await.unwrap_err();
+    let error = format!("{error:?}");
+    assert!(error.contains("WITH entries AS") && !error.contains("baton_apply_lock"), "{error}");
+    let reply = put(&store, ctx(None), note("p", "c", "kept")).await;
+    assert_eq!(reply.result.unwrap().revision, 2);
+    assert_eq!(revisions(&store, "p").await, vec![1, 2]);
+    let written: Vec<(String, i32)> = sqlx::query_as("SELECT content, pid FROM written_by ORDER BY content")
+        .fetch_all(&admin)
+        .await
+        .unwrap();
+    assert_eq!(written.len(), 2, "{written:?}");
+    assert_eq!((written[0].0.as_str(), written[1].0.as_str()), ("first", "kept"));
+    assert_eq!(written[0].1, written[1].1, "the lane kept its connection: {written:?}");
     Store::close(&store).await;
 }
 

@@ -4,7 +4,8 @@
 //! trip for both, where a project's writes run one after another on their lane
 //! (`baton-bench`'s rows "small memory writes, one hot project" and "Baton/etcd" at 8 and
 //! 32 clients). A lock that reads a session first has no such call: the changes go alone in
-//! front of it.
+//! front of it. When no write follows and none other of the batch waits for its commit,
+//! the writer sends them as one statement instead (`alone.rs`).
 
 use std::any::Any;
 
@@ -13,9 +14,10 @@ use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::{Arguments as _, PgConnection, Postgres, Row as _};
 use tokio::sync::oneshot;
 
+use super::alone::{self, Part};
 use super::sql;
 use super::write::{Locking, locking};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, connection_lost};
 use crate::store::model::{FirstRead, Lock};
 use crate::store::writer::{Handed, Handover, Lease};
 
@@ -27,27 +29,66 @@ pub(super) type Refusal = (String, String);
 pub(super) struct Apply {
     args: PgArguments,
     refused: oneshot::Sender<Refusal>,
+    /// The parts of the one statement that makes them when the write is kept alone
+    /// (`alone.rs`), if their shape has one.
+    alone: Option<Vec<Part>>,
 }
 
 impl Apply {
-    pub(super) fn new(args: PgArguments) -> (Self, oneshot::Receiver<Refusal>) {
+    pub(super) fn new(args: PgArguments, alone: Option<Vec<Part>>) -> (Self, oneshot::Receiver<Refusal>) {
         let (refused, refusal) = oneshot::channel();
-        (Self { args, refused }, refusal)
+        (Self { args, refused, alone }, refusal)
     }
 }
 
 impl Handover<Postgres> for Apply {
     fn send(self: Box<Self>, conn: &mut PgConnection) -> BoxFuture<'_, Result<Handed, sqlx::Error>> {
         Box::pin(async move {
-            let Self { args, refused } = *self;
+            let Self { args, refused, .. } = *self;
             let failed: Option<Refusal> = sqlx::query_as_with(sql::APPLY, args).fetch_optional(conn).await?;
             Ok(tell(refused, failed))
+        })
+    }
+
+    /// As one statement, where the changes' shape has one: their failure ends the
+    /// transaction, which keeps nothing else. An error the statement did not cause (the
+    /// connection lost, a transaction failed before it) leaves the batch in doubt, as
+    /// `send`'s does.
+    fn send_alone(self: Box<Self>, conn: &mut PgConnection) -> BoxFuture<'_, Result<Handed, sqlx::Error>> {
+        let Some(parts) = self.alone.as_deref() else { return self.send(conn) };
+        let statement = alone::statement(parts);
+        Box::pin(async move {
+            let Self { args, refused, .. } = *self;
+            match sqlx::query_with(sqlx::AssertSqlSafe(statement), args).execute(conn).await {
+                Ok(_) => Ok(Handed::Applied),
+                Err(e) => match refusal(&e) {
+                    Some(refusal) => {
+                        let _ = refused.send(refusal);
+                        Ok(Handed::Aborted)
+                    }
+                    None => Err(e),
+                },
+            }
         })
     }
 
     fn into_any(self: Box<Self>) -> Box<dyn Any + Send> {
         self
     }
+}
+
+/// in_failed_sql_transaction: the transaction had failed before the statement ran.
+const IN_FAILED_SQL_TRANSACTION: &str = "25P02";
+
+/// The SQLSTATE and message of a failure the statement itself caused (as
+/// `baton_apply_lock`'s subtransaction would have caught it); `None` for any other error.
+fn refusal(error: &sqlx::Error) -> Option<Refusal> {
+    let sqlx::Error::Database(db) = error else { return None };
+    let code = db.code()?;
+    if code == IN_FAILED_SQL_TRANSACTION || connection_lost(error) {
+        return None;
+    }
+    Some((code.into_owned(), db.message().to_owned()))
 }
 
 /// Tells the write that handed over its changes why they were refused, if they were.
@@ -120,7 +161,7 @@ async fn call(
     record: Option<&str>,
     bounded: bool,
 ) -> Result<(Handed, Option<Vec<PgRow>>), sqlx::Error> {
-    let Apply { mut args, refused } = apply;
+    let Apply { mut args, refused, .. } = apply;
     args.add(project).map_err(sqlx::Error::Encode)?;
     args.add(request_id).map_err(sqlx::Error::Encode)?;
     args.add(record).map_err(sqlx::Error::Encode)?;

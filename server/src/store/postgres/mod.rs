@@ -38,6 +38,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub const CHANNEL: &str = "baton_events";
 
 mod admin;
+mod alone;
 mod apply;
 mod export;
 mod handover;

@@ -285,11 +285,12 @@ impl crate::store::WriteTx for PgTx {
             memory_revision: memory.then_some(revision),
         };
         let (changes, maintenance) = apply::Changes::of(changes);
+        let alone = changes.parts(&log);
         let args = apply::arguments(&write, changes, log)
             .map_err(|e| Error::internal(format!("baton_apply_lock's arguments: {e}")))?;
         if maintenance.is_empty() {
             // Sent with the next write's lock, or alone (`handover.rs`).
-            let (apply, mut refusal) = handover::Apply::new(args);
+            let (apply, mut refusal) = handover::Apply::new(args, alone);
             let kept = self.lease.hand_over(Box::new(apply)).await;
             // Undone by its subtransaction; the batch carries on.
             if let Ok((code, message)) = refusal.try_recv() {

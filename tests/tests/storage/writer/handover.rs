@@ -2,9 +2,11 @@
 //! `Lease::take_handover`): kept once applied, refused alone, sent by the writer when the
 //! next write does not take it or is not one of its own; a handover taken without a word
 //! of what became of it abandons the batch, and so does one whose statement fails, its
-//! write getting the error, or a write kept without sending it first.
+//! write getting the error, or a write kept without sending it first. One that no other
+//! write of its batch waits for is sent alone, and its failure rolls back only its batch.
 
 use std::any::Any;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use baton_server::store::writer::{Handed, Handover, Lease, Writer};
@@ -293,4 +295,65 @@ async fn on_commit_runs_in_the_batch_order_across_handovers() {
     assert_eq!(kept, [true, false, true, true]);
     assert_eq!(*ran.lock().unwrap(), ["a", "b", "d", "e"]);
     assert_eq!(values(&pool).await, ["a", "b", "d"]);
+}
+
+/// A write's last statement with a plain form for a batch that keeps it alone
+/// (`Handover::send_alone`): the insert of `v`, which ends the transaction if `v` exists.
+/// Says how each was sent.
+struct Alone(&'static str, Arc<Mutex<Vec<&'static str>>>);
+
+impl Handover<Db> for Alone {
+    fn send(
+        self: Box<Self>,
+        conn: &mut <Db as Database>::Connection,
+    ) -> BoxFuture<'_, Result<Handed, sqlx::Error>> {
+        self.1.lock().unwrap().push("with others");
+        Box::pin(async move { apply(conn, self.0).await })
+    }
+
+    fn send_alone(
+        self: Box<Self>,
+        conn: &mut <Db as Database>::Connection,
+    ) -> BoxFuture<'_, Result<Handed, sqlx::Error>> {
+        self.1.lock().unwrap().push("alone");
+        Box::pin(async move {
+            match sqlx::query("INSERT INTO t (v) VALUES ($1)").bind(self.0).execute(conn).await {
+                Ok(_) => Ok(Handed::Applied),
+                Err(sqlx::Error::Database(_)) => Ok(Handed::Aborted),
+                Err(e) => Err(e),
+            }
+        })
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any + Send> {
+        self
+    }
+}
+
+/// A handover is sent alone only when no other write of its batch waits for the commit;
+/// one that ends the transaction that way rolls back its batch, which kept nothing else,
+/// and the writer carries on, on the same connection (a temporary table is still there).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handover_kept_alone_goes_alone_and_its_failure_rolls_back_only_it() {
+    let (_keep, pool, writer, first) = started().await;
+    let sent = Arc::new(Mutex::new(Vec::new()));
+    let alone = |v| -> Box<dyn Handover<Db>> { Box::new(Alone(v, sent.clone())) };
+    // Behind a kept write: sent with the function's safety net.
+    let handing = spawn_hand_over(&writer, alone("b"));
+    queued().await;
+    first.commit().await.unwrap();
+    assert!(handing.await.unwrap().is_ok());
+    assert_eq!(*sent.lock().unwrap(), ["with others"]);
+    let mut marking = writer.lease_own("p", false).await.unwrap();
+    sqlx::raw_sql("CREATE TEMP TABLE mark (x INTEGER)").execute(&mut *marking).await.unwrap();
+    marking.commit().await.unwrap();
+    // Alone: kept; then refused (b exists), which rolls back its batch alone.
+    assert!(spawn_hand_over(&writer, alone("c")).await.unwrap().is_ok());
+    assert!(spawn_hand_over(&writer, alone("b")).await.unwrap().is_err());
+    assert_eq!(*sent.lock().unwrap(), ["with others", "alone", "alone"]);
+    let mut next = writer.lease_own("p", false).await.unwrap();
+    let marked = sqlx::query("SELECT count(*) FROM mark").execute(&mut *next).await;
+    assert!(marked.is_ok(), "the lane's connection was kept: {marked:?}");
+    assert!(next.hand_over(alone("d")).await.is_ok());
+    assert_eq!(values(&pool).await, ["a", "b", "c", "d"]);
 }
