@@ -33,7 +33,7 @@ use baton_server::error::Error;
 use baton_server::service;
 use baton_server::store::model::LogTable;
 use baton_server::store::transfer::{Cursor, Table};
-use baton_server::store::{NewCheckpoint, Store, WriteCtx};
+use baton_server::store::{NewCheckpoint, Store, WriteCtx, WriteTx as _};
 
 /// Runs a case on both backends, each on a database of its own.
 macro_rules! on_both {
@@ -70,6 +70,7 @@ on_both!(
     maintenance_prunes_compacts_and_purges,
     export_pages_every_row,
     a_replaced_note_and_an_eviction_leave_the_rows_and_documents_they_should,
+    a_record_written_again_under_the_same_ids_keeps_its_new_rows,
 );
 
 fn ctx(request_id: Option<&str>) -> WriteCtx {
@@ -304,9 +305,9 @@ async fn maintenance_prunes_compacts_and_purges<S: Store>(store: &S) {
 }
 
 /// Writes one after another, so that on Postgres each goes alone as one statement
-/// (`store::postgres::alone`), whose parts run in the order the function's do: a note's
-/// old entries and search documents go before the new ones come (the same words again
-/// included), and an append beyond its cap evicts the oldest entry, which stays searchable.
+/// (`store::postgres::alone`): a note written again leaves its new text only (the same
+/// text again included), and an append beyond its cap evicts the oldest entry in the
+/// database, which stays searchable.
 async fn a_replaced_note_and_an_eviction_leave_the_rows_and_documents_they_should<S: Store>(store: &S) {
     put(store, ctx(None), note("p", "arch", "hexagonal ports")).await;
     put(store, ctx(None), note("p", "arch", "layered ports")).await;
@@ -335,8 +336,87 @@ async fn a_replaced_note_and_an_eviction_leave_the_rows_and_documents_they_shoul
     }
     let evicted: Vec<&str> = evicted.iter().map(|e| e.content.as_str()).collect();
     assert_eq!(evicted, ["choice0 made"]);
+    let decisions = |include_evicted| baton_proto::v1::ListMemoryRequest {
+        project: "p".into(),
+        category: "decision".into(),
+        include_evicted,
+        ..Default::default()
+    };
+    let live = service::memory::list(store, decisions(false), 100, None).await.unwrap().entries;
+    let live: Vec<&str> = live.iter().map(|e| e.content.as_str()).collect();
+    assert_eq!(live, ["choice1 made", "choice2 made", "choice3 made", "choice4 made", "choice5 made"]);
+    let all = service::memory::list(store, decisions(true), 100, None).await.unwrap().entries;
+    assert_eq!(
+        all.iter().filter(|e| e.evicted).map(|e| e.content.as_str()).collect::<Vec<_>>(),
+        ["choice0 made"]
+    );
     assert_eq!(search(store, "choice0").await.hits.len(), 1, "evicted entries stay searchable");
     assert_eq!(revisions(store, "p").await, (1..=9).collect::<Vec<_>>());
+}
+
+/// A write through the store that deletes a record and writes it again with an entry of the
+/// same id and a search document of the same key: the old rows go before the new ones come
+/// (on Postgres, a write alone is one statement whose parts wait for the ones they follow).
+async fn a_record_written_again_under_the_same_ids_keeps_its_new_rows<S: Store>(store: &S) {
+    use baton_server::core::search::doc;
+    use baton_server::store::model::{Change, Entry, Index, Kind, Lock, Log, LoggedEvent, SearchDoc};
+    let write = |content: &'static str, again: bool| async move {
+        let lock =
+            Lock { project: "p", request_id: None, memory: true, first_read: None, rewrites_log: false };
+        let (tx, locked) = store.begin(lock).await.unwrap();
+        let entry = Entry {
+            id: "e1".into(),
+            category: "note".into(),
+            branch: String::new(),
+            key: "arch".into(),
+            content: content.into(),
+            rationale: String::new(),
+            author: baton_proto::v1::Actor::default(),
+            revision: locked.revision,
+            seq: 0,
+            created_us: locked.now_us,
+            evicted: false,
+            record_revision: locked.revision,
+        };
+        let body = doc::memory("arch", content, "");
+        let document = SearchDoc {
+            kind: Kind::Memory,
+            record_id: "e1".into(),
+            record: "note/arch".into(),
+            session_id: String::new(),
+            branch: String::new(),
+            author: String::new(),
+            created_us: locked.now_us,
+            revision: locked.revision,
+            words: doc::words(&body),
+            body,
+        };
+        let record = "note/arch".to_owned();
+        let mut changes = Vec::new();
+        if again {
+            changes.push(Change::Index(Index::DropRecord { record: record.clone() }));
+            changes.push(Change::DeleteRecord { record: record.clone() });
+        }
+        changes.push(Change::InsertEntries { record, entries: vec![entry] });
+        changes.push(Change::Index(Index::Put(Box::new(document))));
+        let event = LoggedEvent { revision: locked.revision, kind: 1, body: Vec::new() };
+        let log = Log { events: vec![event], conflicts: Vec::new(), request: None, head: None };
+        tx.commit(changes, log).await.unwrap();
+    };
+    write("hexagonal ports", false).await;
+    write("layered ports", true).await;
+    let notes = baton_proto::v1::ListMemoryRequest {
+        project: "p".into(),
+        category: "note".into(),
+        ..Default::default()
+    };
+    let notes = service::memory::list(store, notes, 100, None).await.unwrap().entries;
+    assert_eq!(
+        notes.iter().map(|e| (e.id.as_str(), e.content.as_str())).collect::<Vec<_>>(),
+        [("e1", "layered ports")]
+    );
+    assert_eq!(search(store, "hexagonal").await.hits.len(), 0);
+    assert_eq!(search(store, "layered").await.hits.len(), 1);
 }
 
 /// A search of project "p", through the service.

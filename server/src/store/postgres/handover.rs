@@ -77,15 +77,20 @@ impl Handover<Postgres> for Apply {
     }
 }
 
-/// in_failed_sql_transaction: the transaction had failed before the statement ran.
-const IN_FAILED_SQL_TRANSACTION: &str = "25P02";
+/// Failures of a statement that never ran, which `send` would not have had caught either:
+/// the connection is abandoned and the batch with it, as for any error in doubt.
+const NOT_RUN: &[&str] = &[
+    "25P02", // in_failed_sql_transaction: the transaction had failed before it
+    "26000", // invalid_sql_statement_name: a prepared statement the connection lost
+    "0A000", // feature_not_supported: "cached plan must not change result type" after a migration
+];
 
 /// The SQLSTATE and message of a failure the statement itself caused (as
 /// `baton_apply_lock`'s subtransaction would have caught it); `None` for any other error.
 fn refusal(error: &sqlx::Error) -> Option<Refusal> {
     let sqlx::Error::Database(db) = error else { return None };
     let code = db.code()?;
-    if code == IN_FAILED_SQL_TRANSACTION || connection_lost(error) {
+    if NOT_RUN.contains(&code.as_ref()) || connection_lost(error) {
         return None;
     }
     Some((code.into_owned(), db.message().to_owned()))
