@@ -550,7 +550,6 @@ struct Lane<DB: Database> {
 }
 
 /// One batch's state, from its first write to its commit.
-#[expect(clippy::struct_excessive_bools, reason = "independent facts about one batch")]
 struct Batch<DB: Database> {
     /// Whether BEGIN was sent: else the next opening sent carries it.
     began: bool,
@@ -575,8 +574,6 @@ struct Batch<DB: Database> {
     unconfirmed: bool,
     /// A kept write's handover, not sent yet, and the write, told once it is.
     handover: Option<(Box<dyn Handover<DB>>, Committed)>,
-    /// Whether a handover sent alone ended the transaction ([`Handed::Aborted`]).
-    aborted: bool,
 }
 
 /// What became of a write lent the connection.
@@ -702,7 +699,6 @@ where
             had_own: false,
             unconfirmed,
             handover: None,
-            aborted: false,
         };
         Some((conn, batch, first))
     }
@@ -728,9 +724,6 @@ where
                 abandon(conn).await;
                 return e;
             }
-            if batch.aborted {
-                return self.roll_back(batch.keeps_any(), conn).await;
-            }
             // The first write on a transaction begun ahead that was not kept may have found
             // the connection broken: the batch ends with it, and the writes queued behind
             // it start the next one, which begins on a connection that answers.
@@ -739,17 +732,18 @@ where
             if !next.as_ref().is_some_and(|next| next.own)
                 && let Some((handover, committed)) = batch.handover.take()
             {
-                // Alone when no other write of the batch waits for its commit.
-                let alone = next.is_none() && !batch.keeps_any();
-                if let Err(e) = batch.send_handover(&mut conn, handover, committed, alone).await {
-                    if let Some(next) = next {
-                        let _ = next.reply.send(Err(e.clone()));
+                // Alone when no other write of the batch (kept or settled) waits for its commit.
+                let alone = next.is_none() && batch.waiting.is_empty();
+                match batch.send_handover(&mut conn, handover, committed, alone).await {
+                    Err(e) => {
+                        if let Some(next) = next {
+                            let _ = next.reply.send(Err(e.clone()));
+                        }
+                        abandon(conn).await;
+                        return e;
                     }
-                    abandon(conn).await;
-                    return e;
-                }
-                if batch.aborted {
-                    return self.roll_back(batch.keeps_any(), conn).await;
+                    Ok(Handed::Aborted) => return self.roll_back(conn).await,
+                    Ok(Handed::Applied | Handed::Refused) => {}
                 }
                 // A write that came meanwhile joins the batch (not after a write that must
                 // start the next one, or a close).
@@ -788,15 +782,9 @@ where
         }
     }
 
-    /// Ends a batch whose transaction a handover's changes ended ([`Handed::Aborted`]).
-    /// Sent alone, they were the only write the batch kept: it is rolled back, and nothing
-    /// else is lost (the empty answer). Otherwise the batch is abandoned, and the writes it
-    /// kept are told so by `end`.
-    async fn roll_back(&mut self, keeps_others: bool, mut conn: PoolConnection<DB>) -> String {
-        if keeps_others {
-            abandon(conn).await;
-            return "a write's changes ended the batch's transaction".to_owned();
-        }
+    /// Ends a batch whose transaction the changes of a write it kept alone ended
+    /// ([`Handed::Aborted`]): it is rolled back, and nothing else is lost (the empty answer).
+    async fn roll_back(&mut self, mut conn: PoolConnection<DB>) -> String {
         let mut sql = vec!["ROLLBACK".to_owned()];
         if self.dialect.begins_ahead {
             sql.push(self.dialect.begin.to_owned());
@@ -859,12 +847,6 @@ where
 }
 
 impl<DB: Database> Batch<DB> {
-    /// Whether any write waits for the batch's commit (kept, settled, or with its handover
-    /// still to send).
-    fn keeps_any(&self) -> bool {
-        !self.waiting.is_empty() || self.handover.is_some()
-    }
-
     /// Lends `conn` to `job` inside its savepoint and waits for it back; `None` when the
     /// write kept it (the transaction went with it).
     async fn lend(
@@ -1012,7 +994,9 @@ impl<DB: Database> Batch<DB> {
                 self.waiting.push(committed);
                 Err("a write was kept without sending first the changes handed to it".to_owned())
             }
-            Previous::Untaken(handover) => self.send_handover(conn, handover, committed, false).await,
+            Previous::Untaken(handover) => {
+                self.send_handover(conn, handover, committed, false).await.map(drop)
+            }
             Previous::Taken(Some(handed)) => {
                 self.settle(handed, committed);
                 Ok(())
@@ -1027,21 +1011,21 @@ impl<DB: Database> Batch<DB> {
     }
 
     /// Sends a kept write's handover by itself; with `alone`, as the only write the batch
-    /// keeps ([`Handover::send_alone`]).
+    /// keeps ([`Handover::send_alone`]). What became of it, once its write is told.
     async fn send_handover(
         &mut self,
         conn: &mut PoolConnection<DB>,
         handover: Box<dyn Handover<DB>>,
         committed: Committed,
         alone: bool,
-    ) -> Result<(), String> {
+    ) -> Result<Handed, String> {
         let sent =
             if alone { handover.send_alone(&mut **conn).await } else { handover.send(&mut **conn).await };
         self.answered = Instant::now();
         match sent {
             Ok(handed) => {
                 self.settle(handed, committed);
-                Ok(())
+                Ok(handed)
             }
             Err(e) => Err(fail(committed, e)),
         }
@@ -1051,7 +1035,6 @@ impl<DB: Database> Batch<DB> {
         match handed {
             Handed::Applied => self.waiting.push(committed),
             Handed::Refused | Handed::Aborted => {
-                self.aborted |= handed == Handed::Aborted;
                 let _ = committed.send(Err(io_error("the write's changes were refused".to_owned())));
             }
         }
