@@ -94,6 +94,7 @@ impl Settings {
             .or_else(|| env("BATON_SERVER"))
             .or(file.server)
             .unwrap_or_else(|| DEFAULT_SERVER.to_owned());
+        let server = server_url(&server)?;
         let token = token_flag.map(str::to_owned).or_else(|| env("BATON_TOKEN")).or(file.token);
         let ca_cert =
             ca_flag.map(PathBuf::from).or_else(|| env("BATON_CA_CERT").map(PathBuf::from)).or(file.ca_cert);
@@ -131,6 +132,19 @@ impl Settings {
     }
 }
 
+/// The hub's URL: `http://` or `https://`; an address without a scheme (`127.0.0.1:7437`,
+/// the form `baton-server --listen` takes) is `http://`.
+pub fn server_url(given: &str) -> anyhow::Result<String> {
+    let given = given.trim();
+    match given.split_once("://") {
+        None => Ok(format!("http://{given}")),
+        Some(("http" | "https", _)) => Ok(given.to_owned()),
+        Some((scheme, _)) => anyhow::bail!(
+            "server {given:?}: a Baton hub is reached over http:// or https://, not {scheme}:// (e.g. http://127.0.0.1:7437)"
+        ),
+    }
+}
+
 /// Sets one key of the config file, keeping the rest as it is.
 pub fn set_key(file: &std::path::Path, key: &str, value: toml::Value) -> anyhow::Result<()> {
     let mut table: toml::Table = match std::fs::read_to_string(file) {
@@ -144,4 +158,19 @@ pub fn set_key(file: &std::path::Path, key: &str, value: toml::Value) -> anyhow:
     }
     crate::fsperm::write_private(file, toml::to_string(&table)?.as_bytes())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn an_address_without_a_scheme_is_http() {
+        assert_eq!(server_url("127.0.0.1:7437").unwrap(), "http://127.0.0.1:7437");
+        assert_eq!(server_url(" https://hub:7437 ").unwrap(), "https://hub:7437");
+        assert_eq!(server_url("http://[::1]:7437").unwrap(), "http://[::1]:7437");
+        let refused = server_url("grpc://hub:7437").unwrap_err().to_string();
+        assert!(refused.contains("not grpc://"), "{refused}");
+    }
 }

@@ -279,10 +279,8 @@ pub fn install(agent: Agent, file: &Path, exe: &str, uninstall: bool) -> anyhow:
         None
     };
     let (added, removed) = apply(&mut doc, agent, exe, uninstall, gemini_key)?;
-    let backup = backup_of(file);
     // A file Baton created and has now emptied again goes away entirely.
-    if uninstall && doc.as_object().is_some_and(Map::is_empty) && !backup.exists() {
-        std::fs::remove_file(file).with_context(|| format!("removing {}", file.display()))?;
+    if uninstall && doc.as_object().is_some_and(Map::is_empty) && remove_if_baton_made(file)? {
         return Ok(Change { file: file.to_path_buf(), added, removed, notes });
     }
     save(file, &text, &format!("{}\n", serde_json::to_string_pretty(&doc)?))?;
@@ -320,8 +318,8 @@ pub fn read_json(file: &Path) -> anyhow::Result<(String, Value)> {
 }
 
 /// Writes `new` over an agent's file that held `old`, when they differ: the user's
-/// original is kept once beside it (`.baton-backup`) before Baton first changes it, and the
-/// file is replaced whole (write, then rename).
+/// original is kept once beside it (`.baton-backup`, empty when there was no file) before
+/// Baton first changes it, and the file is replaced whole (write, then rename).
 pub fn save(file: &Path, old: &str, new: &str) -> anyhow::Result<()> {
     if new == old {
         return Ok(());
@@ -329,8 +327,9 @@ pub fn save(file: &Path, old: &str, new: &str) -> anyhow::Result<()> {
     if let Some(dir) = file.parent() {
         std::fs::create_dir_all(dir)?;
     }
+    // The file as it was before Baton first changed it; empty when Baton made it.
     let backup = backup_of(file);
-    if !old.is_empty() && !backup.exists() {
+    if !backup.exists() {
         std::fs::write(&backup, old)?;
     }
     let mut tmp = file.as_os_str().to_owned();
@@ -338,6 +337,22 @@ pub fn save(file: &Path, old: &str, new: &str) -> anyhow::Result<()> {
     std::fs::write(&tmp, new)?;
     std::fs::rename(&tmp, file)?;
     Ok(())
+}
+
+/// Removes `file` (emptied of Baton's entries) and its backup when Baton made it: its
+/// backup is empty, or there is none. Returns whether it did.
+pub fn remove_if_baton_made(file: &Path) -> anyhow::Result<bool> {
+    let backup = backup_of(file);
+    let made = match std::fs::metadata(&backup) {
+        Ok(m) => m.len() == 0,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+        Err(e) => return Err(e).with_context(|| format!("reading {}", backup.display())),
+    };
+    if made {
+        std::fs::remove_file(file).with_context(|| format!("removing {}", file.display()))?;
+        let _ = std::fs::remove_file(&backup);
+    }
+    Ok(made)
 }
 
 pub fn backup_of(file: &Path) -> PathBuf {
@@ -393,6 +408,29 @@ pub fn never_matching(agent: Agent, file: &Path) -> Vec<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A settings file Baton made is its own: its backup says there was none (empty; never
+    /// Baton's own entries, though Baton writes such a file twice: hooks, then MCP rules),
+    /// and uninstalling removes the file and the backup. A user's file stays.
+    #[test]
+    fn a_file_baton_made_is_removed_by_uninstall() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(".claude/settings.json");
+        install(Agent::Claude, &file, "/opt/baton", false).unwrap();
+        let hooks = std::fs::read_to_string(&file).unwrap();
+        // A second write of Baton's (the MCP permission rules), then taken back.
+        save(&file, &hooks, "{\"permissions\": {}}\n").unwrap();
+        assert_eq!(std::fs::read_to_string(backup_of(&file)).unwrap(), "", "nothing of Baton's backed up");
+        save(&file, "{\"permissions\": {}}\n", &hooks).unwrap();
+        install(Agent::Claude, &file, "/opt/baton", true).unwrap();
+        assert!(!file.exists() && !backup_of(&file).exists(), "an emptied file Baton made is removed");
+
+        let theirs = dir.path().join("theirs.json");
+        std::fs::write(&theirs, "{}\n").unwrap();
+        install(Agent::Claude, &theirs, "/opt/baton", false).unwrap();
+        install(Agent::Claude, &theirs, "/opt/baton", true).unwrap();
+        assert!(theirs.exists() && backup_of(&theirs).exists(), "the user's file and its backup stay");
+    }
 
     #[test]
     fn merges_idempotently_and_uninstalls_exactly() {

@@ -76,3 +76,9 @@ pub fn ago(us: i64) -> String {
         s => format!("{}d", s / 86_400),
     }
 }
+
+/// `n` with the noun in the number it takes: "1 session", "3 sessions", "0 sessions".
+pub fn count<N: std::fmt::Display + TryInto<u64> + Copy>(n: N, one: &str, many: &str) -> String {
+    let singular = n.try_into().ok() == Some(1);
+    format!("{n} {}", if singular { one } else { many })
+}

@@ -82,8 +82,8 @@ enum Command {
     },
     /// Print the warmup brief for the current project.
     Warmup {
-        /// Budget in characters.
-        #[arg(long)]
+        /// Budget in characters (500 to 50000; default: brief_budget in the config, 9000).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(500..=50_000))]
         budget: Option<u32>,
     },
     /// Show the hub, the project and the offline queue (with refused writes).
@@ -202,9 +202,12 @@ enum Command {
 enum MemoryCommand {
     /// Add an item: to a current-state set (goal, constraint, open_loop, recent_change) as
     /// it is when the write arrives, so concurrent adds are never lost and it works offline
-    /// (queued); decision and session_summary are appended; notes need --key.
+    /// (queued); decision and session_summary are appended; notes need --key. A text is at
+    /// most 16 KiB.
     Add {
+        /// goal, constraint, open_loop, recent_change, decision, session_summary or note.
         category: String,
+        /// The item (at most 16 KiB; secrets are redacted before it is sent).
         text: String,
         /// Why (for decisions).
         #[arg(long)]
@@ -216,19 +219,39 @@ enum MemoryCommand {
         #[arg(long)]
         branch: Option<String>,
         /// Compare-and-set: fail unless the record is still at this revision.
-        #[arg(long)]
+        #[arg(long, value_name = "REVISION")]
         if_revision: Option<i64>,
+    },
+    /// Replace a current-state set (goal, constraint, open_loop, recent_change) with these
+    /// items in one write, e.g. a new goal: baton memory set goal "ship v2" (works offline:
+    /// queued).
+    Set {
+        /// goal, constraint, open_loop or recent_change.
+        category: String,
+        /// The items the set holds afterwards (each at most 16 KiB).
+        #[arg(required = true)]
+        items: Vec<String>,
+        /// The set of this branch.
+        #[arg(long)]
+        branch: Option<String>,
     },
     /// List memory (evicted history too with --all).
     #[command(alias = "ls")]
     List {
+        /// Only this category.
         category: Option<String>,
+        /// Include entries evicted past their category's cap.
         #[arg(long)]
         all: bool,
+        /// Show each entry whole (its rationale too), not clipped to the table's width.
+        #[arg(long)]
+        wide: bool,
     },
     /// Remove an item from a current-state set by its text (works offline: queued).
     Remove {
+        /// goal, constraint, open_loop or recent_change.
         category: String,
+        /// The item's text, as `baton memory list` shows it.
         text: String,
         /// The set of this branch.
         #[arg(long)]
@@ -236,11 +259,23 @@ enum MemoryCommand {
     },
     /// Remove an entry by id, or a whole set/note with --category (and --key).
     Rm {
+        /// The entry's id: the full id or a unique part (as `baton memory list` shows it).
         id: Option<String>,
+        /// Remove the whole set (or note) of this category instead.
         #[arg(long)]
         category: Option<String>,
+        /// The note's key (with --category note).
         #[arg(long)]
         key: Option<String>,
+    },
+    /// Set how many items a category keeps (the oldest go to history past it), e.g.
+    /// baton memory caps decision 20.
+    Caps {
+        /// The category.
+        category: String,
+        /// Items it keeps (1 to 1000).
+        #[arg(value_parser = clap::value_parser!(i32).range(1..=1000))]
+        cap: i32,
     },
 }
 
@@ -279,6 +314,10 @@ async fn run(
         }
     };
     let ctx = Ctx::new(settings);
+    if let Some(d) = dir.as_ref().filter(|d| !d.is_dir()) {
+        eprintln!("baton: -C {}: no such directory", baton::safe::line(&d.display().to_string()));
+        return is_hook;
+    }
     let dir = dir.or_else(|| std::env::current_dir().ok()).unwrap_or_else(|| PathBuf::from("."));
     let result = match command {
         Command::Hook { agent, event, payload_file } => {
@@ -286,7 +325,7 @@ async fn run(
             if payload_file.is_none() {
                 let _ = std::io::stdin().take(16 * 1024 * 1024).read_to_string(&mut stdin);
             }
-            let out = hook::run(&ctx, agent, &event, &stdin, payload_file.as_deref()).await;
+            let out = Box::pin(hook::run(&ctx, agent, &event, &stdin, payload_file.as_deref())).await;
             if !out.is_empty() {
                 println!("{out}");
             }
@@ -307,7 +346,7 @@ async fn run(
     match result {
         Ok(()) => true,
         Err(e) => {
-            eprintln!("baton: {e:#}");
+            eprintln!("baton: {}", cmd::words::for_cli(&format!("{e:#}")));
             false
         }
     }
@@ -366,10 +405,16 @@ async fn memory(ctx: &Ctx, dir: &std::path::Path, command: MemoryCommand, json: 
             )
             .await
         }
-        MemoryCommand::List { category, all } => cmd::memory::list(ctx, dir, category, all, json).await,
+        MemoryCommand::List { category, all, wide } => {
+            cmd::memory::list(ctx, dir, category, (all, wide), json).await
+        }
         MemoryCommand::Remove { category, text, branch } => {
             cmd::memory::remove(ctx, dir, category, text, branch, json).await
         }
         MemoryCommand::Rm { id, category, key } => cmd::memory::rm(ctx, dir, id, category, key, json).await,
+        MemoryCommand::Set { category, items, branch } => {
+            cmd::memory::set(ctx, dir, category, items, branch, json).await
+        }
+        MemoryCommand::Caps { category, cap } => cmd::memory::caps(ctx, dir, category, cap, json).await,
     }
 }

@@ -17,6 +17,17 @@ pub enum Source {
     Recorded,
 }
 
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::BatonToml(file) => write!(f, "{}", file.display()),
+            Self::GitRemote(remote) => write!(f, "git remote {remote}"),
+            Self::Path => f.write_str("the directory's path: no git remote or .baton.toml"),
+            Self::Recorded => f.write_str("the conversation's record"),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Project {
     pub key: String,

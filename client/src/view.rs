@@ -67,6 +67,11 @@ pub fn short(id: &str) -> &str {
     id.get(id.len().saturating_sub(8)..).unwrap_or(id)
 }
 
+/// A table as printed, or `none` when it has no rows (an empty box says nothing).
+pub fn rows_or(t: &Table, none: &str) -> String {
+    if t.row_count() == 0 { none.to_owned() } else { t.to_string() }
+}
+
 pub fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_BORDERS_ONLY).set_header(header.to_vec());

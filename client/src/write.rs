@@ -25,10 +25,23 @@ pub enum Write {
     DeleteMemory(DeleteMemoryRequest),
 }
 
+/// A write the hub answered with a refusal (not an outage): its sentence says why.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
+
+/// What the hub answered a write with.
+#[derive(Debug, Clone, Default)]
+pub struct Sent {
+    pub result: WriteResult,
+    /// History entries a memory append pushed out past its category's cap.
+    pub evicted: Vec<baton_proto::v1::MemoryEntry>,
+}
+
 /// What came back.
 #[derive(Debug, Clone)]
 pub enum Delivered {
-    Sent(Box<WriteResult>),
+    Sent(Box<Sent>),
     Queued,
 }
 
@@ -49,9 +62,30 @@ pub fn options(agent: i32, session_id: &str) -> Option<WriteOptions> {
         request_id: uuid::Uuid::now_v7().to_string(),
         agent,
         host: hostname(),
-        user: std::env::var("USER").unwrap_or_default(),
+        user: user(),
         session_id: session_id.to_owned(),
         ..Default::default()
+    })
+}
+
+/// The user name Baton records (and `baton search --author` finds): `USER`, else `LOGNAME`,
+/// else the account name of this process' user (a service or container may set neither).
+pub fn user() -> String {
+    let from_env = ["USER", "LOGNAME"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()));
+    from_env.or_else(account_name).unwrap_or_default()
+}
+
+/// The name `/etc/passwd` gives this process' user id (the owner of `/proc/self`).
+fn account_name() -> Option<String> {
+    use std::os::unix::fs::MetadataExt as _;
+    let uid = std::fs::metadata("/proc/self").ok()?.uid().to_string();
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let mut fields = line.split(':');
+        let name = fields.next()?;
+        (fields.nth(1)? == uid && !name.is_empty()).then(|| name.to_owned())
     })
 }
 
@@ -154,22 +188,27 @@ impl Write {
 
     /// Sends it; a queued write carries when it was made and this clock's time now, so the
     /// hub can remove the clock offset.
-    pub async fn send(mut self, hub: &mut Hub, written_at_us: Option<i64>) -> Result<WriteResult, Status> {
+    pub async fn send(mut self, hub: &mut Hub, written_at_us: Option<i64>) -> Result<Sent, Status> {
         if let Some(at) = written_at_us
             && let Some(w) = self.options().as_mut()
         {
             w.written_at = Some(ts(at));
             w.client_now = Some(ts(now_us()));
         }
-        let result = match self {
-            Self::StartSession(r) => hub.sessions.start_session(r).await?.into_inner().result,
-            Self::UpdateSession(r, _) => hub.sessions.update_session(r).await?.into_inner().result,
-            Self::EndSession(r, _) => hub.sessions.end_session(r).await?.into_inner().result,
-            Self::CreateCheckpoint(r, _) => hub.checkpoints.create_checkpoint(*r).await?.into_inner().result,
-            Self::PutMemory(r) => hub.memory.put_memory(r).await?.into_inner().result,
-            Self::DeleteMemory(r) => hub.memory.delete_memory(r).await?.into_inner().result,
+        let (result, evicted) = match self {
+            Self::StartSession(r) => (hub.sessions.start_session(r).await?.into_inner().result, vec![]),
+            Self::UpdateSession(r, _) => (hub.sessions.update_session(r).await?.into_inner().result, vec![]),
+            Self::EndSession(r, _) => (hub.sessions.end_session(r).await?.into_inner().result, vec![]),
+            Self::CreateCheckpoint(r, _) => {
+                (hub.checkpoints.create_checkpoint(*r).await?.into_inner().result, vec![])
+            }
+            Self::PutMemory(r) => {
+                let reply = hub.memory.put_memory(r).await?.into_inner();
+                (reply.result, reply.evicted)
+            }
+            Self::DeleteMemory(r) => (hub.memory.delete_memory(r).await?.into_inner().result, vec![]),
         };
-        Ok(result.unwrap_or_default())
+        Ok(Sent { result: result.unwrap_or_default(), evicted })
     }
 }
 
@@ -231,7 +270,7 @@ pub async fn flush(
             }
         };
         match write.send(hub, Some(entry.written_at_us)).await {
-            Ok(result) => {
+            Ok(Sent { result, .. }) => {
                 if let Some(c) = &result.conflict {
                     out.conflicts.push(format!(
                         "{} {} ({:?})",
@@ -288,9 +327,9 @@ pub async fn submit(
         }
     }
     match write.clone().send(hub, None).await {
-        Ok(result) => {
+        Ok(sent) => {
             forget(&journal.path);
-            Ok(Delivered::Sent(Box::new(result)))
+            Ok(Delivered::Sent(Box::new(sent)))
         }
         Err(status) if remote::is_transient(&status) => {
             crate::queue::sync(&journal.path)?;
@@ -298,7 +337,7 @@ pub async fn submit(
         }
         Err(status) => {
             forget(&journal.path);
-            Err(anyhow::anyhow!(remote::explain(&status)))
+            Err(Refused(remote::explain(&status)).into())
         }
     }
     // The claim on the entry ends here: one left behind is an ordinary queued write.

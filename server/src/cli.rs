@@ -89,7 +89,10 @@ async fn export<S: Store>(store: &S, output: &std::path::Path, project: Option<&
     for (project, lines) in &report {
         eprintln!("exported {project}: {lines} records");
     }
-    eprintln!("{} projects exported", report.len());
+    eprintln!(
+        "{} exported",
+        if report.len() == 1 { "1 project".to_owned() } else { format!("{} projects", report.len()) }
+    );
     Ok(())
 }
 

@@ -238,7 +238,9 @@ impl Config {
             anyhow::anyhow!("no home directory to put the database in; pass --database-url")
         })?;
         let dir: PathBuf = dirs.data_dir().to_path_buf();
-        std::fs::create_dir_all(&dir)
+        // Private to this user (`store::sqlite::files` keeps the files so).
+        std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+            .create(&dir)
             .map_err(|e| anyhow::anyhow!("cannot create data directory {}: {e}", dir.display()))?;
         Ok(format!("sqlite://{}", dir.join("baton.db").display()))
     }

@@ -123,9 +123,33 @@ fn start_cluster() -> Result<String> {
     let cluster = Cluster::create()?;
     let url = cluster.admin_url();
     // The shared cluster lives as long as the test process (its parent-death signal
-    // stops it), so it is never dropped.
+    // stops it), so it is never dropped: a watcher removes its directory once the process
+    // and the postmaster are gone, however the run ends (passed, failed, interrupted).
+    remove_when_gone(std::process::id(), &cluster.dir)?;
     std::mem::forget(cluster);
     Ok(url)
+}
+
+/// Starts a watcher that outlives this process: once process `owner` has ended and the
+/// postmaster of the cluster in `dir` has stopped, it deletes `dir`. It ignores the
+/// signals an interrupted run sends its process group (Ctrl-C, a closed terminal).
+pub fn remove_when_gone(owner: u32, dir: &std::path::Path) -> Result<()> {
+    const WATCH: &str = r#"trap '' INT TERM HUP
+while kill -0 "$1" 2>/dev/null; do sleep 1; done
+pidfile="$2/data/postmaster.pid"; i=0
+while [ -f "$pidfile" ] && kill -0 "$(head -n 1 "$pidfile")" 2>/dev/null && [ "$i" -lt 120 ]; do
+  sleep 1; i=$((i + 1))
+done
+rm -rf -- "$2""#;
+    Command::new("sh")
+        .args(["-c", WATCH, "baton-test-pg-watch", &owner.to_string()])
+        .arg(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("starting the watcher that removes the test cluster's directory")?;
+    Ok(())
 }
 
 /// A Postgres cluster of its own, which a test may stop and start again (a database
@@ -377,5 +401,26 @@ mod tests {
         for dir in [mine, unowned, running] {
             std::fs::remove_dir_all(dir).unwrap();
         }
+    }
+
+    /// The shared cluster's directory goes once its process has ended and its postmaster
+    /// stopped, not only when a later run sweeps it.
+    #[test]
+    fn a_clusters_directory_goes_when_its_process_and_postmaster_end() {
+        let mut owner = Command::new("sleep").arg("1").spawn().unwrap();
+        let mut postmaster = Command::new("sleep").arg("3").spawn().unwrap();
+        let dir = cluster_dir(Some(owner.id()));
+        std::fs::write(dir.join("data").join("postmaster.pid"), format!("{}\n/data\n", postmaster.id()))
+            .unwrap();
+        remove_when_gone(owner.id(), &dir).unwrap();
+        owner.wait().unwrap();
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(dir.exists(), "removed while its postmaster still ran");
+        postmaster.wait().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while dir.exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        assert!(!dir.exists(), "left behind once its process and postmaster ended");
     }
 }

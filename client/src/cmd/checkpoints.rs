@@ -83,10 +83,15 @@ pub async fn list(
             crate::clip(&c.reason, 60),
         ]);
     }
-    println!("{}", crate::safe::text(&format!("session {id} (* = head)\n{t}")));
+    let table = view::rows_or(&t, "no checkpoints yet");
+    println!("{}", crate::safe::text(&format!("session {id} (* = head)\n{table}")));
     Ok(())
 }
 
+/// `baton checkpoint`: a manual checkpoint of a session. Of a live conversation of this
+/// project on this machine (the one whose agent runs this command, else the only one), it
+/// holds that conversation's state (tasks, files, last prompt) and is the agent's; queued
+/// like every write when the hub is down.
 pub async fn create(
     ctx: &Ctx,
     dir: &Path,
@@ -95,14 +100,30 @@ pub async fn create(
     json: bool,
 ) -> anyhow::Result<()> {
     let project = project::identify(dir);
-    let mut hub = remote::connect(&ctx.settings, Timeouts::CLI).await?;
-    let id = match session {
-        Some(s) => resolve(&mut hub, &project.key, s).await?,
-        None => current_session(&mut hub, &project.key, true).await?,
+    let mut hub = remote::connect(&ctx.settings, Timeouts::CLI).await;
+    let conversation = crate::mcp::workspace::conversation(ctx, None, &project.key);
+    let id = match (session, hub.as_mut()) {
+        (Some(s), Ok(h)) => resolve(h, &project.key, s).await?,
+        (Some(s), Err(down)) => offline_session(ctx, &project.key, s, down)?,
+        (None, _) if let Some(c) = &conversation => c.record.baton_session_id.clone(),
+        (None, Ok(h)) => current_session(h, &project.key, true).await?,
+        (None, Err(down)) => anyhow::bail!(
+            "{down}; with the hub down, name the session to checkpoint: --session ID (its full id)"
+        ),
     };
-    let state = baton_proto::v1::CheckpointState {
-        git_head: git::head(dir).unwrap_or_default(),
-        ..Default::default()
+    let conversation = conversation.filter(|c| c.record.baton_session_id == id);
+    let (state, agent) = match &conversation {
+        Some(c) => {
+            let cwd = crate::mcp::workspace::conversation_cwd(c, dir);
+            (crate::hook::conversation_state(ctx, &c.record, None, &cwd, &project.root), c.agent.kind())
+        }
+        None => (
+            baton_proto::v1::CheckpointState {
+                git_head: git::head(dir).unwrap_or_default(),
+                ..Default::default()
+            },
+            baton_proto::v1::AgentKind::Custom,
+        ),
     };
     let (reason, n) = baton_proto::redact::redact(reason);
     let request = CreateCheckpointRequest {
@@ -111,31 +132,105 @@ pub async fn create(
         kind: CheckpointKind::Manual as i32,
         reason: reason.into_owned(),
         state: Some(state),
-        write: write::options(baton_proto::v1::AgentKind::Custom as i32, &id),
+        write: write::options(agent as i32, &id),
         ..Default::default()
     };
     let cp_id = request.checkpoint_id.clone();
-    let delivered = write::submit(
-        &ctx.queue,
-        Some(&mut hub),
-        Write::CreateCheckpoint(Box::new(request), project.key),
-        None,
-    )
-    .await?;
+    let write = Write::CreateCheckpoint(Box::new(request), project.key);
+    let delivered = write::submit(&ctx.queue, hub.as_mut().ok(), write, None).await?;
     let revision = match &delivered {
-        Delivered::Sent(r) => r.revision,
-        Delivered::Queued => 0,
+        Delivered::Sent(r) => Some(r.result.revision),
+        Delivered::Queued => None,
     };
     if json {
         println!(
             "{}",
-            serde_json::json!({"checkpoint_id": cp_id, "session_id": id, "revision": revision, "redacted": n})
+            serde_json::json!({"checkpoint_id": cp_id, "session_id": id, "revision": revision.unwrap_or(0),
+                "queued": revision.is_none(), "redacted": n})
         );
-    } else {
-        println!("checkpoint {cp_id} of session {id} at revision {revision}");
-        if n > 0 {
-            println!("redacted {n} secret(s) from the reason");
-        }
+        return Ok(());
+    }
+    match revision {
+        Some(r) => println!("checkpoint {cp_id} of session {id} at revision {r}"),
+        None => println!(
+            "checkpoint {cp_id} of session {id}: the hub is unreachable, queued (sent by the next call or `baton sync`)"
+        ),
+    }
+    if n > 0 {
+        println!("redacted {} from the reason", crate::count(n, "secret", "secrets"));
     }
     Ok(())
+}
+
+/// The session `given` names with the hub down: a full id as it is, or a part of the id of
+/// one conversation this machine recorded in the project.
+fn offline_session(
+    ctx: &Ctx,
+    project: &str,
+    given: &str,
+    down: &remote::ConnectError,
+) -> anyhow::Result<String> {
+    if let Ok(id) = uuid::Uuid::parse_str(given) {
+        return Ok(id.hyphenated().to_string());
+    }
+    let mut known: Vec<String> = ctx
+        .state
+        .recent(None, usize::MAX)
+        .into_iter()
+        .map(|(_, _, r)| r)
+        .filter(|r| {
+            r.project == project && !r.baton_session_id.is_empty() && r.baton_session_id.contains(given)
+        })
+        .map(|r| r.baton_session_id)
+        .collect();
+    known.sort();
+    known.dedup();
+    match known.as_slice() {
+        [one] => Ok(one.clone()),
+        _ => anyhow::bail!(
+            "{down}; {given:?} is not a full session id nor part of exactly one this machine knows: give the full id"
+        ),
+    }
+}
+
+/// The checkpoint a full id or a unique part of one (the 8 characters tables show) names:
+/// among `session`'s checkpoints when one is given, else among the project's.
+pub async fn resolve_checkpoint(
+    hub: &mut Hub,
+    project: &str,
+    session: Option<&str>,
+    given: &str,
+) -> anyhow::Result<String> {
+    if let Ok(id) = uuid::Uuid::parse_str(given) {
+        return Ok(id.hyphenated().to_string());
+    }
+    let part = given.trim().to_ascii_lowercase();
+    if part.len() < 4 || !part.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+        anyhow::bail!(
+            "{given:?} is not a checkpoint id: give the id `baton checkpoints` shows (8 characters or more)"
+        );
+    }
+    let sessions = if let Some(s) = session {
+        vec![resolve(hub, project, s).await?]
+    } else {
+        let request = ListSessionsRequest { project: project.to_owned(), ..Default::default() };
+        let (sessions, _) = crate::pages::sessions(hub, request, usize::MAX).await?;
+        sessions.into_iter().map(|s| s.id).collect()
+    };
+    let mut found = Vec::new();
+    for id in sessions {
+        let (checkpoints, _) = crate::pages::checkpoints(hub, &id, false).await?;
+        found.extend(checkpoints.into_iter().filter(|c| c.id.contains(part.as_str())).map(|c| c.id));
+    }
+    match found.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => anyhow::bail!(
+            "no checkpoint matching {given:?} in project {project} (`baton checkpoints` lists them)"
+        ),
+        many => anyhow::bail!(
+            "{given:?} matches {} checkpoints ({}); give more of the id",
+            many.len(),
+            many.iter().map(String::as_str).collect::<Vec<_>>().join(", ")
+        ),
+    }
 }

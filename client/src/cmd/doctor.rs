@@ -30,6 +30,24 @@ fn installed_version(command: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// Why an agent with Baton's hooks cannot run them here: its CLI is not on PATH (Cursor's
+/// editor has none to look for).
+fn not_installed(agent: Agent) -> Option<String> {
+    let command = baton_proto::agent::COVERED.iter().find(|c| c.agent == agent.name())?.command;
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let found = std::env::split_paths(&path).any(|dir| {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::metadata(dir.join(command)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    });
+    (!found).then(|| {
+        format!(
+            "{} is not installed here (no `{command}` on PATH): its Baton hooks never run (`baton init {} --uninstall` removes them)",
+            agent.name(),
+            agent.name()
+        )
+    })
+}
+
 /// A note when the installed agent is not the version the agent suite proved.
 fn version_note(agent: Agent) -> Option<String> {
     let covered = baton_proto::agent::COVERED.iter().find(|c| c.agent == agent.name())?;
@@ -115,7 +133,10 @@ fn gemini_enabled(file: &Path) -> Option<bool> {
 pub async fn run(ctx: &Ctx, dir: &Path, json: bool) -> anyhow::Result<()> {
     let mut checks = vec![hub_check(ctx).await];
     let project = project::identify(dir);
-    checks.push(Check { ok: true, what: format!("project {} (from {:?})", project.key, project.source) });
+    checks.push(Check {
+        ok: true,
+        what: format!("project {} (from {})", project.key, crate::safe::line(&project.source.to_string())),
+    });
     let hooked = hook_checks(&project.root, &mut checks)?;
     for agent in &hooked {
         checks.push(mcp_check(ctx, *agent, &project.root));
@@ -184,6 +205,9 @@ fn hook_checks(root: &Path, checks: &mut Vec<Check>) -> anyhow::Result<Vec<Agent
             }
             if !hooked.contains(&agent) {
                 hooked.push(agent);
+                if let Some(missing) = not_installed(agent) {
+                    checks.push(Check { ok: false, what: missing });
+                }
             }
             if scope == Scope::User
                 && let Some(note) = version_note(agent)

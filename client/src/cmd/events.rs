@@ -94,6 +94,6 @@ pub async fn conflicts(ctx: &Ctx, dir: &Path, after: i64, json: bool) -> anyhow:
             by,
         ]);
     }
-    println!("{}", crate::safe::text(&format!("{}\n{t}", project.key)));
+    println!("{}", crate::safe::text(&format!("{}\n{}", project.key, view::rows_or(&t, "no conflicts"))));
     Ok(())
 }

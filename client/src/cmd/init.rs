@@ -77,17 +77,24 @@ pub fn run(
     }
     if uninstall {
         println!(
-            "removed {} Baton hook(s) for {} from {}",
-            change.removed,
+            "removed {} for {} from {}",
+            crate::count(change.removed, "Baton hook", "Baton hooks"),
             agent.name(),
             change.file.display()
         );
     } else {
         let verb = if change.removed > 0 { "updated" } else { "installed" };
-        println!("{verb} {} Baton hooks for {} in {}", change.added, agent.name(), change.file.display());
+        println!(
+            "{verb} {} for {} in {}",
+            crate::count(change.added, "Baton hook", "Baton hooks"),
+            agent.name(),
+            change.file.display()
+        );
     }
     let files: Vec<String> = tools.files.iter().map(|f| f.display().to_string()).collect();
-    if registered {
+    if registered && files.is_empty() {
+        println!("Baton's MCP tools (mcp {}) were registered already", agent.name());
+    } else if registered {
         println!("registered Baton's MCP tools (mcp {}) in {}", agent.name(), files.join(" and "));
     } else if !files.is_empty() {
         println!("removed Baton's MCP server from {}", files.join(" and "));

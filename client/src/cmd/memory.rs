@@ -4,7 +4,7 @@ use std::path::Path;
 
 use baton_proto::v1::{
     ConflictPolicy, DeleteMemoryRequest, ListMemoryRequest, MemoryItem, MemoryOp, PutMemoryRequest,
-    RecordRef, WriteResult, delete_memory_request,
+    RecordRef, delete_memory_request,
 };
 
 use crate::remote::{self, Timeouts};
@@ -27,7 +27,7 @@ pub struct Add {
 pub enum Put {
     /// A current-state set already held that item: nothing was sent.
     AlreadyHeld,
-    Sent(Box<WriteResult>),
+    Sent(Box<write::Sent>),
     Queued,
 }
 
@@ -85,6 +85,9 @@ pub async fn put(
 }
 
 pub async fn add(ctx: &Ctx, dir: &Path, a: Add, json: bool) -> anyhow::Result<()> {
+    if a.category == "note" && a.key.as_deref().is_none_or(|k| k.trim().is_empty()) {
+        anyhow::bail!("notes need a key: --key NAME (a note is replaced by the next one under its key)");
+    }
     let project = project::identify(dir);
     let mut hub = remote::connect(&ctx.settings, Timeouts::CLI).await.ok();
     let author = (baton_proto::v1::AgentKind::Custom as i32, "");
@@ -94,14 +97,27 @@ pub async fn add(ctx: &Ctx, dir: &Path, a: Add, json: bool) -> anyhow::Result<()
             println!("{} already holds that item: nothing to add", a.category);
             return Ok(());
         }
-        Put::Sent(r) => {
+        Put::Sent(sent) => {
+            let r = &sent.result;
             if json {
+                let evicted: Vec<_> = sent.evicted.iter().map(view::entry_json).collect();
                 println!(
                     "{}",
-                    serde_json::json!({"revision": r.revision, "outcome": view::outcome(r.outcome), "redacted": redacted, "conflict": r.conflict.as_ref().map(view::conflict_json)})
+                    serde_json::json!({"revision": r.revision, "outcome": view::outcome(r.outcome), "redacted": redacted,
+                        "conflict": r.conflict.as_ref().map(view::conflict_json), "evicted": evicted})
                 );
             } else {
                 println!("added to {} at revision {}", a.category, r.revision);
+                for e in &sent.evicted {
+                    let text = e.content.as_str();
+                    println!(
+                        "{} is at its cap: evicted the oldest, {:?} ({}); `baton memory list {} --all` shows it",
+                        a.category,
+                        crate::clip(&crate::safe::line(text), 80),
+                        view::short(&e.id),
+                        a.category
+                    );
+                }
                 if let Some(c) = &r.conflict {
                     println!(
                         "conflict: {} was changed since revision {:?} (now {}); your write {}",
@@ -118,7 +134,90 @@ pub async fn add(ctx: &Ctx, dir: &Path, a: Add, json: bool) -> anyhow::Result<()
         }
     }
     if redacted > 0 && !json {
-        println!("redacted {redacted} secret(s)");
+        println!("redacted {}", crate::count(redacted, "secret", "secrets"));
+    }
+    Ok(())
+}
+
+/// `baton memory set`: replaces a current-state set with these items in one write (queued
+/// when the hub is down).
+pub async fn set(
+    ctx: &Ctx,
+    dir: &Path,
+    category: String,
+    items: Vec<String>,
+    branch: Option<String>,
+    json: bool,
+) -> anyhow::Result<()> {
+    if !CURRENT.contains(&category.as_str()) {
+        anyhow::bail!(
+            "set replaces {}; for {category} use `baton memory add {category} TEXT`",
+            CURRENT.join(", ")
+        );
+    }
+    let project = project::identify(dir);
+    let mut hub = remote::connect(&ctx.settings, Timeouts::CLI).await.ok();
+    let mut redacted = 0;
+    let items = items
+        .iter()
+        .map(|text| {
+            let (content, n) = baton_proto::redact::redact(text);
+            redacted += n;
+            MemoryItem { content: content.into_owned(), rationale: String::new() }
+        })
+        .collect();
+    let request = PutMemoryRequest {
+        project: project.key.clone(),
+        category: category.clone(),
+        branch: branch.unwrap_or_default(),
+        key: String::new(),
+        op: MemoryOp::ReplaceSet as i32,
+        items,
+        write: write::options(baton_proto::v1::AgentKind::Custom as i32, ""),
+    };
+    match write::submit(&ctx.queue, hub.as_mut(), Write::PutMemory(request), None).await? {
+        Delivered::Sent(r) if json => {
+            println!(
+                "{}",
+                serde_json::json!({"revision": r.result.revision, "queued": false, "redacted": redacted})
+            );
+        }
+        Delivered::Sent(r) => println!("{category} replaced at revision {}", r.result.revision),
+        Delivered::Queued if json => {
+            println!("{}", serde_json::json!({"revision": null, "queued": true, "redacted": redacted}));
+        }
+        Delivered::Queued => {
+            println!("the hub is unreachable: queued (sent by the next call or `baton sync`)");
+        }
+    }
+    if redacted > 0 && !json {
+        println!("redacted {}", crate::count(redacted, "secret", "secrets"));
+    }
+    Ok(())
+}
+
+/// `baton memory caps CATEGORY N`: how many items a category keeps (its oldest go to
+/// history past it).
+pub async fn caps(ctx: &Ctx, dir: &Path, category: String, cap: i32, json: bool) -> anyhow::Result<()> {
+    if !categories().any(|c| c == category) {
+        anyhow::bail!(
+            "no memory category {category:?}: one of {}",
+            categories().collect::<Vec<_>>().join(", ")
+        );
+    }
+    let project = project::identify(dir);
+    let mut hub = remote::connect(&ctx.settings, Timeouts::CLI).await?;
+    let request = baton_proto::v1::SetMemoryCapsRequest {
+        project: project.key.clone(),
+        caps: std::iter::once((category.clone(), cap)).collect(),
+        write: write::options(baton_proto::v1::AgentKind::Custom as i32, ""),
+    };
+    let reply = hub.memory.set_memory_caps(request).await.map_err(remote::fail)?.into_inner();
+    let now = reply.caps.get(&category).copied().unwrap_or(cap);
+    if json {
+        println!("{}", serde_json::json!({"caps": reply.caps, "revision": reply.result.map(|r| r.revision)}));
+    } else {
+        println!("{category} now keeps {}", crate::count(now, "item", "items"));
     }
     Ok(())
 }
@@ -206,11 +305,14 @@ pub async fn remove(
         write: write::options(baton_proto::v1::AgentKind::Custom as i32, ""),
     };
     match write::submit(&ctx.queue, hub.as_mut(), Write::PutMemory(request), None).await? {
-        Delivered::Sent(r) if json => println!(
-            "{}",
-            serde_json::json!({"revision": r.revision, "outcome": view::outcome(r.outcome), "conflict": r.conflict.as_ref().map(view::conflict_json)})
-        ),
-        Delivered::Sent(r) => println!("removed from {category} at revision {}", r.revision),
+        Delivered::Sent(sent) if json => {
+            let r = &sent.result;
+            println!(
+                "{}",
+                serde_json::json!({"revision": r.revision, "outcome": view::outcome(r.outcome), "conflict": r.conflict.as_ref().map(view::conflict_json)})
+            );
+        }
+        Delivered::Sent(sent) => println!("removed from {category} at revision {}", sent.result.revision),
         Delivered::Queued => {
             println!("the hub is unreachable: queued (sent by the next call or `baton sync`)");
         }
@@ -222,7 +324,7 @@ pub async fn list(
     ctx: &Ctx,
     dir: &Path,
     category: Option<String>,
-    all: bool,
+    (all, wide): (bool, bool),
     json: bool,
 ) -> anyhow::Result<()> {
     let project = project::identify(dir);
@@ -264,12 +366,16 @@ pub async fn list(
             view::short(&e.id).to_owned(),
             e.category.clone() + if e.evicted { " (evicted)" } else { "" },
             scope,
-            crate::clip(&content, 70),
+            if wide { content } else { crate::clip(&content, 70) },
             by,
             e.record_revision.to_string(),
         ]);
     }
-    println!("{}", crate::safe::text(&format!("{}  (revision {})\n{t}", project.key, reply.as_of_revision)));
+    let table = view::rows_or(&t, "no memory entries");
+    println!(
+        "{}",
+        crate::safe::text(&format!("{}  (revision {})\n{table}", project.key, reply.as_of_revision))
+    );
     Ok(())
 }
 
@@ -282,9 +388,16 @@ pub async fn rm(
     json: bool,
 ) -> anyhow::Result<()> {
     let project = project::identify(dir);
-    let mut hub = remote::connect(&ctx.settings, Timeouts::CLI).await?;
+    let mut hub = remote::connect(&ctx.settings, Timeouts::CLI).await;
     let target = match (id, category) {
-        (Some(id), _) => delete_memory_request::Target::EntryId(entry_id(&mut hub, &project.key, &id).await?),
+        (Some(id), _) => delete_memory_request::Target::EntryId(match hub.as_mut() {
+            Ok(h) => entry_id(h, &project.key, &id).await?,
+            Err(down) => uuid::Uuid::parse_str(&id).map(|u| u.hyphenated().to_string()).map_err(|_| {
+                anyhow::anyhow!(
+                    "{down}; with the hub down, give the entry's full id (a part needs the hub to find it)"
+                )
+            })?,
+        }),
         (None, Some(category)) => delete_memory_request::Target::Record(RecordRef {
             category,
             key: key.unwrap_or_default(),
@@ -292,27 +405,22 @@ pub async fn rm(
         }),
         (None, None) => anyhow::bail!("give an entry id, or --category (and --key for a note)"),
     };
-    let reply = hub
-        .memory
-        .delete_memory(DeleteMemoryRequest {
-            project: project.key.clone(),
-            target: Some(target),
-            write: write::options(baton_proto::v1::AgentKind::Custom as i32, ""),
-        })
-        .await
-        .map_err(remote::fail)?
-        .into_inner();
-    if json {
-        println!(
-            "{}",
-            serde_json::json!({"deleted": reply.deleted_ids, "revision": reply.result.map(|r| r.revision)})
-        );
-    } else {
-        println!(
-            "deleted {} entr{}",
-            reply.deleted_ids.len(),
-            if reply.deleted_ids.len() == 1 { "y" } else { "ies" }
-        );
+    let request = DeleteMemoryRequest {
+        project: project.key.clone(),
+        target: Some(target),
+        write: write::options(baton_proto::v1::AgentKind::Custom as i32, ""),
+    };
+    match write::submit(&ctx.queue, hub.as_mut().ok(), Write::DeleteMemory(request), None).await? {
+        Delivered::Sent(r) if json => {
+            println!("{}", serde_json::json!({"revision": r.result.revision, "queued": false}));
+        }
+        Delivered::Sent(r) => println!("deleted at revision {}", r.result.revision),
+        Delivered::Queued if json => println!("{}", serde_json::json!({"revision": null, "queued": true})),
+        Delivered::Queued => {
+            println!(
+                "the hub is unreachable: the deletion is queued (sent by the next call or `baton sync`)"
+            );
+        }
     }
     Ok(())
 }

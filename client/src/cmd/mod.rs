@@ -11,3 +11,4 @@ pub mod sessions;
 pub mod status;
 pub mod sync;
 pub mod warmup;
+pub mod words;

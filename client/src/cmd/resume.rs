@@ -84,10 +84,13 @@ pub async fn run(
     let project = project::identify(dir);
     let mut hub = remote::connect(&ctx.settings, Timeouts::CLI).await?;
     let mut target = match (session, checkpoint) {
-        (Some(s), _) => Some(resume_session_request::Target::SessionId(
+        (session, Some(c)) => Some(resume_session_request::Target::CheckpointId(
+            crate::cmd::checkpoints::resolve_checkpoint(&mut hub, &project.key, session.as_deref(), &c)
+                .await?,
+        )),
+        (Some(s), None) => Some(resume_session_request::Target::SessionId(
             crate::cmd::sessions::resolve(&mut hub, &project.key, &s).await?,
         )),
-        (None, Some(c)) => Some(resume_session_request::Target::CheckpointId(c)),
         (None, None) => None,
     };
     // A successor this machine made earlier that no conversation has taken up yet: the
@@ -116,7 +119,7 @@ pub async fn run(
             target,
             agent: agent.kind() as i32,
             host: write::hostname(),
-            user: std::env::var("USER").unwrap_or_default(),
+            user: write::user(),
             cwd: dir.display().to_string(),
             branch: git::branch(dir).unwrap_or_default(),
             brief_budget_chars: i32::try_from(ctx.settings.brief_budget).unwrap_or(9000),

@@ -64,7 +64,11 @@ pub async fn run(ctx: &Ctx, dir: &Path, f: Flags, json: bool) -> anyhow::Result<
         }
         println!(
             "{}",
-            crate::safe::text(&format!("{}  ({} hits, best first)\n{t}", project.key, hits.len()))
+            crate::safe::text(&format!(
+                "{}  ({}, best first)\n{t}",
+                project.key,
+                crate::count(hits.len(), "hit", "hits")
+            ))
         );
     }
     if partial {

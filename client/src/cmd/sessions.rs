@@ -74,10 +74,11 @@ pub async fn list(ctx: &Ctx, dir: &Path, f: Filters, json: bool) -> anyhow::Resu
     println!(
         "{}",
         crate::safe::text(&format!(
-            "{}  ({} sessions, revision {})\n{t}",
+            "{}  ({}, revision {})\n{}",
             project.key,
-            sessions.len(),
-            as_of_revision
+            crate::count(sessions.len(), "session", "sessions"),
+            as_of_revision,
+            view::rows_or(&t, "none")
         ))
     );
     Ok(())
@@ -113,24 +114,34 @@ pub async fn show(ctx: &Ctx, dir: &Path, id: &str, json: bool) -> anyhow::Result
         println!("{}", view::session_json(&s));
         return Ok(());
     }
+    let joined = |parts: &[&str], sep: &str| {
+        parts.iter().filter(|p| !p.is_empty()).copied().collect::<Vec<_>>().join(sep)
+    };
+    let git = match (s.git_base.as_str(), s.git_head.as_str()) {
+        ("", "") => String::new(),
+        (base, head) if base == head || head.is_empty() => base.to_owned(),
+        (base, head) => format!("{} → {head}", if base.is_empty() { "?" } else { base }),
+    };
     let rows = [
         ("id", s.id.clone()),
         ("project", s.project.clone()),
         ("status", view::status(s.status)),
-        ("agent", format!("{} {}", view::agent(s.agent), s.agent_session_id)),
-        ("where", format!("{}@{} {}", s.user, s.host, s.cwd)),
+        ("agent", joined(&[view::agent(s.agent), &s.agent_session_id], " ")),
+        ("where", joined(&[&joined(&[&s.user, &s.host], "@"), &s.cwd], " ")),
         ("branch", s.branch.clone()),
         ("goal", s.goal.clone()),
         ("summary", s.summary.clone()),
         ("last seen", view::age(s.last_seen_at.as_ref())),
         ("tools", s.tool_count.to_string()),
-        ("git", format!("{} → {}", s.git_base, s.git_head)),
+        ("git", git),
         ("head checkpoint", s.head_checkpoint_id.clone()),
-        ("resumed from / by", format!("{} / {}", s.resumed_from, s.resumed_by)),
+        ("resumed from", s.resumed_from.clone()),
+        ("resumed by", s.resumed_by.clone()),
         ("revision", s.revision.to_string()),
     ];
-    for (k, v) in rows {
-        println!("{k:>18}  {}", crate::safe::line(&v));
+    // Empty fields say nothing: they are left out.
+    for (k, v) in rows.into_iter().filter(|(_, v)| !v.trim().is_empty()) {
+        println!("{k:>15}  {}", crate::safe::line(&v));
     }
     Ok(())
 }

@@ -10,7 +10,8 @@ use crate::{Ctx, project, queue};
 
 pub async fn run(ctx: &Ctx, dir: &Path, json: bool) -> anyhow::Result<()> {
     let project = project::identify(dir);
-    let hub = match remote::connect(&ctx.settings, Timeouts::PROBE).await {
+    // The hub's state, and why when it is not serving (said once: on stderr as the error).
+    let (hub, why) = match remote::connect(&ctx.settings, Timeouts::PROBE).await {
         Ok(hub) => {
             let serving = HealthClient::new(hub.channel.clone())
                 .check(HealthCheckRequest { service: "baton.v1.SessionService".into() })
@@ -20,12 +21,12 @@ pub async fn run(ctx: &Ctx, dir: &Path, json: bool) -> anyhow::Result<()> {
                         == tonic_health::pb::health_check_response::ServingStatus::Serving as i32
                 });
             match serving {
-                Ok(true) => "serving".to_owned(),
-                Ok(false) => "not serving".to_owned(),
-                Err(s) => format!("unhealthy: {}", remote::explain(&s)),
+                Ok(true) => ("serving", None),
+                Ok(false) => ("not serving", None),
+                Err(s) => ("unhealthy", Some(remote::explain(&s))),
             }
         }
-        Err(e) => format!("unreachable: {e}"),
+        Err(e) => ("unreachable", Some(e.to_string())),
     };
     let locked = ctx.queue.lock(Some(std::time::Duration::from_secs(2)))?;
     let (pending, dead) = match &locked {
@@ -39,7 +40,7 @@ pub async fn run(ctx: &Ctx, dir: &Path, json: bool) -> anyhow::Result<()> {
         println!(
             "{}",
             serde_json::json!({
-                "server": ctx.settings.server, "hub": hub, "project": project.key,
+                "server": ctx.settings.server, "hub": why.as_ref().map_or_else(|| hub.to_owned(), |w| format!("{hub}: {w}")), "project": project.key,
                 "queue": {"pending": pending.len(), "oldest_age": oldest, "dead": dead_json,
                           "caps": {"entries": queue::MAX_ENTRIES, "bytes": queue::MAX_BYTES, "age_days": queue::MAX_AGE.as_secs() / 86_400}},
             })
@@ -71,7 +72,7 @@ pub async fn run(ctx: &Ctx, dir: &Path, json: bool) -> anyhow::Result<()> {
         }
     }
     if hub != "serving" && !json {
-        anyhow::bail!("the hub is {hub}");
+        anyhow::bail!("{}", why.unwrap_or_else(|| format!("the hub is {hub}")));
     }
     Ok(())
 }

@@ -34,7 +34,10 @@ pub async fn run(ctx: &Ctx) -> anyhow::Result<()> {
         if flushed.left > 0 || flushed.in_flight.is_empty() {
             break;
         }
-        eprintln!("waiting for {} write(s) another baton process is sending", flushed.in_flight.len());
+        eprintln!(
+            "waiting for {} another baton process is sending",
+            crate::count(flushed.in_flight.len(), "write", "writes")
+        );
         let mut released = Vec::new();
         for path in &flushed.in_flight {
             let path = path.clone();
@@ -58,7 +61,10 @@ pub async fn run(ctx: &Ctx) -> anyhow::Result<()> {
         println!("conflict: {c}");
     }
     if total.left > 0 {
-        anyhow::bail!("{} write(s) could not be sent yet; the hub may be down", total.left);
+        anyhow::bail!(
+            "{} could not be sent yet; the hub may be down",
+            crate::count(total.left, "write", "writes")
+        );
     }
     if busy > 0 {
         anyhow::bail!(

@@ -49,13 +49,20 @@ pub async fn run(ctx: &Ctx, agent: Agent, event: &str, stdin: &str, payload_file
         log(ctx, &format!("{}: unknown hook event {event:?} (ignored)", agent.name()));
         return agent.quiet_output().to_owned();
     };
-    let payload = match payload_file {
+    let parsed = match payload_file {
         Some(file) => {
             let text = std::fs::read_to_string(file).unwrap_or_default();
             let _ = std::fs::remove_file(file);
             Payload::parse(&text)
         }
         None => Payload::parse(stdin),
+    };
+    let payload = match parsed {
+        Ok(payload) => payload,
+        Err(why) => {
+            log(ctx, &format!("{} {event:?}: nothing done: {why}", agent.name()));
+            return agent.quiet_output().to_owned();
+        }
     };
     if agent == Agent::Claude && runs_under_cursor_with_its_own_hooks(&payload.cwd()) {
         // Cursor also loads Claude Code's hooks: Baton's Cursor hooks do the work.
@@ -75,20 +82,29 @@ pub async fn run(ctx: &Ctx, agent: Agent, event: &str, stdin: &str, payload_file
         Ok(Ok(out)) => out,
         Ok(Err(e)) => {
             log(ctx, &format!("{} {event:?}: {e:#}", agent.name()));
-            fallback(ctx, agent, event, &payload)
+            let refused = e.downcast_ref::<write::Refused>().map(|r| r.0.as_str());
+            fallback(ctx, agent, event, &payload, refused)
         }
         Err(_) => {
             log(ctx, &format!("{} {event:?}: gave up after {budget:?}", agent.name()));
-            fallback(ctx, agent, event, &payload)
+            fallback(ctx, agent, event, &payload, None)
         }
     }
 }
 
-/// What to print when the work failed: for SessionStart, still a brief from the cache.
-fn fallback(ctx: &Ctx, agent: Agent, event: Event, payload: &Payload) -> String {
+/// What to print when the work failed: for SessionStart, still a brief from the cache,
+/// headed by what happened (the hub refused the session, or could not be reached).
+fn fallback(ctx: &Ctx, agent: Agent, event: Event, payload: &Payload, refused: Option<&str>) -> String {
     if event == Event::SessionStart {
         let project = project::identify(&payload.cwd());
-        return deliver(ctx, agent, &offline_brief(ctx, &project, brief_budget(ctx, agent)));
+        let budget = brief_budget(ctx, agent);
+        let brief = match refused {
+            Some(why) => {
+                cached_brief(ctx, &project, budget, &format!("The Baton hub refused this session: {why}"))
+            }
+            None => offline_brief(ctx, &project, budget),
+        };
+        return deliver(ctx, agent, &brief);
     }
     agent.quiet_output().to_owned()
 }
@@ -279,7 +295,7 @@ async fn session_for(
         agent: agent.kind() as i32,
         agent_session_id: p.agent_session_id().unwrap_or_default().to_owned(),
         host: write::hostname(),
-        user: std::env::var("USER").unwrap_or_default(),
+        user: write::user(),
         cwd: cwd.display().to_string(),
         branch: info.branch.unwrap_or_default(),
         git_base: info.head.unwrap_or_default(),
@@ -314,7 +330,7 @@ async fn resume_ended(
         agent: agent.kind() as i32,
         agent_session_id: agent_sid.clone(),
         host: write::hostname(),
-        user: std::env::var("USER").unwrap_or_default(),
+        user: write::user(),
         cwd: cwd.display().to_string(),
         branch: git::branch(cwd).unwrap_or_default(),
         // The brief comes from GetBrief, as for any SessionStart.
@@ -414,9 +430,15 @@ async fn session_start(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<S
             let _ = cache::store(&ctx.settings.data_dir, &project.key, &text);
             Ok(deliver(ctx, agent, &text))
         }
-        Err(status) => {
+        Err(status) if remote::is_transient(&status) => {
             log(ctx, &format!("GetBrief failed: {}", remote::explain(&status)));
             Ok(deliver(ctx, agent, &offline_brief(ctx, &project, budget)))
+        }
+        Err(status) => {
+            let why = remote::explain(&status);
+            log(ctx, &format!("GetBrief refused: {why}"));
+            let note = format!("The Baton hub refused the brief: {why}");
+            Ok(deliver(ctx, agent, &cached_brief(ctx, &project, budget, &note)))
         }
     }
 }
@@ -508,11 +530,20 @@ pub async fn brief_text(
 /// The last brief cached for the project, marked with its age, and what waits in the queue.
 pub fn offline_brief(ctx: &Ctx, project: &Project, budget: usize) -> String {
     let (queued, dead) = ctx.queue.counts();
-    let mut note =
-        format!("Baton hub unreachable ({}); {queued} write(s) queued locally", ctx.settings.server);
+    let mut note = format!(
+        "Baton hub unreachable ({}); {}",
+        ctx.settings.server,
+        crate::count(queued, "write", "writes") + " queued locally"
+    );
     if dead > 0 {
         let _ = write!(note, ", {dead} refused (see `baton status`)");
     }
+    cached_brief(ctx, project, budget, &note)
+}
+
+/// The last brief cached for the project, marked with its age, headed by `note`.
+fn cached_brief(ctx: &Ctx, project: &Project, budget: usize, note: &str) -> String {
+    let note = crate::safe::line(note);
     match cache::load(&ctx.settings.data_dir, &project.key) {
         Some(cached) => {
             let age = crate::ago(write::now_us() - cached.cached_at_us);

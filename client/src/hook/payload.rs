@@ -39,8 +39,18 @@ pub struct Payload {
 }
 
 impl Payload {
-    pub fn parse(stdin: &str) -> Self {
-        serde_json::from_str(stdin).unwrap_or_default()
+    /// The payload, or why the input is not one: not a JSON object, or without the
+    /// conversation id every agent sends (a hook must start nothing from such input).
+    pub fn parse(stdin: &str) -> Result<Self, String> {
+        if stdin.trim().is_empty() {
+            return Err("no payload on stdin".into());
+        }
+        let payload: Self = serde_json::from_str(stdin)
+            .map_err(|e| format!("the payload is not a hook's JSON object ({e})"))?;
+        if payload.agent_session_id().is_none() {
+            return Err("the payload has no session_id (or conversation_id)".into());
+        }
+        Ok(payload)
     }
 
     pub fn agent_session_id(&self) -> Option<&str> {

@@ -93,6 +93,9 @@ pub struct Change {
     pub notes: Vec<String>,
 }
 
+/// The command a project's MCP configuration names.
+const COMMAND: &str = "baton";
+
 /// Registers (or removes) `baton mcp` for `agent`; `exe` is this binary.
 pub fn register(
     agent: Agent,
@@ -102,6 +105,9 @@ pub fn register(
     uninstall: bool,
 ) -> anyhow::Result<Change> {
     let files = files(agent, scope, root)?;
+    // A project's files are committed and shared: they name `baton` by command (found on
+    // each teammate's PATH), not by this machine's path.
+    let exe = if scope == Scope::Project { COMMAND } else { exe };
     let mut change = Change::default();
     if agent == Agent::Codex {
         if codex(&files.server, exe, uninstall)? {
@@ -148,8 +154,7 @@ fn edit_json(
     if doc == before {
         return Ok(false);
     }
-    if doc.as_object().is_some_and(Map::is_empty) && !install::backup_of(file).exists() {
-        std::fs::remove_file(file).with_context(|| format!("removing {}", file.display()))?;
+    if doc.as_object().is_some_and(Map::is_empty) && install::remove_if_baton_made(file)? {
         return Ok(true);
     }
     install::save(file, &text, &format!("{}\n", serde_json::to_string_pretty(&doc)?))?;
@@ -515,7 +520,8 @@ mod tests {
         let mcp = read(&root.join(".mcp.json"));
         assert_eq!(
             mcp["mcpServers"]["baton"],
-            json!({"command": "/opt/baton", "args": ["mcp", "--agent", "claude"], "type": "stdio"})
+            json!({"command": "baton", "args": ["mcp", "--agent", "claude"], "type": "stdio"}),
+            "a project's file (committed, shared) names baton by command, not this machine's path"
         );
         let settings = read(&local);
         assert_eq!(

@@ -147,13 +147,39 @@ pub async fn remember(call: &Call<'_>, p: params::Remember) -> Answer {
         ),
         Put::Sent(r) => {
             let article = if what.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
-            format!("Remembered as {article} {what} (revision {}).{}", r.revision, conflict_words(&r))
+            let evicted = evicted_words(&r.evicted);
+            let evicted = if evicted.is_empty() { evicted } else { format!(" {evicted}") };
+            format!(
+                "Remembered as {article} {what} (revision {}).{}{evicted}",
+                r.result.revision,
+                conflict_words(&r.result)
+            )
         }
     };
     if redacted > 0 {
-        let _ = write!(out, " {redacted} secret(s) were redacted before storing.");
+        let _ =
+            write!(out, " {} redacted before storing.", crate::count(redacted, "secret was", "secrets were"));
     }
     Ok(out)
+}
+
+/// The entries an append pushed out past its category's cap, in words (empty when none).
+pub fn evicted_words(evicted: &[MemoryEntry]) -> String {
+    let items: Vec<String> = evicted
+        .iter()
+        .map(|e| {
+            let text = e.content.as_str();
+            format!("{:?} ({})", crate::clip(&crate::safe::line(text), 80), view::short(&e.id))
+        })
+        .collect();
+    if items.is_empty() {
+        return String::new();
+    }
+    format!(
+        "The category is at its cap: {} evicted to history ({}); `recall` with evicted shows it.",
+        if items.len() == 1 { "the oldest entry was" } else { "the oldest entries were" },
+        items.join(", ")
+    )
 }
 
 /// A write's conflict, in words a model can act on.
@@ -197,7 +223,7 @@ pub async fn forget(call: &Call<'_>, p: params::Forget) -> Answer {
     };
     match write::submit(&call.ctx.queue, hub.as_mut(), Write::DeleteMemory(request), None).await {
         Ok(Delivered::Sent(r)) => {
-            Ok(format!("Forgot entry {full} (revision {}).{}", r.revision, conflict_words(&r)))
+            Ok(format!("Forgot entry {full} (revision {}).{}", r.result.revision, conflict_words(&r.result)))
         }
         Ok(Delivered::Queued) => Ok(format!(
             "The Baton hub is unreachable: forgetting {full} is queued and will be sent when it is back."
@@ -236,7 +262,11 @@ pub async fn recall(call: &Call<'_>, p: params::Recall) -> Answer {
         let what = if category.is_empty() { "memory" } else { category };
         return Ok(format!("Project {} has no {what} yet.", call.project.key));
     }
-    let mut out = format!("Memory of project {} ({} entries):\n", call.project.key, entries.len());
+    let mut out = format!(
+        "Memory of project {} ({}):\n",
+        call.project.key,
+        crate::count(entries.len(), "entry", "entries")
+    );
     for e in &entries {
         let mut line = format!("- [{}", e.category);
         if !e.key.is_empty() {
@@ -468,13 +498,17 @@ pub async fn checkpoint(call: &Call<'_>, p: params::Checkpoint) -> Answer {
     )
     .await;
     let redacted = redactor.count + n;
-    let note = if redacted > 0 { format!(" {redacted} secret(s) were redacted.") } else { String::new() };
+    let note = if redacted > 0 {
+        format!(" {} redacted.", crate::count(redacted, "secret was", "secrets were"))
+    } else {
+        String::new()
+    };
     match sent {
         Ok(Delivered::Sent(r)) => Ok(format!(
             "Saved a checkpoint of session {} (revision {}).{}{note}",
             view::short(&session_id),
-            r.revision,
-            conflict_words(&r)
+            r.result.revision,
+            conflict_words(&r.result)
         )),
         Ok(Delivered::Queued) => Ok(format!(
             "The Baton hub is unreachable: the checkpoint is queued on this machine and will be sent when it is back.{note}"

@@ -8,7 +8,7 @@ use baton_proto::v1::{
 };
 use baton_tests::{Backend, Clients, Server, both};
 
-use crate::{based, brief_text, project, put_branch_note, put_note, start, start_session, write};
+use crate::{based, brief_text, go_idle, project, put_branch_note, put_note, start, start_session, write};
 
 async fn put(c: &mut Clients, p: &str, category: &str, texts: &[&str]) {
     let op = if matches!(category, "decision" | "session_summary") {
@@ -480,3 +480,61 @@ async fn where_your_last_session_stopped(backend: Backend) {
     );
 }
 both!(where_your_last_session_stopped);
+
+/// "Where your last session stopped" is the user's latest session that did work and is
+/// neither the caller nor still running; a successor `baton resume` made that no
+/// conversation took up stands for the session it resumed (its "last asked" line is kept).
+async fn the_previous_session_did_work_and_is_not_running(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    let asked = async |c: &mut Clients, id: &str, prompt: &str| {
+        let state = CheckpointState { last_prompt: prompt.into(), ..Default::default() };
+        let request = CreateCheckpointRequest {
+            session_id: id.into(),
+            kind: CheckpointKind::Auto as i32,
+            state: Some(state),
+            write: write(),
+            ..Default::default()
+        };
+        c.checkpoints.create_checkpoint(request).await.unwrap();
+    };
+    let previous = async |c: &mut Clients, id: &str| {
+        let request = GetBriefRequest { project: p.clone(), session_id: id.into(), ..Default::default() };
+        let brief = c.brief.get_brief(request).await.unwrap().into_inner().brief.unwrap();
+        section_lines(&brief, BriefSectionKind::PreviousSession).join("\n")
+    };
+    let done = start_session(&mut c, &p).await;
+    asked(&mut c, &done.id, "fix the login bug").await;
+    let end = EndSessionRequest {
+        session_id: done.id.clone(),
+        status: SessionStatus::Completed as i32,
+        write: write(),
+        ..Default::default()
+    };
+    c.sessions.end_session(end).await.unwrap();
+    // Another conversation of the same user, still running, and one that did nothing.
+    let running = start_session(&mut c, &p).await;
+    asked(&mut c, &running.id, "still going").await;
+    let idle = start_session(&mut c, &p).await;
+    go_idle(&mut c, &idle.id).await;
+    let me = start_session(&mut c, &p).await;
+    let lines = previous(&mut c, &me.id).await;
+    assert!(lines.contains("last asked: fix the login bug"), "{lines}");
+
+    // `baton resume` of it, taken up by no conversation: the next session's previous one
+    // is still the session that did the work.
+    let resumed = ResumeSessionRequest {
+        project: p.clone(),
+        target: Some(resume_session_request::Target::SessionId(done.id.clone())),
+        host: "laptop".into(),
+        user: "dev".into(),
+        write: write(),
+        ..Default::default()
+    };
+    c.sessions.resume_session(resumed).await.unwrap();
+    let next = start_session(&mut c, &p).await;
+    let lines = previous(&mut c, &next.id).await;
+    assert!(lines.contains("last asked: fix the login bug"), "{lines}");
+}
+both!(the_previous_session_did_work_and_is_not_running);

@@ -52,3 +52,34 @@ async fn notes(c: &mut Clients, project: &str, prefix: &str, n: usize) {
         put_note(c, project, &format!("{prefix}-{i}"), &words, write()).await.unwrap();
     }
 }
+
+/// The database's files are private: a new data directory is 0700 and the database and its
+/// log 0600; an existing database that others could read is tightened on start, and the
+/// log says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_files_are_private_to_the_user() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("data").join("baton");
+    let db = dir.join("baton.db");
+    let url = format!("sqlite://{}", db.display());
+    let mut server = Server::start_on(Backend::Sqlite, &url, &[]).unwrap();
+    let mut c = server.clients().await;
+    put_note(&mut c, &project(), "k", "v", write()).await.unwrap();
+    let wal = dir.join("baton.db-wal");
+    assert_eq!((mode(&dir), mode(&db), mode(&wal)), (0o700, 0o600, 0o600));
+    assert!(!server.log().contains("tightened"), "{}", server.log());
+
+    // An older server left them readable by everyone: tightened on the next start.
+    server.signal_and_wait("TERM").unwrap();
+    for file in [&db, &wal] {
+        if file.exists() {
+            std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+    }
+    server.restart().unwrap();
+    let _ = server.clients().await;
+    assert_eq!(mode(&db), 0o600);
+    assert!(server.log().contains("tightened to the owner only"), "{}", server.log());
+}

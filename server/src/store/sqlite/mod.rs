@@ -18,6 +18,7 @@ use crate::store::writer::{Dialect, Writer};
 
 mod admin;
 mod export;
+mod files;
 mod liveness;
 mod maintenance;
 mod reads;
@@ -72,7 +73,14 @@ const CHECKPOINT_AFTER_PAGES: &str = "10000";
 impl SqliteStore {
     /// Opens (creating if missing) and migrates the database at `url` (`sqlite://path`).
     pub async fn connect(url: &str, wakers: Wakers) -> anyhow::Result<Self> {
-        let options = SqliteConnectOptions::from_str(url)?
+        let options = SqliteConnectOptions::from_str(url)?;
+        let file = options.get_filename();
+        if !url.contains(":memory:") && !url.contains("mode=memory") {
+            files::make_private(file).map_err(|e| {
+                anyhow::anyhow!("cannot make the database file {} private: {e}", file.display())
+            })?;
+        }
+        let options = options
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Full)
