@@ -279,6 +279,10 @@ pub fn install(agent: Agent, file: &Path, exe: &str, uninstall: bool) -> anyhow:
         None
     };
     let (added, removed) = apply(&mut doc, agent, exe, uninstall, gemini_key)?;
+    if agent == Agent::Gemini && uninstall && baton_made(file)? {
+        // In a file Baton made, the hooks switch is Baton's too.
+        forget_gemini_switch(&mut doc);
+    }
     // A file Baton created and has now emptied again goes away entirely.
     if uninstall && doc.as_object().is_some_and(Map::is_empty) && remove_if_baton_made(file)? {
         return Ok(Change { file: file.to_path_buf(), added, removed, notes });
@@ -339,16 +343,35 @@ pub fn save(file: &Path, old: &str, new: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Removes `file` (emptied of Baton's entries) and its backup when Baton made it: its
-/// backup is empty, or there is none. Returns whether it did.
-pub fn remove_if_baton_made(file: &Path) -> anyhow::Result<bool> {
+/// Whether Baton made `file`: its backup is empty (there was no file), or there is none.
+fn baton_made(file: &Path) -> anyhow::Result<bool> {
     let backup = backup_of(file);
-    let made = match std::fs::metadata(&backup) {
-        Ok(m) => m.len() == 0,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
-        Err(e) => return Err(e).with_context(|| format!("reading {}", backup.display())),
-    };
+    match std::fs::metadata(&backup) {
+        Ok(m) => Ok(m.len() == 0),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
+        Err(e) => Err(e).with_context(|| format!("reading {}", backup.display())),
+    }
+}
+
+/// Takes out the settings that turn Gemini's hooks on, and the objects they leave empty.
+fn forget_gemini_switch(doc: &mut Value) {
+    for (outer, inner) in [("hooksConfig", "enabled"), ("tools", "enableHooks")] {
+        let Some(map) = doc.get_mut(outer).and_then(Value::as_object_mut) else { continue };
+        map.remove(inner);
+        if map.is_empty()
+            && let Some(root) = doc.as_object_mut()
+        {
+            root.remove(outer);
+        }
+    }
+}
+
+/// Removes `file` (emptied of Baton's entries) and its backup when Baton made it. Returns
+/// whether it did.
+pub fn remove_if_baton_made(file: &Path) -> anyhow::Result<bool> {
+    let made = baton_made(file)?;
     if made {
+        let backup = backup_of(file);
         std::fs::remove_file(file).with_context(|| format!("removing {}", file.display()))?;
         let _ = std::fs::remove_file(&backup);
     }

@@ -98,10 +98,17 @@ pub async fn connect(settings: &Settings, timeouts: Timeouts) -> Result<Hub, Con
             reason: format!("TLS setup failed: {e}"),
         })?;
     }
-    let channel = endpoint
-        .connect()
-        .await
-        .map_err(|e| ConnectError::Unreachable { server: settings.server.clone(), reason: root_cause(&e) })?;
+    let channel = endpoint.connect().await.map_err(|e| {
+        let mut reason = root_cause(&e);
+        if reason.contains("InvalidContentType") {
+            // A TLS client's hello answered by a plain server (or not Baton at all).
+            reason = format!(
+                "it does not answer TLS ({reason}); a hub started without --tls-cert is reached over {}",
+                settings.server.replacen("https://", "http://", 1)
+            );
+        }
+        ConnectError::Unreachable { server: settings.server.clone(), reason }
+    })?;
     let token = match &settings.token {
         Some(t) => Some(format!("Bearer {t}").parse().map_err(|_| ConnectError::BadToken)?),
         None => None,
@@ -176,8 +183,45 @@ pub fn fail(status: Status) -> anyhow::Error {
     anyhow::anyhow!(explain(&status))
 }
 
+/// Whether a failed call was answered by something that is not a gRPC server (a web server,
+/// another service on the port): the HTTP/2 exchange itself failed.
+fn not_grpc(status: &Status) -> bool {
+    let mut text = status.message().to_ascii_lowercase();
+    let mut source = std::error::Error::source(status);
+    while let Some(e) = source {
+        // The Debug form names HTTP/2's error codes (`GoAway(…, FRAME_SIZE_ERROR, …)`).
+        text.push_str(&format!("{e} {e:?}").to_ascii_lowercase());
+        source = e.source();
+    }
+    [
+        "h2 protocol error",
+        "grpc-status header missing",
+        "http2 error",
+        "invalid content-type",
+        "frame with invalid size",
+        "frame_size_error",
+        "protocol_error",
+    ]
+    .iter()
+    .any(|p| text.contains(p))
+}
+
 /// A human sentence for a refused call.
 pub fn explain(status: &Status) -> String {
+    if not_grpc(status) {
+        return format!(
+            "the server does not answer as a Baton hub ({}): check --server, BATON_SERVER or the config file (http:// for a plain hub, https:// for one with --tls-cert)",
+            status.message()
+        );
+    }
+    if status.message() == "transport error"
+        && let Some(source) = std::error::Error::source(status)
+    {
+        return format!(
+            "the connection to the hub failed ({}): is a Baton hub running at that address (--server, BATON_SERVER)?",
+            root_cause(source)
+        );
+    }
     match status.code() {
         Code::Unauthenticated => {
             format!("the hub refused the token: {} (check BATON_TOKEN or the config file)", status.message())
@@ -186,17 +230,22 @@ pub fn explain(status: &Status) -> String {
         // A REJECT write: the current state travels as `baton.v1.RejectedWrite` in the
         // standard details (google.rpc.Status).
         Code::Aborted => match baton_proto::details::rejected_write(status).and_then(|r| r.conflict) {
-            Some(c) => format!(
-                "{}: {} is now at revision {}, written by {}",
-                status.message(),
-                crate::safe::line(&c.record),
-                c.current_revision,
-                c.current_author.as_ref().map_or_else(String::new, |a| crate::safe::line(&format!(
-                    "{}@{}",
-                    a.token, a.host
-                ))
-                .into_owned())
-            ),
+            Some(c) => {
+                let by = c
+                    .current_author
+                    .as_ref()
+                    .filter(|a| !a.token.is_empty() || !a.host.is_empty())
+                    .map(|a| {
+                        format!(", written by {}", crate::safe::line(&format!("{}@{}", a.token, a.host)))
+                    })
+                    .unwrap_or_default();
+                format!(
+                    "{}: {} is now at revision {}{by}",
+                    status.message(),
+                    crate::safe::line(&c.record),
+                    c.current_revision
+                )
+            }
             None => format!("{:?}: {}", status.code(), status.message()),
         },
         _ => format!("{:?}: {}", status.code(), status.message()),

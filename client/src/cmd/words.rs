@@ -2,7 +2,8 @@
 //! them in the CLI's terms: its flags and commands, not RPCs they cannot call.
 
 /// The hub's phrase and what a CLI user types instead.
-const CLI_TERMS: [(&str, &str); 5] = [
+const CLI_TERMS: [(&str, &str); 6] = [
+    ("(end it with EndSession, or wait", "(its agent's conversation ends it, or wait"),
     ("retry with the new base_revision", "run it again with --if-revision set to the new revision"),
     ("; start one with StartSession", "; `baton sessions` lists the project's sessions"),
     ("(REMOVE_ITEM, `baton memory rm`)", "(`baton memory remove CATEGORY TEXT`)"),

@@ -29,8 +29,9 @@ pub enum SetItemError {
     #[error("items: {0} needs at least one item")]
     Empty(&'static str),
     #[error(
-        "{record} holds at most {cap} item(s) and has {has}; adding {adding} would make {would}: \
-         remove one first (REMOVE_ITEM, `baton memory rm`) or raise the cap (SetMemoryCaps)"
+        "{record} holds at most {} and has {has}; adding {adding} would make {would}: \
+         remove one first (REMOVE_ITEM, `baton memory rm`) or raise the cap (SetMemoryCaps)",
+        if *cap == 1 { "1 item".to_owned() } else { format!("{cap} items") }
     )]
     OverCap { record: String, cap: i32, has: usize, adding: usize, would: usize },
 }

@@ -540,8 +540,8 @@ async fn warmup_sections_and_git_changes(backend: Backend) {
     assert!(brief.contains("- A new.rs") && brief.contains("- M README"), "{brief}");
     assert!(brief.contains("use sqlx (why: both backends)"), "{brief}");
     // A budget is kept, whole lines only.
-    let small = env.run(dir, &["warmup", "--budget", "120"], "");
-    assert!(small.stdout.chars().count() <= 120, "{}", small.stdout);
+    let small = env.run(dir, &["warmup", "--budget", "500"], "");
+    assert!(small.stdout.chars().count() <= 500, "{}", small.stdout);
     assert!(small.stdout.contains("## Goal"), "{}", small.stdout);
     // The last session's commit missing from this clone degrades to a note.
     let clone = tempfile::tempdir().unwrap();
@@ -628,9 +628,24 @@ async fn init_merges_and_uninstalls(backend: Backend) {
         serde_json::from_str(&std::fs::read_to_string(home.join(".gemini/settings.json")).unwrap()).unwrap();
     assert_eq!(gemini["hooksConfig"]["enabled"], true);
     assert!(home.join(".codex/hooks.json").exists() && home.join(".cursor/hooks.json").exists());
+    // An agent with hooks that is not installed here is reported, not "ok".
+    let doctor = env.run_with_env(repo.path(), &["doctor"], "", &[("PATH", "/usr/bin:/bin")]);
+    assert!(
+        doctor.code != 0 && doctor.stdout.contains("FAIL claude is not installed here (no `claude` on PATH)"),
+        "{doctor:?}"
+    );
+    // The agents on the PATH, as the suite proved them.
+    let bin = tempfile::tempdir().unwrap();
+    for covered in baton_proto::agent::COVERED {
+        let fake = bin.path().join(covered.command);
+        std::fs::write(&fake, format!("#!/bin/sh\necho '{}'\n", covered.version)).unwrap();
+        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    let path = format!("{}:{}", bin.path().display(), std::env::var("PATH").unwrap_or_default());
+    let env_path = [("PATH", path.as_str())];
     // Codex skips hooks it has not trusted: doctor fails and says what to do, until the
     // trust is recorded.
-    let doctor = env.run(repo.path(), &["doctor"], "");
+    let doctor = env.run_with_env(repo.path(), &["doctor"], "", &env_path);
     assert!(
         doctor.code != 0
             && doctor.stdout.contains("claude hooks in")
@@ -639,7 +654,7 @@ async fn init_merges_and_uninstalls(backend: Backend) {
     );
     let trusted = env.run(repo.path(), &["init", "codex", "--trust"], "");
     assert!(trusted.stdout.contains("Codex trusts Baton's hooks"), "{trusted:?}");
-    let doctor = env.run(repo.path(), &["doctor"], "");
+    let doctor = env.run_with_env(repo.path(), &["doctor"], "", &env_path);
     assert!(doctor.code == 0 && doctor.stdout.contains("trusted in Codex"), "{doctor:?}");
     let refused = env.run(repo.path(), &["init", "claude", "--trust"], "");
     assert!(refused.code != 0 && refused.stderr.contains("baton init codex"), "{refused:?}");
@@ -648,7 +663,7 @@ async fn init_merges_and_uninstalls(backend: Backend) {
     let mut old: Value = serde_json::from_str(&std::fs::read_to_string(&gemini_file).unwrap()).unwrap();
     old["hooks"]["SessionStart"][0]["matcher"] = json!("startup|resume|clear");
     std::fs::write(&gemini_file, old.to_string()).unwrap();
-    let doctor = env.run(repo.path(), &["doctor"], "");
+    let doctor = env.run_with_env(repo.path(), &["doctor"], "", &env_path);
     assert!(doctor.code != 0 && doctor.stdout.contains("never matches"), "{doctor:?}");
     env.run(repo.path(), &["init", "gemini"], "");
     // Project scope goes to the repository.
@@ -668,6 +683,12 @@ async fn init_merges_and_uninstalls(backend: Backend) {
         serde_json::from_str(&std::fs::read_to_string(home.join(".claude/settings.json")).unwrap()).unwrap();
     assert_eq!(back, original);
     assert!(!home.join(".codex/hooks.json").exists(), "a file Baton created is removed again");
+    // Baton wrote these twice (hooks, then its MCP server): still Baton's own, removed with
+    // their backups, which held nothing of Baton's.
+    for file in [".gemini/settings.json", ".cursor/mcp.json", ".claude.json"] {
+        let backup = home.join(format!("{file}.baton-backup"));
+        assert!(!home.join(file).exists() && !backup.exists(), "{file} left behind");
+    }
 }
 both!(init_merges_and_uninstalls);
 

@@ -38,6 +38,7 @@ mod malformed;
 mod mcp;
 mod memory;
 mod metrics;
+mod newcomer;
 mod paging;
 mod protocol;
 mod purge;
