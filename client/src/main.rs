@@ -12,25 +12,26 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "baton", version, about, infer_subcommands = true)]
 struct Cli {
-    /// Hub URL (overrides BATON_SERVER and the config file).
-    #[arg(long, global = true)]
+    /// Hub URL, e.g. http://127.0.0.1:7437 or an address as baton-server prints it (overrides
+    /// BATON_SERVER and the config file).
+    #[arg(long, global = true, help_heading = "Global options")]
     server: Option<String>,
 
     /// Access token (overrides BATON_TOKEN and the config file).
-    #[arg(long, global = true, hide_env_values = true)]
+    #[arg(long, global = true, help_heading = "Global options", hide_env_values = true)]
     token: Option<String>,
 
     /// CA certificate (PEM) to trust for an https:// hub (overrides BATON_CA_CERT and the
     /// config file's ca_cert).
-    #[arg(long, global = true, value_name = "PEM")]
+    #[arg(long, global = true, help_heading = "Global options", value_name = "PEM")]
     ca_cert: Option<PathBuf>,
 
     /// Print JSON instead of text (read commands).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Global options")]
     json: bool,
 
     /// Work as if started in this directory.
-    #[arg(short = 'C', long, global = true, value_name = "DIR")]
+    #[arg(short = 'C', long, global = true, help_heading = "Global options", value_name = "DIR")]
     dir: Option<PathBuf>,
 
     #[command(subcommand)]
@@ -41,6 +42,7 @@ struct Cli {
 enum Command {
     /// What the agents' hooks call: reads the hook's JSON payload on stdin.
     Hook {
+        /// The agent whose hook this is.
         agent: Agent,
         /// The agent's event name (SessionStart, PreToolUse, PostToolUse, PreCompact,
         /// PreCompress, Stop, AfterAgent, SessionEnd, or Cursor's camelCase names).
@@ -53,6 +55,7 @@ enum Command {
     /// Also registers `baton mcp` (the agent's memory tools) in the agent's MCP
     /// configuration, with the permission to call its tools without asking.
     Init {
+        /// The agent to install the hooks into.
         agent: Agent,
         /// user: every project (~/.claude, ~/.codex, ~/.gemini, ~/.cursor); project: this one.
         #[arg(long, value_enum, default_value = "user")]
@@ -73,8 +76,8 @@ enum Command {
         trust: bool,
     },
     /// Serve the agent's memory tools over MCP on stdin/stdout (brief, remember, forget,
-    /// recall, sessions, session, checkpoint, conflicts); `baton init` registers it with
-    /// each agent.
+    /// recall, search, sessions, session, checkpoint, conflicts); `baton init` registers it
+    /// with each agent.
     Mcp {
         /// The agent that starts it (its conversation's session and brief budget).
         #[arg(long, value_enum)]
@@ -97,10 +100,11 @@ enum Command {
     },
     /// Resume the project's latest unfinished session (or a given one) on this machine.
     Resume {
-        /// The session to resume (full or short id).
+        /// The session to resume: its full id or any unique part (as `baton sessions` shows).
         #[arg(long, conflicts_with = "checkpoint")]
         session: Option<String>,
-        /// Resume from this checkpoint.
+        /// Resume from this checkpoint: its full id or any unique part (as `baton checkpoints`
+        /// shows).
         #[arg(long)]
         checkpoint: Option<String>,
         /// The agent you will continue with.
@@ -122,23 +126,32 @@ enum Command {
         /// Only this host.
         #[arg(long)]
         host: Option<String>,
+        /// At most this many sessions, newest first.
         #[arg(long, default_value_t = 50)]
         limit: u32,
     },
     /// Show one session.
-    Session { id: String },
+    Session {
+        /// The session's full id or any unique part (as `baton sessions` shows).
+        id: String,
+    },
     /// List a session's checkpoints (default: the newest session here).
     Checkpoints {
+        /// The session: its full id or any unique part (default: the newest session here).
         #[arg(long)]
         session: Option<String>,
         /// Show the tree of checkpoints (forks included).
         #[arg(long)]
         tree: bool,
     },
-    /// Save a manual checkpoint of the active session here.
+    /// Save a manual checkpoint of the active session here: of a live agent conversation
+    /// here, with its tasks, files and last prompt. Queued when the hub is down.
     Checkpoint {
+        /// Why you are saving now (secrets are redacted).
         #[arg(long, default_value = "manual checkpoint")]
         reason: String,
+        /// The session: its full id or any unique part (default: the live conversation here,
+        /// else the newest active session here). With the hub down, its full id.
         #[arg(long)]
         session: Option<String>,
     },
@@ -151,12 +164,13 @@ enum Command {
     /// "quoted phrases" match side by side; -word excludes; a OR b matches either. Quote the
     /// whole query for the shell: baton search '"retry policy" -flaky'.
     Search {
+        /// The words to find (see above).
         #[arg(required = true, value_name = "QUERY")]
         query: Vec<String>,
         /// Only these kinds: memory, checkpoint, session (repeat or separate by commas).
         #[arg(long = "kind", value_delimiter = ',')]
         kinds: Vec<String>,
-        /// Only records of this session (an id or its start).
+        /// Only records of this session: its full id or any unique part.
         #[arg(long)]
         session: Option<String>,
         /// Only records on this branch.
@@ -171,6 +185,7 @@ enum Command {
         /// Only records made before an age or a date.
         #[arg(long)]
         until: Option<String>,
+        /// At most this many hits, best first.
         #[arg(long, default_value_t = 20)]
         limit: usize,
     },
@@ -179,6 +194,7 @@ enum Command {
         /// Events after this revision.
         #[arg(long, default_value_t = 0)]
         after: i64,
+        /// At most this many events.
         #[arg(long, default_value_t = 100)]
         limit: i32,
     },
@@ -190,6 +206,7 @@ enum Command {
     },
     /// List conflicts: writes that overwrote newer values, and stale queued writes.
     Conflicts {
+        /// Conflicts after this revision.
         #[arg(long, default_value_t = 0)]
         after: i64,
     },
@@ -416,5 +433,42 @@ async fn memory(ctx: &Ctx, dir: &std::path::Path, command: MemoryCommand, json: 
             cmd::memory::set(ctx, dir, category, items, branch, json).await
         }
         MemoryCommand::Caps { category, cap } => cmd::memory::caps(ctx, dir, category, cap, json).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    /// Every argument and option of every command says what it is, and the global options
+    /// are listed apart from a command's own.
+    #[test]
+    fn every_argument_has_a_description() {
+        fn walk(command: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in command.get_arguments() {
+                let id = arg.get_id().as_str();
+                if arg.get_help().is_none() && !matches!(id, "help" | "version") {
+                    missing.push(format!("{path} {id}"));
+                }
+                if arg.is_global_set() && arg.get_help_heading() != Some("Global options") {
+                    missing.push(format!("{path} {id}: not under Global options"));
+                }
+            }
+            for sub in command.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&super::Cli::command(), "baton", &mut missing);
+        assert!(missing.is_empty(), "{missing:?}");
+    }
+
+    /// `baton --help` names every tool `baton mcp` serves.
+    #[test]
+    fn help_lists_the_mcp_tools() {
+        let help = super::Cli::command().render_help().to_string();
+        for tool in baton::mcp::TOOLS {
+            assert!(help.contains(tool), "{tool} missing from: {help}");
+        }
     }
 }

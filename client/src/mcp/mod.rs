@@ -25,9 +25,15 @@ use crate::hook::Agent;
 /// The server's name in the agents' configuration: its tools are `mcp__baton__<tool>`.
 pub const NAME: &str = "baton";
 
-/// The tools, as the agents name them in permission rules.
-pub const TOOLS: [&str; 8] =
-    ["brief", "remember", "forget", "recall", "sessions", "session", "checkpoint", "conflicts"];
+/// The tools `baton mcp` serves (`baton --help` names them; a test holds this list to the
+/// server's).
+pub const TOOLS: [&str; 9] =
+    ["brief", "remember", "forget", "recall", "search", "sessions", "session", "checkpoint", "conflicts"];
+
+/// The tools as the server lists them to a client: name, schema and annotations.
+pub fn tool_list() -> Vec<rmcp::model::Tool> {
+    Server::tool_router().list_all()
+}
 
 #[derive(Clone)]
 pub struct Server {
@@ -102,7 +108,8 @@ fn answer(result: Answer) -> CallToolResult {
 #[tool_router]
 impl Server {
     #[tool(
-        description = "The project's current brief from Baton: its goal, constraints, open loops, recent decisions, what other sessions are doing and where the last session stopped. Read it again after a compaction or when you lose track."
+        description = "The project's current brief from Baton: its goal, constraints, open loops, recent decisions, what other sessions are doing and where the last session stopped. Read it again after a compaction or when you lose track.",
+        annotations(read_only_hint = true)
     )]
     async fn brief(
         &self,
@@ -113,7 +120,8 @@ impl Server {
     }
 
     #[tool(
-        description = "Save something every later session of this project should know: a goal, a constraint, an open loop, a decision (give the rationale) or a note (give a key). Goals, constraints and open loops are shared lists; adding never removes what others added."
+        description = "Save something every later session of this project should know: a goal, a constraint, an open loop, a decision (give the rationale) or a note (give a key). Goals, constraints and open loops are shared lists; adding never removes what others added.",
+        annotations(read_only_hint = false, destructive_hint = false)
     )]
     async fn remember(
         &self,
@@ -123,7 +131,10 @@ impl Server {
         Ok(answer(tools::remember(&self.call(&peer).await, p).await))
     }
 
-    #[tool(description = "Remove a memory entry that is wrong or done, by the id recall shows.")]
+    #[tool(
+        description = "Remove a memory entry that is wrong or done, by the id recall shows.",
+        annotations(read_only_hint = false, destructive_hint = true)
+    )]
     async fn forget(
         &self,
         Parameters(p): Parameters<params::Forget>,
@@ -133,7 +144,8 @@ impl Server {
     }
 
     #[tool(
-        description = "The project's memory entries (all, or one category), with their ids, authors and revisions."
+        description = "The project's memory entries (all, or one category), with their ids, authors and revisions.",
+        annotations(read_only_hint = true)
     )]
     async fn recall(
         &self,
@@ -144,7 +156,8 @@ impl Server {
     }
 
     #[tool(
-        description = "Search everything the project remembers: memory entries (evicted ones too), checkpoints' state (tasks, decisions and why, open questions, blockers, errors, files, the last prompt and answer) and sessions' goals and summaries. Words must all match; \"quoted phrases\" side by side; -word excludes; a OR b for either. Use it to answer what was decided, which session touched a file, where an error came from."
+        description = "Search everything the project remembers: memory entries (evicted ones too), checkpoints' state (tasks, decisions and why, open questions, blockers, errors, files, the last prompt and answer) and sessions' goals and summaries. Words must all match; \"quoted phrases\" side by side; -word excludes; a OR b for either. Use it to answer what was decided, which session touched a file, where an error came from.",
+        annotations(read_only_hint = true)
     )]
     async fn search(
         &self,
@@ -155,7 +168,8 @@ impl Server {
     }
 
     #[tool(
-        description = "The project's sessions, newest first: which agents work on it where, their status, goal and unfinished tasks."
+        description = "The project's sessions, newest first: which agents work on it where, their status, goal and unfinished tasks.",
+        annotations(read_only_hint = true)
     )]
     async fn sessions(
         &self,
@@ -166,7 +180,8 @@ impl Server {
     }
 
     #[tool(
-        description = "One session in detail: where it ran, and its last checkpoint's tasks, decisions, open questions, files and errors."
+        description = "One session in detail: where it ran, and its last checkpoint's tasks, decisions, open questions, files and errors.",
+        annotations(read_only_hint = true)
     )]
     async fn session(
         &self,
@@ -177,7 +192,8 @@ impl Server {
     }
 
     #[tool(
-        description = "Save a checkpoint of this session now, with why, and your current tasks, decisions and open questions; the files changed and tool calls so far are added by Baton. Use it before risky steps and when a piece of work is done."
+        description = "Save a checkpoint of this session now, with why, and your current tasks, decisions and open questions; the files changed and tool calls so far are added by Baton. Use it before risky steps and when a piece of work is done.",
+        annotations(read_only_hint = false, destructive_hint = false)
     )]
     async fn checkpoint(
         &self,
@@ -188,7 +204,8 @@ impl Server {
     }
 
     #[tool(
-        description = "Conflicts since this session started: writes to the same memory or session that overwrote another's, or were refused as stale. Check it when memory is not what you expect."
+        description = "Conflicts since this session started: writes to the same memory or session that overwrote another's, or were refused as stale. Check it when memory is not what you expect.",
+        annotations(read_only_hint = true)
     )]
     async fn conflicts(
         &self,
@@ -211,5 +228,51 @@ impl ServerHandler for Server {
 
     async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
         *self.dir.lock().await = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_tool_list_is_the_servers() {
+        let mut served: Vec<String> = super::tool_list().into_iter().map(|t| t.name.to_string()).collect();
+        let mut listed: Vec<String> = super::TOOLS.iter().map(|t| (*t).to_owned()).collect();
+        served.sort();
+        listed.sort();
+        assert_eq!(served, listed);
+    }
+
+    /// Each tool says whether it only reads or may destroy; numbers carry their bounds and
+    /// fixed values their enums, as their descriptions state.
+    #[test]
+    fn tools_carry_hints_bounds_and_enums() {
+        let tools = super::tool_list();
+        for tool in &tools {
+            let hints =
+                tool.annotations.as_ref().unwrap_or_else(|| panic!("{} has no annotations", tool.name));
+            let reads = hints.read_only_hint.unwrap_or_else(|| panic!("{}: no read-only hint", tool.name));
+            assert!(reads || hints.destructive_hint.is_some(), "{}: no destructive hint", tool.name);
+            assert_eq!(hints.destructive_hint == Some(true), tool.name == "forget", "{}", tool.name);
+        }
+        let schema = |name: &str| {
+            let tool = tools.iter().find(|t| t.name == name).unwrap_or_else(|| panic!("{name}"));
+            serde_json::Value::Object((*tool.input_schema).clone())
+        };
+        let text = |v: &serde_json::Value| v.to_string();
+        let brief = schema("brief");
+        assert_eq!(
+            (
+                brief["properties"]["budget"]["minimum"].as_u64(),
+                brief["properties"]["budget"]["maximum"].as_u64()
+            ),
+            (Some(500), Some(50_000)),
+            "{brief}"
+        );
+        let sessions = schema("sessions");
+        assert_eq!(sessions["properties"]["limit"]["maximum"].as_u64(), Some(50), "{sessions}");
+        assert!(text(&sessions["properties"]["status"]["items"]).contains("\"crashed\""), "{sessions}");
+        assert!(text(&schema("search")["properties"]["kinds"]["items"]).contains("\"checkpoint\""));
+        assert!(text(&schema("recall")["properties"]["category"]).contains("\"open_loop\""));
+        assert!(text(&schema("checkpoint")).contains("\"in_progress\""));
     }
 }

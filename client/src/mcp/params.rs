@@ -8,6 +8,7 @@ use serde::Deserialize;
 pub struct Brief {
     /// Most characters the brief may have (500 to 50000). Default: what this agent's
     /// SessionStart brief gets.
+    #[schemars(range(min = 500, max = 50_000))]
     pub budget: Option<u32>,
 }
 
@@ -68,6 +69,7 @@ pub struct Recall {
     /// Only this category: goal, constraint, open_loop, recent_change, decision,
     /// session_summary, extracted_decision (decisions a model found in a session's
     /// transcript) or note. Default: all of them.
+    #[schemars(extend("enum" = ["goal", "constraint", "open_loop", "recent_change", "decision", "session_summary", "extracted_decision", "note"]))]
     pub category: Option<String>,
     /// Also decisions and summaries evicted from the brief by the history cap.
     #[serde(default)]
@@ -80,8 +82,10 @@ pub struct Sessions {
     /// Only sessions with these statuses: active, idle, completed, crashed, resumed,
     /// initializing. Default: all.
     #[serde(default)]
+    #[schemars(extend("items" = {"type": "string", "enum": ["active", "idle", "completed", "crashed", "resumed", "initializing"]}))]
     pub status: Vec<String>,
     /// How many, newest first (1 to 50, default 10).
+    #[schemars(range(min = 1, max = 50))]
     pub limit: Option<u32>,
 }
 
@@ -98,13 +102,16 @@ pub struct Task {
     /// What the task is.
     pub content: String,
     /// pending, in_progress or completed.
+    #[schemars(extend("enum" = ["pending", "in_progress", "completed"]))]
     pub status: String,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Decision {
+    /// The choice made.
     pub decision: String,
+    /// Why: what was weighed and what it rules out.
     pub rationale: Option<String>,
 }
 
@@ -137,11 +144,13 @@ pub struct Search {
     pub query: String,
     /// Only these kinds: memory, checkpoint, session. Default: all.
     #[serde(default)]
+    #[schemars(extend("items" = {"type": "string", "enum": ["memory", "checkpoint", "session"]}))]
     pub kinds: Vec<String>,
     /// Only records of this session (its id as `sessions` shows it).
     pub session: Option<String>,
     /// Only records on this branch.
     pub branch: Option<String>,
     /// How many hits, best first (1 to 50, default 10).
+    #[schemars(range(min = 1, max = 50))]
     pub limit: Option<u32>,
 }
