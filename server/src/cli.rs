@@ -27,7 +27,13 @@ pub async fn database_command(config: &Config, command: &ServerCommand) -> anyho
 async fn on<S: Store>(config: &Config, store: &S, command: &ServerCommand) -> anyhow::Result<()> {
     let result = match command {
         ServerCommand::Token { command } => tokens(store, command).await,
-        ServerCommand::Prune { dry_run, project } => prune(config, store, *dry_run, project.clone()).await,
+        ServerCommand::Prune { dry_run, project, keep_days, keep_ancestors } => {
+            let policy = Policy {
+                keep_days: keep_days.unwrap_or(config.keep_days),
+                keep_ancestors: keep_ancestors.unwrap_or(config.keep_ancestors),
+            };
+            prune(store, policy, *dry_run, project.clone()).await
+        }
         ServerCommand::Compact { project, below_revision } => {
             let actor = Actor { token: "baton-server compact".into(), ..Actor::default() };
             let done =
@@ -110,12 +116,11 @@ async fn import<S: Store>(store: &S, input: &std::path::Path) -> anyhow::Result<
 }
 
 async fn prune<S: Store>(
-    config: &Config,
     store: &S,
+    policy: Policy,
     dry_run: bool,
     project: Option<String>,
 ) -> anyhow::Result<()> {
-    let policy = Policy { keep_days: config.keep_days, keep_ancestors: config.keep_ancestors };
     let actor = Actor { token: "baton-server prune".into(), ..Actor::default() };
     let changed = retention::prune(store, project, policy, dry_run, actor).await?;
     let verb = if dry_run { "would remove" } else { "removed" };

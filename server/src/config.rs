@@ -11,130 +11,142 @@ use clap::{Parser, Subcommand};
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7437";
 
 /// Baton's session hub: sessions, checkpoints and project memory for AI coding agents,
-/// over gRPC, on SQLite (default) or Postgres. Every option works before or after a
-/// subcommand (`baton-server token create --database-url …`).
+/// over gRPC, on SQLite (default) or Postgres. --database-url and --log-level work with
+/// every subcommand; the other options are the server's.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "baton-server", version, about, long_about = None)]
 pub struct Config {
     /// Address to listen on (gRPC over HTTP/2).
-    #[arg(long, global = true, env = "BATON_LISTEN", default_value = DEFAULT_LISTEN)]
+    #[arg(long, env = "BATON_LISTEN", default_value = DEFAULT_LISTEN)]
     pub listen: SocketAddr,
 
     /// Database URL: `sqlite://PATH` or `postgres://USER:PASS@HOST/DB`. Default: an SQLite
     /// file `baton.db` in the platform data directory (e.g. ~/.local/share/baton).
-    #[arg(long, global = true, env = "BATON_DATABASE_URL", hide_env_values = true)]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        env = "BATON_DATABASE_URL",
+        hide_env_values = true
+    )]
     pub database_url: Option<String>,
 
     /// Log filter: error, warn, info, debug, trace, or a tracing directive list.
-    #[arg(long, global = true, env = "BATON_LOG_LEVEL", default_value = "info")]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        env = "BATON_LOG_LEVEL",
+        default_value = "info"
+    )]
     pub log_level: String,
 
     /// Allow listening on a non-loopback address while the server has no access tokens
     /// (anyone who can reach it can then read and write everything).
-    #[arg(long, global = true, env = "BATON_ALLOW_OPEN_NETWORK")]
+    #[arg(long, env = "BATON_ALLOW_OPEN_NETWORK")]
     pub allow_open_network: bool,
 
     /// Sessions without a lease go idle after this long without activity.
-    #[arg(long, global = true, env = "BATON_IDLE_AFTER", default_value = "30m", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "BATON_IDLE_AFTER", default_value = "30m", value_parser = humantime::parse_duration)]
     pub idle_after: Duration,
 
     /// How often leases and inactivity are checked.
-    #[arg(long, global = true, env = "BATON_REAPER_INTERVAL", default_value = "5s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "BATON_REAPER_INTERVAL", default_value = "5s", value_parser = humantime::parse_duration)]
     pub reaper_interval: Duration,
 
     /// How often watch readers poll the event table when nothing woke them.
-    #[arg(long, global = true, env = "BATON_WATCH_POLL", default_value = "1s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "BATON_WATCH_POLL", default_value = "1s", value_parser = humantime::parse_duration)]
     pub watch_poll: Duration,
 
     /// Largest checkpoint accepted (state plus payload, uncompressed), in bytes.
-    #[arg(long, global = true, env = "BATON_MAX_CHECKPOINT_BYTES", default_value_t = 8 * 1024 * 1024)]
+    #[arg(long, env = "BATON_MAX_CHECKPOINT_BYTES", default_value_t = 8 * 1024 * 1024)]
     pub max_checkpoint_bytes: usize,
 
     /// Largest PutMemory request, in bytes.
-    #[arg(long, global = true, env = "BATON_MAX_MEMORY_REQUEST_BYTES", default_value_t = 4 * 1024 * 1024)]
+    #[arg(long, env = "BATON_MAX_MEMORY_REQUEST_BYTES", default_value_t = 4 * 1024 * 1024)]
     pub max_memory_request_bytes: usize,
 
     /// Largest request of any other kind (sessions, reads, watch), in bytes.
-    #[arg(long, global = true, env = "BATON_MAX_REQUEST_BYTES", default_value_t = 1024 * 1024)]
+    #[arg(long, env = "BATON_MAX_REQUEST_BYTES", default_value_t = 1024 * 1024)]
     pub max_request_bytes: usize,
 
     /// Requests per second each access token may send, sustained (0 = no limit). Requests
     /// without a token (an open hub) are not rate-limited.
-    #[arg(long, global = true, env = "BATON_RATE_LIMIT", default_value_t = 100)]
+    #[arg(long, env = "BATON_RATE_LIMIT", default_value_t = 100)]
     pub rate_limit: u32,
 
     /// Requests a token may send in a burst above --rate-limit.
-    #[arg(long, global = true, env = "BATON_RATE_BURST", default_value_t = 200)]
+    #[arg(long, env = "BATON_RATE_BURST", default_value_t = 200)]
     pub rate_burst: u32,
 
     /// Authentication attempts per second per client address that fail or need a lookup (a
     /// missing, unknown or revoked token, or one not used in the last 2 s); 0 = off.
-    #[arg(long, global = true, env = "BATON_AUTH_FAILURE_RATE", default_value_t = 5)]
+    #[arg(long, env = "BATON_AUTH_FAILURE_RATE", default_value_t = 5)]
     pub auth_failure_rate: u32,
 
     /// Such attempts a client address may make in a burst above --auth-failure-rate.
-    #[arg(long, global = true, env = "BATON_AUTH_FAILURE_BURST", default_value_t = 50)]
+    #[arg(long, env = "BATON_AUTH_FAILURE_BURST", default_value_t = 50)]
     pub auth_failure_burst: u32,
 
     /// Open TCP connections in all; more are closed as they are accepted.
-    #[arg(long, global = true, env = "BATON_MAX_CONNECTIONS", default_value_t = 4096)]
+    #[arg(long, env = "BATON_MAX_CONNECTIONS", default_value_t = 4096)]
     pub max_connections: usize,
 
     /// Open TCP connections per client address (an IPv6 /64 counts as one address).
-    #[arg(long, global = true, env = "BATON_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = 512)]
+    #[arg(long, env = "BATON_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = 512)]
     pub max_connections_per_address: usize,
 
     /// A new connection must finish its TLS handshake and send its first request within
     /// this; 0s = no deadline.
-    #[arg(long, global = true, env = "BATON_HANDSHAKE_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "BATON_HANDSHAKE_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
     pub handshake_timeout: Duration,
 
     /// A connection without an open stream (a request or a Watch) for this long is closed;
     /// 0s = never.
-    #[arg(long, global = true, env = "BATON_IDLE_TIMEOUT", default_value = "10m", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "BATON_IDLE_TIMEOUT", default_value = "10m", value_parser = humantime::parse_duration)]
     pub idle_timeout: Duration,
 
     /// HTTP/2 keepalive: ping a connection after this long without frames, and close it if
     /// the ping is not answered within the same time; 0s = off.
-    #[arg(long, global = true, env = "BATON_HTTP2_KEEPALIVE", default_value = "60s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "BATON_HTTP2_KEEPALIVE", default_value = "60s", value_parser = humantime::parse_duration)]
     pub http2_keepalive: Duration,
 
     /// Projects one Watch may follow (named, or all a token may read).
-    #[arg(long, global = true, env = "BATON_MAX_WATCH_PROJECTS", default_value_t = 100)]
+    #[arg(long, env = "BATON_MAX_WATCH_PROJECTS", default_value_t = 100)]
     pub max_watch_projects: usize,
 
     /// Watch streams each token (or, on an open hub, each client address) may hold open.
-    #[arg(long, global = true, env = "BATON_MAX_WATCHES_PER_TOKEN", default_value_t = 32)]
+    #[arg(long, env = "BATON_MAX_WATCHES_PER_TOKEN", default_value_t = 32)]
     pub max_watches_per_token: usize,
 
     /// Retention: keep every checkpoint younger than this many days.
-    #[arg(long, global = true, env = "BATON_KEEP_DAYS", default_value_t = 90)]
+    #[arg(long, env = "BATON_KEEP_DAYS", default_value_t = 90)]
     pub keep_days: u32,
 
     /// Retention: beyond --keep-days, keep each session's head and this many of its nearest
     /// valid ancestors.
-    #[arg(long, global = true, env = "BATON_KEEP_ANCESTORS", default_value_t = 5)]
+    #[arg(long, env = "BATON_KEEP_ANCESTORS", default_value_t = 5)]
     pub keep_ancestors: usize,
 
     /// How often retention runs (0s = never; `baton-server prune` runs it by hand).
-    #[arg(long, global = true, env = "BATON_RETENTION_INTERVAL", default_value = "1h", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "BATON_RETENTION_INTERVAL", default_value = "1h", value_parser = humantime::parse_duration)]
     pub retention_interval: Duration,
 
     /// On a database with no token yet, create the first admin token with this secret
     /// (for containers; otherwise use `baton-server token create`).
-    #[arg(long, global = true, env = "BATON_BOOTSTRAP_ADMIN_TOKEN", hide_env_values = true)]
+    #[arg(long, env = "BATON_BOOTSTRAP_ADMIN_TOKEN", hide_env_values = true)]
     pub bootstrap_admin_token: Option<String>,
 
     /// Serve Prometheus metrics at http://ADDR/metrics (a separate port; off by default).
-    #[arg(long, global = true, env = "BATON_METRICS_LISTEN")]
+    #[arg(long, env = "BATON_METRICS_LISTEN")]
     pub metrics_listen: Option<SocketAddr>,
 
     /// Serve TLS with this certificate chain (PEM; leaf first). Needs --tls-key.
-    #[arg(long, global = true, env = "BATON_TLS_CERT", requires = "tls_key")]
+    #[arg(long, env = "BATON_TLS_CERT", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
 
     /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
-    #[arg(long, global = true, env = "BATON_TLS_KEY", requires = "tls_cert")]
+    #[arg(long, env = "BATON_TLS_KEY", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
 
     #[command(subcommand)]
@@ -146,8 +158,8 @@ pub enum ServerCommand {
     /// Check that the server at --listen answers its health check (exit 0 when serving);
     /// for container health checks.
     Healthcheck {
-        /// Check this URL instead of --listen, e.g. https://baton.example.com:7437 for a
-        /// server with TLS.
+        /// Check this URL instead of the server's --listen address (BATON_LISTEN), e.g.
+        /// https://baton.example.com:7437 for a server with TLS.
         #[arg(long)]
         url: Option<String>,
         /// Trust this CA certificate (PEM) for an https URL, besides the system's roots.
@@ -163,10 +175,19 @@ pub enum ServerCommand {
         /// Only this project.
         #[arg(long)]
         project: Option<String>,
+        /// Keep every checkpoint younger than this many days (default: the server's
+        /// --keep-days, BATON_KEEP_DAYS, 90).
+        #[arg(long)]
+        keep_days: Option<u32>,
+        /// Beyond that, keep each session's head and this many of its nearest valid
+        /// ancestors (default: the server's --keep-ancestors, BATON_KEEP_ANCESTORS, 5).
+        #[arg(long)]
+        keep_ancestors: Option<usize>,
     },
     /// Delete a project's events below a revision; clients listing or watching from below
     /// it get OUT_OF_RANGE and re-read the state.
     Compact {
+        /// The project.
         #[arg(long)]
         project: String,
         /// Events with a lower revision are deleted.
@@ -177,8 +198,10 @@ pub enum ServerCommand {
     /// conflicts, transcripts. Reads the value from stdin unless --value is given (which
     /// would leave it in your shell history).
     Purge {
+        /// The project.
         #[arg(long)]
         project: String,
+        /// The value to overwrite (default: read from stdin).
         #[arg(long, hide_env_values = true)]
         value: Option<String>,
         /// Count what would change; change nothing.
@@ -190,6 +213,7 @@ pub enum ServerCommand {
         /// The archive to write ("-" = stdout).
         #[arg(long, short)]
         output: PathBuf,
+        /// Only this project (default: every project).
         #[arg(long)]
         project: Option<String>,
     },
@@ -263,6 +287,22 @@ pub fn redacted_url(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A subcommand's help lists what it uses: its own options and the two global ones, not
+    /// the serving options.
+    #[test]
+    fn export_help_lists_only_what_export_uses() {
+        use clap::CommandFactory as _;
+        let mut command = Config::command();
+        // Global options reach the subcommands when the command is built.
+        command.build();
+        let export = command.find_subcommand("export").expect("export");
+        let mut ids: Vec<&str> = export.get_arguments().map(|a| a.get_id().as_str()).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, ["database_url", "help", "log_level", "output", "project"]);
+        let prune = command.find_subcommand("prune").expect("prune");
+        assert!(prune.get_arguments().any(|a| a.get_id() == "keep_days"), "prune takes its own --keep-days");
+    }
 
     #[test]
     fn hides_passwords() {
