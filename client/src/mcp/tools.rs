@@ -569,3 +569,25 @@ pub async fn conflicts(call: &Call<'_>, _p: params::Conflicts) -> Answer {
     }
     Ok(clip(&out))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An append past its category's cap names what it pushed out, and how to see it again.
+    #[test]
+    fn evictions_are_named() {
+        assert_eq!(evicted_words(&[]), "");
+        let entry = MemoryEntry {
+            id: "0190aaaa-0000-7000-8000-00000000beef".into(),
+            content: "use option 1".into(),
+            ..Default::default()
+        };
+        let words = evicted_words(&[entry]);
+        assert!(
+            words.contains("the oldest entry was evicted") && words.contains("\"use option 1\" (0000beef)"),
+            "{words}"
+        );
+        assert!(words.contains("recall"), "{words}");
+    }
+}

@@ -185,3 +185,81 @@ async fn server_addresses_and_arguments() {
     let out = plain.run(dir, &["--server", "grpc://x:1", "status"], "");
     assert!(out.code != 0 && out.stderr.contains("http:// or https://"), "{out:?}");
 }
+
+/// A server that is not Baton (a web server on the port) gets a sentence saying so, not
+/// HTTP/2's internals.
+#[test]
+fn a_server_that_is_not_baton_is_named_as_such() {
+    use std::io::{Read as _, Write as _};
+    let web = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = web.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for mut stream in web.incoming().flatten() {
+            let mut buf = [0u8; 1024];
+            let _ = stream.read(&mut buf);
+            let _ = stream
+                .write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        }
+    });
+    let env = ClientEnv::new(&format!("http://{addr}"));
+    let repo = git_repo("https://github.com/acme/web.git");
+    for args in [&["status"][..], &["memory", "list"], &["sessions"]] {
+        let out = env.run(repo.path(), args, "");
+        assert!(out.code != 0, "{args:?}: {out:?}");
+        let said = format!("{}{}", out.stdout, out.stderr);
+        assert!(said.contains("Baton hub"), "{args:?}: {said}");
+        assert!(
+            !said.contains("grpc-status header missing")
+                && !said.contains("h2 protocol error: http2 error\n"),
+            "{said}"
+        );
+    }
+}
+
+/// doctor and init speak plainly: the project's source without Rust's debug form, a second
+/// `init` that had nothing to register says so; `baton session` leaves out empty fields;
+/// `memory list --wide` shows a long rationale whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_init_and_views_speak_plainly() {
+    let server = Server::start(Backend::Sqlite).await.unwrap();
+    let env = ClientEnv::new(&server.url());
+    let repo = git_repo("https://github.com/acme/plain.git");
+    let dir = repo.path();
+    let doctor = env.run(dir, &["doctor"], "");
+    assert!(doctor.stdout.contains("(from git remote github.com/acme/plain)"), "{doctor:?}");
+    assert!(!doctor.stdout.contains("GitRemote("), "{doctor:?}");
+    env.run(dir, &["init", "claude"], "");
+    let again = env.run(dir, &["init", "claude"], "");
+    assert!(
+        again.stdout.contains("were registered already") && !again.stdout.contains(" in \n"),
+        "{again:?}"
+    );
+
+    let mut c = server.clients().await;
+    let session = crate::start(
+        &mut c,
+        baton_proto::v1::StartSessionRequest {
+            project: "github.com/acme/plain".into(),
+            agent: AgentKind::Codex as i32,
+            host: "laptop".into(),
+            write: crate::write(),
+            ..Default::default()
+        },
+    )
+    .await;
+    let shown = env.run(dir, &["session", &session.id[session.id.len() - 8..]], "");
+    assert!(
+        shown.stdout.contains("laptop")
+            && !shown.stdout.contains("goal")
+            && !shown.stdout.contains("resumed"),
+        "{shown:?}"
+    );
+    assert!(!shown.stdout.contains(" / ") && !shown.stdout.contains(" → "), "{shown:?}");
+
+    let why = "because ".repeat(20) + "the end";
+    env.run(dir, &["memory", "add", "decision", "use sqlx", "--rationale", &why], "");
+    let narrow = env.run(dir, &["memory", "list", "decision"], "");
+    assert!(!narrow.stdout.contains("the end"), "{narrow:?}");
+    let wide = env.run(dir, &["memory", "list", "decision", "--wide"], "");
+    assert!(wide.stdout.contains("the end"), "{wide:?}");
+}
