@@ -138,7 +138,9 @@ pub fn server_url(given: &str) -> anyhow::Result<String> {
     let given = given.trim();
     match given.split_once("://") {
         None => Ok(format!("http://{given}")),
-        Some(("http" | "https", _)) => Ok(given.to_owned()),
+        Some((scheme, rest)) if matches!(scheme.to_ascii_lowercase().as_str(), "http" | "https") => {
+            Ok(format!("{}://{rest}", scheme.to_ascii_lowercase()))
+        }
         Some((scheme, _)) => anyhow::bail!(
             "server {given:?}: a Baton hub is reached over http:// or https://, not {scheme}:// (e.g. http://127.0.0.1:7437)"
         ),
@@ -170,6 +172,7 @@ mod tests {
         assert_eq!(server_url("127.0.0.1:7437").unwrap(), "http://127.0.0.1:7437");
         assert_eq!(server_url(" https://hub:7437 ").unwrap(), "https://hub:7437");
         assert_eq!(server_url("http://[::1]:7437").unwrap(), "http://[::1]:7437");
+        assert_eq!(server_url("HTTP://hub:7437").unwrap(), "http://hub:7437");
         let refused = server_url("grpc://hub:7437").unwrap_err().to_string();
         assert!(refused.contains("not grpc://"), "{refused}");
     }

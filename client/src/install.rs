@@ -279,8 +279,9 @@ pub fn install(agent: Agent, file: &Path, exe: &str, uninstall: bool) -> anyhow:
         None
     };
     let (added, removed) = apply(&mut doc, agent, exe, uninstall, gemini_key)?;
-    if agent == Agent::Gemini && uninstall && baton_made(file)? {
-        // In a file Baton made, the hooks switch is Baton's too.
+    let no_hooks = doc.get("hooks").and_then(Value::as_object).is_none_or(Map::is_empty);
+    if agent == Agent::Gemini && uninstall && no_hooks && baton_made(file)? {
+        // In a file Baton made, with no hooks left, the hooks switch is Baton's too.
         forget_gemini_switch(&mut doc);
     }
     // A file Baton created and has now emptied again goes away entirely.
@@ -332,13 +333,14 @@ pub fn save(file: &Path, old: &str, new: &str) -> anyhow::Result<()> {
         std::fs::create_dir_all(dir)?;
     }
     // The file as it was before Baton first changed it; empty when Baton made it.
+    // Both private: the agents' files can hold secrets (an MCP server's environment).
     let backup = backup_of(file);
     if !backup.exists() {
-        std::fs::write(&backup, old)?;
+        crate::fsperm::write_private(&backup, old.as_bytes())?;
     }
     let mut tmp = file.as_os_str().to_owned();
     tmp.push(".baton-tmp");
-    std::fs::write(&tmp, new)?;
+    crate::fsperm::write_private(std::path::Path::new(&tmp), new.as_bytes())?;
     std::fs::rename(&tmp, file)?;
     Ok(())
 }

@@ -363,7 +363,7 @@ async fn run(
     match result {
         Ok(()) => true,
         Err(e) => {
-            eprintln!("baton: {}", cmd::words::for_cli(&format!("{e:#}")));
+            eprintln!("baton: {}", baton::safe::text(&cmd::words::for_cli(&format!("{e:#}"))));
             false
         }
     }

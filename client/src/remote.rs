@@ -223,9 +223,14 @@ pub fn explain(status: &Status) -> String {
         );
     }
     match status.code() {
+        // Said once: the hub's own message may already say where the token comes from.
+        Code::Unauthenticated if status.message().contains("BATON_TOKEN") => {
+            format!("the hub refused the token: {}", status.message())
+        }
         Code::Unauthenticated => {
             format!("the hub refused the token: {} (check BATON_TOKEN or the config file)", status.message())
         }
+        Code::PermissionDenied if status.message().starts_with("token ") => status.message().to_owned(),
         Code::PermissionDenied => format!("the token may not do this: {}", status.message()),
         // A REJECT write: the current state travels as `baton.v1.RejectedWrite` in the
         // standard details (google.rpc.Status).
@@ -269,5 +274,23 @@ mod plain_http_tests {
         ] {
             assert!(!plain_http_off_loopback(fine), "{fine}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a refused token is told says each thing once.
+    #[test]
+    fn token_refusals_say_each_thing_once() {
+        let unknown = explain(&Status::unauthenticated(
+            "unknown access token: check BATON_TOKEN, or ask an admin for a new one",
+        ));
+        assert_eq!(unknown.matches("BATON_TOKEN").count(), 1, "{unknown}");
+        let scoped = explain(&Status::permission_denied("token \"ci\" is a reader token and cannot write"));
+        assert_eq!(scoped.matches("token").count(), 2, "{scoped}");
+        let bare = explain(&Status::unauthenticated("expired"));
+        assert!(bare.contains("check BATON_TOKEN"), "{bare}");
     }
 }

@@ -36,6 +36,8 @@ pub struct Sent {
     pub result: WriteResult,
     /// History entries a memory append pushed out past its category's cap.
     pub evicted: Vec<baton_proto::v1::MemoryEntry>,
+    /// The entries a memory deletion removed.
+    pub deleted: Vec<String>,
 }
 
 /// What came back.
@@ -195,6 +197,7 @@ impl Write {
             w.written_at = Some(ts(at));
             w.client_now = Some(ts(now_us()));
         }
+        let mut deleted = Vec::new();
         let (result, evicted) = match self {
             Self::StartSession(r) => (hub.sessions.start_session(r).await?.into_inner().result, vec![]),
             Self::UpdateSession(r, _) => (hub.sessions.update_session(r).await?.into_inner().result, vec![]),
@@ -206,9 +209,13 @@ impl Write {
                 let reply = hub.memory.put_memory(r).await?.into_inner();
                 (reply.result, reply.evicted)
             }
-            Self::DeleteMemory(r) => (hub.memory.delete_memory(r).await?.into_inner().result, vec![]),
+            Self::DeleteMemory(r) => {
+                let reply = hub.memory.delete_memory(r).await?.into_inner();
+                deleted = reply.deleted_ids;
+                (reply.result, vec![])
+            }
         };
-        Ok(Sent { result: result.unwrap_or_default(), evicted })
+        Ok(Sent { result: result.unwrap_or_default(), evicted, deleted })
     }
 }
 

@@ -131,8 +131,9 @@ fn start_cluster() -> Result<String> {
 }
 
 /// Starts a watcher that outlives this process: once process `owner` has ended and the
-/// postmaster of the cluster in `dir` has stopped, it deletes `dir`. It ignores the
-/// signals an interrupted run sends its process group (Ctrl-C, a closed terminal).
+/// postmaster of the cluster in `dir` has stopped (stopped by force after two minutes), it
+/// deletes `dir`. It ignores the signals an interrupted run sends its process group
+/// (Ctrl-C, a closed terminal).
 pub fn remove_when_gone(owner: u32, dir: &std::path::Path) -> Result<()> {
     const WATCH: &str = r#"trap '' INT TERM HUP
 while kill -0 "$1" 2>/dev/null; do sleep 1; done
@@ -140,6 +141,7 @@ pidfile="$2/data/postmaster.pid"; i=0
 while [ -f "$pidfile" ] && kill -0 "$(head -n 1 "$pidfile")" 2>/dev/null && [ "$i" -lt 120 ]; do
   sleep 1; i=$((i + 1))
 done
+if [ "$i" -ge 120 ]; then kill -9 "$(head -n 1 "$pidfile")" 2>/dev/null; sleep 1; fi
 rm -rf -- "$2""#;
     Command::new("sh")
         .args(["-c", WATCH, "baton-test-pg-watch", &owner.to_string()])

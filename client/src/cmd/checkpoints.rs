@@ -105,8 +105,13 @@ pub async fn create(
     let id = match (session, hub.as_mut()) {
         (Some(s), Ok(h)) => resolve(h, &project.key, s).await?,
         (Some(s), Err(down)) => offline_session(ctx, &project.key, s, down)?,
-        (None, _) if let Some(c) = &conversation => c.record.baton_session_id.clone(),
-        (None, Ok(h)) => current_session(h, &project.key, true).await?,
+        // A conversation's record outlives a killed agent: the hub says whether its session
+        // still takes checkpoints.
+        (None, Ok(h)) => match &conversation {
+            Some(c) if still_open(h, &c.record.baton_session_id).await => c.record.baton_session_id.clone(),
+            _ => current_session(h, &project.key, true).await?,
+        },
+        (None, Err(_)) if let Some(c) = &conversation => c.record.baton_session_id.clone(),
         (None, Err(down)) => anyhow::bail!(
             "{down}; with the hub down, name the session to checkpoint: --session ID (its full id)"
         ),
@@ -162,6 +167,20 @@ pub async fn create(
     Ok(())
 }
 
+/// Whether the hub has session `id` and it is not over (completed, crashed or resumed).
+async fn still_open(hub: &mut Hub, id: &str) -> bool {
+    let request = baton_proto::v1::GetSessionRequest { session_id: id.to_owned() };
+    let Ok(reply) = hub.sessions.get_session(request).await else { return false };
+    let status = reply.into_inner().session.map_or(SessionStatus::Unspecified, |s| s.status());
+    !matches!(
+        status,
+        SessionStatus::Completed
+            | SessionStatus::Crashed
+            | SessionStatus::Resumed
+            | SessionStatus::Unspecified
+    )
+}
+
 /// The session `given` names with the hub down: a full id as it is, or a part of the id of
 /// one conversation this machine recorded in the project.
 fn offline_session(
@@ -207,7 +226,7 @@ pub async fn resolve_checkpoint(
     let part = given.trim().to_ascii_lowercase();
     if part.len() < 4 || !part.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
         anyhow::bail!(
-            "{given:?} is not a checkpoint id: give the id `baton checkpoints` shows (8 characters or more)"
+            "{given:?} is not a checkpoint id: give the id `baton checkpoints` shows (at least 4 of its characters)"
         );
     }
     let sessions = if let Some(s) = session {

@@ -412,10 +412,19 @@ pub async fn rm(
     };
     match write::submit(&ctx.queue, hub.as_mut().ok(), Write::DeleteMemory(request), None).await? {
         Delivered::Sent(r) if json => {
-            println!("{}", serde_json::json!({"revision": r.result.revision, "queued": false}));
+            println!(
+                "{}",
+                serde_json::json!({"deleted": r.deleted, "revision": r.result.revision, "queued": false})
+            );
         }
-        Delivered::Sent(r) => println!("deleted at revision {}", r.result.revision),
-        Delivered::Queued if json => println!("{}", serde_json::json!({"revision": null, "queued": true})),
+        Delivered::Sent(r) => println!(
+            "deleted {} at revision {}",
+            crate::count(r.deleted.len(), "entry", "entries"),
+            r.result.revision
+        ),
+        Delivered::Queued if json => {
+            println!("{}", serde_json::json!({"deleted": [], "revision": null, "queued": true}));
+        }
         Delivered::Queued => {
             println!(
                 "the hub is unreachable: the deletion is queued (sent by the next call or `baton sync`)"

@@ -66,7 +66,7 @@ pub async fn run(ctx: &Ctx, dir: &Path, json: bool) -> anyhow::Result<()> {
                 e.rpc,
                 e.project,
                 e.request_id,
-                e.error.as_deref().unwrap_or("?")
+                crate::cmd::words::for_cli(e.error.as_deref().unwrap_or("?"))
             );
             println!("{}", crate::safe::line(&line));
         }

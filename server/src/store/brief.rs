@@ -130,24 +130,29 @@ fn newest(statuses: [SessionStatus; 2], column: &str, limit: i64) -> String {
     format!("SELECT * FROM ({a} UNION ALL {b}) newest ORDER BY {column} DESC, id DESC LIMIT {limit}")
 }
 
-/// The candidates for the brief's previous session, at most one of each kind of
-/// `PreviousBy`, tagged `pick`: the session being resumed; the one the caller resumed; the
-/// latest earlier session of the caller's user on any host (of the caller's host when it
-/// has no user name) that did work and is not still running, an untaken successor standing
-/// for the session it resumed; the project's latest completed session other than the caller. Every
-/// candidate is of the project: ids of another project count as ids that do not exist.
-/// Each is an indexed read of one row. The caller's own row is read by scalar subqueries,
-/// not joined: as a join, Postgres's generic plan walked every session of the project by id
-/// (1.2 ms at 2,000 sessions) even when the caller had none to match.
 /// A successor `baton resume` made that no conversation took up (no agent conversation, no
 /// work of its own): it stands for the session it resumed.
 const UNTAKEN: &str = "(x.resumed_from IS NOT NULL AND x.agent_session_id = '' AND x.tool_count = 0 \
      AND x.head_checkpoint_id IS NULL)";
 
+/// How many of the user's latest sessions are looked at for one that did work (a user who
+/// runs many agents at once has many running): a bound on the brief's read.
+const USER_RECENT: i64 = 64;
+
 /// A session that did work: tool calls, a checkpoint, a summary, or commits.
 const WORKED: &str = "(x.tool_count > 0 OR x.head_checkpoint_id IS NOT NULL OR x.summary <> '' \
      OR (x.git_head <> '' AND x.git_head <> x.git_base))";
 
+/// The candidates for the brief's previous session, at most one of each kind of
+/// `PreviousBy`, tagged `pick`: the session being resumed; the one the caller resumed; the
+/// latest earlier session of the caller's user on any host (of the caller's host when it
+/// has no user name) that did work and is not still running, among the user's
+/// `USER_RECENT` latest, an untaken successor standing for the session it resumed; the
+/// project's latest completed session other than the caller. Every candidate is of the
+/// project: ids of another project count as ids that do not exist. Each is an indexed read
+/// of one row, the user's a bounded range. The caller's own row is read by scalar
+/// subqueries, not joined: as a join, Postgres's generic plan walked every session of the
+/// project by id (1.2 ms at 2,000 sessions) even when the caller had none to match.
 fn previous_candidates() -> String {
     let pick = |by: PreviousBy| by as i64;
     let (s, r, u, c) = (sessions("s"), sessions("r"), sessions("u"), sessions("c"));
@@ -156,11 +161,12 @@ fn previous_candidates() -> String {
          UNION ALL SELECT CAST({resumed_from} AS BIGINT) AS pick, {r} FROM sessions r \
            WHERE r.id = (SELECT resumed_from FROM sessions WHERE id = $3 AND project = $1) AND r.project = $1 \
          UNION ALL SELECT CAST({same_user} AS BIGINT) AS pick, {u} FROM sessions u WHERE u.project = $1 AND u.id = \
-           (SELECT CASE WHEN {untaken} THEN x.resumed_from ELSE x.id END FROM sessions x WHERE x.project = $1 \
-           AND x.id < $3 AND x.user_name = (SELECT user_name FROM sessions WHERE id = $3 AND project = $1) \
-           AND (x.user_name <> '' OR x.host = (SELECT host FROM sessions WHERE id = $3 AND project = $1)) \
-           AND ({untaken} OR (x.status NOT IN ({active}, {initializing}) AND {worked})) \
-           ORDER BY x.id DESC LIMIT 1) \
+           (SELECT CASE WHEN {untaken} THEN x.resumed_from ELSE x.id END FROM (SELECT id, resumed_from, \
+           agent_session_id, tool_count, head_checkpoint_id, status, summary, git_head, git_base FROM sessions \
+           WHERE project = $1 AND id < $3 AND user_name = (SELECT user_name FROM sessions WHERE id = $3 AND project = $1) \
+           AND (user_name <> '' OR host = (SELECT host FROM sessions WHERE id = $3 AND project = $1)) \
+           ORDER BY id DESC LIMIT {recent}) x \
+           WHERE {untaken} OR (x.status NOT IN ({active}, {initializing}) AND {worked}) ORDER BY x.id DESC LIMIT 1) \
          UNION ALL SELECT CAST({completed} AS BIGINT) AS pick, {c} FROM (SELECT * FROM sessions WHERE project = $1 \
            AND id <> $2 AND status = {status} ORDER BY id DESC LIMIT 1) c",
         resuming = pick(PreviousBy::Resuming),
@@ -172,6 +178,7 @@ fn previous_candidates() -> String {
         initializing = SessionStatus::Initializing as i32,
         untaken = UNTAKEN,
         worked = WORKED,
+        recent = USER_RECENT,
     )
 }
 

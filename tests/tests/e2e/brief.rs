@@ -522,8 +522,18 @@ async fn the_previous_session_did_work_and_is_not_running(backend: Backend) {
     let lines = previous(&mut c, &me.id).await;
     assert!(lines.contains("last asked: fix the login bug"), "{lines}");
 
-    // `baton resume` of it, taken up by no conversation: the next session's previous one
-    // is still the session that did the work.
+    // Then another session of the user did work and ended; `baton resume` of the first,
+    // taken up by no conversation, is the user's latest: it stands for the session it
+    // resumed, not for the one before it.
+    let other = start_session(&mut c, &p).await;
+    asked(&mut c, &other.id, "fix the signup bug").await;
+    let end = EndSessionRequest {
+        session_id: other.id.clone(),
+        status: SessionStatus::Completed as i32,
+        write: write(),
+        ..Default::default()
+    };
+    c.sessions.end_session(end).await.unwrap();
     let resumed = ResumeSessionRequest {
         project: p.clone(),
         target: Some(resume_session_request::Target::SessionId(done.id.clone())),

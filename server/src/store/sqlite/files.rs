@@ -54,7 +54,11 @@ fn tighten(file: &Path) -> std::io::Result<()> {
     if mode.trailing_zeros() >= 6 {
         return Ok(());
     }
-    std::fs::set_permissions(file, Permissions::from_mode(mode & 0o700))?;
+    if let Err(e) = std::fs::set_permissions(file, Permissions::from_mode(mode & 0o700)) {
+        // Not ours to change (another owner, a read-only mount): said, and started anyway.
+        tracing::warn!(file = %file.display(), error = %e, "the database file is readable by other users and cannot be tightened");
+        return Ok(());
+    }
     tracing::warn!(
         file = %file.display(),
         was = format!("{:o}", mode & 0o777),
