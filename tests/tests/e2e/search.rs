@@ -534,7 +534,7 @@ async fn the_cli_searches_and_says_what_is_wrong() {
         &["search", "café", "--branch", "feature-x", "--kind", "checkpoint", "--since", "1h"],
         "",
     );
-    assert!(out.stdout.contains("(1 hits, best first)") && out.stdout.contains("«café»"), "{out:?}");
+    assert!(out.stdout.contains("(1 hit, best first)") && out.stdout.contains("«café»"), "{out:?}");
     assert!(out.stdout.contains("ana") && out.stdout.contains("feature-x"), "{out:?}");
     let out = env.run(dir, &["search", "café", "--until", "2020-01-01"], "");
     assert!(out.code == 0 && out.stdout.contains("no hits"), "{out:?}");
