@@ -82,3 +82,12 @@ pub fn count<N: std::fmt::Display + TryInto<u64> + Copy>(n: N, one: &str, many: 
     let singular = n.try_into().ok() == Some(1);
     format!("{n} {}", if singular { one } else { many })
 }
+
+/// Whether an executable `command` is on PATH.
+pub fn on_path(command: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path).any(|dir| {
+        std::fs::metadata(dir.join(command)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}

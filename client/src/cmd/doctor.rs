@@ -34,12 +34,7 @@ fn installed_version(command: &str) -> Option<String> {
 /// editor has none to look for).
 fn not_installed(agent: Agent) -> Option<String> {
     let command = baton_proto::agent::COVERED.iter().find(|c| c.agent == agent.name())?.command;
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let found = std::env::split_paths(&path).any(|dir| {
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::metadata(dir.join(command)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    });
-    (!found).then(|| {
+    (!crate::on_path(command)).then(|| {
         format!(
             "{} is not installed here (no `{command}` on PATH): its Baton hooks never run (`baton init {} --uninstall` removes them)",
             agent.name(),
@@ -68,6 +63,13 @@ fn version_note(agent: Agent) -> Option<String> {
 fn mcp_check(ctx: &Ctx, agent: Agent, root: &Path) -> Check {
     let marked = crate::mcp::register::marker(&ctx.settings.data_dir, agent).exists();
     match crate::mcp::register::health(agent, root) {
+        // A project's file names `baton` by command (it is shared): it must be on PATH.
+        Ok(at) if project_file(agent, root, &at) && !crate::on_path(crate::mcp::register::COMMAND) => Check {
+            ok: false,
+            what: format!(
+                "{at} names `baton` by command, and no `baton` is on PATH here: `cargo install --locked --path client`"
+            ),
+        },
         Ok(at) => {
             Check { ok: true, what: format!("{} can call Baton's MCP tools (server in {at})", agent.name()) }
         }
@@ -81,6 +83,11 @@ fn mcp_check(ctx: &Ctx, agent: Agent, root: &Path) -> Check {
         },
         Err(why) => Check { ok: false, what: format!("{}: Baton's MCP tools: {why}", agent.name()) },
     }
+}
+
+/// Whether `at` is the project's own MCP file of `agent` (not the user's).
+fn project_file(agent: Agent, root: &Path, at: &str) -> bool {
+    crate::mcp::register::files(agent, Scope::Project, root).is_ok_and(|f| f.server == Path::new(at))
 }
 
 /// `baton doctor --try <agent>`: the brief this agent's SessionStart hook would give, in the

@@ -163,7 +163,12 @@ async fn record_event(
         }
         Event::Prompt => {
             if let Some(prompt) = &p.prompt {
+                let sid = p.agent_session_id().unwrap_or("unknown");
+                let first = ctx.state.get(agent.name(), sid).is_none_or(|s| s.journal.last_prompt.is_empty());
                 record(ctx, agent, p, |j| j.prompt(prompt)).await?;
+                if first {
+                    first_prompt_as_goal(ctx, agent, p).await?;
+                }
             }
         }
         Event::SubagentStop => {
@@ -226,6 +231,31 @@ async fn record_event(
     }
     Ok(())
 }
+
+/// A conversation's first prompt is its session's goal (`baton sessions`, the brief's
+/// session lines) until a summary finds a better one: its first line, redacted as the
+/// journal keeps it.
+async fn first_prompt_as_goal(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<()> {
+    let sid = p.agent_session_id().unwrap_or("unknown");
+    let Some(record) = ctx.state.get(agent.name(), sid) else { return Ok(()) };
+    let goal = record.journal.last_prompt.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default();
+    if goal.is_empty() || record.baton_session_id.is_empty() {
+        return Ok(());
+    }
+    let update = baton_proto::v1::UpdateSessionRequest {
+        session_id: record.baton_session_id.clone(),
+        goal: Some(crate::clip(goal, GOAL_CHARS)),
+        write: write::options(agent.kind() as i32, &record.baton_session_id),
+        ..Default::default()
+    };
+    let mut hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
+    write::submit(&ctx.queue, hub.as_mut(), Write::UpdateSession(update, record.project), Some(LOCK_WAIT))
+        .await?;
+    Ok(())
+}
+
+/// The most characters of a first prompt kept as a session's goal.
+const GOAL_CHARS: usize = 200;
 
 /// A checkpoint made now, from its own connection to the hub (queued when there is none).
 async fn checkpoint_now(

@@ -94,7 +94,7 @@ pub struct Change {
 }
 
 /// The command a project's MCP configuration names.
-const COMMAND: &str = "baton";
+pub const COMMAND: &str = "baton";
 
 /// Registers (or removes) `baton mcp` for `agent`; `exe` is this binary.
 pub fn register(
@@ -352,6 +352,7 @@ pub fn health(agent: Agent, root: &Path) -> Result<String, String> {
     let Some((scope, files)) = found else {
         return Err(format!("not registered: run `baton init {}`", agent.name()));
     };
+
     let at = files.server.display().to_string();
     match agent {
         Agent::Claude => claude_health(scope, root, &files).map(|()| at),

@@ -68,6 +68,13 @@ async fn a_manual_checkpoint_is_the_conversations_and_queues_offline() {
     hook(&env, dir, "UserPromptSubmit", &base(json!({"prompt": "fix the login bug"})));
     let edit = json!({"tool_name": "Edit", "tool_input": {"file_path": dir.join("a.rs")}});
     hook(&env, dir, "PostToolUse", &base(edit));
+    // The first prompt is the session's goal (a later one does not replace it).
+    hook(&env, dir, "UserPromptSubmit", &base(json!({"prompt": "and add a test"})));
+    let sessions = env.run(dir, &["sessions"], "");
+    assert!(
+        sessions.stdout.contains("fix the login bug") && !sessions.stdout.contains("add a test"),
+        "{sessions:?}"
+    );
 
     // No USER: the author is the account's name, the one `search --author` finds.
     let out = env.run_with_env(dir, &["--json", "checkpoint", "--reason", "by hand"], "", &[("USER", "")]);
@@ -78,16 +85,16 @@ async fn a_manual_checkpoint_is_the_conversations_and_queues_offline() {
     let request = GetCheckpointRequest { checkpoint_id: id.clone(), ..Default::default() };
     let cp = c.checkpoints.get_checkpoint(request).await.unwrap().into_inner().checkpoint.unwrap();
     let state = cp.state.unwrap();
-    assert_eq!(state.last_prompt, "fix the login bug");
+    assert_eq!(state.last_prompt, "and add a test");
     assert_eq!(state.files_modified, ["a.rs"]);
     let author = cp.author.unwrap();
     assert_eq!(author.agent, AgentKind::ClaudeCode as i32);
     assert!(!author.user.is_empty(), "an author without USER: {author:?}");
-    let found = env.run(dir, &["--json", "search", "login", "--author", &author.user], "");
+    let found = env.run(dir, &["--json", "search", "add test", "--author", &author.user], "");
     assert!(
         found.stdout.contains(&id),
         "{author:?} {found:?} {:?}",
-        env.run(dir, &["--json", "search", "login"], "")
+        env.run(dir, &["--json", "search", "add test"], "")
     );
 
     // The hub down: queued, for the conversation's session and for a named one.
@@ -234,6 +241,12 @@ async fn doctor_init_and_views_speak_plainly() {
         again.stdout.contains("were registered already") && !again.stdout.contains(" in \n"),
         "{again:?}"
     );
+    // A project's MCP file names `baton` by command: doctor says when none is on PATH.
+    env.run(dir, &["init", "claude", "--scope", "project"], "");
+    let mcp: Value = serde_json::from_str(&std::fs::read_to_string(dir.join(".mcp.json")).unwrap()).unwrap();
+    assert_eq!(mcp["mcpServers"]["baton"]["command"], "baton");
+    let doctor = env.run_with_env(dir, &["doctor"], "", &[("PATH", "/usr/bin:/bin")]);
+    assert!(doctor.stdout.contains("no `baton` is on PATH here"), "{doctor:?}");
 
     let mut c = server.clients().await;
     let session = crate::start(
