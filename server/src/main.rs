@@ -21,6 +21,12 @@ async fn main() -> anyhow::Result<()> {
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .init();
+    // A panic's message can quote what it was working on (a slice of a stored record):
+    // logged by where it happened only, never by its text.
+    std::panic::set_hook(Box::new(|info| {
+        let at = info.location().map(|l| format!("{}:{}", l.file(), l.line())).unwrap_or_default();
+        tracing::error!(at, "a task panicked (its message is not logged: it may quote stored text)");
+    }));
 
     match &config.command {
         Some(baton_server::config::ServerCommand::Healthcheck { url, ca_cert }) => {

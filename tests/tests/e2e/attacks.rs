@@ -1136,3 +1136,34 @@ async fn connections_are_capped_and_time_out() {
     let event = tokio::time::timeout(Duration::from_secs(5), watch.next()).await.unwrap().unwrap().unwrap();
     assert_eq!(event.revision, 1);
 }
+
+/// One stored record with white space wider than a byte before a match (a no-break space;
+/// an ideographic space in ordinary Japanese) answers its search with a snippet: it does
+/// not end the call, and the server's log never holds the record's text.
+async fn wide_white_space_does_not_break_search(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    let marker = "y".repeat(100);
+    put_note(&mut c, &p, "nbsp", &format!("{marker}\u{a0}needle2 common words"), write()).await.unwrap();
+    put_note(
+        &mut c,
+        &p,
+        "ja",
+        &format!("{}これは\u{3000}needle2 です", "日本語の文章。".repeat(20)),
+        write(),
+    )
+    .await
+    .unwrap();
+    let request =
+        baton_proto::v1::SearchRequest { project: p.clone(), query: "needle2".into(), ..Default::default() };
+    let hits = c.search.search(request).await.unwrap_or_else(|e| panic!("{e:?}")).into_inner().hits;
+    assert_eq!(hits.len(), 2, "{hits:?}");
+    for hit in &hits {
+        let first = hit.highlights.first().expect("a highlight");
+        let (start, end) = (first.start as usize, first.end as usize);
+        assert_eq!(&hit.snippet[start..end], "needle2", "{hit:?}");
+    }
+    assert!(!server.log().contains(&marker), "a record's text in the log");
+}
+both!(wide_white_space_does_not_break_search);

@@ -26,17 +26,15 @@ pub fn of(body: &str, wanted: &[&str]) -> Snippet {
         spans.iter().filter(|w| wanted.contains(w.text.as_str())).map(|w| &w.range).collect();
     let first = hits.first().map_or(0, |r| r.start);
     let start = back_chars(body, first, LEAD_CHARS);
-    // Start at a line's or a word's beginning when one is near.
-    let start = body[start..first].find('\n').map_or_else(
-        || {
-            if start == 0 {
-                0
-            } else {
-                body[start..first].find(char::is_whitespace).map_or(start, |i| start + i + 1)
-            }
-        },
-        |i| start + i + 1,
-    );
+    // Start at a line's or a word's beginning when one is near: just past that newline or
+    // white space, which may be wider than a byte (a no-break space, an ideographic space).
+    let after = |(i, c): (usize, char)| start + i + c.len_utf8();
+    let lead = &body[start..first];
+    let start = match lead.char_indices().find(|(_, c)| *c == '\n') {
+        Some(newline) => after(newline),
+        None if start == 0 => 0,
+        None => lead.char_indices().find(|(_, c)| c.is_whitespace()).map_or(start, after),
+    };
     let end = forward_chars(body, start, SNIPPET_CHARS);
     let mut text = String::new();
     let prefix = if start > 0 { "…" } else { "" };
@@ -97,6 +95,48 @@ mod tests {
         assert_eq!(s.highlights.len(), 1);
         assert_eq!(&s.text[s.highlights[0].clone()], "needle");
         assert!(s.text.chars().count() <= SNIPPET_CHARS + 2);
+    }
+
+    /// White space wider than a byte before the match (a no-break space, an ideographic
+    /// space in Japanese text) starts the snippet just past it, not inside it.
+    #[test]
+    fn wide_white_space_before_the_match() {
+        for space in ['\u{a0}', '\u{3000}', '\u{2028}'] {
+            let body = format!("{}{space}needle2 common words", "y".repeat(100));
+            let s = of(&body, &["needle2"]);
+            assert!(s.text.starts_with("…needle2"), "{space:?}: {}", s.text);
+            assert_eq!(&s.text[s.highlights[0].clone()], "needle2");
+        }
+        let japanese = format!("{}これは\u{3000}テスト needle です", "日本語の文章。".repeat(20));
+        let s = of(&japanese, &["needle"]);
+        assert_eq!(&s.text[s.highlights[0].clone()], "needle");
+    }
+
+    proptest::proptest! {
+        /// No text and no word looked for can make a snippet panic, and every highlight is
+        /// a char-boundary range of the snippet.
+        #[test]
+        fn any_text_any_match(body in "\\PC{0,400}", pick in 0usize..64, extra in "\\PC{0,8}") {
+            let words: Vec<String> = tokens::spans(&body).into_iter().map(|w| w.text).collect();
+            let mut wanted: Vec<&str> = words.iter().skip(pick % words.len().max(1)).take(2).map(String::as_str).collect();
+            wanted.push(&extra);
+            let s = of(&body, &wanted);
+            for r in &s.highlights {
+                proptest::prop_assert!(s.text.get(r.clone()).is_some(), "{:?} in {:?}", r, s.text);
+            }
+        }
+
+        /// Bodies built of white space of every width around the word.
+        #[test]
+        fn white_space_of_every_width(
+            parts in proptest::collection::vec(proptest::prop_oneof!["[a-z]{1,12}", "[ \\t\\n\u{a0}\u{3000}\u{2028}\u{2003}]{1,3}", "[ぁ-ん]{1,5}"], 0..120),
+        ) {
+            let body: String = parts.concat();
+            let s = of(&body, &["needle", "a"]);
+            for r in &s.highlights {
+                proptest::prop_assert!(s.text.get(r.clone()).is_some());
+            }
+        }
     }
 
     #[test]
