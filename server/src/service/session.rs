@@ -128,7 +128,9 @@ pub(crate) async fn insert<T: WriteTx>(
     s: &NewSession<'_>,
     ctx: &WriteCtx,
 ) -> Result<Option<Session>> {
-    if !s.generated && w.tx().session(s.id).await?.is_some() {
+    // Taken in this project or another: the same answer either way (never the database's
+    // unique-key error, which told the two apart).
+    if !s.generated && (w.tx().session(s.id).await?.is_some() || w.tx().session_taken(s.id).await?) {
         return Ok(None);
     }
     let revision = w.revision();

@@ -204,6 +204,9 @@ pub trait WriteTx: Send {
     ) -> impl Future<Output = Result<Vec<model::Session>>> + Send;
     /// A checkpoint of the project, by id, with its state and payload.
     fn checkpoint(&mut self, id: &str) -> impl Future<Output = Result<Option<model::Checkpoint>>> + Send;
+    /// Whether a session of any project has this id (ids are one space across projects: a
+    /// taken id is refused the same way wherever it is taken).
+    fn session_taken(&mut self, id: &str) -> impl Future<Output = Result<bool>> + Send;
     /// The project and session of a checkpoint of any project, by id.
     fn checkpoint_owner(&mut self, id: &str)
     -> impl Future<Output = Result<Option<(String, String)>>> + Send;

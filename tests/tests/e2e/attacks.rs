@@ -1167,3 +1167,41 @@ async fn wide_white_space_does_not_break_search(backend: Backend) {
     assert!(!server.log().contains(&marker), "a record's text in the log");
 }
 both!(wide_white_space_does_not_break_search);
+
+/// Ids are one space across projects: a session or checkpoint id taken in another project
+/// is refused exactly as one taken in the caller's (ALREADY_EXISTS, the same words), never
+/// INTERNAL, and nothing is logged as an error.
+async fn ids_of_other_projects_answer_as_ids_of_this_one(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let (mine, theirs) = (project(), project());
+    let taken = start_session(&mut c, &theirs).await;
+    let own = start_session(&mut c, &mine).await;
+    let again = |p: &str, id: &str| baton_proto::v1::StartSessionRequest {
+        project: p.into(),
+        session_id: id.into(),
+        agent: baton_proto::v1::AgentKind::Custom as i32,
+        write: write(),
+        ..Default::default()
+    };
+    let words = |status: tonic::Status, id: &str| (status.code(), status.message().replace(id, "ID"));
+    let here = c.sessions.start_session(again(&mine, &own.id)).await.unwrap_err();
+    let there = c.sessions.start_session(again(&mine, &taken.id)).await.unwrap_err();
+    assert_eq!(words(there, &taken.id), words(here, &own.id));
+
+    let foreign = checkpoint(&mut c, &taken.id, None, "theirs").await.checkpoint.unwrap().id;
+    let local = checkpoint(&mut c, &own.id, None, "mine").await.checkpoint.unwrap().id;
+    let reuse = |id: &str| CreateCheckpointRequest {
+        session_id: own.id.clone(),
+        checkpoint_id: id.into(),
+        kind: CheckpointKind::Manual as i32,
+        write: write(),
+        ..Default::default()
+    };
+    let here = c.checkpoints.create_checkpoint(reuse(&local)).await.unwrap_err();
+    let there = c.checkpoints.create_checkpoint(reuse(&foreign)).await.unwrap_err();
+    assert_eq!(here.code(), Code::AlreadyExists);
+    assert_eq!(words(there, &foreign), words(here, &local));
+    assert!(!server.log().contains(" ERROR "), "{}", server.log());
+}
+both!(ids_of_other_projects_answer_as_ids_of_this_one);

@@ -177,6 +177,9 @@ pub const CHECKPOINT: &str =
 /// The project and session of a checkpoint of any project. $1 id.
 pub const CHECKPOINT_OWNER: &str = "SELECT project, session_id FROM checkpoints WHERE id = $1";
 
+/// Whether any project has a session of this id.
+pub const SESSION_TAKEN: &str = "SELECT 1 FROM sessions WHERE id = $1";
+
 /// The digests of $2 (in order) the project $1 has no chunk for.
 pub const MISSING_CHUNKS: &str = "SELECT u.digest FROM unnest($2::text[]) WITH ORDINALITY AS u (digest, n) \
      WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.project = $1 AND c.digest = u.digest) ORDER BY u.n";

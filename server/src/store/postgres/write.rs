@@ -253,6 +253,12 @@ impl crate::store::WriteTx for PgTx {
             .await?)
     }
 
+    async fn session_taken(&mut self, id: &str) -> Result<bool> {
+        let row: Option<(i32,)> =
+            sqlx::query_as(sql::SESSION_TAKEN).bind(id).fetch_optional(&mut *self.lease).await?;
+        Ok(row.is_some())
+    }
+
     async fn checkpoint_owner(&mut self, id: &str) -> Result<Option<(String, String)>> {
         Ok(sqlx::query_as(sql::CHECKPOINT_OWNER).bind(id).fetch_optional(&mut *self.lease).await?)
     }

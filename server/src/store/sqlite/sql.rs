@@ -170,6 +170,9 @@ pub const INSERT_CHECKPOINT: &str = concat!(
 /// The project and session of a checkpoint of any project. Binds: id.
 pub const CHECKPOINT_OWNER: &str = "SELECT project, session_id FROM checkpoints WHERE id = ?";
 
+/// Whether any project has a session of this id.
+pub const SESSION_TAKEN: &str = "SELECT 1 FROM sessions WHERE id = ?";
+
 /// The digests of a JSON array (in order) the project has no chunk for. Binds: the array,
 /// project.
 pub const MISSING_CHUNKS: &str = "SELECT d.value FROM json_each(?) d WHERE NOT EXISTS \
