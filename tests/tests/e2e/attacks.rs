@@ -1205,3 +1205,40 @@ async fn ids_of_other_projects_answer_as_ids_of_this_one(backend: Backend) {
     assert!(!server.log().contains(" ERROR "), "{}", server.log());
 }
 both!(ids_of_other_projects_answer_as_ids_of_this_one);
+
+/// A search's page token is made of the caller's project only: another project's writes do
+/// not change it (a token carrying every project's newest document told when they wrote).
+async fn search_page_tokens_do_not_tell_of_other_projects(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let (mine, other) = (project(), project());
+    put_note(&mut c, &mine, "a", "needle one", write()).await.unwrap();
+    put_note(&mut c, &mine, "b", "needle two", write()).await.unwrap();
+    let first = |c: &mut baton_tests::Clients| {
+        let mut c = c.clone();
+        let request = baton_proto::v1::SearchRequest {
+            project: mine.clone(),
+            query: "needle".into(),
+            page_size: 1,
+            ..Default::default()
+        };
+        async move { c.search.search(request).await.unwrap().into_inner().next_page_token }
+    };
+    let before = first(&mut c).await;
+    assert!(!before.is_empty());
+    for i in 0..3 {
+        put_note(&mut c, &other, &format!("k{i}"), "needle elsewhere", write()).await.unwrap();
+    }
+    assert_eq!(first(&mut c).await, before, "another project's writes changed the token");
+    // The token still pages: the second hit, and no more.
+    let request = baton_proto::v1::SearchRequest {
+        project: mine.clone(),
+        query: "needle".into(),
+        page_size: 1,
+        page_token: before,
+        ..Default::default()
+    };
+    let page = c.search.search(request).await.unwrap().into_inner();
+    assert_eq!(page.hits.len(), 1);
+}
+both!(search_page_tokens_do_not_tell_of_other_projects);

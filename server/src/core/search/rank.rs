@@ -18,6 +18,14 @@ pub struct Candidate {
     pub score: f64,
 }
 
+/// The bound later pages of a search keep: the newest candidate of the first (0 when it
+/// found none). Any document written after the first page is newer, so later pages see the
+/// first page's candidates and no others; and the bound comes from the caller's project's
+/// documents only (a bound read from every project's told when other projects wrote).
+pub fn newest_candidate(candidates: &[Candidate]) -> i64 {
+    candidates.iter().map(|c| c.id).max().unwrap_or(0)
+}
+
 /// A hit: the document shown, its score, and how many documents of its group matched.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ranked {

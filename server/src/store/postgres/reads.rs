@@ -169,9 +169,10 @@ impl PgStore {
     }
 
     pub(super) async fn search_candidates(&self, q: SearchQuery) -> Result<SearchPage> {
-        let (head, newest, partial): (i64, i64, bool) =
+        let (head, partial): (i64, bool) =
             sqlx::query_as(sql::SEARCH_HEAD).bind(&q.project).fetch_one(&self.pool).await?;
-        let (max_revision, max_id) = q.bounds.unwrap_or((head, newest));
+        let first_page = q.bounds.is_none();
+        let (max_revision, max_id) = q.bounds.unwrap_or((head, i64::MAX));
         let candidates = sqlx::query_as(sql::SEARCH)
             .persistent(false)
             .bind(q.query.tsquery())
@@ -187,6 +188,8 @@ impl PgStore {
             .bind(q.ranked)
             .fetch_all(&self.pool)
             .await?;
+        let max_id =
+            if first_page { crate::core::search::rank::newest_candidate(&candidates) } else { max_id };
         Ok(SearchPage { candidates, partial, bounds: (max_revision, max_id) })
     }
 

@@ -257,11 +257,10 @@ pub const SEARCH: &str = "SELECT id, kind::int8 AS kind, session_id, created_us,
 pub const SEARCH_ROWS: &str = "SELECT id, kind::int8 AS kind, record_id, session_id, branch, author, created_us, \
      revision, body FROM search_docs WHERE id = ANY($1)";
 
-/// What a search starts from: the project's head revision and the newest search
-/// document's id (the first page's bounds, so later pages agree), and whether the project's
-/// records from before search are still being indexed. $1 project.
+/// What a search starts from: the project's head revision (a bound of the first page that
+/// later pages keep), and whether the project's records from before search are still being
+/// indexed. $1 project.
 pub const SEARCH_HEAD: &str = "SELECT COALESCE((SELECT head_revision FROM projects WHERE key = $1), 0)::int8, \
-     COALESCE((SELECT MAX(id) FROM search_docs), 0)::int8, \
      EXISTS (SELECT 1 FROM search_backfill WHERE project = $1)";
 
 /// The projects whose records from before search are still to be indexed.

@@ -170,9 +170,10 @@ impl SqliteStore {
     }
 
     pub(super) async fn search_candidates(&self, q: SearchQuery) -> Result<SearchPage> {
-        let (head, newest, partial): (i64, i64, bool) =
+        let (head, partial): (i64, bool) =
             sqlx::query_as(sql::SEARCH_HEAD).bind(&q.project).fetch_one(&self.search_pool).await?;
-        let (max_revision, max_id) = q.bounds.unwrap_or((head, newest));
+        let first_page = q.bounds.is_none();
+        let (max_revision, max_id) = q.bounds.unwrap_or((head, i64::MAX));
         let candidates: String = sqlx::query_scalar(sql::SEARCH)
             .bind(q.query.fts5())
             .bind(q.project.clone())
@@ -190,6 +191,8 @@ impl SqliteStore {
         // Each candidate a JSON array of the fields in order.
         let candidates: Vec<Candidate> =
             serde_json::from_str(&candidates).map_err(crate::error::Error::internal)?;
+        let max_id =
+            if first_page { crate::core::search::rank::newest_candidate(&candidates) } else { max_id };
         Ok(SearchPage { candidates, partial, bounds: (max_revision, max_id) })
     }
 

@@ -280,11 +280,10 @@ pub const SEARCH: &str = "SELECT json_group_array(json_array(id, kind, session_i
 pub const SEARCH_ROWS: &str = "SELECT id, kind, record_id, session_id, branch, author, created_us, revision, body \
      FROM search_docs WHERE id IN (SELECT value FROM json_each(?))";
 
-/// What a search starts from: the project's head revision and the newest search
-/// document's id (the first page's bounds, so later pages agree), and whether the project's
-/// records from before search are still being indexed. ?1 project.
+/// What a search starts from: the project's head revision (a bound of the first page that
+/// later pages keep), and whether the project's records from before search are still being
+/// indexed. ?1 project.
 pub const SEARCH_HEAD: &str = "SELECT COALESCE((SELECT head_revision FROM projects WHERE key = ?1), 0), \
-     COALESCE((SELECT MAX(id) FROM search_docs), 0), \
      EXISTS (SELECT 1 FROM search_backfill WHERE project = ?1)";
 
 /// The projects whose records from before search are still to be indexed.
