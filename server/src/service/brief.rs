@@ -61,7 +61,9 @@ pub async fn data<S: Store>(store: &S, q: BriefFor) -> Result<BriefData> {
         .filter(|id| !heads.contains_key(id))
         .collect();
     if !missing.is_empty() {
-        heads.extend(store.checkpoints(missing).await?.into_iter().map(|r| (r.id.clone(), r)));
+        heads.extend(
+            store.checkpoints(q.project.clone(), missing).await?.into_iter().map(|r| (r.id.clone(), r)),
+        );
     }
     let unfinished = rows
         .unfinished

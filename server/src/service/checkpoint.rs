@@ -236,7 +236,7 @@ pub async fn list<S: Store>(
         store.project_of(Entity::Session, session_id.clone()).await?.filter(|p| is_within(p, &within));
     let project = project.ok_or_else(missing)?;
     // Head revision first, then the data: what is read is at least as new as as_of.
-    let as_of_revision = store.head_revision(project).await?;
+    let as_of_revision = store.head_revision(project.clone()).await?;
     let head = store.session(session_id.clone()).await?.ok_or_else(missing)?.head_checkpoint_id;
     let nodes = store.checkpoint_nodes(session_id).await?;
     let order = tree::order(nodes.iter().map(|n| (n.id.as_str(), n.parent_id.as_deref())));
@@ -252,7 +252,7 @@ pub async fn list<S: Store>(
             }
         },
     };
-    let (checkpoints, more) = page(store, &nodes, &order[next..], include_state, page_size).await?;
+    let (checkpoints, more) = page(store, &project, &nodes, &order[next..], include_state, page_size).await?;
     let next_page_token = match checkpoints.last() {
         Some(last) if more => crate::core::page::token(&last.id),
         _ => String::new(),
@@ -268,6 +268,7 @@ pub async fn list<S: Store>(
 /// The checkpoints of a page, from `order` on, and whether any follow it.
 async fn page<S: Store>(
     store: &S,
+    project: &str,
     nodes: &[Node],
     order: &[(usize, i32)],
     include_state: bool,
@@ -290,8 +291,12 @@ async fn page<S: Store>(
             .map(|(_, node)| node)
             .collect();
         let ids = batch.iter().map(|(i, _)| nodes[*i].id.clone()).collect();
-        let mut rows: HashMap<String, Checkpoint> =
-            store.checkpoints(ids).await?.into_iter().map(|r| (r.id.clone(), r)).collect();
+        let mut rows: HashMap<String, Checkpoint> = store
+            .checkpoints(project.to_owned(), ids)
+            .await?
+            .into_iter()
+            .map(|r| (r.id.clone(), r))
+            .collect();
         for (i, depth) in batch {
             // Gone since the shape was read (retention): not listed.
             if let Some(row) = rows.remove(&nodes[*i].id) {

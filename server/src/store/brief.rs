@@ -100,7 +100,8 @@ pub fn statements(now_us: &str) -> [String; 7] {
         ),
         unfinished.clone(),
         format!(
-            "SELECT {CHECKPOINT_LIGHT} FROM checkpoints WHERE id IN (SELECT head_checkpoint_id FROM ({unfinished}) u)"
+            "SELECT {CHECKPOINT_LIGHT} FROM checkpoints WHERE id IN (SELECT head_checkpoint_id FROM ({unfinished}) u) \
+             AND project = $1"
         ),
         newest([SessionStatus::Active, SessionStatus::Initializing], "last_seen_us", ACTIVE_LIMIT),
         previous.clone(),
@@ -109,7 +110,8 @@ pub fn statements(now_us: &str) -> [String; 7] {
              COALESCE((SELECT MIN(start_revision) FROM ({previous}) p), 0) ORDER BY revision DESC LIMIT {CONFLICT_LIMIT}"
         ),
         format!(
-            "SELECT {CHECKPOINT_LIGHT} FROM checkpoints WHERE id IN (SELECT head_checkpoint_id FROM ({previous}) p)"
+            "SELECT {CHECKPOINT_LIGHT} FROM checkpoints WHERE id IN (SELECT head_checkpoint_id FROM ({previous}) p) \
+             AND project = $1"
         ),
     ]
 }

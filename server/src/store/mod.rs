@@ -262,8 +262,13 @@ pub trait Store: Clone + Send + Sync + 'static {
     ) -> impl Future<Output = Result<Option<model::Checkpoint>>> + Send;
     /// A session's checkpoints as tree nodes, in creation order.
     fn checkpoint_nodes(&self, session_id: String) -> impl Future<Output = Result<Vec<model::Node>>> + Send;
-    /// Checkpoints by id, without their payloads, in no order (ids not found left out).
-    fn checkpoints(&self, ids: Vec<String>) -> impl Future<Output = Result<Vec<model::Checkpoint>>> + Send;
+    /// Checkpoints of `project` by id, without their payloads, in no order (ids not found
+    /// in the project left out: an id is never read across projects).
+    fn checkpoints(
+        &self,
+        project: String,
+        ids: Vec<String>,
+    ) -> impl Future<Output = Result<Vec<model::Checkpoint>>> + Send;
     /// A project's memory caps (a JSON object), if the project exists.
     fn memory_caps(&self, project: String) -> impl Future<Output = Result<Option<String>>> + Send;
     /// A memory record's LWW revision, if it was ever written.

@@ -1242,3 +1242,49 @@ async fn search_page_tokens_do_not_tell_of_other_projects(backend: Backend) {
     assert_eq!(page.hits.len(), 1);
 }
 both!(search_page_tokens_do_not_tell_of_other_projects);
+
+/// A session whose head names another project's checkpoint (as a crafted archive could
+/// make it) shows nothing of that checkpoint: every read by id carries its project.
+async fn a_head_in_another_project_is_never_read(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let (mine, victim) = (project(), project());
+    let theirs = start_session(&mut c, &victim).await;
+    let state = baton_proto::v1::CheckpointState {
+        active_tasks: vec![baton_proto::v1::Task {
+            content: "the victim's secret task".into(),
+            status: "in_progress".into(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let request = CreateCheckpointRequest {
+        session_id: theirs.id.clone(),
+        kind: CheckpointKind::Manual as i32,
+        state: Some(state),
+        write: write(),
+        ..Default::default()
+    };
+    let foreign = c.checkpoints.create_checkpoint(request).await.unwrap().into_inner().checkpoint.unwrap().id;
+    let own = start_session(&mut c, &mine).await;
+    let idle = HeartbeatRequest {
+        session_id: own.id.clone(),
+        status: SessionStatus::Idle as i32,
+        ..Default::default()
+    };
+    c.sessions.heartbeat(idle).await.unwrap();
+    server
+        .execute(&format!("UPDATE sessions SET head_checkpoint_id = '{foreign}' WHERE id = '{}'", own.id))
+        .await
+        .unwrap();
+    for session_id in [String::new(), start_session(&mut c, &mine).await.id] {
+        let request = GetBriefRequest { project: mine.clone(), session_id, ..Default::default() };
+        let brief = c.brief.get_brief(request).await.unwrap().into_inner().brief.unwrap();
+        assert!(!brief.text.contains("secret task"), "{}", brief.text);
+    }
+    let list =
+        ListCheckpointsRequest { session_id: own.id.clone(), include_state: true, ..Default::default() };
+    let listed = c.checkpoints.list_checkpoints(list).await.unwrap().into_inner();
+    assert!(listed.checkpoints.is_empty(), "{listed:?}");
+}
+both!(a_head_in_another_project_is_never_read);

@@ -205,7 +205,7 @@ pub const CHECKPOINT_NODES: &str = "SELECT id, parent_id, CAST(length(state) AS 
 
 /// Checkpoints without payloads. $1 their ids.
 pub const CHECKPOINTS_LIGHT: &str =
-    concat!("SELECT ", checkpoint_light_columns!(), " FROM checkpoints WHERE id = ANY($1)");
+    concat!("SELECT ", checkpoint_light_columns!(), " FROM checkpoints WHERE id = ANY($1) AND project = $2");
 
 /// $1 project.
 pub const MEMORY_CAPS: &str = "SELECT memory_caps FROM projects WHERE key = $1";

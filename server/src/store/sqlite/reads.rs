@@ -56,9 +56,13 @@ impl SqliteStore {
         Ok(sqlx::query_as(sql::CHECKPOINT_NODES).bind(session_id).fetch_all(&self.pool).await?)
     }
 
-    pub(super) async fn checkpoints_by_id(&self, ids: Vec<String>) -> Result<Vec<Checkpoint>> {
+    pub(super) async fn checkpoints_by_id(
+        &self,
+        project: String,
+        ids: Vec<String>,
+    ) -> Result<Vec<Checkpoint>> {
         let ids = serde_json::to_string(&ids).map_err(crate::error::Error::internal)?;
-        Ok(sqlx::query_as(sql::CHECKPOINTS_LIGHT).bind(ids).fetch_all(&self.pool).await?)
+        Ok(sqlx::query_as(sql::CHECKPOINTS_LIGHT).bind(ids).bind(project).fetch_all(&self.pool).await?)
     }
 
     pub(super) async fn caps(&self, project: String) -> Result<Option<String>> {

@@ -196,7 +196,7 @@ pub const CHECKPOINT_NODES: &str = "SELECT id, parent_id, CAST(length(state) AS 
 pub const CHECKPOINTS_LIGHT: &str = concat!(
     "SELECT ",
     checkpoint_light_columns!(),
-    " FROM checkpoints WHERE id IN (SELECT value FROM json_each(?))"
+    " FROM checkpoints WHERE id IN (SELECT value FROM json_each(?)) AND project = ?"
 );
 
 /// Binds: project.

@@ -48,8 +48,8 @@ impl Store for SqliteStore {
         self.nodes(session_id).await
     }
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn checkpoints(&self, ids: Vec<String>) -> Result<Vec<model::Checkpoint>> {
-        self.checkpoints_by_id(ids).await
+    async fn checkpoints(&self, project: String, ids: Vec<String>) -> Result<Vec<model::Checkpoint>> {
+        self.checkpoints_by_id(project, ids).await
     }
     #[tracing::instrument(level = "debug", skip_all)]
     async fn memory_caps(&self, project: String) -> Result<Option<String>> {
