@@ -64,10 +64,43 @@ fn write_line(out: &mut impl Write, line: &Line) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The longest line an archive may hold: a checkpoint at the default size limit (its state
+/// and payload base64-encoded in JSON) fits several times over; a longer one is refused
+/// once this much is read, never held whole.
+pub const MAX_LINE: usize = 64 * 1024 * 1024;
+
+/// The archive's lines, each read with `MAX_LINE` as its limit.
+fn bounded_lines(mut reader: impl BufRead) -> impl Iterator<Item = (usize, anyhow::Result<String>)> {
+    let mut n = 0;
+    std::iter::from_fn(move || {
+        let mut line = Vec::new();
+        let read = (&mut reader).take(MAX_LINE as u64 + 1).read_until(b'\n', &mut line);
+        let at = n;
+        n += 1;
+        match read {
+            Ok(0) => None,
+            Err(e) => Some((at, Err(anyhow::Error::new(e)))),
+            Ok(_) if line.len() > MAX_LINE => Some((
+                at,
+                Err(anyhow::anyhow!(
+                    "a line longer than {} MiB: not an archive this server wrote",
+                    MAX_LINE >> 20
+                )),
+            )),
+            Ok(_) => {
+                if line.last() == Some(&b'\n') {
+                    line.pop();
+                }
+                Some((at, String::from_utf8(line).map_err(|_| anyhow::anyhow!("a line that is not UTF-8"))))
+            }
+        }
+    })
+}
+
 /// What an import did, per project.
 pub async fn import<S: Store>(store: &S, input: impl Read) -> anyhow::Result<Vec<(String, ImportCounts)>> {
     let reader = BufReader::new(zstd::Decoder::new(input).context("the archive is not a zstd stream")?);
-    let mut lines = reader.lines().enumerate();
+    let mut lines = bounded_lines(reader);
     match lines.next() {
         Some((_, Ok(first))) => match serde_json::from_str::<Line>(&first) {
             Ok(Line::Header { format, version, .. }) if format == FORMAT && version == VERSION => {}
@@ -79,7 +112,7 @@ pub async fn import<S: Store>(store: &S, input: impl Read) -> anyhow::Result<Vec
             _ => anyhow::bail!("not a Baton export: the first line is not a {FORMAT} header"),
         },
         Some((_, Err(e))) => {
-            return Err(e).context("reading the archive (is it a `baton-server export` file?)");
+            return Err(e.context("reading the archive (is it a `baton-server export` file?)"));
         }
         None => anyhow::bail!("the archive is empty"),
     }
@@ -87,7 +120,7 @@ pub async fn import<S: Store>(store: &S, input: impl Read) -> anyhow::Result<Vec
     let mut project: Option<(String, Option<String>)> = None;
     let mut batch = Vec::new();
     for (n, line) in lines {
-        let line = line.with_context(|| format!("reading line {} of the archive", n + 1))?;
+        let line = line.map_err(|e| e.context(format!("reading line {} of the archive", n + 1)))?;
         let parsed: Line = serde_json::from_str(&line)
             .with_context(|| format!("line {} of the archive is not valid", n + 1))?;
         match parsed {
@@ -132,4 +165,22 @@ async fn flush<S: Store>(
         total.skipped += counts.skipped;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// A line past the limit is refused after reading at most the limit, not held whole.
+    #[test]
+    fn lines_are_read_with_a_limit() {
+        let text = b"first\nsecond\n\nlast".to_vec();
+        let lines: Vec<String> = bounded_lines(&text[..]).map(|(_, l)| l.unwrap()).collect();
+        assert_eq!(lines, ["first", "second", "", "last"]);
+        let endless = std::io::repeat(b'x');
+        let (at, first) = bounded_lines(std::io::BufReader::new(endless)).next().unwrap();
+        assert_eq!(at, 0);
+        assert!(first.unwrap_err().to_string().contains("longer than 64 MiB"));
+    }
 }
