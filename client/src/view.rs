@@ -63,6 +63,11 @@ pub fn outcome(o: i32) -> String {
         .to_ascii_lowercase()
 }
 
+/// A memory entry in one line: its text, quoted and clipped, and its short id.
+pub fn entry_line(e: &MemoryEntry) -> String {
+    format!("{:?} ({})", crate::clip(&crate::safe::line(&e.content), 80), short(&e.id))
+}
+
 pub fn short(id: &str) -> &str {
     id.get(id.len().saturating_sub(8)..).unwrap_or(id)
 }

@@ -109,12 +109,10 @@ pub async fn add(ctx: &Ctx, dir: &Path, a: Add, json: bool) -> anyhow::Result<()
             } else {
                 println!("added to {} at revision {}", a.category, r.revision);
                 for e in &sent.evicted {
-                    let text = e.content.as_str();
                     println!(
-                        "{} is at its cap: evicted the oldest, {:?} ({}); `baton memory list {} --all` shows it",
+                        "{} is at its cap: evicted the oldest, {}; `baton memory list {} --all` shows it",
                         a.category,
-                        crate::clip(&crate::safe::line(text), 80),
-                        view::short(&e.id),
+                        view::entry_line(e),
                         a.category
                     );
                 }

@@ -560,11 +560,8 @@ pub async fn brief_text(
 /// The last brief cached for the project, marked with its age, and what waits in the queue.
 pub fn offline_brief(ctx: &Ctx, project: &Project, budget: usize) -> String {
     let (queued, dead) = ctx.queue.counts();
-    let mut note = format!(
-        "Baton hub unreachable ({}); {}",
-        ctx.settings.server,
-        crate::count(queued, "write", "writes") + " queued locally"
-    );
+    let queued = crate::count(queued, "write", "writes");
+    let mut note = format!("Baton hub unreachable ({}); {queued} queued locally", ctx.settings.server);
     if dead > 0 {
         let _ = write!(note, ", {dead} refused (see `baton status`)");
     }

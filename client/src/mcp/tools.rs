@@ -165,13 +165,7 @@ pub async fn remember(call: &Call<'_>, p: params::Remember) -> Answer {
 
 /// The entries an append pushed out past its category's cap, in words (empty when none).
 pub fn evicted_words(evicted: &[MemoryEntry]) -> String {
-    let items: Vec<String> = evicted
-        .iter()
-        .map(|e| {
-            let text = e.content.as_str();
-            format!("{:?} ({})", crate::clip(&crate::safe::line(text), 80), view::short(&e.id))
-        })
-        .collect();
+    let items: Vec<String> = evicted.iter().map(view::entry_line).collect();
     if items.is_empty() {
         return String::new();
     }
