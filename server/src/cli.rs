@@ -48,7 +48,13 @@ async fn on<S: Store>(config: &Config, store: &S, command: &ServerCommand) -> an
             purge(store, project, value.clone(), *dry_run).await
         }
         ServerCommand::Export { output, project } => export(store, output, project.as_deref()).await,
-        ServerCommand::Import { input } => import(store, input).await,
+        ServerCommand::Import { input, project, dry_run } => {
+            let options = crate::archive::Options {
+                only: project.as_deref(),
+                max_checkpoint_bytes: config.max_checkpoint_bytes,
+            };
+            import(store, input, options, *dry_run).await
+        }
         ServerCommand::Healthcheck { .. } => Ok(()),
     };
     store.close().await;
@@ -102,15 +108,28 @@ async fn export<S: Store>(store: &S, output: &std::path::Path, project: Option<&
     Ok(())
 }
 
-async fn import<S: Store>(store: &S, input: &std::path::Path) -> anyhow::Result<()> {
-    let report = if input.as_os_str() == "-" {
-        crate::archive::import(store, std::io::stdin().lock()).await?
+async fn import<S: Store>(
+    store: &S,
+    input: &std::path::Path,
+    options: crate::archive::Options<'_>,
+    dry_run: bool,
+) -> anyhow::Result<()> {
+    let file = if input.as_os_str() == "-" {
+        // Read twice (checked, then written): stdin is kept in an unnamed temporary file.
+        let mut spool = tempfile::tempfile().context("creating a temporary file for the archive")?;
+        std::io::copy(&mut std::io::stdin().lock(), &mut spool).context("reading the archive from stdin")?;
+        std::io::Seek::rewind(&mut spool).context("reading the archive back from its temporary file")?;
+        spool
     } else {
-        let file = std::fs::File::open(input).with_context(|| format!("cannot open {}", input.display()))?;
-        crate::archive::import(store, file).await?
+        std::fs::File::open(input).with_context(|| format!("cannot open {}", input.display()))?
     };
+    let report = crate::archive::import(store, std::io::BufReader::new(file), options, dry_run).await?;
+    let verb = if dry_run { "would import" } else { "imported" };
     for (project, counts) in &report {
-        println!("{project}: imported {}, already present {}", counts.imported, counts.skipped);
+        println!("{project}: {verb} {}, already present {}", counts.imported, counts.skipped);
+    }
+    if dry_run {
+        println!("dry run: nothing was written");
     }
     Ok(())
 }

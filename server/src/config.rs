@@ -219,10 +219,19 @@ pub enum ServerCommand {
     },
     /// Add an archive from `export` (e.g. a laptop's) to this database: ids kept, revisions
     /// renumbered into each project's log, records already present skipped.
+    ///
+    /// The whole archive is checked first, every record as the API checks a request and
+    /// every id it points at resolved in its own project: a refused archive writes nothing.
     Import {
-        /// The archive to read ("-" = stdin).
+        /// The archive to read ("-" = stdin, copied to a temporary file to be read twice).
         #[arg(long, short)]
         input: PathBuf,
+        /// Import only this project of the archive.
+        #[arg(long)]
+        project: Option<String>,
+        /// Check the archive and say what would be imported; write nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Manage access tokens (runs against the database; the server may be running).
     Token {

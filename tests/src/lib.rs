@@ -476,12 +476,26 @@ impl Server {
 
     /// Runs `baton-server ARGS…` against this server's database; (success, stdout, stderr).
     pub fn admin_command(&self, args: &[&str]) -> (bool, String, String) {
-        let out = Command::new(binary("baton-server"))
+        self.admin_command_with_input(args, b"")
+    }
+
+    /// As `admin_command`, with `input` on its stdin.
+    pub fn admin_command_with_input(&self, args: &[&str], input: &[u8]) -> (bool, String, String) {
+        use std::io::Write as _;
+        let mut child = Command::new(binary("baton-server"))
             .args(["--database-url", &self.database_url])
             .args(&self.args)
             .args(args)
-            .output()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
             .expect("run baton-server");
+        if let Some(mut stdin) = child.stdin.take() {
+            // A command that does not read its stdin closes it early: not a failure.
+            let _ = stdin.write_all(input);
+        }
+        let out = child.wait_with_output().expect("wait for baton-server");
         (
             out.status.success(),
             String::from_utf8_lossy(&out.stdout).into_owned(),

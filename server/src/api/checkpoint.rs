@@ -20,7 +20,7 @@ use crate::error::Error;
 use crate::store::{Entity, NewCheckpoint, Store};
 
 /// Size rules for the structured state: bounded lists of bounded strings.
-fn check_state(state: &CheckpointState) -> Result<(), Error> {
+pub(crate) fn check_state(state: &CheckpointState) -> Result<(), Error> {
     let lists: [(&str, usize); 10] = [
         ("state.active_tasks", state.active_tasks.len()),
         ("state.open_questions", state.open_questions.len()),
@@ -70,7 +70,7 @@ fn check_digest(field: &str, digest: &str) -> Result<(), Error> {
     Ok(())
 }
 
-fn check_blobs(blobs: &[BlobRef]) -> Result<Vec<String>, Error> {
+pub(crate) fn check_blobs(blobs: &[BlobRef]) -> Result<Vec<String>, Error> {
     validate::count("blobs", blobs.len(), 16)?;
     let mut chunks = Vec::new();
     for (i, b) in blobs.iter().enumerate() {

@@ -17,7 +17,7 @@ use crate::store::Store;
 
 const MAX_ITEMS: usize = 100;
 
-fn check_scope(branch: &str, key: &str) -> Result<(), Error> {
+pub(crate) fn check_scope(branch: &str, key: &str) -> Result<(), Error> {
     validate::single_line("branch", branch, limits::SHORT)?;
     validate::single_line("key", key, 200)?;
     Ok(())

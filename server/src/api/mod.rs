@@ -16,11 +16,11 @@ use crate::store::{Store, WriteCtx};
 
 pub mod admin;
 mod brief;
-mod checkpoint;
+pub(crate) mod checkpoint;
 mod event;
-mod memory;
+pub(crate) mod memory;
 mod search;
-mod session;
+pub(crate) mod session;
 
 pub use crate::service::brief::build_brief;
 pub use checkpoint::MAX_CHUNKS_BYTES;

@@ -16,7 +16,7 @@ use crate::core::validate::{self, invalid, limits};
 use crate::error::Error;
 use crate::store::{Entity, SessionQuery, Store};
 
-fn check_labels(
+pub(crate) fn check_labels(
     host: &str,
     user: &str,
     cwd: &str,
@@ -31,7 +31,7 @@ fn check_labels(
     Ok(())
 }
 
-fn check_metadata(metadata: &std::collections::HashMap<String, String>) -> Result<(), Error> {
+pub(crate) fn check_metadata(metadata: &std::collections::HashMap<String, String>) -> Result<(), Error> {
     validate::count("metadata", metadata.len(), limits::METADATA_ENTRIES)?;
     for (k, v) in metadata {
         validate::required("metadata key", k, 128)?;
@@ -40,7 +40,7 @@ fn check_metadata(metadata: &std::collections::HashMap<String, String>) -> Resul
     Ok(())
 }
 
-fn check_lease(lease_ttl_ms: i64) -> Result<(), Error> {
+pub(crate) fn check_lease(lease_ttl_ms: i64) -> Result<(), Error> {
     const MAX: i64 = 7 * 24 * 3600 * 1000;
     if !(0..=MAX).contains(&lease_ttl_ms) {
         return Err(

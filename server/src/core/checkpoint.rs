@@ -8,6 +8,10 @@
 //! A second digest, the state digest, covers the same header and the state but not the
 //! payload: lists and the brief verify what they return with it without reading (or
 //! decompressing) payloads, which may be megabytes each.
+//!
+//! Decompression never produces more than the checkpoint's recorded size (state plus
+//! payload, as encoded): a few hundred stored bytes can claim gigabytes, and an imported
+//! row is no more trusted than a request.
 
 use prost::Message;
 use sha2::{Digest, Sha256};
@@ -68,6 +72,8 @@ pub struct Header<'a> {
 pub enum IntegrityError {
     #[error("stored checkpoint bytes do not decompress: {0}")]
     Decompress(std::io::Error),
+    #[error("stored checkpoint bytes decompress to more than its recorded size of {0} bytes")]
+    TooLarge(usize),
     #[error("stored checkpoint digest mismatch (expected {expected}, computed {computed})")]
     Digest { expected: String, computed: String },
     #[error("stored checkpoint state does not decode: {0}")]
@@ -103,16 +109,9 @@ pub const UNVERIFIABLE: &str = "unverifiable";
 
 /// The state digest for stored content that has none yet: computed when the content
 /// verifies against its full digest, else `UNVERIFIABLE`.
-pub fn state_digest_of_stored(
-    header: &Header<'_>,
-    state: &[u8],
-    payload: &[u8],
-    compression: &str,
-    digest: &str,
-) -> String {
-    let verified = Compression::parse(compression).and_then(|c| {
-        let state = decompress(state, c).ok()?;
-        let payload = decompress(payload, c).ok()?;
+pub fn state_digest_of_stored(header: &Header<'_>, stored: &Stored<'_>, digest: &str) -> String {
+    let verified = Compression::parse(stored.compression).and_then(|c| {
+        let (state, payload) = unpack(stored, c).ok()?;
         (self::digest(header, &state, &payload) == digest).then_some(state)
     });
     match verified {
@@ -174,56 +173,98 @@ pub fn encode(
     }
 }
 
-pub fn decompress(bytes: &[u8], compression: Compression) -> Result<Vec<u8>, IntegrityError> {
-    match compression {
-        Compression::None => Ok(bytes.to_vec()),
-        Compression::Zstd if bytes.is_empty() => Ok(Vec::new()),
-        Compression::Zstd => zstd::stream::decode_all(bytes).map_err(IntegrityError::Decompress),
+/// A checkpoint's content as stored: its bytes, how they are compressed, and the size
+/// (state plus payload, uncompressed) it was stored with.
+#[derive(Clone, Copy)]
+pub struct Stored<'a> {
+    pub state: &'a [u8],
+    pub payload: &'a [u8],
+    pub compression: &'a str,
+    pub size_bytes: i64,
+}
+
+impl Stored<'_> {
+    fn size(&self) -> usize {
+        usize::try_from(self.size_bytes).unwrap_or(0)
     }
+
+    fn compression(&self) -> Result<Compression, IntegrityError> {
+        Compression::parse(self.compression)
+            .ok_or_else(|| IntegrityError::Compression(self.compression.to_owned()))
+    }
+}
+
+/// The bytes, decompressed into at most `limit` bytes: more is an error, found once
+/// `limit + 1` bytes are out, never held whole.
+pub fn decompress(bytes: &[u8], compression: Compression, limit: usize) -> Result<Vec<u8>, IntegrityError> {
+    use std::io::Read as _;
+    let out = match compression {
+        Compression::None => bytes.to_vec(),
+        Compression::Zstd if bytes.is_empty() => Vec::new(),
+        Compression::Zstd => {
+            let decoder =
+                zstd::stream::read::Decoder::with_buffer(bytes).map_err(IntegrityError::Decompress)?;
+            let mut out = Vec::new();
+            decoder
+                .take(u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1))
+                .read_to_end(&mut out)
+                .map_err(IntegrityError::Decompress)?;
+            out
+        }
+    };
+    if out.len() > limit {
+        return Err(IntegrityError::TooLarge(limit));
+    }
+    Ok(out)
+}
+
+/// The state and the payload, together at most the recorded size.
+pub fn unpack(stored: &Stored<'_>, compression: Compression) -> Result<(Vec<u8>, Vec<u8>), IntegrityError> {
+    let state = decompress(stored.state, compression, stored.size())?;
+    let payload = decompress(stored.payload, compression, stored.size() - state.len())?;
+    Ok((state, payload))
+}
+
+/// Decompresses and verifies stored content; returns the state's encoded bytes and the
+/// payload.
+pub fn verified_bytes(
+    header: &Header<'_>,
+    stored: &Stored<'_>,
+    expected_digest: &str,
+) -> Result<(Vec<u8>, Vec<u8>), IntegrityError> {
+    let (state, payload) = unpack(stored, stored.compression()?)?;
+    let computed = digest(header, &state, &payload);
+    if computed != expected_digest {
+        return Err(IntegrityError::Digest { expected: expected_digest.to_owned(), computed });
+    }
+    Ok((state, payload))
 }
 
 /// Decompresses and verifies stored content; returns the state and the payload.
 pub fn decode(
     header: &Header<'_>,
-    stored_state: &[u8],
-    stored_payload: &[u8],
-    compression: &str,
+    stored: &Stored<'_>,
     expected_digest: &str,
 ) -> Result<(CheckpointState, Vec<u8>), IntegrityError> {
-    let compression =
-        Compression::parse(compression).ok_or_else(|| IntegrityError::Compression(compression.to_owned()))?;
-    let state = decompress(stored_state, compression)?;
-    let payload = decompress(stored_payload, compression)?;
-    let computed = digest(header, &state, &payload);
-    if computed != expected_digest {
-        return Err(IntegrityError::Digest { expected: expected_digest.to_owned(), computed });
-    }
+    let (state, payload) = verified_bytes(header, stored, expected_digest)?;
     let state = CheckpointState::decode(state.as_slice()).map_err(IntegrityError::Decode)?;
     Ok((state, payload))
 }
 
 /// Decompresses and decodes a stored state without verifying it: for content this server
 /// has just encoded itself, in the same write (the search index reads it so).
-pub fn decode_state_unverified(
-    stored_state: &[u8],
-    compression: &str,
-) -> Result<CheckpointState, IntegrityError> {
-    let compression =
-        Compression::parse(compression).ok_or_else(|| IntegrityError::Compression(compression.to_owned()))?;
-    let state = decompress(stored_state, compression)?;
+pub fn decode_state_unverified(stored: &Stored<'_>) -> Result<CheckpointState, IntegrityError> {
+    let state = decompress(stored.state, stored.compression()?, stored.size())?;
     CheckpointState::decode(state.as_slice()).map_err(IntegrityError::Decode)
 }
 
 /// Decompresses and verifies the stored state alone, against the state digest.
 pub fn decode_state(
     header: &Header<'_>,
-    stored_state: &[u8],
-    compression: &str,
+    stored: &Stored<'_>,
     expected_state_digest: &str,
 ) -> Result<CheckpointState, IntegrityError> {
-    let compression =
-        Compression::parse(compression).ok_or_else(|| IntegrityError::Compression(compression.to_owned()))?;
-    let state = decompress(stored_state, compression)?;
+    let state = decompress(stored.state, stored.compression()?, stored.size())?;
     let computed = state_digest(header, &state);
     if computed != expected_state_digest {
         return Err(IntegrityError::Digest { expected: expected_state_digest.to_owned(), computed });
@@ -235,6 +276,15 @@ pub fn decode_state(
 mod tests {
     use super::*;
 
+    fn view(stored: &StoredContent) -> Stored<'_> {
+        Stored {
+            state: &stored.state,
+            payload: &stored.payload,
+            compression: stored.compression.as_str(),
+            size_bytes: stored.size_bytes,
+        }
+    }
+
     fn header() -> Header<'static> {
         Header { session_id: "s", kind: 1, reason: "r", payload_content_type: "application/json", blobs: b"" }
     }
@@ -245,14 +295,7 @@ mod tests {
             let state = CheckpointState { phase: "x".repeat(n), ..Default::default() };
             let stored = encode(&header(), &state, b"payload").unwrap();
             assert_eq!(stored.compression == Compression::Zstd, n > 1000);
-            let (back, payload) = decode(
-                &header(),
-                &stored.state,
-                &stored.payload,
-                stored.compression.as_str(),
-                &stored.digest,
-            )
-            .unwrap();
+            let (back, payload) = decode(&header(), &view(&stored), &stored.digest).unwrap();
             assert_eq!(back, state);
             assert_eq!(payload, b"payload");
         }
@@ -264,29 +307,30 @@ mod tests {
         let mut stored = encode(&header(), &state, b"").unwrap();
         let last = stored.state.len() - 1;
         stored.state[last] ^= 0xff;
-        assert!(decode(&header(), &stored.state, &stored.payload, "none", &stored.digest).is_err());
+        assert!(decode(&header(), &view(&stored), &stored.digest).is_err());
     }
 
     #[test]
     fn the_state_digest_verifies_the_state_without_the_payload() {
         let state = CheckpointState { phase: "p".repeat(3000), ..Default::default() };
         let stored = encode(&header(), &state, &vec![7u8; 5000]).unwrap();
-        let c = stored.compression.as_str();
-        assert_eq!(decode_state(&header(), &stored.state, c, &stored.state_digest).unwrap(), state);
+        assert_eq!(decode_state(&header(), &view(&stored), &stored.state_digest).unwrap(), state);
         // The same for content that predates the column: computed once it verifies.
-        let backfilled = state_digest_of_stored(&header(), &stored.state, &stored.payload, c, &stored.digest);
+        let backfilled = state_digest_of_stored(&header(), &view(&stored), &stored.digest);
         assert_eq!(backfilled, stored.state_digest);
         let mut flipped = stored.state.clone();
         flipped[10] ^= 1;
-        assert!(decode_state(&header(), &flipped, c, &stored.state_digest).is_err());
+        let flipped_view = Stored { state: &flipped, ..view(&stored) };
+        assert!(decode_state(&header(), &flipped_view, &stored.state_digest).is_err());
         let other = Header { reason: "other", ..header() };
-        assert!(decode_state(&other, &stored.state, c, &stored.state_digest).is_err());
+        assert!(decode_state(&other, &view(&stored), &stored.state_digest).is_err());
         // A row whose payload no longer verifies gets a state digest nothing matches.
         let mut payload = stored.payload.clone();
         payload[3] ^= 1;
-        let unverifiable = state_digest_of_stored(&header(), &stored.state, &payload, c, &stored.digest);
+        let damaged = Stored { payload: &payload, ..view(&stored) };
+        let unverifiable = state_digest_of_stored(&header(), &damaged, &stored.digest);
         assert_eq!(unverifiable, UNVERIFIABLE);
-        assert!(decode_state(&header(), &stored.state, c, &unverifiable).is_err());
+        assert!(decode_state(&header(), &view(&stored), &unverifiable).is_err());
     }
 
     #[test]
@@ -296,5 +340,28 @@ mod tests {
         assert_ne!(a, digest(&other, b"s", b"p"));
         assert_ne!(a, digest(&header(), b"s", b"q"));
         assert_ne!(a, digest(&Header { blobs: b"x", ..header() }, b"s", b"p"));
+    }
+
+    /// A few hundred stored bytes that claim megabytes decompress no further than the
+    /// recorded size: the state alone, and the state and payload together.
+    #[test]
+    fn decompression_stops_at_the_recorded_size() {
+        let bomb = zstd::bulk::compress(&vec![0u8; 64 << 20], ZSTD_LEVEL).unwrap();
+        assert!(bomb.len() < 10_000);
+        let err = decompress(&bomb, Compression::Zstd, 4096).unwrap_err();
+        assert!(matches!(err, IntegrityError::TooLarge(4096)), "{err}");
+        assert!(decompress(b"12345", Compression::None, 4).is_err());
+        let state = CheckpointState { phase: "p".repeat(3000), ..Default::default() };
+        let stored = encode(&header(), &state, &vec![7u8; 5000]).unwrap();
+        let mut small = view(&stored);
+        small.size_bytes -= 1;
+        assert!(matches!(decode(&header(), &small, &stored.digest), Err(IntegrityError::TooLarge(_))));
+        let swollen = Stored { payload: &bomb, ..view(&stored) };
+        assert!(matches!(decode(&header(), &swollen, &stored.digest), Err(IntegrityError::TooLarge(_))));
+        assert!(matches!(
+            decode_state_unverified(&Stored { state: &bomb, ..view(&stored) }),
+            Err(IntegrityError::TooLarge(_))
+        ));
+        assert_eq!(decode(&header(), &view(&stored), &stored.digest).unwrap().0, state);
     }
 }

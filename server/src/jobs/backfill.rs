@@ -19,13 +19,8 @@ pub async fn state_digests<S: Store>(store: &S) -> Result<u64> {
             if row.state_digest.is_some() {
                 continue;
             }
-            let digest = crate::core::checkpoint::state_digest_of_stored(
-                &row.header(),
-                &row.state,
-                &row.payload,
-                &row.compression,
-                &row.digest,
-            );
+            let digest =
+                crate::core::checkpoint::state_digest_of_stored(&row.header(), &row.stored(), &row.digest);
             store.stamp_state_digest(id, digest).await?;
             done += 1;
             if done.is_multiple_of(1000) {

@@ -125,7 +125,7 @@ fn session_doc(s: &Session) -> SearchDoc {
 /// author when the writer gave none; none if its state cannot be read (it is then not
 /// searchable, and the write goes on: a read of it reports the damage).
 fn checkpoint_doc(c: &Checkpoint, session: Option<(&str, &str)>) -> Option<SearchDoc> {
-    let state = match crate::core::checkpoint::decode_state_unverified(&c.state, &c.compression) {
+    let state = match crate::core::checkpoint::decode_state_unverified(&c.stored()) {
         Ok(state) => state,
         Err(e) => {
             tracing::warn!(checkpoint = %c.id, error = %e, "a checkpoint's state does not decode: not indexed");

@@ -13,6 +13,7 @@ use prost::Message;
 use super::retention::{begin, event};
 use super::write::Write;
 use crate::core::checkpoint::{self as cp, Compression, Header};
+use crate::core::chunk::MAX_CHUNK;
 use crate::core::purge::{mask_bytes, mask_str};
 use crate::error::{Error, Result};
 use crate::store::maintenance::{EntryText, MaintenanceTx};
@@ -142,7 +143,7 @@ impl Purge<'_> {
             if gone.contains(&digest) {
                 continue;
             }
-            let Ok(mut data) = zstd::stream::decode_all(packed.as_slice()) else { continue };
+            let Ok(mut data) = zstd::bulk::decompress(&packed, MAX_CHUNK) else { continue };
             if mask_bytes(&mut data, self.needle()) > 0 {
                 gone.insert(digest);
                 self.out.chunks += 1;
@@ -167,9 +168,7 @@ impl Purge<'_> {
         let was_valid = row.verified(false).is_ok();
         let state_was_valid = row.verified_state().is_ok();
         let compression = Compression::parse(&row.compression).unwrap_or(Compression::None);
-        let (Ok(mut state), Ok(mut payload)) =
-            (cp::decompress(&row.state, compression), cp::decompress(&row.payload, compression))
-        else {
+        let Ok((mut state, mut payload)) = cp::unpack(&row.stored(), compression) else {
             // Undecodable bytes: mask what is there as stored.
             let hit = mask_bytes(&mut row.state, self.needle()) + mask_bytes(&mut row.payload, self.needle());
             return Ok((hit > 0).then_some(row));
@@ -242,7 +241,7 @@ impl Purge<'_> {
                 .tx()
                 .chunk(digest)
                 .await?
-                .and_then(|packed| zstd::stream::decode_all(packed.as_slice()).ok());
+                .and_then(|packed| zstd::bulk::decompress(&packed, MAX_CHUNK).ok());
             let Some(data) = data else {
                 self.blobs_done.insert(key, None);
                 return Ok(None);

@@ -426,6 +426,8 @@ pub struct TokenRow {
 pub enum Entity {
     Session,
     Checkpoint,
+    /// A memory entry.
+    Entry,
 }
 
 impl Entity {
@@ -433,6 +435,7 @@ impl Entity {
         match self {
             Self::Session => "session",
             Self::Checkpoint => "checkpoint",
+            Self::Entry => "memory entry",
         }
     }
 }

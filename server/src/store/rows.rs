@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use baton_proto::v1::{Actor, Checkpoint, Conflict, Event, MemoryEntry, Session};
 use prost::Message;
 
-use crate::core::checkpoint::{self, Header};
+use crate::core::checkpoint::{self, Header, Stored};
 use crate::core::lww::RecordVersion;
 use crate::error::{Error, Result};
 use crate::store::model;
@@ -198,20 +198,28 @@ impl CheckpointRow {
         }
     }
 
+    pub fn stored(&self) -> Stored<'_> {
+        Stored {
+            state: &self.state,
+            payload: &self.payload,
+            compression: &self.compression,
+            size_bytes: self.size_bytes,
+        }
+    }
+
     /// The checkpoint with its state, verified by the state digest alone (the payload is
     /// neither needed nor read); `DATA_LOSS` when it fails.
     pub fn verified_state(&self) -> Result<Checkpoint> {
         let expected = self.state_digest.as_deref().unwrap_or(checkpoint::UNVERIFIABLE);
-        let state = checkpoint::decode_state(&self.header(), &self.state, &self.compression, expected)
+        let state = checkpoint::decode_state(&self.header(), &self.stored(), expected)
             .map_err(|source| Error::DataLoss { id: self.id.clone(), source })?;
         Ok(Checkpoint { state: Some(state), ..self.to_meta() })
     }
 
     /// Verifies the full digest and returns the full checkpoint; `DATA_LOSS` when it fails.
     pub fn verified(&self, include_payload: bool) -> Result<Checkpoint> {
-        let (state, payload) =
-            checkpoint::decode(&self.header(), &self.state, &self.payload, &self.compression, &self.digest)
-                .map_err(|source| Error::DataLoss { id: self.id.clone(), source })?;
+        let (state, payload) = checkpoint::decode(&self.header(), &self.stored(), &self.digest)
+            .map_err(|source| Error::DataLoss { id: self.id.clone(), source })?;
         let mut out = self.to_meta();
         out.state = Some(state);
         if include_payload {

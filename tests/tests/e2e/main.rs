@@ -32,6 +32,7 @@ mod durability;
 mod faults;
 mod fuzz;
 mod history;
+mod import_attacks;
 mod instances;
 mod limits;
 mod malformed;

@@ -27,8 +27,9 @@ const PROJECTS: &str = "SELECT key, memory_caps FROM projects ORDER BY key";
 /// $1 keys.
 const EXISTING_PROJECTS: &str = "SELECT key FROM projects WHERE key = ANY($1)";
 /// In order: id.
-const SESSION_PROJECT: &str = "SELECT project FROM sessions WHERE id = $1";
-const CHECKPOINT_PROJECT: &str = "SELECT project FROM checkpoints WHERE id = $1";
+pub(super) const SESSION_PROJECT: &str = "SELECT project FROM sessions WHERE id = $1";
+pub(super) const CHECKPOINT_PROJECT: &str = "SELECT project FROM checkpoints WHERE id = $1";
+pub(super) const ENTRY_PROJECT: &str = "SELECT project FROM memory WHERE id = $1";
 /// In order: project.
 const HEAD_REVISION: &str = "SELECT head_revision FROM projects WHERE key = $1";
 /// In order: time.
@@ -108,6 +109,7 @@ impl PgStore {
         let sql = match kind {
             crate::store::Entity::Session => SESSION_PROJECT,
             crate::store::Entity::Checkpoint => CHECKPOINT_PROJECT,
+            crate::store::Entity::Entry => ENTRY_PROJECT,
         };
         Ok(sqlx::query_scalar(sql).bind(id).fetch_optional(&self.pool).await?)
     }

@@ -4,6 +4,7 @@
 
 use sqlx::{PgConnection, Postgres};
 
+use super::admin::{CHECKPOINT_PROJECT, ENTRY_PROJECT, SESSION_PROJECT};
 use super::write::PgTx;
 use crate::error::Result;
 use crate::store::maintenance::{EntryText, MaintenanceTx, Table};
@@ -45,10 +46,6 @@ const CHUNK: &str = "SELECT data FROM chunks WHERE project = $1 AND digest = $2"
 /// $1 project, $2 record.
 const RECORD_REVISIONS: &str = "SELECT (SELECT revision FROM records WHERE project = $1 AND record = $2), \
      (SELECT MAX(revision) FROM memory WHERE project = $1 AND record = $2)";
-/// $1 id.
-const SESSION_OWNER: &str = "SELECT project FROM sessions WHERE id = $1";
-const CHECKPOINT_OWNER: &str = "SELECT project FROM checkpoints WHERE id = $1";
-const ENTRY_OWNER: &str = "SELECT project FROM memory WHERE id = $1";
 
 impl MaintenanceTx for PgTx {
     async fn checkpoint_tree(&mut self) -> Result<Vec<(String, Option<String>, i64)>> {
@@ -115,9 +112,9 @@ impl MaintenanceTx for PgTx {
 
     async fn owner(&mut self, table: Table, id: &str) -> Result<Option<String>> {
         let sql = match table {
-            Table::Sessions => SESSION_OWNER,
-            Table::Checkpoints => CHECKPOINT_OWNER,
-            Table::Memory => ENTRY_OWNER,
+            Table::Sessions => SESSION_PROJECT,
+            Table::Checkpoints => CHECKPOINT_PROJECT,
+            Table::Memory => ENTRY_PROJECT,
         };
         Ok(sqlx::query_scalar(sql).bind(id).fetch_optional(&mut *self.lease).await?)
     }

@@ -28,8 +28,9 @@ const PROJECTS: &str = "SELECT key, memory_caps FROM projects ORDER BY key";
 /// Binds: keys as a JSON array.
 const EXISTING_PROJECTS: &str = "SELECT key FROM projects WHERE key IN (SELECT value FROM json_each(?))";
 /// Binds: id.
-const SESSION_PROJECT: &str = "SELECT project FROM sessions WHERE id = ?";
-const CHECKPOINT_PROJECT: &str = "SELECT project FROM checkpoints WHERE id = ?";
+pub(super) const SESSION_PROJECT: &str = "SELECT project FROM sessions WHERE id = ?";
+pub(super) const CHECKPOINT_PROJECT: &str = "SELECT project FROM checkpoints WHERE id = ?";
+pub(super) const ENTRY_PROJECT: &str = "SELECT project FROM memory WHERE id = ?";
 /// Binds: project.
 const HEAD_REVISION: &str = "SELECT head_revision FROM projects WHERE key = ?";
 /// Binds: time.
@@ -119,6 +120,7 @@ impl SqliteStore {
         let sql = match kind {
             crate::store::Entity::Session => SESSION_PROJECT,
             crate::store::Entity::Checkpoint => CHECKPOINT_PROJECT,
+            crate::store::Entity::Entry => ENTRY_PROJECT,
         };
         Ok(sqlx::query_scalar(sql).bind(id).fetch_optional(&self.pool).await?)
     }

@@ -2,6 +2,7 @@
 //! `model::Maintenance`, sent with the write's other changes. Values are bound in the order
 //! their `?` appear.
 
+use super::admin::{CHECKPOINT_PROJECT, ENTRY_PROJECT, SESSION_PROJECT};
 use super::write::{SqliteTx, Statements};
 use crate::error::Result;
 use crate::store::maintenance::{EntryText, MaintenanceTx, Table};
@@ -41,10 +42,6 @@ const CHUNK: &str = "SELECT data FROM chunks WHERE project = ? AND digest = ?";
 /// Binds: project, record, project, record.
 const RECORD_REVISIONS: &str = "SELECT (SELECT revision FROM records WHERE project = ? AND record = ?), \
      (SELECT MAX(revision) FROM memory WHERE project = ? AND record = ?)";
-/// Binds: id.
-const SESSION_OWNER: &str = "SELECT project FROM sessions WHERE id = ?";
-const CHECKPOINT_OWNER: &str = "SELECT project FROM checkpoints WHERE id = ?";
-const ENTRY_OWNER: &str = "SELECT project FROM memory WHERE id = ?";
 
 impl MaintenanceTx for SqliteTx {
     async fn checkpoint_tree(&mut self) -> Result<Vec<(String, Option<String>, i64)>> {
@@ -111,9 +108,9 @@ impl MaintenanceTx for SqliteTx {
 
     async fn owner(&mut self, table: Table, id: &str) -> Result<Option<String>> {
         let sql = match table {
-            Table::Sessions => SESSION_OWNER,
-            Table::Checkpoints => CHECKPOINT_OWNER,
-            Table::Memory => ENTRY_OWNER,
+            Table::Sessions => SESSION_PROJECT,
+            Table::Checkpoints => CHECKPOINT_PROJECT,
+            Table::Memory => ENTRY_PROJECT,
         };
         Ok(sqlx::query_scalar(sql).bind(id).fetch_optional(&mut *self.lease).await?)
     }

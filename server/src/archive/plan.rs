@@ -1,0 +1,402 @@
+//! An import's first pass: every line of the chosen projects checked (`rules`) and every
+//! reference an imported record makes resolved, before anything is written, so that a
+//! refused archive writes nothing. It also counts what the import would write, which is
+//! all `--dry-run` does.
+//!
+//! A record is imported when no row of its id exists in the database and it is the first
+//! line of that id in the archive; else it is skipped (as the second pass does). What an
+//! imported record points at must be in its own project: a session's head checkpoint and
+//! a checkpoint's session always, a checkpoint's parent and a session's resumed-from/by
+//! whenever they exist at all (retention may have removed them). Transcript chunks a
+//! checkpoint needs are in the archive's project or the database's.
+
+use std::collections::{HashMap, HashSet};
+use std::io::Read;
+
+use anyhow::{Context as _, bail};
+
+use super::{lines, rules};
+use crate::core::validate;
+use crate::store::transfer::{ImportCounts, Line};
+use crate::store::{Entity, Store};
+
+/// Which lines an import reads, and this server's checkpoint size limit.
+#[derive(Debug, Clone, Copy)]
+pub struct Options<'a> {
+    pub only: Option<&'a str>,
+    pub max_checkpoint_bytes: usize,
+}
+
+impl Options<'_> {
+    pub fn takes(&self, project: &str) -> bool {
+        self.only.is_none_or(|o| o == project)
+    }
+}
+
+/// Where an id first appears in the archive: (project index, line).
+type First = (usize, usize);
+
+struct SessionRef {
+    line: usize,
+    id: String,
+    head: Option<String>,
+    resumed: [Option<String>; 2],
+}
+
+struct CheckpointRef {
+    line: usize,
+    id: String,
+    session: String,
+    parent: Option<String>,
+    chunks: Vec<String>,
+}
+
+/// One project's lines, as ids and references.
+#[derive(Default)]
+struct Project {
+    key: String,
+    chunks: Vec<String>,
+    sessions: Vec<SessionRef>,
+    checkpoints: Vec<CheckpointRef>,
+    /// (line, id, record)
+    entries: Vec<(usize, String, String)>,
+    records: Vec<String>,
+}
+
+#[derive(Default)]
+struct Archive {
+    projects: Vec<Project>,
+    index: HashMap<String, usize>,
+    sessions: HashMap<String, First>,
+    /// With the checkpoint's session.
+    checkpoints: HashMap<String, (First, String)>,
+    entries: HashMap<String, First>,
+}
+
+/// Checks the archive; per chosen project, what an import would write (`imported`) and
+/// leave as it is (`skipped`).
+pub async fn plan<S: Store>(
+    store: &S,
+    input: impl Read,
+    options: Options<'_>,
+) -> anyhow::Result<Vec<(String, ImportCounts)>> {
+    let archive = read(input, options)?;
+    let mut lookup = Lookup { store, known: HashMap::new() };
+    let mut report = Vec::new();
+    for (i, project) in archive.projects.iter().enumerate() {
+        let counts = resolve(&archive, i, project, &mut lookup)
+            .await
+            .with_context(|| format!("project {:?} of the archive", project.key))?;
+        report.push((project.key.clone(), counts));
+    }
+    Ok(report)
+}
+
+fn read(input: impl Read, options: Options<'_>) -> anyhow::Result<Archive> {
+    let mut archive = Archive::default();
+    let mut in_archive: Vec<String> = Vec::new();
+    // None before the first project line; Some(None) in a project not imported.
+    let mut current: Option<Option<usize>> = None;
+    for item in lines::records(input)? {
+        let (n, line) = item?;
+        if let Line::Project { key, memory_caps } = &line {
+            validate::project("project", key).map_err(|e| anyhow::anyhow!("line {n}: {e}"))?;
+            in_archive.push(key.clone());
+            if !options.takes(key) {
+                current = Some(None);
+                continue;
+            }
+            rules::caps(memory_caps).map_err(|e| anyhow::anyhow!("line {n}: {e}"))?;
+            let next = archive.projects.len();
+            let i = *archive.index.entry(key.clone()).or_insert(next);
+            if i == next {
+                archive.projects.push(Project { key: key.clone(), ..Project::default() });
+            }
+            current = Some(Some(i));
+            continue;
+        }
+        let i = match current {
+            None => bail!("line {n}: a record before any project line"),
+            Some(None) => continue,
+            Some(Some(i)) => i,
+        };
+        rules::check(&line, options.max_checkpoint_bytes)
+            .map_err(|e| anyhow::anyhow!("line {n} of the archive ({}): {e}", what(&line)))?;
+        archive.add(i, n, line);
+    }
+    if let Some(only) = options.only
+        && !archive.index.contains_key(only)
+    {
+        in_archive.dedup();
+        bail!("the archive holds no project {only:?}; it holds {in_archive:?}");
+    }
+    Ok(archive)
+}
+
+/// A line's kind and id, for messages.
+pub fn what(line: &Line) -> String {
+    match line {
+        Line::Header { .. } => "header".into(),
+        Line::Project { key, .. } => format!("project {key:?}"),
+        Line::Chunk(c) => format!("chunk {}", c.digest),
+        Line::Session(s) => format!("session {}", s.id),
+        Line::Checkpoint(c) => format!("checkpoint {}", c.id),
+        Line::Memory(m) => format!("memory entry {}", m.id),
+        Line::Record(r) => format!("memory record {:?}", r.record),
+    }
+}
+
+impl Archive {
+    fn add(&mut self, i: usize, n: usize, line: Line) {
+        let project = &mut self.projects[i];
+        match line {
+            Line::Header { .. } | Line::Project { .. } => {}
+            Line::Chunk(c) => project.chunks.push(c.digest),
+            Line::Session(s) => {
+                self.sessions.entry(s.id.clone()).or_insert((i, n));
+                project.sessions.push(SessionRef {
+                    line: n,
+                    id: s.id,
+                    head: s.head_checkpoint_id,
+                    resumed: [s.resumed_from, s.resumed_by],
+                });
+            }
+            Line::Checkpoint(c) => {
+                let chunks = rules::chunks_of(&c);
+                self.checkpoints.entry(c.id.clone()).or_insert(((i, n), c.session_id.clone()));
+                project.checkpoints.push(CheckpointRef {
+                    line: n,
+                    id: c.id,
+                    session: c.session_id,
+                    parent: c.parent_id,
+                    chunks,
+                });
+            }
+            Line::Memory(m) => {
+                self.entries.entry(m.id.clone()).or_insert((i, n));
+                project.entries.push((n, m.id, m.record));
+            }
+            Line::Record(r) => project.records.push(r.record),
+        }
+    }
+
+    /// The project a row of this id lives in once the import is done: the database's,
+    /// else the archive's first.
+    fn home(&self, kind: Entity, id: &str, in_db: Option<String>) -> Option<String> {
+        in_db.or_else(|| {
+            let first = match kind {
+                Entity::Session => self.sessions.get(id).copied(),
+                Entity::Checkpoint => self.checkpoints.get(id).map(|(f, _)| *f),
+                Entity::Entry => self.entries.get(id).copied(),
+            };
+            first.map(|(i, _)| self.projects[i].key.clone())
+        })
+    }
+
+    fn first(&self, kind: Entity, id: &str) -> Option<First> {
+        match kind {
+            Entity::Session => self.sessions.get(id).copied(),
+            Entity::Checkpoint => self.checkpoints.get(id).map(|(f, _)| *f),
+            Entity::Entry => self.entries.get(id).copied(),
+        }
+    }
+}
+
+/// The database's project of each id asked about, asked once.
+struct Lookup<'a, S> {
+    store: &'a S,
+    known: HashMap<(u8, String), Option<String>>,
+}
+
+impl<S: Store> Lookup<'_, S> {
+    async fn project_of(&mut self, kind: Entity, id: &str) -> anyhow::Result<Option<String>> {
+        let key = (kind as u8, id.to_owned());
+        if let Some(known) = self.known.get(&key) {
+            return Ok(known.clone());
+        }
+        let project = self.store.project_of(kind, id.to_owned()).await?;
+        self.known.insert(key, project.clone());
+        Ok(project)
+    }
+
+    /// Whether this line is the one that imports its id.
+    async fn place(&mut self, archive: &Archive, kind: Entity, id: &str, at: First) -> anyhow::Result<bool> {
+        let in_db = self.project_of(kind, id).await?;
+        Ok(in_db.is_none() && archive.first(kind, id) == Some(at))
+    }
+
+    async fn home(&mut self, archive: &Archive, kind: Entity, id: &str) -> anyhow::Result<Option<String>> {
+        let in_db = self.project_of(kind, id).await?;
+        Ok(archive.home(kind, id, in_db))
+    }
+}
+
+const CHUNK_PAGE: usize = 1000;
+
+/// One project's pass: its counts so far.
+struct Resolve<'a, 'l, S> {
+    archive: &'a Archive,
+    i: usize,
+    project: &'a Project,
+    lookup: &'a mut Lookup<'l, S>,
+    counts: ImportCounts,
+}
+
+async fn resolve<S: Store>(
+    archive: &Archive,
+    i: usize,
+    project: &Project,
+    lookup: &mut Lookup<'_, S>,
+) -> anyhow::Result<ImportCounts> {
+    let mut r = Resolve { archive, i, project, lookup, counts: ImportCounts::default() };
+    r.chunks().await?;
+    r.sessions().await?;
+    r.checkpoints().await?;
+    r.memory().await?;
+    Ok(r.counts)
+}
+
+impl<S: Store> Resolve<'_, '_, S> {
+    fn count(&mut self, imported: bool) {
+        if imported {
+            self.counts.imported += 1;
+        } else {
+            self.counts.skipped += 1;
+        }
+    }
+
+    fn key(&self) -> &str {
+        &self.project.key
+    }
+
+    async fn chunks(&mut self) -> anyhow::Result<()> {
+        let mut unique: Vec<String> = Vec::new();
+        let mut listed = HashSet::new();
+        for digest in &self.project.chunks {
+            if listed.insert(digest.as_str()) {
+                unique.push(digest.clone());
+            }
+        }
+        let mut missing = 0;
+        for page in unique.chunks(CHUNK_PAGE) {
+            missing += self.lookup.store.missing_chunks(self.key().to_owned(), page.to_vec()).await?.len();
+        }
+        self.counts.imported += missing as u64;
+        self.counts.skipped += (self.project.chunks.len() - missing) as u64;
+        Ok(())
+    }
+
+    async fn sessions(&mut self) -> anyhow::Result<()> {
+        let (archive, project) = (self.archive, self.project);
+        let key = project.key.as_str();
+        for s in &project.sessions {
+            let imported = self.lookup.place(archive, Entity::Session, &s.id, (self.i, s.line)).await?;
+            self.count(imported);
+            if !imported {
+                continue;
+            }
+            if let Some(head) = &s.head {
+                let home = self.lookup.home(archive, Entity::Checkpoint, head).await?;
+                let from_archive = self.lookup.project_of(Entity::Checkpoint, head).await?.is_none();
+                let of_session = archive.checkpoints.get(head).map(|(_, session)| session.as_str());
+                if home.as_deref() != Some(key) || (from_archive && of_session != Some(s.id.as_str())) {
+                    bail!(
+                        "line {}: session {}'s head checkpoint {head} is {}: a session's head must be one of its own checkpoints",
+                        s.line,
+                        s.id,
+                        elsewhere(home.as_deref())
+                    );
+                }
+            }
+            for resumed in s.resumed.iter().flatten() {
+                let home = self.lookup.home(archive, Entity::Session, resumed).await?;
+                if home.as_deref().is_some_and(|h| h != key) {
+                    bail!(
+                        "line {}: session {} was resumed from or by session {resumed}, which is {}",
+                        s.line,
+                        s.id,
+                        elsewhere(home.as_deref())
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn checkpoints(&mut self) -> anyhow::Result<()> {
+        let (archive, project) = (self.archive, self.project);
+        let key = project.key.as_str();
+        let archived: HashSet<&str> = project.chunks.iter().map(String::as_str).collect();
+        let mut needed: Vec<(usize, &str, &str)> = Vec::new();
+        for c in &project.checkpoints {
+            let imported = self.lookup.place(archive, Entity::Checkpoint, &c.id, (self.i, c.line)).await?;
+            self.count(imported);
+            if !imported {
+                continue;
+            }
+            let home = self.lookup.home(archive, Entity::Session, &c.session).await?;
+            if home.as_deref() != Some(key) {
+                bail!(
+                    "line {}: checkpoint {} belongs to session {}, which is {}",
+                    c.line,
+                    c.id,
+                    c.session,
+                    elsewhere(home.as_deref())
+                );
+            }
+            if let Some(parent) = &c.parent {
+                let home = self.lookup.home(archive, Entity::Checkpoint, parent).await?;
+                if home.as_deref().is_some_and(|h| h != key) {
+                    bail!(
+                        "line {}: checkpoint {}'s parent {parent} is {}",
+                        c.line,
+                        c.id,
+                        elsewhere(home.as_deref())
+                    );
+                }
+            }
+            let absent = c.chunks.iter().filter(|d| !archived.contains(d.as_str()));
+            needed.extend(absent.map(|d| (c.line, c.id.as_str(), d.as_str())));
+        }
+        for page in needed.chunks(CHUNK_PAGE) {
+            let digests = page.iter().map(|(_, _, d)| (*d).to_owned()).collect();
+            let missing = self.lookup.store.missing_chunks(key.to_owned(), digests).await?;
+            if let Some(gone) = missing.first()
+                && let Some((line, id, _)) = page.iter().find(|(_, _, d)| d == gone)
+            {
+                bail!(
+                    "line {line}: checkpoint {id}'s transcript needs chunk {gone}, which neither the archive nor this database has for project {key:?}"
+                );
+            }
+        }
+        Ok(())
+    }
+
+    async fn memory(&mut self) -> anyhow::Result<()> {
+        let (archive, project) = (self.archive, self.project);
+        let mut fed: HashSet<&str> = HashSet::new();
+        for (line, id, record) in &project.entries {
+            let imported = self.lookup.place(archive, Entity::Entry, id, (self.i, *line)).await?;
+            self.count(imported);
+            if imported {
+                fed.insert(record);
+            }
+        }
+        let mut versioned: HashSet<&str> = HashSet::new();
+        for record in &project.records {
+            let imported = fed.contains(record.as_str())
+                && versioned.insert(record)
+                && self.lookup.store.record_revision(project.key.clone(), record.clone()).await?.is_none();
+            self.count(imported);
+        }
+        Ok(())
+    }
+}
+
+/// Where a referenced row is, said to an admin.
+fn elsewhere(home: Option<&str>) -> String {
+    match home {
+        Some(project) => format!("in project {project:?}"),
+        None => "in neither the archive nor this database".into(),
+    }
+}

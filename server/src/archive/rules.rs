@@ -1,0 +1,179 @@
+//! Every archive line checked as the RPC that writes such a record checks its request:
+//! an archive (often from someone else's laptop) is trusted no more than a client. The
+//! rules are the API's own functions; what only an archive carries (stored bytes, digests,
+//! authors) is checked here so that it reads back as the server would have written it.
+
+use baton_proto::v1::{Actor, AgentKind, BlobRefs, CheckpointKind, CheckpointState, MemoryOp, SessionStatus};
+use prost::Message;
+
+use crate::api::{checkpoint as checkpoint_rpc, memory as memory_rpc, session as session_rpc};
+use crate::core::checkpoint::{self as cp, Header, Stored};
+use crate::core::memory;
+use crate::core::validate::{self, invalid, limits};
+use crate::error::Error;
+use crate::store::transfer::{CheckpointLine, ChunkLine, Line, MemoryLine, RecordLine, SessionLine};
+
+/// Checks one line after its project's `project` line; `max_checkpoint_bytes` is this
+/// server's checkpoint limit.
+pub fn check(line: &Line, max_checkpoint_bytes: usize) -> Result<(), Error> {
+    match line {
+        Line::Header { .. } | Line::Project { .. } => Ok(()),
+        Line::Chunk(c) => chunk(c),
+        Line::Session(s) => session(s),
+        Line::Checkpoint(c) => checkpoint(c, max_checkpoint_bytes),
+        Line::Memory(m) => entry(m),
+        Line::Record(r) => record(r),
+    }
+}
+
+/// A project's memory caps, as `SetMemoryCaps` checks them.
+pub fn caps(json: &str) -> Result<(), Error> {
+    let caps: std::collections::HashMap<String, i32> = serde_json::from_str(json)
+        .map_err(|_| invalid("memory_caps", "is not a JSON object of category to cap"))?;
+    Ok(memory::check_caps(&caps)?)
+}
+
+/// An id as the server writes it: a uuid, in its one lower-case hyphenated spelling (so
+/// that no two spellings of one id can be two rows).
+fn id(field: &str, value: &str) -> Result<(), Error> {
+    let parsed = validate::uuid(field, value)?;
+    if parsed.to_string() != value {
+        return Err(
+            invalid(field, format!("{value:?} is not a uuid in its lower-case hyphenated form")).into()
+        );
+    }
+    Ok(())
+}
+
+/// An author as the server records it: an `Actor` whose labels the write options' rules allow.
+fn actor(field: &str, bytes: &[u8]) -> Result<(), Error> {
+    let a = Actor::decode(bytes).map_err(|_| invalid(field, "is not an encoded Actor"))?;
+    validate::single_line(&format!("{field}.token"), &a.token, limits::SHORT)?;
+    validate::enum_value::<AgentKind>(&format!("{field}.agent"), a.agent, true)?;
+    validate::single_line(&format!("{field}.host"), &a.host, limits::SHORT)?;
+    validate::single_line(&format!("{field}.user"), &a.user, limits::SHORT)?;
+    if !a.session_id.is_empty() {
+        id(&format!("{field}.session_id"), &a.session_id)?;
+    }
+    Ok(())
+}
+
+fn chunk(c: &ChunkLine) -> Result<(), Error> {
+    crate::core::chunk::unpack(&c.digest, &c.data, c.size_bytes)
+        .map(|_| ())
+        .map_err(|e| invalid(format!("chunk {}", c.digest), e.to_string()).into())
+}
+
+/// As `StartSession`, `UpdateSession` and `EndSession` check what they set.
+fn session(s: &SessionLine) -> Result<(), Error> {
+    id("id", &s.id)?;
+    validate::enum_value::<AgentKind>("agent", s.agent, true)?;
+    validate::enum_value::<SessionStatus>("status", s.status, false)?;
+    session_rpc::check_labels(&s.host, &s.user_name, &s.cwd, &s.branch, &s.agent_session_id)?;
+    validate::optional("goal", &s.goal, limits::TEXT)?;
+    validate::optional("summary", &s.summary, limits::TEXT)?;
+    validate::single_line("git_base", &s.git_base, limits::SHORT)?;
+    validate::single_line("git_head", &s.git_head, limits::SHORT)?;
+    session_rpc::check_lease(s.lease_ttl_ms)?;
+    let metadata: std::collections::HashMap<String, String> = serde_json::from_str(&s.metadata)
+        .map_err(|_| invalid("metadata", "is not a JSON object of strings"))?;
+    session_rpc::check_metadata(&metadata)?;
+    if s.tool_count < 0 {
+        return Err(invalid("tool_count", "must not be negative").into());
+    }
+    for (field, value) in [
+        ("head_checkpoint_id", &s.head_checkpoint_id),
+        ("resumed_from", &s.resumed_from),
+        ("resumed_by", &s.resumed_by),
+    ] {
+        if let Some(value) = value {
+            id(field, value)?;
+        }
+    }
+    actor("author", &s.author)?;
+    actor("head_author", &s.head_author)
+}
+
+/// As `CreateCheckpoint` checks its request, and the stored bytes as it would have stored
+/// them: at most this server's checkpoint size, decompressing to exactly the recorded
+/// size, matching the digest.
+fn checkpoint(c: &CheckpointLine, max_bytes: usize) -> Result<(), Error> {
+    id("id", &c.id)?;
+    id("session_id", &c.session_id)?;
+    if let Some(parent) = &c.parent_id {
+        id("parent_id", parent)?;
+    }
+    validate::enum_value::<CheckpointKind>("kind", c.kind, false)?;
+    validate::optional("reason", &c.reason, limits::TEXT)?;
+    validate::single_line("payload_content_type", &c.payload_content_type, 256)?;
+    let size = usize::try_from(c.size_bytes).ok().filter(|s| *s <= max_bytes).ok_or_else(|| {
+        Error::ResourceExhausted(format!(
+            "size_bytes: {} is outside 0..={max_bytes}, this server's checkpoint limit (--max-checkpoint-bytes)",
+            c.size_bytes
+        ))
+    })?;
+    let header = Header {
+        session_id: &c.session_id,
+        kind: c.kind,
+        reason: &c.reason,
+        payload_content_type: &c.payload_content_type,
+        blobs: &c.blobs,
+    };
+    let stored = Stored {
+        state: &c.state,
+        payload: &c.payload,
+        compression: &c.compression,
+        size_bytes: c.size_bytes,
+    };
+    let (state, payload) =
+        cp::verified_bytes(&header, &stored, &c.digest).map_err(|e| invalid("state", e.to_string()))?;
+    if state.len() + payload.len() != size {
+        return Err(invalid(
+            "size_bytes",
+            format!("is {size}, but the state and payload are {} bytes", state.len() + payload.len()),
+        )
+        .into());
+    }
+    let state = CheckpointState::decode(state.as_slice())
+        .map_err(|_| invalid("state", "does not decode as a CheckpointState"))?;
+    checkpoint_rpc::check_state(&state)?;
+    if !c.blobs.is_empty() {
+        let refs = BlobRefs::decode(c.blobs.as_slice()).map_err(|_| invalid("blobs", "do not decode"))?;
+        checkpoint_rpc::check_blobs(&refs.blobs)?;
+    }
+    actor("author", &c.author)
+}
+
+/// The chunk digests a checkpoint's transcripts need (its blobs are checked by `check`).
+pub fn chunks_of(c: &CheckpointLine) -> Vec<String> {
+    BlobRefs::decode(c.blobs.as_slice())
+        .map(|r| r.blobs.into_iter().flat_map(|b| b.chunks).collect())
+        .unwrap_or_default()
+}
+
+/// As `PutMemory` checks one item, and the record it belongs to named as the server names it.
+fn entry(m: &MemoryLine) -> Result<(), Error> {
+    id("id", &m.id)?;
+    memory::check_put(&m.category, MemoryOp::Unspecified, &m.key, 1, memory::MAX_CAP)?;
+    memory_rpc::check_scope(&m.branch, &m.key)?;
+    validate::required("content", &m.content, limits::TEXT)?;
+    validate::optional("rationale", &m.rationale, limits::TEXT)?;
+    let record = memory::record_name(&m.category, &m.branch, &m.key);
+    if m.record != record {
+        return Err(invalid(
+            "record",
+            format!("{:?} is not the record of its category, branch and key ({record:?})", m.record),
+        )
+        .into());
+    }
+    if m.seq < 0 {
+        return Err(invalid("seq", "must not be negative").into());
+    }
+    actor("author", &m.author)
+}
+
+fn record(r: &RecordLine) -> Result<(), Error> {
+    validate::required("record", &r.record, limits::PATH)?;
+    validate::single_line("record", &r.record, limits::PATH)?;
+    actor("author", &r.author)
+}
