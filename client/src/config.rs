@@ -119,7 +119,7 @@ impl Settings {
                         .filter(|a| *a != crate::hook::Agent::Cursor)
                         .with_context(|| {
                             format!(
-                                "{}: summarize = {name:?}: use \"claude\", \"codex\" or \"gemini\" (or leave it out)",
+                                "{}: summarize = {name:?}: use \"claude\" or \"gemini\" (or leave it out)",
                                 config_file.display()
                             )
                         })?,

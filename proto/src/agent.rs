@@ -23,6 +23,11 @@ pub const COVERED: &[Covered] = &[
     Covered { agent: "gemini", package: "@google/gemini-cli", version: "0.61.0", command: "gemini" },
 ];
 
+/// What marks text a model wrote from a session's record (a session summary, its goal and
+/// open loops, an extracted decision) wherever Baton shows it: a lead to check, not a fact
+/// someone recorded, and written from a transcript anyone in the session could write into.
+pub const MACHINE_WRITTEN: &str = "(machine-written) ";
+
 /// The longest agent session id.
 pub const MAX_SESSION_ID: usize = 128;
 

@@ -284,9 +284,16 @@ fn summary_check(ctx: &Ctx) -> Check {
     let Some(by) = ctx.settings.summarize else {
         return Check {
             ok: true,
-            what: "session summaries: off (summarize = \"claude\", \"codex\" or \"gemini\" in the config turns them on)".into(),
+            what: "session summaries: off (summarize = \"claude\" or \"gemini\" in the config turns them on)"
+                .into(),
         };
     };
+    if let Some(why) = crate::summary::not_offered(by) {
+        return Check {
+            ok: false,
+            what: format!("session summaries by {}: none are written ({why})", by.name()),
+        };
+    }
     let found = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
         .any(|dir| dir.join(by.name()).is_file());
     Check {

@@ -175,7 +175,11 @@ pub fn sections(data: &BriefData, client_changes: &[String]) -> Vec<Section> {
     let decisions = memory("decision")
         .iter()
         .map(|e| decision(e, ""))
-        .chain(memory(crate::core::memory::EXTRACTED_DECISION).iter().map(|e| decision(e, "(extracted) ")))
+        .chain(
+            memory(crate::core::memory::EXTRACTED_DECISION)
+                .iter()
+                .map(|e| decision(e, baton_proto::agent::MACHINE_WRITTEN)),
+        )
         .collect();
     let mut changes: Vec<String> = client_changes.iter().map(|c| one_line(c)).collect();
     changes.extend(plain("recent_change"));

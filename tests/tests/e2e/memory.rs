@@ -482,8 +482,8 @@ async fn extracted_decisions_never_evict_deliberate_ones(backend: Backend) {
     assert_eq!(code, Code::InvalidArgument, "{msg}");
     let brief = crate::brief_text(&mut c, &p, "").await;
     assert!(brief.contains("- deliberate 4 (why: because deliberate 4)"), "{brief}");
-    assert!(brief.contains("- (extracted) extracted 11 (why: because extracted 11)"), "{brief}");
+    assert!(brief.contains("- (machine-written) extracted 11 (why: because extracted 11)"), "{brief}");
     let deliberate_at = brief.find("deliberate 4").unwrap();
-    assert!(brief.find("(extracted) extracted 11").unwrap() > deliberate_at, "deliberate ones first");
+    assert!(brief.find("(machine-written) extracted 11").unwrap() > deliberate_at, "deliberate ones first");
 }
 both!(extracted_decisions_never_evict_deliberate_ones);
