@@ -350,7 +350,11 @@ mod tests {
             .unwrap();
         let state = CheckpointState { last_prompt: "fix the build".into(), ..Default::default() };
         let text = input(&state, Some(&transcript));
-        assert!(text.starts_with(MARKER) && text.contains("fix the build") && text.contains("tail-end\n</record "));
+        assert!(
+            text.starts_with(MARKER)
+                && text.contains("fix the build")
+                && text.contains("tail-end\n</record ")
+        );
         assert!(!text.contains("AKIAABCDEFGHIJKLMNOP"), "redacted");
         assert!(text.chars().count() < INPUT_CHARS + 2000);
     }
