@@ -119,6 +119,16 @@ pub struct Config {
     #[arg(long, env = "BATON_MAX_WATCHES_PER_TOKEN", default_value_t = 32)]
     pub max_watches_per_token: usize,
 
+    /// Searches each token (or, on an open hub, each client address) may have running at
+    /// once; more are refused until one answers.
+    #[arg(long, env = "BATON_MAX_SEARCHES_PER_TOKEN", default_value_t = 4)]
+    pub max_searches_per_token: usize,
+
+    /// How long one search's statements may run before the database stops them (the search
+    /// then answers RESOURCE_EXHAUSTED), e.g. 500ms, 2s.
+    #[arg(long, env = "BATON_SEARCH_TIME_LIMIT", default_value = "2s", value_parser = humantime::parse_duration)]
+    pub search_time_limit: Duration,
+
     /// Retention: keep every checkpoint younger than this many days.
     #[arg(long, env = "BATON_KEEP_DAYS", default_value_t = 90)]
     pub keep_days: u32,

@@ -121,6 +121,19 @@ const POSTGRES_TRANSIENT: &[&str] = &[
 ];
 
 /// Whether a retry may work after Postgres reported `code`.
+/// Whether the engine stopped a statement for running past its time limit: SQLite's
+/// progress handler said stop (SQLITE_INTERRUPT) or Postgres's `statement_timeout` passed
+/// (query_canceled).
+pub fn stopped_for_time(error: &sqlx::Error) -> bool {
+    const SQLITE_INTERRUPT: i32 = 9;
+    let sqlx::Error::Database(db) = error else { return false };
+    if let Some(pg) = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
+        return pg.code() == "57014";
+    }
+    db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some()
+        && db.code().and_then(|c| c.parse::<i32>().ok()).map(|c| c & 0xff) == Some(SQLITE_INTERRUPT)
+}
+
 fn postgres_transient(code: &str) -> bool {
     POSTGRES_CONNECTION_LOST.contains(&code) || POSTGRES_TRANSIENT.contains(&code)
 }
@@ -204,6 +217,19 @@ impl From<sqlx::Error> for Error {
 }
 
 impl Error {
+    /// A search's statement failed: stopped at its time limit (`RESOURCE_EXHAUSTED`, saying
+    /// how to narrow it), or any other failure as usual.
+    pub fn search(error: sqlx::Error, limit: std::time::Duration) -> Self {
+        if stopped_for_time(&error) {
+            return Self::ResourceExhausted(format!(
+                "the search ran past its time limit of {} ms (--search-time-limit) and was stopped; \
+                 search for rarer words, or narrow it by kind, session, branch, author or time",
+                limit.as_millis()
+            ));
+        }
+        Self::from(error)
+    }
+
     /// A failure Postgres reported by its SQLSTATE and message, as a function that caught
     /// it returns them (`baton_apply_lock`): classified as a driver error would be.
     pub fn postgres(code: &str, message: &str) -> Self {

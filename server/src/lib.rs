@@ -204,6 +204,7 @@ fn build_api<S: Store>(config: &Config, store: &S, wakers: Wakers, stop: &watch:
         max_checkpoint_bytes: config.max_checkpoint_bytes,
         max_watch_projects: config.max_watch_projects.max(1),
         retention,
+        search_time_limit: config.search_time_limit.max(std::time::Duration::from_millis(1)),
     };
     let rates = Arc::new(limits::rate::RateLimits::new(
         config.rate_limit,
@@ -218,7 +219,8 @@ fn build_api<S: Store>(config: &Config, store: &S, wakers: Wakers, stop: &watch:
         limits: Arc::new(limits),
         shutdown: stop.clone(),
         auth: auth::Auth::new(store.clone(), rates),
-        watch_slots: limits::WatchSlots::new(config.max_watches_per_token.max(1)),
+        watch_slots: limits::Slots::new(config.max_watches_per_token.max(1), &limits::WATCHES),
+        search_slots: limits::Slots::new(config.max_searches_per_token.max(1), &limits::SEARCHES),
     }
 }
 

@@ -68,14 +68,7 @@ impl<S: Store> EventService for Api<S> {
     async fn watch(&self, request: Request<WatchRequest>) -> Result<Response<Self::WatchStream>, Status> {
         let who = self.auth.principal(&request).await?;
         let caller = Caller::of(&request);
-        let (key, label) = match &who {
-            Principal::Token { name, .. } => (format!("token:{name}"), format!("token {name:?}")),
-            // Open hub: no tokens to tell callers apart, so each client address gets the cap.
-            Principal::Open => {
-                let ip = request.remote_addr().map(|a| a.ip().to_string()).unwrap_or_default();
-                (format!("open:{ip}"), format!("client {ip}"))
-            }
-        };
+        let (key, label) = super::slot_key(&who, &request);
         let req = request.into_inner();
         who.allow(Need::Read)?;
         if req.cursors.is_empty() {

@@ -34,6 +34,8 @@ pub struct Limits {
     pub max_watch_projects: usize,
     /// Retention defaults for AdminService.Prune.
     pub retention: crate::jobs::retention::Policy,
+    /// How long a search's statements may run.
+    pub search_time_limit: std::time::Duration,
 }
 
 impl Default for Limits {
@@ -42,6 +44,7 @@ impl Default for Limits {
             max_checkpoint_bytes: 8 * 1024 * 1024,
             max_watch_projects: 100,
             retention: crate::jobs::retention::Policy { keep_days: 90, keep_ancestors: 5 },
+            search_time_limit: std::time::Duration::from_secs(2),
         }
     }
 }
@@ -54,7 +57,20 @@ pub struct Api<S: Store> {
     pub limits: Arc<Limits>,
     pub shutdown: watch::Receiver<bool>,
     pub auth: Auth<S>,
-    pub watch_slots: Arc<crate::limits::WatchSlots>,
+    pub watch_slots: Arc<crate::limits::Slots>,
+    pub search_slots: Arc<crate::limits::Slots>,
+}
+
+/// Who a per-token cap counts a request against, and how a refusal names them: the token,
+/// or on an open hub (no tokens to tell callers apart) the client's address.
+pub(crate) fn slot_key<T>(who: &Principal, request: &tonic::Request<T>) -> (String, String) {
+    match who {
+        Principal::Token { name, .. } => (format!("token:{name}"), format!("token {name:?}")),
+        Principal::Open => {
+            let ip = request.remote_addr().map(|a| a.ip().to_string()).unwrap_or_default();
+            (format!("open:{ip}"), format!("client {ip}"))
+        }
+    }
 }
 
 fn us(ts: &prost_types::Timestamp) -> i64 {

@@ -15,7 +15,9 @@ use crate::store::Store;
 #[tonic::async_trait]
 impl<S: Store> SearchService for Api<S> {
     async fn search(&self, request: Request<SearchRequest>) -> Result<Response<SearchResponse>, Status> {
-        self.auth.check(&request, Need::Read, &request.get_ref().project).await?;
+        let who = self.auth.check(&request, Need::Read, &request.get_ref().project).await?;
+        let (key, label) = super::slot_key(&who, &request);
+        let _slot = self.search_slots.acquire(&key, &label)?;
         let req = request.into_inner();
         let search = validated(&req)?;
         let page_size = validate::page_size("page_size", req.page_size, 20, 100)?;
@@ -29,7 +31,10 @@ impl<S: Store> SearchService for Api<S> {
             }
             Some(p)
         };
-        Ok(Response::new(crate::service::search::search(&self.store, search, page_size, position).await?))
+        let limit = self.limits.search_time_limit;
+        Ok(Response::new(
+            crate::service::search::search(&self.store, search, page_size, position, limit).await?,
+        ))
     }
 }
 

@@ -45,6 +45,7 @@ pub async fn search<S: Store>(
     search: Search,
     page_size: i64,
     position: Option<Position>,
+    time_limit: std::time::Duration,
 ) -> Result<SearchResponse> {
     let offset = usize::try_from(position.map_or(0, |p| p.offset)).unwrap_or(usize::MAX);
     let wanted: Vec<String> = search.query.wanted().into_iter().map(str::to_owned).collect();
@@ -59,6 +60,7 @@ pub async fn search<S: Store>(
         before_us: search.before_us,
         bounds: position.map(|p| (p.revision, p.max_id)),
         ranked: crate::core::search::RANKED,
+        time_limit,
     };
     let found = store.search(query).await?;
     let ranked = rank::collapse(found.candidates);

@@ -358,6 +358,9 @@ pub struct SearchQuery {
     pub bounds: Option<(i64, i64)>,
     /// The newest this many matches are ranked (`core::search::RANKED`).
     pub ranked: i64,
+    /// How long the search's statements may run: then the engine stops them
+    /// (`Error::over_time_limit`).
+    pub time_limit: std::time::Duration,
 }
 
 /// A search's candidates as read, whether the project's older records are still being

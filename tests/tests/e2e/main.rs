@@ -45,6 +45,7 @@ mod protocol;
 mod purge;
 mod retention;
 mod search;
+mod search_attacks;
 mod sessions;
 mod sqlite_files;
 mod tls;

@@ -71,6 +71,7 @@ on_both!(
     export_pages_every_row,
     a_replaced_note_and_an_eviction_leave_the_rows_and_documents_they_should,
     a_record_written_again_under_the_same_ids_keeps_its_new_rows,
+    a_search_stops_at_its_time_limit,
 );
 
 fn ctx(request_id: Option<&str>) -> WriteCtx {
@@ -419,6 +420,61 @@ async fn a_record_written_again_under_the_same_ids_keeps_its_new_rows<S: Store>(
     assert_eq!(search(store, "layered").await.hits.len(), 1);
 }
 
+/// Writes `n` search documents holding `text` into `project`, in one write.
+async fn plant_documents<S: Store>(store: &S, project: &str, n: usize, text: &str) {
+    use baton_server::core::search::doc;
+    use baton_server::store::model::{Change, Index, Kind, Lock, Log, LoggedEvent, SearchDoc};
+    let lock = Lock { project, request_id: None, memory: true, first_read: None, rewrites_log: false };
+    let (tx, locked) = store.begin(lock).await.unwrap();
+    let changes = (0..n)
+        .map(|i| {
+            let body = doc::memory(&format!("k{i}"), text, "");
+            Change::Index(Index::Put(Box::new(SearchDoc {
+                kind: Kind::Memory,
+                record_id: format!("planted-{i}"),
+                record: format!("note/k{i}"),
+                session_id: String::new(),
+                branch: String::new(),
+                author: String::new(),
+                created_us: locked.now_us,
+                revision: locked.revision,
+                words: doc::words(&body),
+                body,
+            })))
+        })
+        .collect();
+    let event = LoggedEvent { revision: locked.revision, kind: 1, body: Vec::new() };
+    tx.commit(changes, Log { events: vec![event], conflicts: Vec::new(), request: None, head: None })
+        .await
+        .unwrap();
+}
+
+/// A search whose statements run past their time limit is stopped by the engine itself
+/// (SQLite's progress handler, Postgres's statement_timeout) and answers RESOURCE_EXHAUSTED
+/// saying how to narrow it; the connection it ran on serves the next search as usual.
+async fn a_search_stops_at_its_time_limit<S: Store>(store: &S) {
+    plant_documents(store, "p", 3000, "common words of a busy project").await;
+    let query = |limit: std::time::Duration| {
+        let search = service::search::Search {
+            project: "p".into(),
+            query: baton_server::core::search::query::parse("common words").unwrap(),
+            kinds: Vec::new(),
+            session_id: String::new(),
+            branch: String::new(),
+            author: String::new(),
+            after_us: i64::MIN,
+            before_us: i64::MAX,
+        };
+        service::search::search(store, search, 20, None, limit)
+    };
+    let err = query(std::time::Duration::from_millis(1)).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::ResourceExhausted, "{err}");
+    assert!(err.to_string().contains("--search-time-limit"), "{err}");
+    for _ in 0..3 {
+        assert_eq!(query(std::time::Duration::from_secs(30)).await.unwrap().hits.len(), 20);
+    }
+}
+
 /// A search of project "p", through the service.
 async fn search<S: Store>(store: &S, query: &str) -> baton_proto::v1::SearchResponse {
     let search = service::search::Search {
@@ -431,7 +487,7 @@ async fn search<S: Store>(store: &S, query: &str) -> baton_proto::v1::SearchResp
         after_us: i64::MIN,
         before_us: i64::MAX,
     };
-    service::search::search(store, search, 20, None).await.unwrap()
+    service::search::search(store, search, 20, None, std::time::Duration::from_secs(10)).await.unwrap()
 }
 
 async fn export_pages_every_row<S: Store>(store: &S) {

@@ -19,3 +19,11 @@ pub mod tokens;
 /// `baton-bench`), over their 5 ms target; taking the newest matches in index order and
 /// ranking those does not (at 2,000, Postgres still took 7 ms).
 pub const RANKED: i64 = 1000;
+
+/// The word every search document of `project` is indexed with on SQLite (its triggers add
+/// it, see the search-by-project migration) and every search there asks for: `p` and the
+/// key's UTF-8 bytes in lower-case hex, one word to FTS5's `ascii` tokenizer. A search's
+/// work is then bounded by its own project's matches. Not a filter: the project column is.
+pub fn project_term(project: &str) -> String {
+    format!("p{}", hex::encode(project.as_bytes()))
+}

@@ -15,6 +15,11 @@ use crate::core::validate::{Invalid, invalid};
 
 pub const MAX_QUERY_BYTES: usize = 1000;
 pub const MAX_TERMS: usize = 32;
+/// Words in one phrase: every word of a phrase is looked up and its positions compared in
+/// every document that holds them all, so a phrase's cost grows with its length.
+pub const MAX_PHRASE_WORDS: usize = 24;
+/// Words in the whole query.
+pub const MAX_WORDS: usize = 64;
 
 /// Words side by side, in order (one word is a phrase of one).
 pub type Phrase = Vec<String>;
@@ -48,6 +53,27 @@ pub fn parse(text: &str) -> Result<Query, Invalid> {
     let items = lex(text)?;
     if items.iter().filter(|i| matches!(i, Item::Term { .. })).count() > MAX_TERMS {
         return Err(invalid("query", format!("has more than {MAX_TERMS} terms; search for fewer")));
+    }
+    let phrases = items.iter().flat_map(|i| match i {
+        Item::Term { phrases, .. } => phrases.as_slice(),
+        Item::Or => &[],
+    });
+    let mut words = 0;
+    for phrase in phrases {
+        if phrase.len() > MAX_PHRASE_WORDS {
+            return Err(invalid(
+                "query",
+                format!(
+                    "has a phrase of {} words; at most {MAX_PHRASE_WORDS} are searched for together \
+                     (quote the most telling part)",
+                    phrase.len()
+                ),
+            ));
+        }
+        words += phrase.len();
+    }
+    if words > MAX_WORDS {
+        return Err(invalid("query", format!("has {words} words; at most {MAX_WORDS} are searched for")));
     }
     group(items)
 }
@@ -187,6 +213,21 @@ impl Query {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A phrase's cost grows with its words: long ones are refused, as are queries of
+    /// many words in all.
+    #[test]
+    fn long_phrases_are_refused() {
+        let words = |n: usize| vec!["word"; n].join(" ");
+        assert!(parse(&format!("\"{}\"", words(MAX_PHRASE_WORDS))).is_ok());
+        let err = parse(&format!("\"{}\"", words(MAX_PHRASE_WORDS + 1))).unwrap_err();
+        assert!(err.message.contains("a phrase of 25 words"), "{err}");
+        // A term that splits into words is a phrase too.
+        let dotted = vec!["part"; 30].join(".");
+        assert!(parse(&dotted).is_err());
+        let many = (0..3).map(|_| format!("\"{}\"", words(22))).collect::<Vec<_>>().join(" ");
+        assert!(parse(&many).unwrap_err().message.contains("66 words"));
+    }
 
     fn q(text: &str) -> Query {
         parse(text).unwrap_or_else(|e| panic!("{text:?}: {e:?}"))

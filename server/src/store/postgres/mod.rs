@@ -33,6 +33,8 @@ const DIALECT: Dialect = Dialect {
 
 /// How long the server waits for Postgres to answer a new connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Connections for searches, apart from the 16 of everything else.
+const SEARCH_CONNECTIONS: u32 = 4;
 
 /// The NOTIFY channel.
 pub const CHANNEL: &str = "baton_events";
@@ -57,6 +59,8 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgre
 #[derive(Clone)]
 pub struct PgStore {
     pool: Pool,
+    /// Searches' own connections (`SEARCH_CONNECTIONS`).
+    search_pool: Pool,
     wakers: Wakers,
     notifier: Notifier,
     /// Every revisioned write goes through it (see `writer.rs`); reads use the pool.
@@ -79,6 +83,21 @@ impl PgStore {
         if let Err(e) = sqlx::Connection::close(conn).await {
             tracing::debug!(error = %e, "closing the migration connection failed");
         }
+        // Searches have connections of their own, few: however many run, and however long
+        // each may take (their time limit), the rest of the API keeps its connections.
+        let search_pool = PgPoolOptions::new()
+            .max_connections(SEARCH_CONNECTIONS)
+            .acquire_timeout(CONNECT_TIMEOUT)
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for > STALE_AFTER {
+                        sqlx::Connection::ping(conn).await?;
+                    }
+                    Ok(true)
+                })
+            })
+            .connect_lazy_with(options.clone());
         let pool = PgPoolOptions::new()
             .max_connections(16)
             // While the database is unreachable, requests answer UNAVAILABLE after this long.
@@ -98,7 +117,8 @@ impl PgStore {
             .await?;
         let notifier = Notifier::spawn(pool.clone());
         let writer = Writer::spawn(&pool, DIALECT);
-        let store = Self { pool, wakers, notifier, writer, memory_cache: MemoryCache::default() };
+        let store =
+            Self { pool, search_pool, wakers, notifier, writer, memory_cache: MemoryCache::default() };
         store.spawn_listener();
         spawn_analyzer(store.pool.clone());
         crate::jobs::backfill::state_digests(&store).await?;

@@ -3,7 +3,7 @@
 use sqlx::QueryBuilder;
 
 use super::{PgStore, sql};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::store::SessionQuery;
 use crate::store::brief::{self, BriefKeys, BriefRows};
 use crate::store::model::{
@@ -172,9 +172,20 @@ impl PgStore {
         Ok(query.fetch_all(&self.pool).await?)
     }
 
+    /// On the search pool, in a transaction whose statements Postgres stops once the
+    /// search's time limit has passed.
     pub(super) async fn search_candidates(&self, q: SearchQuery) -> Result<SearchPage> {
-        let (head, partial): (i64, bool) =
-            sqlx::query_as(sql::SEARCH_HEAD).bind(&q.project).fetch_one(&self.pool).await?;
+        let limit = q.time_limit;
+        let mut tx = self.search_pool.begin().await?;
+        sqlx::query(sql::SEARCH_TIME_LIMIT)
+            .bind(format!("{}ms", limit.as_millis().max(1)))
+            .execute(&mut *tx)
+            .await?;
+        let (head, partial): (i64, bool) = sqlx::query_as(sql::SEARCH_HEAD)
+            .bind(&q.project)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| Error::search(e, limit))?;
         let first_page = q.bounds.is_none();
         let (max_revision, max_id) = q.bounds.unwrap_or((head, i64::MAX));
         let candidates = sqlx::query_as(sql::SEARCH)
@@ -190,8 +201,10 @@ impl PgStore {
             .bind(max_revision)
             .bind(max_id)
             .bind(q.ranked)
-            .fetch_all(&self.pool)
-            .await?;
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(|e| Error::search(e, limit))?;
+        tx.commit().await?;
         let max_id =
             if first_page { crate::core::search::rank::newest_candidate(&candidates) } else { max_id };
         Ok(SearchPage { candidates, partial, bounds: (max_revision, max_id) })

@@ -253,6 +253,10 @@ pub const SEARCH: &str = "SELECT id, kind::int8 AS kind, session_id, created_us,
      AND created_us >= $7 AND created_us < $8 AND revision <= $9 AND id <= $10 \
      ORDER BY id DESC LIMIT $11) newest";
 
+/// A search's time limit, for the rest of its transaction: Postgres stops a statement that
+/// runs longer (query_canceled). $1 the limit, as "250ms".
+pub const SEARCH_TIME_LIMIT: &str = "SELECT set_config('statement_timeout', $1, true)";
+
 /// Search documents by id, for a page of hits.
 pub const SEARCH_ROWS: &str = "SELECT id, kind::int8 AS kind, record_id, session_id, branch, author, created_us, \
      revision, body FROM search_docs WHERE id = ANY($1)";

@@ -236,5 +236,6 @@ impl Store for PgStore {
         // The writer's lanes hold their connections; the pool's close waits for them.
         self.writer.close().await;
         self.pool.close().await;
+        self.search_pool.close().await;
     }
 }

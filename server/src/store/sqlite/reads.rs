@@ -1,10 +1,14 @@
 //! Reads on SQLite outside a write: one statement each, on a pool connection.
 
+use std::time::{Duration, Instant};
+
 use sqlx::QueryBuilder;
+use sqlx::pool::PoolConnection;
+use sqlx::sqlite::Sqlite;
 
 use super::{SqliteStore, rows_by_statement, sql};
 use crate::core::search::rank::Candidate;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::store::SessionQuery;
 use crate::store::brief::{self, BriefKeys, BriefRows};
 use crate::store::model::{
@@ -16,6 +20,10 @@ use crate::store::model::{
 /// connection's thread instead of seven (`baton-bench`'s row "resume p99").
 static BRIEF: std::sync::LazyLock<String> =
     std::sync::LazyLock::new(|| brief::statements(sql::NOW_US).join("; "));
+
+/// How many virtual-machine steps of a search's statement SQLite runs between two looks at
+/// its time limit: a look is a clock read, and a few thousand steps take microseconds.
+const PROGRESS_STEPS: i32 = 4000;
 
 impl SqliteStore {
     pub(super) async fn session_by_id(&self, id: String) -> Result<Option<Session>> {
@@ -173,13 +181,37 @@ impl SqliteStore {
         Ok(query.fetch_all(&self.pool).await?)
     }
 
+    /// A search connection whose statements SQLite stops once `limit` has passed (none:
+    /// no limit): its progress handler, run every `PROGRESS_STEPS` steps of a statement,
+    /// says so. Set anew on every use, as one left by a search whose caller went away has
+    /// passed its time.
+    async fn search_connection(&self, limit: Option<Duration>) -> Result<PoolConnection<Sqlite>> {
+        let mut conn = self.search_pool.acquire().await?;
+        let mut handle = conn.lock_handle().await?;
+        match limit {
+            Some(limit) => {
+                let deadline = Instant::now() + limit;
+                handle.set_progress_handler(PROGRESS_STEPS, move || Instant::now() < deadline);
+            }
+            None => handle.remove_progress_handler(),
+        }
+        drop(handle);
+        Ok(conn)
+    }
+
     pub(super) async fn search_candidates(&self, q: SearchQuery) -> Result<SearchPage> {
-        let (head, partial): (i64, bool) =
-            sqlx::query_as(sql::SEARCH_HEAD).bind(&q.project).fetch_one(&self.search_pool).await?;
+        let limit = q.time_limit;
+        let mut conn = self.search_connection(Some(limit)).await?;
+        let (head, partial): (i64, bool) = sqlx::query_as(sql::SEARCH_HEAD)
+            .bind(&q.project)
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(|e| Error::search(e, limit))?;
         let first_page = q.bounds.is_none();
         let (max_revision, max_id) = q.bounds.unwrap_or((head, i64::MAX));
+        let fts5 = format!("{} AND ({})", crate::core::search::project_term(&q.project), q.query.fts5());
         let candidates: String = sqlx::query_scalar(sql::SEARCH)
-            .bind(q.query.fts5())
+            .bind(fts5)
             .bind(q.project.clone())
             .bind(q.kinds)
             .bind(q.session_id)
@@ -190,19 +222,20 @@ impl SqliteStore {
             .bind(max_revision)
             .bind(max_id)
             .bind(q.ranked)
-            .fetch_one(&self.search_pool)
-            .await?;
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(|e| Error::search(e, limit))?;
         // Each candidate a JSON array of the fields in order.
-        let candidates: Vec<Candidate> =
-            serde_json::from_str(&candidates).map_err(crate::error::Error::internal)?;
+        let candidates: Vec<Candidate> = serde_json::from_str(&candidates).map_err(Error::internal)?;
         let max_id =
             if first_page { crate::core::search::rank::newest_candidate(&candidates) } else { max_id };
         Ok(SearchPage { candidates, partial, bounds: (max_revision, max_id) })
     }
 
     pub(super) async fn search_docs_by_id(&self, ids: Vec<i64>) -> Result<Vec<SearchRow>> {
-        let ids = serde_json::to_string(&ids).map_err(crate::error::Error::internal)?;
-        Ok(sqlx::query_as(sql::SEARCH_ROWS).bind(ids).fetch_all(&self.search_pool).await?)
+        let ids = serde_json::to_string(&ids).map_err(Error::internal)?;
+        let mut conn = self.search_connection(None).await?;
+        Ok(sqlx::query_as(sql::SEARCH_ROWS).bind(ids).fetch_all(&mut *conn).await?)
     }
 
     pub(super) async fn search_backfill_projects(&self) -> Result<Vec<String>> {

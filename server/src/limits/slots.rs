@@ -1,27 +1,56 @@
-//! A cap on concurrent watch streams per token, so one runaway orchestrator cannot hold
-//! every stream the server can afford while other tokens keep theirs.
+//! Caps on what one token may have running at once (watch streams, searches), so one
+//! runaway orchestrator cannot hold all the server can afford while other tokens wait.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::error::Error;
 
+/// What is capped, as the refusal names it.
 #[derive(Debug)]
-pub struct WatchSlots {
+pub struct Kind {
+    /// What a slot holds, plural ("watch streams open").
+    pub what: &'static str,
+    /// The flag that sets the cap.
+    pub flag: &'static str,
+    /// What to do instead.
+    pub advice: &'static str,
+    /// Told the total held after each change (a metric), if anything is.
+    pub report: Option<fn(usize)>,
+}
+
+pub const WATCHES: Kind = Kind {
+    what: "watch streams open",
+    flag: "--max-watches-per-token",
+    advice: "close one, or watch several projects in one stream",
+    report: Some(crate::metrics::set_active_watchers),
+};
+
+pub const SEARCHES: Kind = Kind {
+    what: "searches running",
+    flag: "--max-searches-per-token",
+    advice: "wait for one to answer",
+    report: None,
+};
+
+#[derive(Debug)]
+pub struct Slots {
     max: usize,
+    kind: &'static Kind,
     open: Mutex<HashMap<String, usize>>,
 }
 
-/// One open watch stream; frees its slot when dropped (the stream ended or the client left).
+/// One slot held (a stream open, a search running); freed when dropped (it ended, or the
+/// client left).
 #[derive(Debug)]
 pub struct Slot {
-    slots: Arc<WatchSlots>,
+    slots: Arc<Slots>,
     key: String,
 }
 
-impl WatchSlots {
-    pub fn new(max: usize) -> Arc<Self> {
-        Arc::new(Self { max, open: Mutex::default() })
+impl Slots {
+    pub fn new(max: usize, kind: &'static Kind) -> Arc<Self> {
+        Arc::new(Self { max, kind, open: Mutex::default() })
     }
 
     /// Takes a slot for `key` (a token's name; the peer address while the hub is open).
@@ -29,23 +58,25 @@ impl WatchSlots {
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
         let count = open.entry(key.to_owned()).or_default();
         if *count >= self.max {
+            let Kind { what, flag, advice, .. } = self.kind;
             return Err(Error::ResourceExhausted(format!(
-                "{who} already has {count} watch streams open, the limit per token (--max-watches-per-token \
-                 {}); close one, or watch several projects in one stream",
+                "{who} already has {count} {what}, the limit per token ({flag} {}); {advice}",
                 self.max
             )));
         }
         *count += 1;
-        crate::metrics::set_active_watchers(open.values().sum());
+        if let Some(report) = self.kind.report {
+            report(open.values().sum());
+        }
         Ok(Slot { slots: self.clone(), key: key.to_owned() })
     }
 
-    /// Streams open for `key` now.
+    /// Slots held for `key` now.
     pub fn open(&self, key: &str) -> usize {
         self.open.lock().unwrap_or_else(PoisonError::into_inner).get(key).copied().unwrap_or(0)
     }
 
-    /// Streams open in total (for metrics).
+    /// Slots held in total (for metrics).
     pub fn total(&self) -> usize {
         self.open.lock().unwrap_or_else(PoisonError::into_inner).values().sum()
     }
@@ -60,7 +91,9 @@ impl Drop for Slot {
                 open.remove(&self.key);
             }
         }
-        crate::metrics::set_active_watchers(open.values().sum());
+        if let Some(report) = self.slots.kind.report {
+            report(open.values().sum());
+        }
     }
 }
 
@@ -70,7 +103,7 @@ mod tests {
 
     #[test]
     fn per_key_and_freed_on_drop() {
-        let slots = WatchSlots::new(2);
+        let slots = Slots::new(2, &WATCHES);
         let a1 = slots.acquire("a", "token \"a\"").unwrap();
         let _a2 = slots.acquire("a", "token \"a\"").unwrap();
         let err = slots.acquire("a", "token \"a\"").unwrap_err();
