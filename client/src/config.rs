@@ -30,7 +30,8 @@ pub struct FileConfig {
     /// Upload agent transcripts with checkpoints (`baton init claude --sync-transcripts`).
     pub sync_transcripts: Option<bool>,
     /// Summarize each session at its end and before a compaction with this agent's own CLI
-    /// run headless: "claude", "codex" or "gemini" (off when absent).
+    /// run headless with no tools: "claude" or "gemini" (off when absent; "codex" is read
+    /// but writes none, see `summary::not_offered`).
     pub summarize: Option<String>,
     /// The summarizer's time limit in seconds (default 120).
     pub summarize_seconds: Option<u64>,

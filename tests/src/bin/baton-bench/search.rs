@@ -1,9 +1,11 @@
 //! Search over 100,000 indexed records (10,000 with `--quick`), on a server of its own: p50
 //! and p99 of a page of 20 for a rare term, a term in 1% of the records and one in 20%,
 //! through Baton's `SearchService`, next to the floor — a plain `LIKE '%term%'` scan of the
-//! same rows in a table of the same database kind, limited to 20. Then the same database
-//! as a server before search left it (nothing indexed): how long start-up takes, and how
-//! long the background indexing of its records.
+//! same rows in a table of the same database kind, limited to 20. Then the same searches'
+//! targets in a small project beside it, while every one of those records matches: a term
+//! and a long phrase whose words fill the big project (a search's work is bounded by its
+//! own project). Then the same database as a server before search left it (nothing
+//! indexed): how long start-up takes, and how long the background indexing of its records.
 
 use std::time::Instant;
 
@@ -15,6 +17,11 @@ use crate::stats::{Run, ms, sequential};
 use crate::{Row, Sizes};
 
 const PROJECT: &str = "bench/search";
+/// A small project beside the big one, and how many records it holds.
+const SMALL: &str = "bench/search-small";
+const SMALL_RECORDS: u64 = 1000;
+/// A word in every record of the big project, and in 1% of the small one's.
+const EVERYWHERE: &str = "omnipresentterm";
 /// The terms searched for, and in how many records of every 10,000 each is.
 const TERMS: [(&str, &str, u64); 3] = [
     ("zyzzyvarare", "a rare term (1 in 10,000 records)", 10_000),
@@ -58,7 +65,79 @@ pub async fn rows(backend: Backend, floor: &Floor, sizes: Sizes, table: &mut Vec
         .await;
         table.push(row(what, records, planted, &baton, &at_floor));
     }
+    beside(c, floor, records, runs, table).await;
     table.push(backfill(&mut server, records).await);
+}
+
+/// Searches in a project of `SMALL_RECORDS` while the big one's every record matches: its
+/// word, and a phrase of the big project's words (the longest a query may hold).
+async fn beside(c: &Clients, floor: &Floor, records: u64, runs: usize, table: &mut Vec<Row>) {
+    let texts: Vec<String> = (0..SMALL_RECORDS).map(small_text).collect();
+    let mut memory = c.memory.clone();
+    for chunk in texts.chunks(100) {
+        let items =
+            chunk.iter().map(|t| MemoryItem { content: t.clone(), rationale: String::new() }).collect();
+        let request = PutMemoryRequest {
+            project: SMALL.into(),
+            category: "decision".into(),
+            op: MemoryOp::Append as i32,
+            items,
+            ..Default::default()
+        };
+        memory.put_memory(request).await.unwrap();
+    }
+    floor.seed_docs(SMALL, &texts).await;
+    let phrase = format!("\"{}\"", text(7).split(' ').take(14).collect::<Vec<_>>().join(" "));
+    let cases = [
+        (
+            EVERYWHERE.to_owned(),
+            EVERYWHERE.to_owned(),
+            "a word in every record of the other project, 1% of this one's",
+            10,
+        ),
+        (
+            phrase,
+            EVERYWHERE.to_owned(),
+            "a 14-word phrase of the other project's record, none of this one's",
+            0,
+        ),
+    ];
+    for (query, like, what, expected) in cases {
+        let search = c.search.clone();
+        let baton = sequential(runs, |_| {
+            let (mut search, query) = (search.clone(), query.clone());
+            async move {
+                let request =
+                    SearchRequest { project: SMALL.into(), query, page_size: 20, ..Default::default() };
+                let hits = search.search(request).await.unwrap().into_inner().hits;
+                assert_eq!(hits.len(), expected, "{what}");
+            }
+        })
+        .await;
+        let at_floor = sequential(runs, |_| {
+            let like = like.clone();
+            async move {
+                floor.like(SMALL, &like, 20).await;
+            }
+        })
+        .await;
+        let mut r = row(what, SMALL_RECORDS, std::time::Duration::ZERO, &baton, &at_floor);
+        r.scenario = format!(
+            "search in a project of {SMALL_RECORDS} records beside one of {records} that all match: {what}"
+        );
+        table.push(r);
+    }
+}
+
+/// A record of the small project: a big project's record's words but other ones' order,
+/// and `EVERYWHERE` in 1%.
+fn small_text(i: u64) -> String {
+    let mut words: Vec<String> = text(1_000_000 + i).split(' ').map(str::to_owned).collect();
+    words.retain(|w| w != EVERYWHERE && !TERMS.iter().any(|(t, ..)| t == w));
+    if i.is_multiple_of(100) {
+        words.push(EVERYWHERE.to_owned());
+    }
+    words.join(" ")
 }
 
 /// The database as a server before search left it, started again: start-up, then the
@@ -118,7 +197,8 @@ fn row(what: &str, records: u64, planted: std::time::Duration, baton: &Run, floo
     }
 }
 
-/// Record `i`'s text: 14 words of a 5,000-word vocabulary, and the terms it holds.
+/// Record `i`'s text: 14 words of a 5,000-word vocabulary, the terms it holds, and
+/// `EVERYWHERE`.
 fn text(i: u64) -> String {
     let mut x = i.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     let mut words = Vec::new();
@@ -133,6 +213,7 @@ fn text(i: u64) -> String {
             words.push(term.to_owned());
         }
     }
+    words.push(EVERYWHERE.to_owned());
     words.join(" ")
 }
 
