@@ -14,10 +14,10 @@ pub mod rank;
 pub mod snippet;
 pub mod tokens;
 
-/// The matches ranked for a query: the newest this many. Ranking every match of a term in
-/// 20% of 100,000 records takes 20–60 ms on either engine (the search rows of
-/// `baton-bench`), over their 5 ms target; taking the newest matches in index order and
-/// ranking those does not (at 2,000, Postgres still took 7 ms).
+/// The matches ranked for a query: the newest this many. Ranking every match of a common
+/// term missed the search targets on either engine (the search rows of `baton-bench`; the
+/// figures are in the README's performance section); taking the newest matches in index
+/// order and ranking those does not.
 pub const RANKED: i64 = 1000;
 
 /// The word every search document of `project` is indexed with on SQLite (its triggers add

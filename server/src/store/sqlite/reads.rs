@@ -22,7 +22,7 @@ static BRIEF: std::sync::LazyLock<String> =
     std::sync::LazyLock::new(|| brief::statements(sql::NOW_US).join("; "));
 
 /// How many virtual-machine steps of a search's statement SQLite runs between two looks at
-/// its time limit: a look is a clock read, and a few thousand steps take microseconds.
+/// its time limit: a look is one clock read, and this many steps are a sliver of a limit.
 const PROGRESS_STEPS: i32 = 4000;
 
 impl SqliteStore {
