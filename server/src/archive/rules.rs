@@ -7,7 +7,7 @@ use baton_proto::v1::{Actor, AgentKind, BlobRefs, CheckpointKind, CheckpointStat
 use prost::Message;
 
 use crate::api::{checkpoint as checkpoint_rpc, memory as memory_rpc, session as session_rpc};
-use crate::core::checkpoint::{self as cp, Header, Stored};
+use crate::core::checkpoint as cp;
 use crate::core::memory;
 use crate::core::validate::{self, invalid, limits};
 use crate::error::Error;
@@ -112,21 +112,8 @@ fn checkpoint(c: &CheckpointLine, max_bytes: usize) -> Result<(), Error> {
             c.size_bytes
         ))
     })?;
-    let header = Header {
-        session_id: &c.session_id,
-        kind: c.kind,
-        reason: &c.reason,
-        payload_content_type: &c.payload_content_type,
-        blobs: &c.blobs,
-    };
-    let stored = Stored {
-        state: &c.state,
-        payload: &c.payload,
-        compression: &c.compression,
-        size_bytes: c.size_bytes,
-    };
-    let (state, payload) =
-        cp::verified_bytes(&header, &stored, &c.digest).map_err(|e| invalid("state", e.to_string()))?;
+    let (state, payload) = cp::verified_bytes(&c.header(), &c.stored(), &c.digest)
+        .map_err(|e| invalid("state", e.to_string()))?;
     if state.len() + payload.len() != size {
         return Err(invalid(
             "size_bytes",

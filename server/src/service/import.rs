@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use baton_proto::v1::{Actor, CheckpointRef, Event, EventKind, MemoryChange, MemoryOp};
 
 use super::write::{self, Begun, Write};
-use crate::core::checkpoint::{Header, Stored, state_digest_of_stored};
+use crate::core::checkpoint::state_digest_of_stored;
 use crate::error::{Error, Result};
 use crate::store::maintenance::{MaintenanceTx, Table};
 use crate::store::model::{Change, Checkpoint, Entry, Lock, Session};
@@ -174,20 +174,7 @@ impl<T: WriteTx + MaintenanceTx> Import<'_, T> {
         };
         let revision = self.w.revision();
         // Not carried by the archive: computed from what it carries, and only if that verifies.
-        let header = Header {
-            session_id: &c.session_id,
-            kind: c.kind,
-            reason: &c.reason,
-            payload_content_type: &c.payload_content_type,
-            blobs: &c.blobs,
-        };
-        let stored = Stored {
-            state: &c.state,
-            payload: &c.payload,
-            compression: &c.compression,
-            size_bytes: c.size_bytes,
-        };
-        let state_digest = state_digest_of_stored(&header, &stored, &c.digest);
+        let state_digest = state_digest_of_stored(&c.header(), &c.stored(), &c.digest);
         let mut ev =
             write::event(EventKind::CheckpointCreated, "checkpoint", &c.id, &decode_actor(&c.author));
         ev.value = Some(baton_proto::v1::event::Value::Checkpoint(CheckpointRef {

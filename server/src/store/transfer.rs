@@ -105,6 +105,29 @@ pub struct CheckpointLine {
     pub blobs: Vec<u8>,
 }
 
+impl CheckpointLine {
+    /// What the digest covers besides state and payload.
+    pub fn header(&self) -> crate::core::checkpoint::Header<'_> {
+        crate::core::checkpoint::Header {
+            session_id: &self.session_id,
+            kind: self.kind,
+            reason: &self.reason,
+            payload_content_type: &self.payload_content_type,
+            blobs: &self.blobs,
+        }
+    }
+
+    /// The content as stored.
+    pub fn stored(&self) -> crate::core::checkpoint::Stored<'_> {
+        crate::core::checkpoint::Stored {
+            state: &self.state,
+            payload: &self.payload,
+            compression: &self.compression,
+            size_bytes: self.size_bytes,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
 pub struct MemoryLine {
     pub id: String,

@@ -454,19 +454,7 @@ async fn plant_documents<S: Store>(store: &S, project: &str, n: usize, text: &st
 /// saying how to narrow it; the connection it ran on serves the next search as usual.
 async fn a_search_stops_at_its_time_limit<S: Store>(store: &S) {
     plant_documents(store, "p", 3000, "common words of a busy project").await;
-    let query = |limit: std::time::Duration| {
-        let search = service::search::Search {
-            project: "p".into(),
-            query: baton_server::core::search::query::parse("common words").unwrap(),
-            kinds: Vec::new(),
-            session_id: String::new(),
-            branch: String::new(),
-            author: String::new(),
-            after_us: i64::MIN,
-            before_us: i64::MAX,
-        };
-        service::search::search(store, search, 20, None, limit)
-    };
+    let query = |limit| search_within(store, "common words", limit);
     let err = query(std::time::Duration::from_millis(1)).await.unwrap_err();
     assert_eq!(err.code(), tonic::Code::ResourceExhausted, "{err}");
     assert!(err.to_string().contains("--search-time-limit"), "{err}");
@@ -477,6 +465,15 @@ async fn a_search_stops_at_its_time_limit<S: Store>(store: &S) {
 
 /// A search of project "p", through the service.
 async fn search<S: Store>(store: &S, query: &str) -> baton_proto::v1::SearchResponse {
+    search_within(store, query, std::time::Duration::from_secs(10)).await.unwrap()
+}
+
+/// The same, with this time limit.
+async fn search_within<S: Store>(
+    store: &S,
+    query: &str,
+    limit: std::time::Duration,
+) -> Result<baton_proto::v1::SearchResponse, baton_server::error::Error> {
     let search = service::search::Search {
         project: "p".into(),
         query: baton_server::core::search::query::parse(query).unwrap(),
@@ -487,7 +484,7 @@ async fn search<S: Store>(store: &S, query: &str) -> baton_proto::v1::SearchResp
         after_us: i64::MIN,
         before_us: i64::MAX,
     };
-    service::search::search(store, search, 20, None, std::time::Duration::from_secs(10)).await.unwrap()
+    service::search::search(store, search, 20, None, limit).await
 }
 
 async fn export_pages_every_row<S: Store>(store: &S) {

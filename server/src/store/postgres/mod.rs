@@ -36,6 +36,25 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Connections for searches, apart from the 16 of everything else.
 const SEARCH_CONNECTIONS: u32 = 4;
 
+/// A pool of at most `max` connections, as every pool of the store is made.
+fn pool_options(max: u32) -> PgPoolOptions {
+    PgPoolOptions::new()
+        .max_connections(max)
+        // While the database is unreachable, requests answer UNAVAILABLE after this long.
+        .acquire_timeout(CONNECT_TIMEOUT)
+        // sqlx pings every connection it hands out (a round trip before each read): only one
+        // that sat idle long enough to have gone stale is tested.
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if meta.idle_for > STALE_AFTER {
+                    sqlx::Connection::ping(conn).await?;
+                }
+                Ok(true)
+            })
+        })
+}
+
 /// The NOTIFY channel.
 pub const CHANNEL: &str = "baton_events";
 
@@ -85,36 +104,8 @@ impl PgStore {
         }
         // Searches have connections of their own, few: however many run, and however long
         // each may take (their time limit), the rest of the API keeps its connections.
-        let search_pool = PgPoolOptions::new()
-            .max_connections(SEARCH_CONNECTIONS)
-            .acquire_timeout(CONNECT_TIMEOUT)
-            .test_before_acquire(false)
-            .before_acquire(|conn, meta| {
-                Box::pin(async move {
-                    if meta.idle_for > STALE_AFTER {
-                        sqlx::Connection::ping(conn).await?;
-                    }
-                    Ok(true)
-                })
-            })
-            .connect_lazy_with(options.clone());
-        let pool = PgPoolOptions::new()
-            .max_connections(16)
-            // While the database is unreachable, requests answer UNAVAILABLE after this long.
-            .acquire_timeout(CONNECT_TIMEOUT)
-            // sqlx pings every connection it hands out (a round trip before each read):
-            // only one that sat idle long enough to have gone stale is tested.
-            .test_before_acquire(false)
-            .before_acquire(|conn, meta| {
-                Box::pin(async move {
-                    if meta.idle_for > STALE_AFTER {
-                        sqlx::Connection::ping(conn).await?;
-                    }
-                    Ok(true)
-                })
-            })
-            .connect_with(options)
-            .await?;
+        let search_pool = pool_options(SEARCH_CONNECTIONS).connect_lazy_with(options.clone());
+        let pool = pool_options(16).connect_with(options).await?;
         let notifier = Notifier::spawn(pool.clone());
         let writer = Writer::spawn(&pool, DIALECT);
         let store =
