@@ -20,10 +20,13 @@ pub mod tokens;
 /// order and ranking those does not.
 pub const RANKED: i64 = 1000;
 
-/// The word every search document of `project` is indexed with on SQLite (its triggers add
-/// it, see the search-by-project migration) and every search there asks for: `p` and the
-/// key's UTF-8 bytes in lower-case hex, one word to FTS5's `ascii` tokenizer. A search's
-/// work is then bounded by its own project's matches. Not a filter: the project column is.
-pub fn project_term(project: &str) -> String {
-    format!("p{}", hex::encode(project.as_bytes()))
+/// What every word of `project`'s documents starts with in SQLite's full-text index, and
+/// every word its searches ask for (`tokens::fts5_text`, `Query::fts5`): twelve hex digits
+/// of the key's sha256. FTS5's index is one table; this makes each word's list of
+/// documents a project's own, so a search's work is bounded by its project however many
+/// documents of another match. Not a filter (the project column is): two keys with the
+/// same prefix would only share lists.
+pub fn project_prefix(project: &str) -> String {
+    use sha2::Digest as _;
+    hex::encode(&sha2::Sha256::digest(project.as_bytes())[..6])
 }

@@ -171,10 +171,15 @@ fn group(items: Vec<Item>) -> Result<Query, Invalid> {
 }
 
 impl Query {
-    /// The query in FTS5's syntax: every word a quoted string (words hold letters and digits
-    /// only), phrases as one quoted string, `AND`, `OR` and `NOT` between them.
-    pub fn fts5(&self) -> String {
-        let phrase = |p: &Phrase| format!("\"{}\"", p.join(" "));
+    /// The query in FTS5's syntax for a search in `project`: every word behind the
+    /// project's prefix (`search::project_prefix`) in a quoted string (words hold letters
+    /// and digits only), phrases as one quoted string, `AND`, `OR` and `NOT` between them.
+    pub fn fts5(&self, project: &str) -> String {
+        let prefix = super::project_prefix(project);
+        let phrase = |p: &Phrase| {
+            let words: Vec<String> = p.iter().map(|w| format!("{prefix}{w}")).collect();
+            format!("\"{}\"", words.join(" "))
+        };
         let groups: Vec<String> = self
             .all
             .iter()
@@ -253,9 +258,12 @@ mod tests {
             ]
         );
         assert_eq!(query.none, vec![words(&["flaky"]), words(&["x", "y"])]);
+        let p = super::super::project_prefix("p");
         assert_eq!(
-            query.fts5(),
-            r#"(("retry") AND ("work in progress") AND ("a" OR "b rs" OR "c")) NOT "flaky" NOT "x y""#
+            query.fts5("p"),
+            format!(
+                r#"(("{p}retry") AND ("{p}work {p}in {p}progress") AND ("{p}a" OR "{p}b {p}rs" OR "{p}c")) NOT "{p}flaky" NOT "{p}x {p}y""#
+            )
         );
         assert_eq!(
             query.tsquery(),

@@ -200,9 +200,19 @@ pub fn doc_words(text: &str) -> Vec<String> {
     out
 }
 
-/// The words as SQLite's FTS5 indexes them: separated by spaces.
-pub fn fts5_text(words: &[String]) -> String {
-    words.join(" ")
+/// The words as SQLite's FTS5 indexes them for `project`: each behind the project's
+/// prefix (`search::project_prefix`), separated by spaces.
+pub fn fts5_text(project: &str, words: &[String]) -> String {
+    let prefix = super::project_prefix(project);
+    let mut out = String::with_capacity(words.iter().map(|w| w.len() + prefix.len() + 1).sum());
+    for w in words {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(&prefix);
+        out.push_str(w);
+    }
+    out
 }
 
 /// The words as a Postgres `tsvector` literal, each with its positions (from 1). Words
@@ -294,7 +304,8 @@ mod tests {
     #[test]
     fn engines_get_the_same_words() {
         let words = doc_words("Retry policy: retry twice");
-        assert_eq!(fts5_text(&words), "retry policy retry twice");
+        let p = super::super::project_prefix("github.com/acme/app");
+        assert_eq!(fts5_text("github.com/acme/app", &words), format!("{p}retry {p}policy {p}retry {p}twice"));
         assert_eq!(tsvector_literal(&words), "'policy':2 'retry':1,3 'twice':4");
     }
 }

@@ -209,9 +209,8 @@ impl SqliteStore {
             .map_err(|e| Error::search(e, limit))?;
         let first_page = q.bounds.is_none();
         let (max_revision, max_id) = q.bounds.unwrap_or((head, i64::MAX));
-        let fts5 = format!("{} AND ({})", crate::core::search::project_term(&q.project), q.query.fts5());
         let candidates: String = sqlx::query_scalar(sql::SEARCH)
-            .bind(fts5)
+            .bind(q.query.fts5(&q.project))
             .bind(q.project.clone())
             .bind(q.kinds)
             .bind(q.session_id)

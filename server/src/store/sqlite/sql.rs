@@ -258,9 +258,9 @@ pub const INDEX_DROP: &str = "DELETE FROM search_docs WHERE project = ? AND kind
 pub const INDEX_DROP_RECORD: &str = "DELETE FROM search_docs WHERE project = ? AND kind = 1 \
      AND record_id IN (SELECT id FROM memory WHERE project = ? AND record = ?)";
 
-/// A search's candidates (`model::SearchQuery`, values numbered in its field order; ?1 asks
-/// for the project's word too, `search::project_term`, so FTS5 steps through the project's
-/// matches only): the newest `search::RANKED` of them that pass the filters, with
+/// A search's candidates (`model::SearchQuery`, values numbered in its field order; ?1's
+/// words carry the project's prefix, `search::project_prefix`, so FTS5 reads the project's
+/// lists only): the newest `search::RANKED` of its matches that pass the filters, with
 /// their bm25 (`core::search::rank` orders them). `CROSS JOIN` keeps FTS5 the outer loop,
 /// walking its matches newest first until enough pass: without it SQLite walks the
 /// project's documents and runs the full-text query once per document (the search rows of

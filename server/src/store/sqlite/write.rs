@@ -299,10 +299,10 @@ fn push_index(query: &mut Statements, project: &str, index: &Index) {
             query.push(sql::INDEX_PUT).bind(project).bind(d.kind as i64).bind(d.record_id.as_str());
             query.bind(d.record.as_str()).bind(d.session_id.as_str()).bind(d.branch.as_str());
             query.bind(d.author.as_str()).bind(d.created_us).bind(d.revision).bind(d.body.as_str());
-            query.bind(fts5_text(&d.words));
+            query.bind(fts5_text(project, &d.words));
         }
         Index::Retext { kind, record_id, body, words } => {
-            query.push(sql::INDEX_RETEXT).bind(body.as_str()).bind(fts5_text(words));
+            query.push(sql::INDEX_RETEXT).bind(body.as_str()).bind(fts5_text(project, words));
             query.bind(project).bind(*kind as i64).bind(record_id.as_str());
         }
         Index::Drop { kind, record_ids } => {

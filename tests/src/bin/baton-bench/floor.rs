@@ -134,7 +134,8 @@ impl Floor {
         }
         match self {
             Floor::Sqlite(pool) => {
-                write!(pool.begin_with("BEGIN IMMEDIATE").await.unwrap(), INDEX_INSERT_SQLITE, fts5_text);
+                let words = |w: &[String]| fts5_text(project, w);
+                write!(pool.begin_with("BEGIN IMMEDIATE").await.unwrap(), INDEX_INSERT_SQLITE, words);
             }
             Floor::Postgres(pool) => {
                 write!(pool.begin().await.unwrap(), INDEX_INSERT_POSTGRES, tsvector_literal);
