@@ -194,27 +194,38 @@ impl Stored<'_> {
     }
 }
 
-/// The bytes, decompressed into at most `limit` bytes: more is an error, found once
-/// `limit + 1` bytes are out, never held whole.
+/// The bytes, decompressed into at most `limit` bytes: more is an error, found before
+/// anything is decompressed when the frame says its size (as the frames this server writes
+/// do: then exactly that much is allocated), else once `limit + 1` bytes are out.
 pub fn decompress(bytes: &[u8], compression: Compression, limit: usize) -> Result<Vec<u8>, IntegrityError> {
-    use std::io::Read as _;
     let out = match compression {
         Compression::None => bytes.to_vec(),
         Compression::Zstd if bytes.is_empty() => Vec::new(),
-        Compression::Zstd => {
-            let decoder =
-                zstd::stream::read::Decoder::with_buffer(bytes).map_err(IntegrityError::Decompress)?;
-            let mut out = Vec::new();
-            decoder
-                .take(u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1))
-                .read_to_end(&mut out)
-                .map_err(IntegrityError::Decompress)?;
-            out
-        }
+        Compression::Zstd => match zstd::zstd_safe::get_frame_content_size(bytes) {
+            Ok(Some(size)) if size > u64::try_from(limit).unwrap_or(u64::MAX) => {
+                return Err(IntegrityError::TooLarge(limit));
+            }
+            // A frame that lies about its size, or more than one frame: read as a stream.
+            Ok(Some(size)) => zstd::bulk::decompress(bytes, usize::try_from(size).unwrap_or(limit))
+                .or_else(|_| stream(bytes, limit))?,
+            _ => stream(bytes, limit)?,
+        },
     };
     if out.len() > limit {
         return Err(IntegrityError::TooLarge(limit));
     }
+    Ok(out)
+}
+
+/// Decompresses a zstd stream, stopping after `limit + 1` bytes.
+fn stream(bytes: &[u8], limit: usize) -> Result<Vec<u8>, IntegrityError> {
+    use std::io::Read as _;
+    let decoder = zstd::stream::read::Decoder::with_buffer(bytes).map_err(IntegrityError::Decompress)?;
+    let mut out = Vec::new();
+    decoder
+        .take(u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1))
+        .read_to_end(&mut out)
+        .map_err(IntegrityError::Decompress)?;
     Ok(out)
 }
 
@@ -351,6 +362,21 @@ mod tests {
         let err = decompress(&bomb, Compression::Zstd, 4096).unwrap_err();
         assert!(matches!(err, IntegrityError::TooLarge(4096)), "{err}");
         assert!(decompress(b"12345", Compression::None, 4).is_err());
+        // A stream without its size in the header, and two frames: bounded all the same.
+        let mut unsized_bomb = Vec::new();
+        {
+            let mut enc = zstd::stream::write::Encoder::new(&mut unsized_bomb, ZSTD_LEVEL).unwrap();
+            std::io::Write::write_all(&mut enc, &vec![0u8; 8 << 20]).unwrap();
+            enc.finish().unwrap();
+        }
+        assert!(matches!(
+            decompress(&unsized_bomb, Compression::Zstd, 4096),
+            Err(IntegrityError::TooLarge(_))
+        ));
+        assert_eq!(decompress(&unsized_bomb, Compression::Zstd, 8 << 20).unwrap().len(), 8 << 20);
+        let two = [zstd::bulk::compress(b"ab", 3).unwrap(), zstd::bulk::compress(b"cd", 3).unwrap()].concat();
+        assert_eq!(decompress(&two, Compression::Zstd, 4).unwrap(), b"abcd");
+        assert!(decompress(&two, Compression::Zstd, 3).is_err());
         let state = CheckpointState { phase: "p".repeat(3000), ..Default::default() };
         let stored = encode(&header(), &state, &vec![7u8; 5000]).unwrap();
         let mut small = view(&stored);
