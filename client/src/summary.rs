@@ -37,6 +37,8 @@ pub const RUNNING: &str = "BATON_SUMMARIZING";
 const MARKER: &str = "BATON-SESSION-SUMMARY";
 /// The most characters of the session's record and transcript sent to the model.
 pub const INPUT_CHARS: usize = 60_000;
+/// Characters read before the transcript's cut and redacted with it.
+const CUT_MARGIN: usize = 512;
 
 const SCHEMA: &str = r#"{"type":"object","additionalProperties":false,"required":["goal","decisions","open_loops","summary"],"properties":{"goal":{"type":"string"},"decisions":{"type":"array","maxItems":5,"items":{"type":"object","additionalProperties":false,"required":["decision","rationale"],"properties":{"decision":{"type":"string"},"rationale":{"type":"string"}}}},"open_loops":{"type":"array","maxItems":5,"items":{"type":"string"}},"summary":{"type":"string"}}}"#;
 
@@ -76,10 +78,15 @@ pub fn input(state: &CheckpointState, transcript: Option<&Path>) -> String {
     line("Files deleted", &state.files_deleted.join(", "));
     line("Errors", &state.errors.join("; "));
     let room = INPUT_CHARS.saturating_sub(record.chars().count());
+    // Redacted before it is cut to size (with a margin, so that a secret across the cut is
+    // still whole when redaction looks at it).
     let tail = transcript.and_then(|t| std::fs::read(t).ok()).map(|bytes| {
         let text = String::from_utf8_lossy(&bytes);
-        let skip = text.chars().count().saturating_sub(room);
-        text.chars().skip(skip).collect::<String>()
+        let skip = text.chars().count().saturating_sub(room + CUT_MARGIN);
+        let with_margin: String = text.chars().skip(skip).collect();
+        let redacted = baton_proto::redact::redact(&with_margin).0.into_owned();
+        let skip = redacted.chars().count().saturating_sub(room);
+        redacted.chars().skip(skip).collect::<String>()
     });
     if let Some(tail) = tail.filter(|t| !t.is_empty()) {
         record.push_str("Transcript (its last part):\n");
@@ -124,8 +131,8 @@ pub fn parse(answer: &str) -> anyhow::Result<Extracted> {
     anyhow::ensure!(!e.summary.trim().is_empty(), "the answer has an empty summary");
     // Redacted like every write (the answer may repeat a secret from the transcript), then
     // marked as a model's: the goal, summary and open loops are shown to other agents.
-    let clean =
-        |text: &str, max: usize| baton_proto::redact::redact(&crate::clip(text.trim(), max)).0.into_owned();
+    // Redacted whole, then clipped: a secret cut first might no longer look like one.
+    let clean = |text: &str, max: usize| crate::clip(&baton_proto::redact::redact(text.trim()).0, max);
     let marked = |text: &str, max: usize| format!("{MACHINE_WRITTEN}{}", clean(text, max));
     e.goal = if e.goal.trim().is_empty() { String::new() } else { marked(&e.goal, 300) };
     e.summary = marked(&e.summary, 2000);
@@ -318,6 +325,23 @@ mod tests {
         );
         assert_eq!(e.open_loops, ["(machine-written) fuzz"]);
         assert_eq!(e.summary.chars().count(), MACHINE_WRITTEN.len() + 2000);
+    }
+
+    /// A secret across the transcript's cut is redacted before the cut, not cut into a
+    /// shape redaction no longer knows.
+    #[test]
+    fn a_secret_across_the_cut_is_redacted() {
+        let dir = tempfile::tempdir().unwrap();
+        let transcript = dir.path().join("t.jsonl");
+        let state = CheckpointState::default();
+        let secret = "AKIAQWERTYUIOPASDFGH";
+        for keep in [6, 10, 19] {
+            // The cut falls `keep` characters before the secret's end.
+            let text = format!("{} {secret} {}", "y".repeat(100), "z".repeat(INPUT_CHARS - keep - 1));
+            std::fs::write(&transcript, text).unwrap();
+            let sent = input(&state, Some(&transcript));
+            assert!(!sent.contains(&secret[secret.len() - keep..]), "{keep}: {}", &sent[..400]);
+        }
     }
 
     /// What the model answers is redacted like any write: it may repeat a secret it read.

@@ -5,10 +5,11 @@
 //!
 //! A record is imported when no row of its id exists in the database and it is the first
 //! line of that id in the archive; else it is skipped (as the second pass does). What an
-//! imported record points at must be in its own project: a session's head checkpoint and
-//! a checkpoint's session always, a checkpoint's parent and a session's resumed-from/by
-//! whenever they exist at all (retention may have removed them). Transcript chunks a
-//! checkpoint needs are in the archive's project or the database's.
+//! imported record points at must be in its own project, in the archive or the database:
+//! a session's head checkpoint (one of its own when in the archive), resumed-from and
+//! resumed-by, a checkpoint's session (listed before it) and parent, and the transcript
+//! chunks it needs. Retention re-points a parent it removes, so nothing an export holds
+//! points nowhere; an id that resolves nowhere could be taken later by another project.
 
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
@@ -95,12 +96,18 @@ pub async fn plan<S: Store>(
 fn read(input: impl Read, options: Options<'_>) -> anyhow::Result<Archive> {
     let mut archive = Archive::default();
     let mut in_archive: Vec<String> = Vec::new();
+    let mut first_line: HashMap<String, usize> = HashMap::new();
     // None before the first project line; Some(None) in a project not imported.
     let mut current: Option<Option<usize>> = None;
     for item in lines::records(input)? {
         let (n, line) = item?;
         if let Line::Project { key, memory_caps } = &line {
             validate::project("project", key).map_err(|e| anyhow::anyhow!("line {n}: {e}"))?;
+            if let Some(first) = first_line.insert(key.clone(), n) {
+                bail!(
+                    "line {n}: project {key:?} again (first at line {first}): an archive holds each project once"
+                );
+            }
             in_archive.push(key.clone());
             if !options.takes(key) {
                 current = Some(None);
@@ -127,7 +134,6 @@ fn read(input: impl Read, options: Options<'_>) -> anyhow::Result<Archive> {
     if let Some(only) = options.only
         && !archive.index.contains_key(only)
     {
-        in_archive.dedup();
         bail!("the archive holds no project {only:?}; it holds {in_archive:?}");
     }
     Ok(archive)
@@ -310,7 +316,7 @@ impl<S: Store> Resolve<'_, '_, S> {
             }
             for resumed in s.resumed.iter().flatten() {
                 let home = self.lookup.home(archive, Entity::Session, resumed).await?;
-                if home.as_deref().is_some_and(|h| h != key) {
+                if home.as_deref() != Some(key) {
                     bail!(
                         "line {}: session {} was resumed from or by session {resumed}, which is {}",
                         s.line,
@@ -344,9 +350,21 @@ impl<S: Store> Resolve<'_, '_, S> {
                     elsewhere(home.as_deref())
                 );
             }
+            // Written in the archive's order: a session the database lacks comes first.
+            if self.lookup.project_of(Entity::Session, &c.session).await?.is_none()
+                && let Some(&(_, at)) = archive.sessions.get(&c.session)
+                && at > c.line
+            {
+                bail!(
+                    "line {}: checkpoint {} comes before its session {} (line {at}): an archive lists a project's sessions first",
+                    c.line,
+                    c.id,
+                    c.session
+                );
+            }
             if let Some(parent) = &c.parent {
                 let home = self.lookup.home(archive, Entity::Checkpoint, parent).await?;
-                if home.as_deref().is_some_and(|h| h != key) {
+                if home.as_deref() != Some(key) {
                     bail!(
                         "line {}: checkpoint {}'s parent {parent} is {}",
                         c.line,

@@ -58,7 +58,21 @@ fn actor(field: &str, bytes: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
+/// At most what zstd writes for this many bytes, and a frame header: a stored form may not
+/// carry more (skippable frames decompress to nothing and would be stored and read as is).
+fn compressed_at_most(size: usize) -> usize {
+    zstd::zstd_safe::compress_bound(size) + 128
+}
+
 fn chunk(c: &ChunkLine) -> Result<(), Error> {
+    let size = usize::try_from(c.size_bytes).unwrap_or(0);
+    if c.data.len() > compressed_at_most(size) {
+        return Err(invalid(
+            format!("chunk {}", c.digest),
+            format!("holds {} stored bytes for {size} bytes of content", c.data.len()),
+        )
+        .into());
+    }
     crate::core::chunk::unpack(&c.digest, &c.data, c.size_bytes)
         .map(|_| ())
         .map_err(|e| invalid(format!("chunk {}", c.digest), e.to_string()).into())
@@ -112,6 +126,12 @@ fn checkpoint(c: &CheckpointLine, max_bytes: usize) -> Result<(), Error> {
             c.size_bytes
         ))
     })?;
+    let stored = c.state.len() + c.payload.len();
+    if stored > compressed_at_most(size) {
+        return Err(
+            invalid("state", format!("holds {stored} stored bytes for {size} bytes of content")).into()
+        );
+    }
     let (state, payload) = cp::verified_bytes(&c.header(), &c.stored(), &c.digest)
         .map_err(|e| invalid("state", e.to_string()))?;
     if state.len() + payload.len() != size {

@@ -50,6 +50,35 @@ fn tampered(lines: &[Value], project: &str, kind: &str, change: impl FnOnce(&mut
     out
 }
 
+/// Stored bytes behind a zstd skippable frame of 2 MiB: they decompress to the same content.
+fn padded(stored: &str) -> String {
+    use base64::engine::general_purpose::STANDARD;
+    let mut bytes = 0x184D_2A50_u32.to_le_bytes().to_vec();
+    bytes.extend_from_slice(&(2u32 << 20).to_le_bytes());
+    bytes.resize(8 + (2 << 20), 0);
+    bytes.extend(STANDARD.decode(stored).unwrap());
+    STANDARD.encode(bytes)
+}
+
+/// The lines of `project`'s section, its project line first.
+fn section(lines: &[Value], project: &str) -> Vec<Value> {
+    let start = lines.iter().position(|l| l["type"] == "project" && l["key"] == project).unwrap();
+    let end =
+        lines[start + 1..].iter().position(|l| l["type"] == "project").map_or(lines.len(), |e| start + 1 + e);
+    lines[start..end].to_vec()
+}
+
+/// The archive with `project`'s session line moved after its checkpoint line.
+fn session_after_its_checkpoint(lines: &[Value], project: &str) -> Vec<Value> {
+    let mut out = lines.to_vec();
+    let start = out.iter().position(|l| l["type"] == "project" && l["key"] == project).unwrap();
+    let session = start + out[start..].iter().position(|l| l["type"] == "session").unwrap();
+    let checkpoint = start + out[start..].iter().position(|l| l["type"] == "checkpoint").unwrap();
+    let moved = out.remove(session);
+    out.insert(checkpoint, moved);
+    out
+}
+
 /// A session with a compressed checkpoint (its head) and a note.
 async fn fill(c: &mut Clients, p: &str) -> (String, String) {
     let session = start_session(c, p).await;
@@ -117,6 +146,16 @@ async fn an_archive_is_trusted_no_more_than_a_client(backend: Backend) {
             "head checkpoint",
             tampered(&lines, &b, "session", |m| m["head_checkpoint_id"] = victims_checkpoint.clone().into()),
         ),
+        (
+            "in neither the archive nor this database",
+            tampered(&lines, &b, "checkpoint", |m| m["parent_id"] = uuid::Uuid::now_v7().to_string().into()),
+        ),
+        (
+            "stored bytes",
+            tampered(&lines, &b, "checkpoint", |m| m["state"] = padded(m["state"].as_str().unwrap()).into()),
+        ),
+        ("comes before its session", session_after_its_checkpoint(&lines, &b)),
+        ("again", [lines.as_slice(), section(&lines, &b).as_slice()].concat()),
     ];
     for (expected, archive) in cases {
         write_lines(&bad, &archive);
