@@ -154,7 +154,7 @@ const WORKED: &str = "(x.tool_count > 0 OR x.head_checkpoint_id IS NOT NULL OR x
 /// project: ids of another project count as ids that do not exist. Each is an indexed read
 /// of one row, the user's a bounded range. The caller's own row is read by scalar
 /// subqueries, not joined: as a join, Postgres's generic plan walked every session of the
-/// project by id even when the caller had none to match (README, Performance).
+/// project by id even when the caller had none to match (docs/performance.md).
 fn previous_candidates() -> String {
     let pick = |by: PreviousBy| by as i64;
     let (s, r, u, c) = (sessions("s"), sessions("r"), sessions("u"), sessions("c"));

@@ -16,7 +16,7 @@ pub mod tokens;
 
 /// The matches ranked for a query: the newest this many. Ranking every match of a common
 /// term missed the search targets on either engine (the search rows of `baton-bench`; the
-/// figures are in the README's performance section); taking the newest matches in index
+/// figures are in docs/performance.md); taking the newest matches in index
 /// order and ranking those does not.
 pub const RANKED: i64 = 1000;
 

@@ -56,7 +56,7 @@ const SEARCH_CACHE: &str = "-16384";
 /// savepoints' journals above all: SQLite writes a statement journal past 64 KiB to a new
 /// file, and a small write's savepoint journals about twenty pages (each table and index it
 /// touches, the search index's among them), so every write created, wrote and deleted a file
-/// in the temporary folder (the etcd rows of `baton-bench`; README, "Performance"). The
+/// in the temporary folder (the etcd rows of `baton-bench`; docs/performance.md). The
 /// journal lasts one transaction; the writer's queries read by key, so nothing else it keeps
 /// there is large.
 const WRITER_TEMP_STORE: &str = "memory";
@@ -67,7 +67,7 @@ const WRITER_TEMP_STORE: &str = "memory";
 /// every fiftieth commit copied and synced pages that the next fifty overwrite again, in the
 /// committing write's time. At 10,000 (a log of up to 40 MB, kept and reused) a copy writes
 /// each page once for ten times as many writes (the etcd rows of `baton-bench`, throughput
-/// and the 1-client p99; README, "Performance").
+/// and the 1-client p99; docs/performance.md).
 const CHECKPOINT_AFTER_PAGES: &str = "10000";
 
 impl SqliteStore {
