@@ -46,11 +46,11 @@ pub struct Settings {
     pub checkpoint_every: u32,
     pub checkpoint_minutes: u32,
     pub brief_budget: u32,
-    /// Per-agent hook budgets set in the config file (see `crate::hook::Agent::brief_budget`).
+    /// Per-agent hook budgets set in the config file (see `crate::agents::Agent::brief_budget`).
     pub brief_budgets: std::collections::BTreeMap<String, u32>,
     pub sync_transcripts: bool,
     /// The agent whose CLI writes session summaries (`crate::summary`); `None` = off.
-    pub summarize: Option<crate::hook::Agent>,
+    pub summarize: Option<crate::agents::Agent>,
     pub summarize_seconds: u64,
     /// Where the queue, caches and local session state live.
     pub data_dir: PathBuf,
@@ -75,6 +75,15 @@ pub fn dirs() -> anyhow::Result<(PathBuf, PathBuf)> {
 }
 
 impl Settings {
+    /// The brief budget of `agent`'s hooks: `brief_budgets.<agent>` from the config, else
+    /// the smaller of `brief_budget` and the agent's own, never past `MAX_BRIEF_CHARS`.
+    pub fn brief_budget(&self, agent: crate::agents::Agent) -> usize {
+        let configured = self.brief_budgets.get(agent.name()).map(|b| *b as usize);
+        configured
+            .unwrap_or_else(|| (self.brief_budget as usize).min(agent.default_budget()))
+            .min(crate::agents::Agent::MAX_BRIEF_CHARS)
+    }
+
     /// Loads the file (if any), then the environment, then the flags.
     pub fn load(
         server_flag: Option<&str>,
@@ -116,8 +125,8 @@ impl Settings {
             summarize: match file.summarize.as_deref().map(str::trim) {
                 None | Some("" | "off" | "none") => None,
                 Some(name) => Some(
-                    crate::hook::Agent::from_name(name)
-                        .filter(|a| *a != crate::hook::Agent::Cursor)
+                    crate::agents::Agent::from_name(name)
+                        .filter(|a| *a != crate::agents::Agent::Cursor)
                         .with_context(|| {
                             format!(
                                 "{}: summarize = {name:?}: use \"claude\" or \"gemini\" (or leave it out)",

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde_json::{Map, Value, json};
 
-use crate::hook::Agent;
+use crate::agents::Agent;
 
 /// Where hooks go: the user's settings (every project) or this project's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -1,5 +1,6 @@
 //! Baton's client: agent hooks, warmup briefs, checkpoints, resume and the offline queue.
 
+pub mod agents;
 pub mod ancestry;
 pub mod blob;
 pub mod cache;

@@ -3,8 +3,8 @@
 use std::io::Read as _;
 use std::path::PathBuf;
 
+use baton::agents::Agent;
 use baton::config::Settings;
-use baton::hook::Agent;
 use baton::{Ctx, cmd, hook};
 use clap::{Parser, Subcommand};
 

@@ -29,7 +29,7 @@ use baton_proto::agent::MACHINE_WRITTEN;
 use baton_proto::v1::{CheckpointState, Decision};
 use serde::Deserialize;
 
-use crate::hook::Agent;
+use crate::agents::Agent;
 
 /// Set in the summarizer's environment: Baton's hooks and MCP server stand down under it.
 pub const RUNNING: &str = "BATON_SUMMARIZING";

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::hook::Agent;
+use crate::agents::Agent;
 use crate::install::{self, Scope};
 use crate::remote::{self, Timeouts};
 use crate::{Ctx, codex_trust, project};

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::hook::Agent;
+use crate::agents::Agent;
 use crate::install::{self, Scope};
 use crate::{Ctx, config, project};
 

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use baton_proto::v1::{AgentKind, ResumeSessionRequest, resume_session_request};
 
-use crate::hook::Agent;
+use crate::agents::Agent;
 use crate::remote::{self, Timeouts};
 use crate::{Ctx, git, project, view, write};
 

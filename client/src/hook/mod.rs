@@ -7,7 +7,6 @@
 //! checkpoint: without them hook-bench's "PostToolUse, 4 at once" row spent two `git`
 //! processes and a connection on every call (16.1 ms p50 against 15).
 
-pub mod agent;
 pub mod journal;
 pub mod payload;
 pub mod risk;
@@ -25,8 +24,8 @@ use baton_proto::v1::{
     StartSessionRequest,
 };
 
-pub use self::agent::{Agent, Event};
 use self::payload::Payload;
+pub use crate::agents::{Agent, Event};
 use crate::project::{self, Project};
 use crate::remote::{self, Hub, Timeouts};
 use crate::write::{self, Delivered, Write};
@@ -120,7 +119,7 @@ fn tools_line(ctx: &Ctx, agent: Agent) -> Option<&'static str> {
 /// The brief's budget for this agent, less the tools line.
 pub fn brief_budget(ctx: &Ctx, agent: Agent) -> usize {
     let line = tools_line(ctx, agent).map_or(0, |l| l.chars().count() + 2);
-    agent.brief_budget(&ctx.settings).saturating_sub(line)
+    ctx.settings.brief_budget(agent).saturating_sub(line)
 }
 
 /// The brief as the agent's hook prints it, with the tools line after its title.

@@ -20,7 +20,7 @@ use tokio::sync::Mutex;
 
 use self::tools::{Answer, Call, Failure};
 use crate::Ctx;
-use crate::hook::Agent;
+use crate::agents::Agent;
 
 /// The server's name in the agents' configuration: its tools are `mcp__baton__<tool>`.
 pub const NAME: &str = "baton";

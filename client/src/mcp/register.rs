@@ -18,7 +18,7 @@ use anyhow::Context as _;
 use serde_json::{Map, Value, json};
 
 use super::NAME;
-use crate::hook::Agent;
+use crate::agents::Agent;
 use crate::install::{self, Scope};
 
 /// Claude Code's rule for every tool of the server, and Cursor's.

@@ -12,8 +12,8 @@ use baton_proto::v1::{
 
 use super::params;
 use super::workspace::{self, Conversation};
+use crate::agents::Agent;
 use crate::cmd::memory::{self, Put};
-use crate::hook::Agent;
 use crate::project::Project;
 use crate::remote::{self, Hub, Timeouts};
 use crate::write::{self, Delivered, Write};
@@ -61,9 +61,8 @@ impl Call<'_> {
 
     /// What a read answers with the hub down: the cached brief, marked as such.
     pub(super) fn offline(&self) -> String {
-        let budget = self
-            .agent
-            .map_or(self.ctx.settings.brief_budget as usize, |a| a.brief_budget(&self.ctx.settings));
+        let budget =
+            self.agent.map_or(self.ctx.settings.brief_budget as usize, |a| self.ctx.settings.brief_budget(a));
         clip(&crate::hook::offline_brief(self.ctx, &self.project, budget))
     }
 }
@@ -88,7 +87,7 @@ pub async fn brief(call: &Call<'_>, p: params::Brief) -> Answer {
         }
         Some(b) => b as usize,
         None => {
-            call.agent.map_or(call.ctx.settings.brief_budget as usize, |a| a.brief_budget(&call.ctx.settings))
+            call.agent.map_or(call.ctx.settings.brief_budget as usize, |a| call.ctx.settings.brief_budget(a))
         }
     };
     let Some(mut hub) = call.hub().await else { return Ok(call.offline()) };

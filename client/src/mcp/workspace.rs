@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::Ctx;
-use crate::hook::Agent;
+use crate::agents::Agent;
 use crate::state::AgentSession;
 
 /// The agents' project-directory variables, in the order they are tried.

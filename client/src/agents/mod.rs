@@ -1,4 +1,5 @@
-//! The agents Baton hooks into, their event names, and how each wants the brief.
+//! The agents Baton hooks into, their event names, and how each wants the brief. A leaf:
+//! it depends on no other module of the client.
 
 use baton_proto::v1::AgentKind;
 
@@ -69,15 +70,6 @@ impl Agent {
             Self::Codex => 6_000,
             Self::Claude | Self::Gemini | Self::Cursor => 9_000,
         }
-    }
-
-    /// The brief budget of this agent's hooks: `brief_budgets.<agent>` from the config, else
-    /// the smaller of `brief_budget` and the agent's own, never past `MAX_BRIEF_CHARS`.
-    pub fn brief_budget(self, settings: &crate::config::Settings) -> usize {
-        let configured = settings.brief_budgets.get(self.name()).map(|b| *b as usize);
-        configured
-            .unwrap_or_else(|| (settings.brief_budget as usize).min(self.default_budget()))
-            .min(Self::MAX_BRIEF_CHARS)
     }
 }
 
