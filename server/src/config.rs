@@ -125,7 +125,7 @@ pub struct Config {
     pub max_searches_per_token: usize,
 
     /// How long one search's statements may run before the database stops them (the search
-    /// then answers RESOURCE_EXHAUSTED), e.g. 500ms, 2s.
+    /// then answers RESOURCE_EXHAUSTED): a duration with its unit (ms, s).
     #[arg(long, env = "BATON_SEARCH_TIME_LIMIT", default_value = "2s", value_parser = humantime::parse_duration)]
     pub search_time_limit: Duration,
 

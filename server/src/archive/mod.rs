@@ -94,13 +94,11 @@ pub async fn import<S: Store>(
         match line {
             Line::Project { key, memory_caps } => {
                 flush(store, &mut project, &mut batch, &mut report).await?;
-                project = None;
-                if options.takes(&key) {
-                    if !report.iter().any(|(k, _)| *k == key) {
-                        report.push((key.clone(), ImportCounts::default()));
-                    }
-                    project = Some((key, Some(memory_caps)));
-                }
+                // Each project once (the first pass refused an archive giving one again).
+                project = options.takes(&key).then(|| {
+                    report.push((key.clone(), ImportCounts::default()));
+                    (key, Some(memory_caps))
+                });
             }
             other => {
                 let Some((key, _)) = &project else { continue };
@@ -134,7 +132,7 @@ async fn flush<S: Store>(
     let counts = crate::service::import::batch(store, key.clone(), caps.take(), std::mem::take(batch))
         .await
         .with_context(|| format!("importing into project {key}"))?;
-    if let Some((_, total)) = report.iter_mut().find(|(k, _)| k == key) {
+    if let Some((_, total)) = report.last_mut() {
         total.imported += counts.imported;
         total.skipped += counts.skipped;
     }

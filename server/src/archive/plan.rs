@@ -67,7 +67,6 @@ struct Project {
 #[derive(Default)]
 struct Archive {
     projects: Vec<Project>,
-    index: HashMap<String, usize>,
     sessions: HashMap<String, First>,
     /// With the checkpoint's session.
     checkpoints: HashMap<String, (First, String)>,
@@ -114,12 +113,9 @@ fn read(input: impl Read, options: Options<'_>) -> anyhow::Result<Archive> {
                 continue;
             }
             rules::caps(memory_caps).map_err(|e| anyhow::anyhow!("line {n}: {e}"))?;
-            let next = archive.projects.len();
-            let i = *archive.index.entry(key.clone()).or_insert(next);
-            if i == next {
-                archive.projects.push(Project { key: key.clone(), ..Project::default() });
-            }
-            current = Some(Some(i));
+            // Each project once (refused above when given again): a section of its own.
+            current = Some(Some(archive.projects.len()));
+            archive.projects.push(Project { key: key.clone(), ..Project::default() });
             continue;
         }
         let i = match current {
@@ -132,7 +128,7 @@ fn read(input: impl Read, options: Options<'_>) -> anyhow::Result<Archive> {
         archive.add(i, n, line);
     }
     if let Some(only) = options.only
-        && !archive.index.contains_key(only)
+        && !archive.projects.iter().any(|p| p.key == only)
     {
         bail!("the archive holds no project {only:?}; it holds {in_archive:?}");
     }
@@ -189,14 +185,7 @@ impl Archive {
     /// The project a row of this id lives in once the import is done: the database's,
     /// else the archive's first.
     fn home(&self, kind: Entity, id: &str, in_db: Option<String>) -> Option<String> {
-        in_db.or_else(|| {
-            let first = match kind {
-                Entity::Session => self.sessions.get(id).copied(),
-                Entity::Checkpoint => self.checkpoints.get(id).map(|(f, _)| *f),
-                Entity::Entry => self.entries.get(id).copied(),
-            };
-            first.map(|(i, _)| self.projects[i].key.clone())
-        })
+        in_db.or_else(|| self.first(kind, id).map(|(i, _)| self.projects[i].key.clone()))
     }
 
     fn first(&self, kind: Entity, id: &str) -> Option<First> {

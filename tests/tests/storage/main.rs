@@ -359,8 +359,7 @@ async fn a_replaced_note_and_an_eviction_leave_the_rows_and_documents_they_shoul
 /// same id and a search document of the same key: the old rows go before the new ones come
 /// (on Postgres, a write alone is one statement whose parts wait for the ones they follow).
 async fn a_record_written_again_under_the_same_ids_keeps_its_new_rows<S: Store>(store: &S) {
-    use baton_server::core::search::doc;
-    use baton_server::store::model::{Change, Entry, Index, Kind, Lock, Log, LoggedEvent, SearchDoc};
+    use baton_server::store::model::{Change, Entry, Index, Lock, Log, LoggedEvent};
     let write = |content: &'static str, again: bool| async move {
         let lock =
             Lock { project: "p", request_id: None, memory: true, first_read: None, rewrites_log: false };
@@ -379,19 +378,7 @@ async fn a_record_written_again_under_the_same_ids_keeps_its_new_rows<S: Store>(
             evicted: false,
             record_revision: locked.revision,
         };
-        let body = doc::memory("arch", content, "");
-        let document = SearchDoc {
-            kind: Kind::Memory,
-            record_id: "e1".into(),
-            record: "note/arch".into(),
-            session_id: String::new(),
-            branch: String::new(),
-            author: String::new(),
-            created_us: locked.now_us,
-            revision: locked.revision,
-            words: doc::words(&body),
-            body,
-        };
+        let document = note_doc("e1", "arch", content, &locked);
         let record = "note/arch".to_owned();
         let mut changes = Vec::new();
         if again {
@@ -420,27 +407,43 @@ async fn a_record_written_again_under_the_same_ids_keeps_its_new_rows<S: Store>(
     assert_eq!(search(store, "layered").await.hits.len(), 1);
 }
 
+/// The search document of note `key` (entry `record_id`) holding `content`, as a write
+/// that holds `locked` makes it.
+fn note_doc(
+    record_id: &str,
+    key: &str,
+    content: &str,
+    locked: &baton_server::store::model::Locked,
+) -> baton_server::store::model::SearchDoc {
+    use baton_server::core::search::doc;
+    let body = doc::memory(key, content, "");
+    baton_server::store::model::SearchDoc {
+        kind: baton_server::store::model::Kind::Memory,
+        record_id: record_id.into(),
+        record: format!("note/{key}"),
+        session_id: String::new(),
+        branch: String::new(),
+        author: String::new(),
+        created_us: locked.now_us,
+        revision: locked.revision,
+        words: doc::words(&body),
+        body,
+    }
+}
+
 /// Writes `n` search documents holding `text` into `project`, in one write.
 async fn plant_documents<S: Store>(store: &S, project: &str, n: usize, text: &str) {
-    use baton_server::core::search::doc;
-    use baton_server::store::model::{Change, Index, Kind, Lock, Log, LoggedEvent, SearchDoc};
+    use baton_server::store::model::{Change, Index, Lock, Log, LoggedEvent};
     let lock = Lock { project, request_id: None, memory: true, first_read: None, rewrites_log: false };
     let (tx, locked) = store.begin(lock).await.unwrap();
     let changes = (0..n)
         .map(|i| {
-            let body = doc::memory(&format!("k{i}"), text, "");
-            Change::Index(Index::Put(Box::new(SearchDoc {
-                kind: Kind::Memory,
-                record_id: format!("planted-{i}"),
-                record: format!("note/k{i}"),
-                session_id: String::new(),
-                branch: String::new(),
-                author: String::new(),
-                created_us: locked.now_us,
-                revision: locked.revision,
-                words: doc::words(&body),
-                body,
-            })))
+            Change::Index(Index::Put(Box::new(note_doc(
+                &format!("planted-{i}"),
+                &format!("k{i}"),
+                text,
+                &locked,
+            ))))
         })
         .collect();
     let event = LoggedEvent { revision: locked.revision, kind: 1, body: Vec::new() };

@@ -254,7 +254,7 @@ pub const SEARCH: &str = "SELECT id, kind::int8 AS kind, session_id, created_us,
      ORDER BY id DESC LIMIT $11) newest";
 
 /// A search's time limit, for the rest of its transaction: Postgres stops a statement that
-/// runs longer (query_canceled). $1 the limit, as "250ms".
+/// runs longer (query_canceled). $1 the limit in milliseconds, with the unit `ms`.
 pub const SEARCH_TIME_LIMIT: &str = "SELECT set_config('statement_timeout', $1, true)";
 
 /// Search documents by id, for a page of hits.
