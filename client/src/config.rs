@@ -49,7 +49,7 @@ pub struct Settings {
     /// Per-agent hook budgets set in the config file (see `crate::agents::Agent::brief_budget`).
     pub brief_budgets: std::collections::BTreeMap<String, u32>,
     pub sync_transcripts: bool,
-    /// The agent whose CLI writes session summaries (`crate::summary`); `None` = off.
+    /// The agent whose CLI writes session summaries (`crate::agents::summary`); `None` = off.
     pub summarize: Option<crate::agents::Agent>,
     pub summarize_seconds: u64,
     /// Where the queue, caches and local session state live.

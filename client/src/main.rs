@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use baton::agents::Agent;
 use baton::config::Settings;
-use baton::{Ctx, cmd, hook};
+use baton::{cmd, ctx::Ctx, hook};
 use clap::{Parser, Subcommand};
 
 /// Baton client: warm starts and saved sessions for AI coding agents, on any machine.
@@ -59,7 +59,7 @@ enum Command {
         agent: Agent,
         /// user: every project (~/.claude, ~/.codex, ~/.gemini, ~/.cursor); project: this one.
         #[arg(long, value_enum, default_value = "user")]
-        scope: baton::install::Scope,
+        scope: baton::agents::install::Scope,
         /// Remove exactly what Baton added (hooks, MCP server, permission rules).
         #[arg(long)]
         uninstall: bool,
@@ -417,7 +417,7 @@ async fn memory(ctx: &Ctx, dir: &std::path::Path, command: MemoryCommand, json: 
             cmd::memory::add(
                 ctx,
                 dir,
-                cmd::memory::Add { category, text, rationale, key, branch, if_revision },
+                baton::usecase::memory::Add { category, text, rationale, key, branch, if_revision },
                 json,
             )
             .await

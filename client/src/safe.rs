@@ -12,7 +12,7 @@ pub fn agent_session_id(id: &str) -> anyhow::Result<&str> {
     if !baton_proto::agent::is_safe_session_id(id) {
         anyhow::bail!(
             "the hub sent an agent session id that is not a plain name ({}); refusing to use it as a file name or in a command",
-            line(&crate::clip(id, 80))
+            line(&crate::text::clip(id, 80))
         );
     }
     Ok(id)

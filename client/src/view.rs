@@ -15,7 +15,8 @@ pub fn time(ts: Option<&prost_types::Timestamp>) -> String {
 
 pub fn age(ts: Option<&prost_types::Timestamp>) -> String {
     ts.map(|t| {
-        crate::ago(crate::write::now_us() - (t.seconds * 1_000_000 + i64::from(t.nanos) / 1000)) + " ago"
+        crate::text::ago(crate::clock::now_us() - (t.seconds * 1_000_000 + i64::from(t.nanos) / 1000))
+            + " ago"
     })
     .unwrap_or_default()
 }
@@ -65,7 +66,7 @@ pub fn outcome(o: i32) -> String {
 
 /// A memory entry in one line: its text, quoted and clipped, and its short id.
 pub fn entry_line(e: &MemoryEntry) -> String {
-    format!("{:?} ({})", crate::clip(&crate::safe::line(&e.content), 80), short(&e.id))
+    format!("{:?} ({})", crate::text::clip(&crate::safe::line(&e.content), 80), short(&e.id))
 }
 
 pub fn short(id: &str) -> &str {

@@ -1,5 +1,13 @@
-//! The agents Baton hooks into, their event names, and how each wants the brief. A leaf:
-//! it depends on no other module of the client.
+//! The agents Baton hooks into, their event names, and how each wants the brief; the hooks
+//! in their settings files, the MCP server registered with them, Codex' trust, and the
+//! summaries their CLIs write.
+
+pub mod codex_trust;
+pub mod install;
+pub mod mcp;
+pub mod payload;
+pub mod summary;
+pub mod transcript;
 
 use baton_proto::v1::AgentKind;
 

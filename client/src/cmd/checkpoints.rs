@@ -4,10 +4,10 @@ use std::path::Path;
 
 use baton_proto::v1::{CheckpointKind, CreateCheckpointRequest, ListSessionsRequest, SessionStatus};
 
-use crate::cmd::sessions::resolve;
-use crate::remote::{self, Hub, Timeouts};
-use crate::write::{self, Delivered, Write};
-use crate::{Ctx, git, project, view};
+use crate::hub::remote::{self, Hub, Timeouts};
+use crate::outbox::write::{self, Delivered, Write};
+use crate::usecase::sessions::resolve;
+use crate::{ctx::Ctx, project, project::git, view};
 
 /// The session meant when none is named: the newest active one on this host, else the
 /// project's newest.
@@ -49,7 +49,7 @@ pub async fn list(
         Some(s) => resolve(&mut hub, &project.key, s).await?,
         None => current_session(&mut hub, &project.key, false).await?,
     };
-    let (checkpoints, head) = crate::pages::checkpoints(&mut hub, &id, json).await?;
+    let (checkpoints, head) = crate::hub::pages::checkpoints(&mut hub, &id, json).await?;
     if json {
         let cps: Vec<_> = checkpoints.iter().map(view::checkpoint_json).collect();
         println!("{}", serde_json::json!({"session_id": id, "head": head, "checkpoints": cps}));
@@ -80,7 +80,7 @@ pub async fn list(
             view::age(c.created_at.as_ref()),
             c.size_bytes.to_string(),
             view::short(&c.parent_id).to_owned(),
-            crate::clip(&c.reason, 60),
+            crate::text::clip(&c.reason, 60),
         ]);
     }
     let table = view::rows_or(&t, "no checkpoints yet");
@@ -101,7 +101,7 @@ pub async fn create(
 ) -> anyhow::Result<()> {
     let project = project::identify(dir);
     let mut hub = remote::connect(&ctx.settings, Timeouts::CLI).await;
-    let conversation = crate::mcp::workspace::conversation(ctx, None, &project.key);
+    let conversation = crate::usecase::workspace::conversation(ctx, None, &project.key);
     let id = match (session, hub.as_mut()) {
         (Some(s), Ok(h)) => resolve(h, &project.key, s).await?,
         (Some(s), Err(down)) => offline_session(ctx, &project.key, s, down)?,
@@ -119,8 +119,11 @@ pub async fn create(
     let conversation = conversation.filter(|c| c.record.baton_session_id == id);
     let (state, agent) = match &conversation {
         Some(c) => {
-            let cwd = crate::mcp::workspace::conversation_cwd(c, dir);
-            (crate::hook::conversation_state(ctx, &c.record, None, &cwd, &project.root), c.agent.kind())
+            let cwd = crate::usecase::workspace::conversation_cwd(c, dir);
+            (
+                crate::usecase::checkpoint::conversation_state(ctx, &c.record, None, &cwd, &project.root),
+                c.agent.kind(),
+            )
         }
         None => (
             baton_proto::v1::CheckpointState {
@@ -162,7 +165,7 @@ pub async fn create(
         ),
     }
     if n > 0 {
-        println!("redacted {} from the reason", crate::count(n, "secret", "secrets"));
+        println!("redacted {} from the reason", crate::text::count(n, "secret", "secrets"));
     }
     Ok(())
 }
@@ -233,12 +236,12 @@ pub async fn resolve_checkpoint(
         vec![resolve(hub, project, s).await?]
     } else {
         let request = ListSessionsRequest { project: project.to_owned(), ..Default::default() };
-        let (sessions, _) = crate::pages::sessions(hub, request, usize::MAX).await?;
+        let (sessions, _) = crate::hub::pages::sessions(hub, request, usize::MAX).await?;
         sessions.into_iter().map(|s| s.id).collect()
     };
     let mut found = Vec::new();
     for id in sessions {
-        let (checkpoints, _) = crate::pages::checkpoints(hub, &id, false).await?;
+        let (checkpoints, _) = crate::hub::pages::checkpoints(hub, &id, false).await?;
         found.extend(checkpoints.into_iter().filter(|c| c.id.contains(part.as_str())).map(|c| c.id));
     }
     match found.as_slice() {

@@ -6,9 +6,9 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::agents::Agent;
-use crate::install::{self, Scope};
-use crate::remote::{self, Timeouts};
-use crate::{Ctx, codex_trust, project};
+use crate::agents::install::{self, Scope};
+use crate::hub::remote::{self, Timeouts};
+use crate::{agents::codex_trust, ctx::Ctx, project};
 
 struct Check {
     ok: bool,
@@ -34,7 +34,7 @@ fn installed_version(command: &str) -> Option<String> {
 /// editor has none to look for).
 fn not_installed(agent: Agent) -> Option<String> {
     let command = baton_proto::agent::COVERED.iter().find(|c| c.agent == agent.name())?.command;
-    (!crate::on_path(command)).then(|| {
+    (!crate::host::on_path(command)).then(|| {
         format!(
             "{} is not installed here (no `{command}` on PATH): its Baton hooks never run (`baton init {} --uninstall` removes them)",
             agent.name(),
@@ -61,15 +61,17 @@ fn version_note(agent: Agent) -> Option<String> {
 /// Whether the agent can call Baton's MCP tools: registered, approved, allowed. Not
 /// registered is a failure only when `baton init` registered it (the mark) and it is gone.
 fn mcp_check(ctx: &Ctx, agent: Agent, root: &Path) -> Check {
-    let marked = crate::mcp::register::marker(&ctx.settings.data_dir, agent).exists();
-    match crate::mcp::register::health(agent, root) {
+    let marked = crate::agents::mcp::marker(&ctx.settings.data_dir, agent).exists();
+    match crate::agents::mcp::health(agent, root) {
         // A project's file names `baton` by command (it is shared): it must be on PATH.
-        Ok(at) if project_file(agent, root, &at) && !crate::on_path(crate::mcp::register::COMMAND) => Check {
-            ok: false,
-            what: format!(
-                "{at} names `baton` by command, and no `baton` is on PATH here: `cargo install --locked --path client`"
-            ),
-        },
+        Ok(at) if project_file(agent, root, &at) && !crate::host::on_path(crate::agents::mcp::COMMAND) => {
+            Check {
+                ok: false,
+                what: format!(
+                    "{at} names `baton` by command, and no `baton` is on PATH here: `cargo install --locked --path client`"
+                ),
+            }
+        }
         Ok(at) => {
             Check { ok: true, what: format!("{} can call Baton's MCP tools (server in {at})", agent.name()) }
         }
@@ -87,25 +89,25 @@ fn mcp_check(ctx: &Ctx, agent: Agent, root: &Path) -> Check {
 
 /// Whether `at` is the project's own MCP file of `agent` (not the user's).
 fn project_file(agent: Agent, root: &Path, at: &str) -> bool {
-    crate::mcp::register::files(agent, Scope::Project, root).is_ok_and(|f| f.server == Path::new(at))
+    crate::agents::mcp::files(agent, Scope::Project, root).is_ok_and(|f| f.server == Path::new(at))
 }
 
 /// `baton doctor --try <agent>`: the brief this agent's SessionStart hook would give, in the
 /// agent's own output format, and how the agent hands it to its model. Starts no session.
 pub async fn try_agent(ctx: &Ctx, dir: &Path, agent: Agent, json: bool) -> anyhow::Result<()> {
-    let info = crate::git::info(dir);
+    let info = crate::project::git::info(dir);
     let project = project::identify_in(dir, info.toplevel.clone());
-    let budget = crate::hook::brief_budget(ctx, agent);
+    let budget = crate::usecase::brief::brief_budget(ctx, agent);
     let brief = match remote::connect(&ctx.settings, Timeouts::HOOK).await {
-        Ok(mut hub) => crate::hook::brief_text(&mut hub, &project, None, dir, &info, budget)
+        Ok(mut hub) => crate::usecase::brief::brief_text(&mut hub, &project, None, dir, &info, budget)
             .await
             .map_err(remote::fail)?,
         Err(e) => {
             eprintln!("baton: {e}: the hook would give the cached brief");
-            crate::hook::offline_brief(ctx, &project, budget)
+            crate::usecase::brief::offline_brief(ctx, &project, budget)
         }
     };
-    let output = crate::hook::deliver(ctx, agent, &brief);
+    let output = crate::usecase::brief::deliver(ctx, agent, &brief);
     let how = match agent {
         Agent::Claude => {
             "Claude Code adds it to the conversation as a system message, \"SessionStart hook additional context: …\""
@@ -127,7 +129,7 @@ pub async fn try_agent(ctx: &Ctx, dir: &Path, agent: Agent, json: bool) -> anyho
     println!("{}", crate::safe::text(&brief));
     println!("---");
     println!("{chars} of {budget} characters (the budget for {}); {how}.", agent.name());
-    println!("The hook prints: {}", crate::safe::line(&crate::clip(&output, 200)));
+    println!("The hook prints: {}", crate::safe::line(&crate::text::clip(&output, 200)));
     Ok(())
 }
 
@@ -288,7 +290,7 @@ fn summary_check(ctx: &Ctx) -> Check {
                 .into(),
         };
     };
-    if let Some(why) = crate::summary::not_offered(by) {
+    if let Some(why) = crate::agents::summary::not_offered(by) {
         return Check {
             ok: false,
             what: format!("session summaries by {}: none are written ({why})", by.name()),

@@ -5,14 +5,14 @@ use std::path::Path;
 use baton_proto::v1::{ListEventsRequest, WatchCursor, WatchRequest};
 use futures::StreamExt;
 
-use crate::remote::{self, Timeouts};
-use crate::{Ctx, project, view};
+use crate::hub::remote::{self, Timeouts};
+use crate::{ctx::Ctx, project, view};
 
 pub async fn list(ctx: &Ctx, dir: &Path, after: i64, limit: i32, json: bool) -> anyhow::Result<()> {
     let project = project::identify(dir);
     let mut hub = remote::connect(&ctx.settings, Timeouts::CLI).await?;
     let (events, _) =
-        crate::pages::events(&mut hub, &project.key, after, usize::try_from(limit).unwrap_or(0)).await?;
+        crate::hub::pages::events(&mut hub, &project.key, after, usize::try_from(limit).unwrap_or(0)).await?;
     for e in &events {
         if json {
             println!("{}", view::event_json(e));
@@ -70,7 +70,7 @@ pub async fn watch(ctx: &Ctx, dir: &Path, after: Option<i64>, json: bool) -> any
 pub async fn conflicts(ctx: &Ctx, dir: &Path, after: i64, json: bool) -> anyhow::Result<()> {
     let project = project::identify(dir);
     let mut hub = remote::connect(&ctx.settings, Timeouts::CLI).await?;
-    let conflicts = crate::pages::conflicts(&mut hub, &project.key, after).await?;
+    let conflicts = crate::hub::pages::conflicts(&mut hub, &project.key, after).await?;
     if json {
         let list: Vec<_> = conflicts.iter().map(view::conflict_json).collect();
         println!("{}", serde_json::json!({"project": project.key, "conflicts": list}));

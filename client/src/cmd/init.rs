@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use crate::agents::Agent;
-use crate::install::{self, Scope};
-use crate::{Ctx, config, project};
+use crate::agents::install::{self, Scope};
+use crate::{config, ctx::Ctx, project};
 
 /// What `baton init` was asked besides the agent and scope: its flags, one field each.
 #[derive(Clone, Copy)]
@@ -40,18 +40,15 @@ pub fn run(
     let exe = exe.to_string_lossy();
     let mut change = install::install(agent, &file, &exe, uninstall)?;
     let registered = !uninstall && mcp;
-    let tools = crate::mcp::register::register(agent, scope, &root, &exe, !registered)?;
+    let tools = crate::agents::mcp::register(agent, scope, &root, &exe, !registered)?;
     // The brief's tools line: while the server is registered for this agent in any scope.
-    crate::mcp::register::mark(
-        &ctx.settings.data_dir,
-        agent,
-        crate::mcp::register::registered(agent, &root),
-    )?;
+    crate::agents::mcp::mark(&ctx.settings.data_dir, agent, crate::agents::mcp::registered(agent, &root))?;
     change.notes.extend(tools.notes);
     if trust {
         let home = directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()).unwrap_or_default();
-        let config = crate::codex_trust::config_file(&home);
-        let recorded = crate::codex_trust::record(&config, &crate::codex_trust::baton_handlers(&file))?;
+        let config = crate::agents::codex_trust::config_file(&home);
+        let recorded =
+            crate::agents::codex_trust::record(&config, &crate::agents::codex_trust::baton_handlers(&file))?;
         change.notes.retain(|n| !n.contains("/hooks"));
         change.notes.push(format!("Codex trusts Baton's hooks: recorded {recorded} in {}", config.display()));
     }
@@ -78,7 +75,7 @@ pub fn run(
     if uninstall {
         println!(
             "removed {} for {} from {}",
-            crate::count(change.removed, "Baton hook", "Baton hooks"),
+            crate::text::count(change.removed, "Baton hook", "Baton hooks"),
             agent.name(),
             change.file.display()
         );
@@ -86,7 +83,7 @@ pub fn run(
         let verb = if change.removed > 0 { "updated" } else { "installed" };
         println!(
             "{verb} {} for {} in {}",
-            crate::count(change.added, "Baton hook", "Baton hooks"),
+            crate::text::count(change.added, "Baton hook", "Baton hooks"),
             agent.name(),
             change.file.display()
         );

@@ -3,86 +3,14 @@
 use std::path::Path;
 
 use baton_proto::v1::{
-    ConflictPolicy, DeleteMemoryRequest, ListMemoryRequest, MemoryItem, MemoryOp, PutMemoryRequest,
-    RecordRef, delete_memory_request,
+    DeleteMemoryRequest, ListMemoryRequest, MemoryItem, MemoryOp, PutMemoryRequest, RecordRef,
+    delete_memory_request,
 };
 
-use crate::remote::{self, Timeouts};
-use crate::write::{self, Delivered, Write};
-use crate::{Ctx, project, view};
-
-pub const CURRENT: &[&str] = &["goal", "constraint", "open_loop", "recent_change"];
-pub const HISTORY: &[&str] = &["decision", "session_summary", "extracted_decision"];
-
-pub struct Add {
-    pub category: String,
-    pub text: String,
-    pub rationale: Option<String>,
-    pub key: Option<String>,
-    pub branch: Option<String>,
-    pub if_revision: Option<i64>,
-}
-
-/// What became of a memory write.
-pub enum Put {
-    /// A current-state set already held that item: nothing was sent.
-    AlreadyHeld,
-    Sent(Box<write::Sent>),
-    Queued,
-}
-
-/// Writes `a` by its category's rule: an item added to a current-state set as the set is
-/// when the write arrives (two concurrent adds both land, and it works offline: queued, and
-/// over the cap refused on arrival into the queue's dead letters); decision and
-/// session_summary appended; a note upserted. Secrets are redacted first; returns how many.
-/// `author`: the agent kind and session the write is recorded as made by.
-pub async fn put(
-    ctx: &Ctx,
-    mut hub: Option<&mut remote::Hub>,
-    project: &str,
-    a: &Add,
-    author: (i32, &str),
-) -> anyhow::Result<(Put, u32)> {
-    let branch = a.branch.clone().unwrap_or_default();
-    let (text, n1) = baton_proto::redact::redact(&a.text);
-    let (rationale, n2) = baton_proto::redact::redact(a.rationale.as_deref().unwrap_or_default());
-    let item = MemoryItem { content: text.into_owned(), rationale: rationale.into_owned() };
-    let current = CURRENT.contains(&a.category.as_str());
-    if current
-        && a.if_revision.is_none()
-        && let Some(h) = hub.as_deref_mut()
-        && holds(h, project, &a.category, &branch, &item.content).await?
-    {
-        return Ok((Put::AlreadyHeld, n1 + n2));
-    }
-    let op = if current {
-        MemoryOp::AddItem
-    } else if HISTORY.contains(&a.category.as_str()) {
-        MemoryOp::Append
-    } else {
-        MemoryOp::Upsert
-    };
-    let policy = if a.if_revision.is_some() { ConflictPolicy::Reject } else { ConflictPolicy::Overwrite };
-    let mut write = write::options(author.0, author.1);
-    if let Some(w) = write.as_mut() {
-        w.base_revision = a.if_revision;
-        w.policy = policy as i32;
-    }
-    let request = PutMemoryRequest {
-        project: project.to_owned(),
-        category: a.category.clone(),
-        branch,
-        key: a.key.clone().unwrap_or_default(),
-        op: op as i32,
-        items: vec![item],
-        write,
-    };
-    let put = match write::submit(&ctx.queue, hub, Write::PutMemory(request), None).await? {
-        Delivered::Sent(r) => Put::Sent(r),
-        Delivered::Queued => Put::Queued,
-    };
-    Ok((put, n1 + n2))
-}
+use crate::hub::remote::{self, Timeouts};
+use crate::outbox::write::{self, Delivered, Write};
+use crate::usecase::memory::{Add, CURRENT, Put, categories, entry_id, holds, put};
+use crate::{ctx::Ctx, project, view};
 
 pub async fn add(ctx: &Ctx, dir: &Path, a: Add, json: bool) -> anyhow::Result<()> {
     if a.category == "note" && a.key.as_deref().is_none_or(|k| k.trim().is_empty()) {
@@ -132,7 +60,7 @@ pub async fn add(ctx: &Ctx, dir: &Path, a: Add, json: bool) -> anyhow::Result<()
         }
     }
     if redacted > 0 && !json {
-        println!("redacted {}", crate::count(redacted, "secret", "secrets"));
+        println!("redacted {}", crate::text::count(redacted, "secret", "secrets"));
     }
     Ok(())
 }
@@ -189,7 +117,7 @@ pub async fn set(
         }
     }
     if redacted > 0 && !json {
-        println!("redacted {}", crate::count(redacted, "secret", "secrets"));
+        println!("redacted {}", crate::text::count(redacted, "secret", "secrets"));
     }
     Ok(())
 }
@@ -215,56 +143,9 @@ pub async fn caps(ctx: &Ctx, dir: &Path, category: String, cap: i32, json: bool)
     if json {
         println!("{}", serde_json::json!({"caps": reply.caps, "revision": reply.result.map(|r| r.revision)}));
     } else {
-        println!("{category} now keeps {}", crate::count(now, "item", "items"));
+        println!("{category} now keeps {}", crate::text::count(now, "item", "items"));
     }
     Ok(())
-}
-
-/// Every memory category, as the hub names them.
-pub fn categories() -> impl Iterator<Item = &'static str> {
-    CURRENT.iter().chain(HISTORY).copied().chain(["note"])
-}
-
-/// The full id of a memory entry given as `baton memory list` shows it (the full id, or
-/// its first or last characters).
-pub async fn entry_id(hub: &mut remote::Hub, project: &str, id: &str) -> anyhow::Result<String> {
-    if uuid::Uuid::parse_str(id).is_ok() {
-        return Ok(id.to_owned());
-    }
-    let list = crate::pages::memory(
-        hub,
-        ListMemoryRequest { project: project.to_owned(), include_evicted: true, ..Default::default() },
-    )
-    .await?;
-    let found: Vec<_> = list.entries.iter().filter(|e| e.id.ends_with(id) || e.id.starts_with(id)).collect();
-    match found.as_slice() {
-        [one] => Ok(one.id.clone()),
-        [] => anyhow::bail!(
-            "no memory entry {id} in project {project}; `baton memory list` (or recall) shows them"
-        ),
-        _ => anyhow::bail!("{id} matches {} entries; give more of the id", found.len()),
-    }
-}
-
-/// Whether a current-state set holds an item with this content (read live).
-async fn holds(
-    hub: &mut remote::Hub,
-    project: &str,
-    category: &str,
-    branch: &str,
-    content: &str,
-) -> anyhow::Result<bool> {
-    let list = crate::pages::memory(
-        hub,
-        ListMemoryRequest {
-            project: project.to_owned(),
-            category: category.to_owned(),
-            branch: Some(branch.to_owned()),
-            ..Default::default()
-        },
-    )
-    .await?;
-    Ok(list.entries.iter().any(|e| e.content.trim() == content.trim()))
 }
 
 /// `baton memory remove CATEGORY TEXT`: takes an item out of a current-state set, by its
@@ -327,7 +208,7 @@ pub async fn list(
 ) -> anyhow::Result<()> {
     let project = project::identify(dir);
     let mut hub = remote::connect(&ctx.settings, Timeouts::CLI).await?;
-    let reply = crate::pages::memory(
+    let reply = crate::hub::pages::memory(
         &mut hub,
         ListMemoryRequest {
             project: project.key.clone(),
@@ -364,7 +245,7 @@ pub async fn list(
             view::short(&e.id).to_owned(),
             e.category.clone() + if e.evicted { " (evicted)" } else { "" },
             scope,
-            if wide { content } else { crate::clip(&content, 70) },
+            if wide { content } else { crate::text::clip(&content, 70) },
             by,
             e.record_revision.to_string(),
         ]);
@@ -417,7 +298,7 @@ pub async fn rm(
         }
         Delivered::Sent(r) => println!(
             "deleted {} at revision {}",
-            crate::count(r.deleted.len(), "entry", "entries"),
+            crate::text::count(r.deleted.len(), "entry", "entries"),
             r.result.revision
         ),
         Delivered::Queued if json => {

@@ -6,14 +6,14 @@ use std::path::{Path, PathBuf};
 use baton_proto::v1::{AgentKind, ResumeSessionRequest, resume_session_request};
 
 use crate::agents::Agent;
-use crate::remote::{self, Timeouts};
-use crate::{Ctx, git, project, view, write};
+use crate::hub::remote::{self, Timeouts};
+use crate::{ctx::Ctx, outbox::write, project, project::git, view};
 
 /// The resumed checkpoint's own state: what the brief of that point adds to the project's.
 /// Stored text is data: each item is one line with its control characters made visible,
 /// so a teammate's text can never become a heading or an instruction line of its own.
 fn where_it_stopped(state: &baton_proto::v1::CheckpointState) -> String {
-    let one = |text: &str, max: usize| crate::safe::line(&crate::clip(text, max)).into_owned();
+    let one = |text: &str, max: usize| crate::safe::line(&crate::text::clip(text, max)).into_owned();
     let mut lines = Vec::new();
     for t in state.active_tasks.iter().filter(|t| t.status != "completed") {
         let status = if t.status.is_empty() { "pending" } else { &t.status };
@@ -65,9 +65,13 @@ pub fn conversation_here(agent: i32, agent_session_id: &str) -> bool {
                 .flatten()
                 .any(|d| d.path().join(format!("{agent_session_id}.jsonl")).exists())
         }
-        baton_proto::v1::AgentKind::Codex => crate::blob::codex_rollout(&home, agent_session_id).is_some(),
+        baton_proto::v1::AgentKind::Codex => {
+            crate::hub::blob::codex_rollout(&home, agent_session_id).is_some()
+        }
         // Gemini names a chat by the id's first 8 characters; its first line has the id.
-        baton_proto::v1::AgentKind::Gemini => crate::blob::gemini_chat(&home, agent_session_id).is_some(),
+        baton_proto::v1::AgentKind::Gemini => {
+            crate::hub::blob::gemini_chat(&home, agent_session_id).is_some()
+        }
         _ => false,
     }
 }
@@ -89,7 +93,7 @@ pub async fn run(
                 .await?,
         )),
         (Some(s), None) => Some(resume_session_request::Target::SessionId(
-            crate::cmd::sessions::resolve(&mut hub, &project.key, &s).await?,
+            crate::usecase::sessions::resolve(&mut hub, &project.key, &s).await?,
         )),
         (None, None) => None,
     };
@@ -109,7 +113,7 @@ pub async fn run(
             ));
         }
         let (checkpoint_id, blob) = transcript_of(&mut hub, target.as_ref()).await?;
-        let data = crate::blob::download(&mut hub, &project.key, &blob).await?;
+        let data = crate::hub::blob::download(&mut hub, &project.key, &blob).await?;
         fetched = Some((checkpoint_id, blob, data));
     }
     let reply = hub
@@ -186,23 +190,25 @@ async fn restore_transcript(
     let started = reply.checkpoint.as_ref().map(|c| c.id.as_str()).unwrap_or_default();
     let (blob, data) = match reply.checkpoint.as_ref().and_then(transcript_blob) {
         Some(other) if started != checkpoint_id => {
-            let data = crate::blob::download(hub, project, &other).await?;
+            let data = crate::hub::blob::download(hub, project, &other).await?;
             (other, data)
         }
         _ => (blob, data),
     };
     // Where the agent that wrote it keeps its conversations.
     let restored = match AgentKind::try_from(agent).unwrap_or_default() {
-        AgentKind::Codex => crate::blob::restore_codex(&data, &blob, dir, &home)?,
-        AgentKind::Gemini => crate::blob::restore_gemini(&data, &blob, dir, &home)?,
-        _ => crate::blob::restore_claude(&data, &blob, dir, &home)?,
+        AgentKind::Codex => crate::hub::blob::restore_codex(&data, &blob, dir, &home)?,
+        AgentKind::Gemini => crate::hub::blob::restore_gemini(&data, &blob, dir, &home)?,
+        _ => crate::hub::blob::restore_claude(&data, &blob, dir, &home)?,
     };
     // Claude Code's task files, carried beside its transcript.
-    let tasks =
-        reply.checkpoint.as_ref().and_then(|c| c.blobs.iter().find(|b| b.role == crate::blob::CLAUDE_TASKS));
+    let tasks = reply
+        .checkpoint
+        .as_ref()
+        .and_then(|c| c.blobs.iter().find(|b| b.role == crate::hub::blob::CLAUDE_TASKS));
     if let Some(tasks) = tasks.filter(|t| t.agent_session_id == blob.agent_session_id) {
-        let data = crate::blob::download(hub, project, tasks).await?;
-        crate::blob::restore_claude_tasks(&data, tasks, &home)?;
+        let data = crate::hub::blob::download(hub, project, tasks).await?;
+        crate::hub::blob::restore_claude_tasks(&data, tasks, &home)?;
     }
     Ok(restored)
 }
@@ -219,23 +225,23 @@ fn remember(
     argv: Vec<String>,
 ) -> anyhow::Result<()> {
     ctx.state.update(agent.name(), key, |s| {
-        *s = crate::state::AgentSession {
+        *s = crate::local::state::AgentSession {
             baton_session_id: new_id.to_owned(),
             project: project.to_owned(),
             adopt: true,
-            last_checkpoint_us: write::now_us(),
+            last_checkpoint_us: crate::clock::now_us(),
             // The work continues from where the checkpoint left it.
             journal: reply
                 .checkpoint
                 .as_ref()
                 .and_then(|c| c.state.as_ref())
-                .map(crate::hook::journal::Journal::continuing)
+                .map(crate::local::journal::Journal::continuing)
                 .unwrap_or_default(),
             ..Default::default()
         };
     })?;
     ctx.state.update(agent.name(), &successor_key(project), |s| {
-        *s = crate::state::AgentSession {
+        *s = crate::local::state::AgentSession {
             baton_session_id: new_id.to_owned(),
             project: project.to_owned(),
             resumed_from: old_id.to_owned(),
@@ -302,7 +308,7 @@ async fn with_changes(
     }
     let info = git::info(dir);
     let budget = usize::try_from(ctx.settings.brief_budget).unwrap_or(9000);
-    match crate::hook::brief_text(hub, project, Some(session_id), dir, &info, budget).await {
+    match crate::usecase::brief::brief_text(hub, project, Some(session_id), dir, &info, budget).await {
         Ok(text) => text,
         Err(_) => brief.text,
     }
@@ -322,7 +328,7 @@ async fn waiting_successor(
     agent: Agent,
     project: &str,
     target: Option<&resume_session_request::Target>,
-) -> anyhow::Result<Option<crate::state::AgentSession>> {
+) -> anyhow::Result<Option<crate::local::state::AgentSession>> {
     use baton_proto::v1::{GetSessionRequest, SessionStatus};
     let Some(earlier) = ctx.state.get(agent.name(), &successor_key(project)) else { return Ok(None) };
     match target {
@@ -350,7 +356,7 @@ async fn reuse(
     ctx: &Ctx,
     hub: &mut remote::Hub,
     project: &str,
-    waiting: crate::state::AgentSession,
+    waiting: crate::local::state::AgentSession,
     json: bool,
 ) -> anyhow::Result<()> {
     let brief = hub
@@ -400,7 +406,7 @@ async fn reuse(
 
 /// The transcript a checkpoint references.
 fn transcript_blob(checkpoint: &baton_proto::v1::Checkpoint) -> Option<baton_proto::v1::BlobRef> {
-    checkpoint.blobs.iter().find(|b| b.role == crate::blob::TRANSCRIPT).cloned()
+    checkpoint.blobs.iter().find(|b| b.role == crate::hub::blob::TRANSCRIPT).cloned()
 }
 
 /// The session a resume without a target takes over, as the hub picks it: the latest
@@ -485,7 +491,7 @@ async fn transcript_of(
         // A corrupt checkpoint: the resume starts from its nearest valid ancestor.
         Err(status) if status.code() == tonic::Code::DataLoss => {
             let session = session_id.clone().ok_or_else(|| remote::fail(status.clone()))?;
-            let (tree, _) = crate::pages::checkpoints(hub, &session, false).await?;
+            let (tree, _) = crate::hub::pages::checkpoints(hub, &session, false).await?;
             let mut next = Some(checkpoint_id.clone());
             let mut found = None;
             while let Some(id) = next.take() {
@@ -501,6 +507,6 @@ async fn transcript_of(
         Err(status) => return Err(remote::fail(status)),
     };
     let blob = transcript_blob(&checkpoint).ok_or_else(no_transcript)?;
-    crate::blob::check(&blob)?;
+    crate::hub::blob::check(&blob)?;
     Ok((checkpoint.id, blob))
 }

@@ -2,9 +2,9 @@
 
 use std::path::Path;
 
-use crate::remote::{self, Timeouts};
-use crate::search::{self, Options};
-use crate::{Ctx, project, view};
+use crate::hub::remote::{self, Timeouts};
+use crate::hub::search::{self, Options};
+use crate::{ctx::Ctx, project, view};
 
 /// How much of a hit's snippet a row shows (`--json` has all of it).
 const SNIPPET_CHARS: usize = 120;
@@ -35,7 +35,7 @@ pub async fn run(ctx: &Ctx, dir: &Path, f: Flags, json: bool) -> anyhow::Result<
     };
     let mut hub = remote::connect(&ctx.settings, Timeouts::CLI).await?;
     if let Some(s) = f.session {
-        options.session_id = crate::cmd::sessions::resolve(&mut hub, &project.key, &s).await?;
+        options.session_id = crate::usecase::sessions::resolve(&mut hub, &project.key, &s).await?;
     }
     let (hits, partial) = search::run(&mut hub, &project.key, &options).await.map_err(remote::fail)?;
     if json {
@@ -59,7 +59,7 @@ pub async fn run(ctx: &Ctx, dir: &Path, f: Flags, json: bool) -> anyhow::Result<
                 view::age(h.created_at.as_ref()),
                 h.author.clone(),
                 h.branch.clone(),
-                crate::clip(&search::marked(h, "«", "»"), SNIPPET_CHARS),
+                crate::text::clip(&search::marked(h, "«", "»"), SNIPPET_CHARS),
             ]);
         }
         println!(
@@ -67,7 +67,7 @@ pub async fn run(ctx: &Ctx, dir: &Path, f: Flags, json: bool) -> anyhow::Result<
             crate::safe::text(&format!(
                 "{}  ({}, best first)\n{t}",
                 project.key,
-                crate::count(hits.len(), "hit", "hits")
+                crate::text::count(hits.len(), "hit", "hits")
             ))
         );
     }

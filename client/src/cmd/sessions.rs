@@ -2,37 +2,17 @@
 
 use std::path::Path;
 
-use baton_proto::v1::{AgentKind, GetSessionRequest, ListSessionsRequest, SessionStatus};
+use baton_proto::v1::{GetSessionRequest, ListSessionsRequest};
 
-use crate::remote::{self, Timeouts};
-use crate::{Ctx, project, view};
+use crate::hub::remote::{self, Timeouts};
+use crate::usecase::sessions::{parse_agent, parse_status, resolve};
+use crate::{ctx::Ctx, project, view};
 
 pub struct Filters {
     pub status: Vec<String>,
     pub agent: Option<String>,
     pub host: Option<String>,
     pub limit: u32,
-}
-
-pub fn parse_status(s: &str) -> anyhow::Result<SessionStatus> {
-    SessionStatus::from_str_name(&format!("SESSION_STATUS_{}", s.to_ascii_uppercase()))
-        .filter(|s| *s != SessionStatus::Unspecified)
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "unknown status {s:?}: use initializing, active, idle, completed, crashed or resumed"
-            )
-        })
-}
-
-pub fn parse_agent(s: &str) -> anyhow::Result<AgentKind> {
-    Ok(match s {
-        "claude" | "claude-code" => AgentKind::ClaudeCode,
-        "codex" => AgentKind::Codex,
-        "gemini" => AgentKind::Gemini,
-        "cursor" => AgentKind::Cursor,
-        "custom" => AgentKind::Custom,
-        other => anyhow::bail!("unknown agent {other:?}: use claude, codex, gemini, cursor or custom"),
-    })
 }
 
 pub async fn list(ctx: &Ctx, dir: &Path, f: Filters, json: bool) -> anyhow::Result<()> {
@@ -49,7 +29,8 @@ pub async fn list(ctx: &Ctx, dir: &Path, f: Filters, json: bool) -> anyhow::Resu
         ..Default::default()
     };
     let (sessions, as_of_revision) =
-        crate::pages::sessions(&mut hub, request, usize::try_from(f.limit).unwrap_or(usize::MAX)).await?;
+        crate::hub::pages::sessions(&mut hub, request, usize::try_from(f.limit).unwrap_or(usize::MAX))
+            .await?;
     if json {
         let sessions: Vec<_> = sessions.iter().map(view::session_json).collect();
         println!(
@@ -68,7 +49,7 @@ pub async fn list(ctx: &Ctx, dir: &Path, f: Filters, json: bool) -> anyhow::Resu
             s.branch.clone(),
             view::age(s.last_seen_at.as_ref()),
             s.tool_count.to_string(),
-            crate::clip(&s.goal, 50),
+            crate::text::clip(&s.goal, 50),
         ]);
     }
     println!(
@@ -76,27 +57,12 @@ pub async fn list(ctx: &Ctx, dir: &Path, f: Filters, json: bool) -> anyhow::Resu
         crate::safe::text(&format!(
             "{}  ({}, revision {})\n{}",
             project.key,
-            crate::count(sessions.len(), "session", "sessions"),
+            crate::text::count(sessions.len(), "session", "sessions"),
             as_of_revision,
             view::rows_or(&t, "none")
         ))
     );
     Ok(())
-}
-
-/// Finds a session by full id or by the short id shown in tables.
-pub async fn resolve(hub: &mut remote::Hub, project: &str, id: &str) -> anyhow::Result<String> {
-    if uuid::Uuid::parse_str(id).is_ok() {
-        return Ok(id.to_owned());
-    }
-    let request = ListSessionsRequest { project: project.to_owned(), ..Default::default() };
-    let (sessions, _) = crate::pages::sessions(hub, request, usize::MAX).await?;
-    let matches: Vec<_> = sessions.iter().filter(|s| s.id.ends_with(id) || s.id.starts_with(id)).collect();
-    match matches.as_slice() {
-        [one] => Ok(one.id.clone()),
-        [] => anyhow::bail!("no session matching {id:?} in project {project}"),
-        _ => anyhow::bail!("{id:?} matches {} sessions; give more of the id", matches.len()),
-    }
 }
 
 pub async fn show(ctx: &Ctx, dir: &Path, id: &str, json: bool) -> anyhow::Result<()> {

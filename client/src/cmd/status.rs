@@ -5,8 +5,8 @@ use std::path::Path;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_client::HealthClient;
 
-use crate::remote::{self, Timeouts};
-use crate::{Ctx, project, queue};
+use crate::hub::remote::{self, Timeouts};
+use crate::{ctx::Ctx, outbox::queue, project};
 
 pub async fn run(ctx: &Ctx, dir: &Path, json: bool) -> anyhow::Result<()> {
     let project = project::identify(dir);
@@ -34,7 +34,7 @@ pub async fn run(ctx: &Ctx, dir: &Path, json: bool) -> anyhow::Result<()> {
         None => (vec![], vec![]),
     };
     drop(locked);
-    let oldest = pending.first().map(|(_, e)| crate::ago(crate::write::now_us() - e.written_at_us));
+    let oldest = pending.first().map(|(_, e)| crate::text::ago(crate::clock::now_us() - e.written_at_us));
     if json {
         let dead_json: Vec<_> = dead.iter().map(|(_, e)| serde_json::json!({"rpc": e.rpc, "project": e.project, "request_id": e.request_id, "error": e.error})).collect();
         println!(

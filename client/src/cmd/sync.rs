@@ -8,8 +8,8 @@
 
 use std::time::{Duration, Instant};
 
-use crate::remote::{self, Timeouts};
-use crate::{Ctx, write};
+use crate::hub::remote::{self, Timeouts};
+use crate::{ctx::Ctx, outbox::write};
 
 /// How long `sync` waits for writes other processes are sending: longer than a detached
 /// hook's budget, after which that process has given up.
@@ -36,12 +36,14 @@ pub async fn run(ctx: &Ctx) -> anyhow::Result<()> {
         }
         eprintln!(
             "waiting for {} another baton process is sending",
-            crate::count(flushed.in_flight.len(), "write", "writes")
+            crate::text::count(flushed.in_flight.len(), "write", "writes")
         );
         let mut released = Vec::new();
         for path in &flushed.in_flight {
             let path = path.clone();
-            released.push(tokio::task::spawn_blocking(move || crate::queue::wait_released(&path, deadline)));
+            released.push(tokio::task::spawn_blocking(move || {
+                crate::outbox::queue::wait_released(&path, deadline)
+            }));
         }
         busy = 0;
         for r in released {
@@ -63,7 +65,7 @@ pub async fn run(ctx: &Ctx) -> anyhow::Result<()> {
     if total.left > 0 {
         anyhow::bail!(
             "{} could not be sent yet; the hub may be down",
-            crate::count(total.left, "write", "writes")
+            crate::text::count(total.left, "write", "writes")
         );
     }
     if busy > 0 {

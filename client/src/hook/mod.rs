@@ -7,29 +7,26 @@
 //! checkpoint: without them hook-bench's "PostToolUse, 4 at once" row spent two `git`
 //! processes and a connection on every call (16.1 ms p50 against 15).
 
-pub mod journal;
-pub mod payload;
 pub mod risk;
-pub mod transcript;
-
-use std::fmt::Write as _;
-use std::io::Write as _;
 
 use anyhow::Context as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use baton_proto::v1::{
-    CheckpointKind, CreateCheckpointRequest, EndSessionRequest, GetBriefRequest, HeartbeatRequest,
-    StartSessionRequest,
+    CheckpointKind, CreateCheckpointRequest, EndSessionRequest, HeartbeatRequest, StartSessionRequest,
 };
 
-use self::payload::Payload;
+use crate::agents::payload::Payload;
 pub use crate::agents::{Agent, Event};
+use crate::ctx::log;
+use crate::hub::remote::{self, Hub, Timeouts};
+use crate::local::journal;
+use crate::outbox::write::{self, Delivered, Write};
 use crate::project::{self, Project};
-use crate::remote::{self, Hub, Timeouts};
-use crate::write::{self, Delivered, Write};
-use crate::{Ctx, cache, git};
+use crate::usecase::brief::{brief_budget, brief_text, cached_brief, deliver, offline_brief};
+use crate::usecase::checkpoint::conversation_state;
+use crate::{ctx::Ctx, local::cache, project::git};
 
 /// How long a hook may take in all (the agents allow more; Baton should not need it).
 const HOOK_BUDGET: Duration = Duration::from_millis(2500);
@@ -40,8 +37,8 @@ const LOCK_WAIT: Duration = Duration::from_millis(300);
 
 /// Runs a hook and returns what to print. Never fails: problems are logged.
 pub async fn run(ctx: &Ctx, agent: Agent, event: &str, stdin: &str, payload_file: Option<&Path>) -> String {
-    if std::env::var_os(crate::summary::RUNNING).is_some() {
-        // Baton's own summarizer run (`crate::summary`) is not a Baton session.
+    if std::env::var_os(crate::agents::summary::RUNNING).is_some() {
+        // Baton's own summarizer run (`crate::agents::summary`) is not a Baton session.
         return agent.quiet_output().to_owned();
     }
     let Some(event) = Event::parse(event) else {
@@ -108,27 +105,6 @@ fn fallback(ctx: &Ctx, agent: Agent, event: Event, payload: &Payload, refused: O
     agent.quiet_output().to_owned()
 }
 
-/// One line saying Baton's MCP tools are there, only when `baton init` registered them for
-/// this agent (its mark; `baton doctor` checks the agent's own files).
-fn tools_line(ctx: &Ctx, agent: Agent) -> Option<&'static str> {
-    crate::mcp::register::marker(&ctx.settings.data_dir, agent).exists().then_some(
-        "> Baton's tools are connected (MCP server \"baton\"): remember decisions, constraints and open loops as they happen; brief, recall, sessions and checkpoint when you need them.",
-    )
-}
-
-/// The brief's budget for this agent, less the tools line.
-pub fn brief_budget(ctx: &Ctx, agent: Agent) -> usize {
-    let line = tools_line(ctx, agent).map_or(0, |l| l.chars().count() + 2);
-    ctx.settings.brief_budget(agent).saturating_sub(line)
-}
-
-/// The brief as the agent's hook prints it, with the tools line after its title.
-pub fn deliver(ctx: &Ctx, agent: Agent, brief: &str) -> String {
-    let Some(line) = tools_line(ctx, agent) else { return agent.brief_output(brief) };
-    let (title, rest) = brief.split_once('\n').unwrap_or((brief, ""));
-    agent.brief_output(&format!("{title}\n{line}\n{rest}"))
-}
-
 async fn handle(
     ctx: &Ctx,
     agent: Agent,
@@ -190,7 +166,7 @@ async fn record_event(
             if let Some(command) = p.shell_command()
                 && let Some(why) = risk::risky(&command)
             {
-                let reason = format!("before {why}: {}", crate::clip(&command, 300));
+                let reason = format!("before {why}: {}", crate::text::clip(&command, 300));
                 checkpoint_now(ctx, agent, p, CheckpointKind::Risk, &reason, false).await?;
             }
         }
@@ -243,7 +219,7 @@ async fn first_prompt_as_goal(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::R
     }
     let update = baton_proto::v1::UpdateSessionRequest {
         session_id: record.baton_session_id.clone(),
-        goal: Some(crate::clip(goal, GOAL_CHARS)),
+        goal: Some(crate::text::clip(goal, GOAL_CHARS)),
         write: write::options(agent.kind() as i32, &record.baton_session_id),
         ..Default::default()
     };
@@ -414,22 +390,22 @@ fn remember(
     cwd: &Path,
 ) -> anyhow::Result<()> {
     ctx.state.update(agent.name(), agent_sid, |s| {
-        *s = crate::state::AgentSession {
+        *s = crate::local::state::AgentSession {
             baton_session_id: id.to_owned(),
             project: project.key.clone(),
             transcript_path: p.transcript_path.clone().unwrap_or_default(),
             cwd: cwd.display().to_string(),
             root: project.root.display().to_string(),
             // The time checkpoints count from the session's start.
-            last_checkpoint_us: write::now_us(),
-            agent_pids: crate::ancestry::pids(),
+            last_checkpoint_us: crate::clock::now_us(),
+            agent_pids: crate::host::pids(),
             ..Default::default()
         };
     })
 }
 
 async fn session_start(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<String> {
-    let swept = ctx.state.sweep(crate::state::EXPIRY);
+    let swept = ctx.state.sweep(crate::local::state::EXPIRY);
     if swept > 0 {
         log(ctx, &format!("forgot {swept} conversation record(s) untouched for 30 days"));
     }
@@ -478,7 +454,7 @@ async fn session_start(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<S
 /// where they stopped. At most a few, and never the caller's own.
 async fn save_unsaved(ctx: &Ctx, agent: Agent, project: &Project, own: &str, mut hub: Option<&mut Hub>) {
     const AT_MOST: usize = 3;
-    let unsaved: Vec<(String, crate::state::AgentSession)> = ctx
+    let unsaved: Vec<(String, crate::local::state::AgentSession)> = ctx
         .state
         .unsaved(agent.name())
         .into_iter()
@@ -519,68 +495,6 @@ async fn save_unsaved(ctx: &Ctx, agent: Agent, project: &Project, own: &str, mut
     }
 }
 
-/// The brief, with the git changes since the previous session's last commit.
-pub async fn brief_text(
-    hub: &mut Hub,
-    project: &Project,
-    session_id: Option<&str>,
-    cwd: &Path,
-    info: &git::Info,
-    budget: usize,
-) -> Result<String, tonic::Status> {
-    let branch = info.branch.clone().unwrap_or_default();
-    let request = GetBriefRequest {
-        project: project.key.clone(),
-        session_id: session_id.unwrap_or_default().to_owned(),
-        branch,
-        budget_chars: i32::try_from(budget).unwrap_or(i32::MAX),
-        changes: vec![],
-    };
-    let brief = hub.brief.get_brief(request.clone()).await?.into_inner().brief.unwrap_or_default();
-    let head = info.head.clone().unwrap_or_default();
-    if brief.last_git_head.is_empty() || brief.last_git_head == head {
-        return Ok(brief.text);
-    }
-    let changes = match git::changes_since(cwd, &brief.last_git_head) {
-        Ok(lines) if lines.is_empty() => return Ok(brief.text),
-        Ok(lines) => lines,
-        Err(why) => vec![why],
-    };
-    let brief = hub
-        .brief
-        .get_brief(GetBriefRequest { changes, ..request })
-        .await?
-        .into_inner()
-        .brief
-        .unwrap_or_default();
-    Ok(brief.text)
-}
-
-/// The last brief cached for the project, marked with its age, and what waits in the queue.
-pub fn offline_brief(ctx: &Ctx, project: &Project, budget: usize) -> String {
-    let (queued, dead) = ctx.queue.counts();
-    let queued = crate::count(queued, "write", "writes");
-    let mut note = format!("Baton hub unreachable ({}); {queued} queued locally", ctx.settings.server);
-    if dead > 0 {
-        let _ = write!(note, ", {dead} refused (see `baton status`)");
-    }
-    cached_brief(ctx, project, budget, &note)
-}
-
-/// The last brief cached for the project, marked with its age, headed by `note`.
-fn cached_brief(ctx: &Ctx, project: &Project, budget: usize, note: &str) -> String {
-    let note = crate::safe::line(note);
-    match cache::load(&ctx.settings.data_dir, &project.key) {
-        Some(cached) => {
-            let age = crate::ago(write::now_us() - cached.cached_at_us);
-            let header = format!("> {note}. This brief was cached {age} ago.\n\n");
-            let room = budget.saturating_sub(header.chars().count());
-            format!("{header}{}", crate::fit_lines(&cached.text, room))
-        }
-        None => format!("> {note}. No brief is cached for project {} yet.\n", project.key),
-    }
-}
-
 /// The project of a conversation this machine has a live record of (in the same cwd), from
 /// that record; else found again (`git`). The record, when there is one.
 fn conversation_project(
@@ -588,7 +502,7 @@ fn conversation_project(
     agent: Agent,
     agent_sid: &str,
     cwd: &Path,
-) -> (Project, Option<crate::state::AgentSession>) {
+) -> (Project, Option<crate::local::state::AgentSession>) {
     let known = ctx
         .state
         .get(agent.name(), agent_sid)
@@ -635,7 +549,7 @@ async fn post_tool_use(ctx: &Ctx, agent: Agent, p: &Payload, error: Option<&str>
         None => remote::connect(&ctx.settings, Timeouts::HOOK).await.ok(),
     };
     let session_id = session_for(ctx, agent, p, &project, hub.as_mut(), true, None).await?;
-    let now = write::now_us();
+    let now = crate::clock::now_us();
     let null = serde_json::Value::Null;
     let (count, due, beat) = ctx.state.update(agent.name(), &agent_sid, |s| {
         let signals = p.tool_name.as_deref().map_or_else(Vec::new, |name| {
@@ -678,7 +592,7 @@ async fn post_tool_use(ctx: &Ctx, agent: Agent, p: &Payload, error: Option<&str>
 /// last. Claimed in `s`, under the state's lock: a parallel hook does not make the same one.
 fn due_checkpoints(
     ctx: &Ctx,
-    s: &mut crate::state::AgentSession,
+    s: &mut crate::local::state::AgentSession,
     signals: Vec<journal::Signal>,
     now: i64,
 ) -> Vec<(CheckpointKind, String)> {
@@ -795,29 +709,6 @@ async fn checkpoint(
     Ok((delivered, last_answer))
 }
 
-/// A conversation's state for a checkpoint: the journal (the hooks' payloads), completed by
-/// the transcript, which lags them; redacted.
-pub fn conversation_state(
-    ctx: &Ctx,
-    record: &crate::state::AgentSession,
-    transcript: Option<PathBuf>,
-    cwd: &Path,
-    root: &Path,
-) -> baton_proto::v1::CheckpointState {
-    let transcript = transcript
-        .or_else(|| Some(PathBuf::from(&record.transcript_path)).filter(|t| !t.as_os_str().is_empty()));
-    let read = transcript.map(|t| transcript::read(&t, cwd, root)).unwrap_or_default();
-    let mut state = journal::merge(&record.journal, read);
-    state.git_head = git::head(cwd).unwrap_or_default();
-    state.tool_count = state.tool_count.max(i64::try_from(record.tool_count).unwrap_or(0));
-    let mut redactor = baton_proto::redact::Redactor::default();
-    redactor.fields(baton_proto::redact::state_texts(&mut state));
-    if redactor.count > 0 {
-        log(ctx, &format!("redacted {} secret(s) from a checkpoint before sending", redactor.count));
-    }
-    state
-}
-
 async fn upload_transcript(
     hub: &mut Hub,
     project: &str,
@@ -825,8 +716,8 @@ async fn upload_transcript(
     agent_session_id: &str,
     cwd: &Path,
 ) -> anyhow::Result<baton_proto::v1::BlobRef> {
-    let (data, _) = crate::blob::prepare(path)?;
-    crate::blob::upload(hub, project, crate::blob::TRANSCRIPT, &data, agent_session_id, cwd).await
+    let (data, _) = crate::hub::blob::prepare(path)?;
+    crate::hub::blob::upload(hub, project, crate::hub::blob::TRANSCRIPT, &data, agent_session_id, cwd).await
 }
 
 async fn upload_claude_tasks(
@@ -836,9 +727,10 @@ async fn upload_claude_tasks(
     cwd: &Path,
 ) -> anyhow::Result<Option<baton_proto::v1::BlobRef>> {
     let home = directories::BaseDirs::new().context("no home directory")?.home_dir().to_path_buf();
-    let Some(data) = crate::blob::bundle_claude_tasks(&home, agent_session_id)? else { return Ok(None) };
+    let Some(data) = crate::hub::blob::bundle_claude_tasks(&home, agent_session_id)? else { return Ok(None) };
     Ok(Some(
-        crate::blob::upload(hub, project, crate::blob::CLAUDE_TASKS, &data, agent_session_id, cwd).await?,
+        crate::hub::blob::upload(hub, project, crate::hub::blob::CLAUDE_TASKS, &data, agent_session_id, cwd)
+            .await?,
     ))
 }
 
@@ -855,7 +747,7 @@ async fn session_end(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<()>
     // Already redacted with the checkpoint's state.
     let request = EndSessionRequest {
         session_id: local.baton_session_id.clone(),
-        summary: summary.unwrap_or_else(|| crate::clip(&last_answer, 2000)),
+        summary: summary.unwrap_or_else(|| crate::text::clip(&last_answer, 2000)),
         git_head: git::head(&cwd).unwrap_or_default(),
         write: write::options(agent.kind() as i32, &local.baton_session_id),
         ..Default::default()
@@ -865,7 +757,7 @@ async fn session_end(ctx: &Ctx, agent: Agent, p: &Payload) -> anyhow::Result<()>
     Ok(())
 }
 
-/// The opt-in session summary (`crate::summary`), written for the conversation's session:
+/// The opt-in session summary (`crate::agents::summary`), written for the conversation's session:
 /// a checkpoint with what the model found, the session's goal, and its decisions as
 /// `extracted_decision` memory. At a session end at most once. Returns the summary; a
 /// failure is logged and changes nothing.
@@ -896,7 +788,7 @@ async fn summarize(
     let (project, _) = conversation_project(ctx, agent, &agent_sid, &cwd);
     let state = conversation_state(ctx, &record, p.transcript(), &cwd, &project.root);
     let transcript = p.transcript().or_else(|| Some(PathBuf::from(&record.transcript_path)));
-    let input = crate::summary::input(&state, transcript.as_deref().filter(|t| t.is_file()));
+    let input = crate::agents::summary::input(&state, transcript.as_deref().filter(|t| t.is_file()));
     let scratch = match tempfile_dir(ctx) {
         Ok(dir) => dir,
         Err(e) => {
@@ -905,7 +797,7 @@ async fn summarize(
         }
     };
     let limit = Duration::from_secs(ctx.settings.summarize_seconds);
-    let result = crate::summary::run(by, &input, limit, &scratch).await;
+    let result = crate::agents::summary::run(by, &input, limit, &scratch).await;
     let _ = std::fs::remove_dir_all(&scratch);
     let extracted = match result {
         Ok(e) => e,
@@ -932,7 +824,7 @@ fn summary_writes(
     session_id: &str,
     project: &str,
     state: baton_proto::v1::CheckpointState,
-    extracted: &crate::summary::Extracted,
+    extracted: &crate::agents::summary::Extracted,
     reason: &str,
     at_end: bool,
 ) -> Vec<Write> {
@@ -943,7 +835,7 @@ fn summary_writes(
         checkpoint_id: uuid::Uuid::now_v7().to_string(),
         kind: CheckpointKind::Auto as i32,
         reason: reason.to_owned(),
-        state: Some(crate::summary::with_summary(state, extracted)),
+        state: Some(crate::agents::summary::with_summary(state, extracted)),
         write: author(&session_id),
         ..Default::default()
     };
@@ -1033,17 +925,4 @@ fn runs_under_cursor_with_its_own_hooks(cwd: &Path) -> bool {
         files.push(home.home_dir().join(".cursor/hooks.json"));
     }
     files.iter().any(|f| std::fs::read_to_string(f).is_ok_and(|t| t.contains("baton hook cursor")))
-}
-
-/// Appends to `hook.log` (hooks print nothing to the agent on failure).
-pub fn log(ctx: &Ctx, line: &str) {
-    let path = ctx.settings.data_dir.join("hook.log");
-    let _ = crate::fsperm::create_private_dir(&ctx.settings.data_dir);
-    // Keep the log small: start over past 1 MiB.
-    if std::fs::metadata(&path).is_ok_and(|m| m.len() > 1024 * 1024) {
-        let _ = std::fs::rename(&path, path.with_extension("log.old"));
-    }
-    if let Ok(mut f) = crate::fsperm::open_private(&path, true) {
-        let _ = writeln!(f, "{} {line}", chrono::Utc::now().to_rfc3339());
-    }
 }

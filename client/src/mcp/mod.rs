@@ -3,10 +3,8 @@
 //! and is compacted away). Built on the official Rust SDK (`rmcp`).
 
 mod params;
-pub mod register;
 mod search;
 mod tools;
-pub mod workspace;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -19,11 +17,11 @@ use rmcp::{ErrorData, Peer, ServerHandler, ServiceExt, tool, tool_handler, tool_
 use tokio::sync::Mutex;
 
 use self::tools::{Answer, Call, Failure};
-use crate::Ctx;
 use crate::agents::Agent;
+use crate::ctx::Ctx;
+use crate::usecase::workspace;
 
-/// The server's name in the agents' configuration: its tools are `mcp__baton__<tool>`.
-pub const NAME: &str = "baton";
+use crate::agents::mcp::NAME;
 
 /// The tools `baton mcp` serves (`baton --help` names them; a test holds this list to the
 /// server's).
@@ -47,7 +45,7 @@ pub struct Server {
 
 /// Serves MCP on stdin/stdout until the client closes it.
 pub async fn serve(ctx: Ctx, agent: Option<Agent>) -> anyhow::Result<()> {
-    if std::env::var_os(crate::summary::RUNNING).is_some() {
+    if std::env::var_os(crate::agents::summary::RUNNING).is_some() {
         anyhow::bail!("not served to Baton's own summarizer run");
     }
     let server = Server {

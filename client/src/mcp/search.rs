@@ -1,11 +1,11 @@
-//! The `search` tool: `crate::search`, the same request and hits as `baton search`, written
+//! The `search` tool: `crate::hub::search`, the same request and hits as `baton search`, written
 //! for a model.
 
 use std::fmt::Write as _;
 
 use super::params;
 use super::tools::{Answer, Call, Failure, clip, status_words};
-use crate::{search, view};
+use crate::{hub::search, view};
 
 pub async fn search(call: &Call<'_>, p: params::Search) -> Answer {
     let limit = match p.limit {
@@ -23,7 +23,7 @@ pub async fn search(call: &Call<'_>, p: params::Search) -> Answer {
         .map_err(|e| Failure::Arguments(e.to_string()))?;
     let Some(mut hub) = call.hub().await else { return Ok(call.offline()) };
     let session_id = match p.session.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
-        Some(s) => crate::cmd::sessions::resolve(&mut hub, &call.project.key, s)
+        Some(s) => crate::usecase::sessions::resolve(&mut hub, &call.project.key, s)
             .await
             .map_err(|e| Failure::Arguments(format!("{e:#}")))?,
         None => String::new(),

@@ -11,13 +11,14 @@ use baton_proto::v1::{
 };
 
 use super::params;
-use super::workspace::{self, Conversation};
 use crate::agents::Agent;
-use crate::cmd::memory::{self, Put};
+use crate::hub::remote::{self, Hub, Timeouts};
+use crate::outbox::write::{self, Delivered, Write};
 use crate::project::Project;
-use crate::remote::{self, Hub, Timeouts};
-use crate::write::{self, Delivered, Write};
-use crate::{Ctx, view};
+use crate::usecase::checkpoint::conversation_state;
+use crate::usecase::memory::{self, Put};
+use crate::usecase::workspace::{self, Conversation};
+use crate::{ctx::Ctx, view};
 
 /// The most characters a tool answers with (a model's context is the budget).
 const ANSWER_CHARS: usize = 24_000;
@@ -63,7 +64,7 @@ impl Call<'_> {
     pub(super) fn offline(&self) -> String {
         let budget =
             self.agent.map_or(self.ctx.settings.brief_budget as usize, |a| self.ctx.settings.brief_budget(a));
-        clip(&crate::hook::offline_brief(self.ctx, &self.project, budget))
+        clip(&crate::usecase::brief::offline_brief(self.ctx, &self.project, budget))
     }
 }
 
@@ -71,7 +72,7 @@ pub(super) fn clip(text: &str) -> String {
     if text.chars().count() <= ANSWER_CHARS {
         return text.to_owned();
     }
-    let mut out = crate::fit_lines(text, ANSWER_CHARS - 120);
+    let mut out = crate::text::fit_lines(text, ANSWER_CHARS - 120);
     out.push_str("… (cut to fit; ask for less, e.g. one category)\n");
     out
 }
@@ -91,12 +92,20 @@ pub async fn brief(call: &Call<'_>, p: params::Brief) -> Answer {
         }
     };
     let Some(mut hub) = call.hub().await else { return Ok(call.offline()) };
-    let info = crate::git::info(&call.dir);
+    let info = crate::project::git::info(&call.dir);
     let session = call.conversation().map(|c| c.record.baton_session_id);
-    match crate::hook::brief_text(&mut hub, &call.project, session.as_deref(), &call.dir, &info, budget).await
+    match crate::usecase::brief::brief_text(
+        &mut hub,
+        &call.project,
+        session.as_deref(),
+        &call.dir,
+        &info,
+        budget,
+    )
+    .await
     {
         Ok(text) => {
-            let _ = crate::cache::store(&call.ctx.settings.data_dir, &call.project.key, &text);
+            let _ = crate::local::cache::store(&call.ctx.settings.data_dir, &call.project.key, &text);
             Ok(clip(&text))
         }
         Err(status) => Err(Failure::Tool(status_words(&status))),
@@ -156,8 +165,11 @@ pub async fn remember(call: &Call<'_>, p: params::Remember) -> Answer {
         }
     };
     if redacted > 0 {
-        let _ =
-            write!(out, " {} redacted before storing.", crate::count(redacted, "secret was", "secrets were"));
+        let _ = write!(
+            out,
+            " {} redacted before storing.",
+            crate::text::count(redacted, "secret was", "secrets were")
+        );
     }
     Ok(out)
 }
@@ -237,7 +249,7 @@ async fn list_memory(
         include_evicted: evicted,
         ..Default::default()
     };
-    Ok(crate::pages::memory(hub, request).await?.entries)
+    Ok(crate::hub::pages::memory(hub, request).await?.entries)
 }
 
 pub async fn recall(call: &Call<'_>, p: params::Recall) -> Answer {
@@ -258,7 +270,7 @@ pub async fn recall(call: &Call<'_>, p: params::Recall) -> Answer {
     let mut out = format!(
         "Memory of project {} ({}):\n",
         call.project.key,
-        crate::count(entries.len(), "entry", "entries")
+        crate::text::count(entries.len(), "entry", "entries")
     );
     for e in &entries {
         let mut line = format!("- [{}", e.category);
@@ -284,7 +296,7 @@ pub async fn recall(call: &Call<'_>, p: params::Recall) -> Answer {
 }
 
 fn parse_status(s: &str) -> Result<i32, Failure> {
-    crate::cmd::sessions::parse_status(s.trim())
+    crate::usecase::sessions::parse_status(s.trim())
         .map(|s| s as i32)
         .map_err(|e| Failure::Arguments(e.to_string()))
 }
@@ -303,7 +315,7 @@ pub async fn sessions(call: &Call<'_>, p: params::Sessions) -> Answer {
     };
     let Some(mut hub) = call.hub().await else { return Ok(call.offline()) };
     let request = ListSessionsRequest { project: call.project.key.clone(), statuses, ..Default::default() };
-    let (list, _) = crate::pages::sessions(&mut hub, request, limit).await?;
+    let (list, _) = crate::hub::pages::sessions(&mut hub, request, limit).await?;
     if list.is_empty() {
         return Ok(format!("Project {} has no such sessions.", call.project.key));
     }
@@ -337,10 +349,10 @@ fn session_line(s: &SessionMsg, own: bool) -> String {
         line.push_str(" — this session");
     }
     if !s.goal.is_empty() {
-        let _ = write!(line, "\n    goal: {}", crate::clip(&s.goal, 200));
+        let _ = write!(line, "\n    goal: {}", crate::text::clip(&s.goal, 200));
     }
     if !s.summary.is_empty() {
-        let _ = write!(line, "\n    summary: {}", crate::clip(&s.summary, 400));
+        let _ = write!(line, "\n    summary: {}", crate::text::clip(&s.summary, 400));
     }
     line.push('\n');
     line
@@ -369,7 +381,7 @@ pub async fn session(call: &Call<'_>, p: params::Session) -> Answer {
         )));
     }
     let Some(mut hub) = call.hub().await else { return Ok(call.offline()) };
-    let full = match crate::cmd::sessions::resolve(&mut hub, &call.project.key, id).await {
+    let full = match crate::usecase::sessions::resolve(&mut hub, &call.project.key, id).await {
         Ok(full) => full,
         Err(e) => return Err(Failure::Tool(format!("{e:#}"))),
     };
@@ -423,10 +435,10 @@ fn state_words(st: &CheckpointState) -> String {
     list(&mut out, "Files deleted", &st.files_deleted);
     list(&mut out, "Errors", &st.errors);
     if !st.last_prompt.is_empty() {
-        let _ = writeln!(out, "Last prompt: {}", crate::clip(&st.last_prompt, 600));
+        let _ = writeln!(out, "Last prompt: {}", crate::text::clip(&st.last_prompt, 600));
     }
     if !st.last_answer.is_empty() {
-        let _ = writeln!(out, "Last answer: {}", crate::clip(&st.last_answer, 600));
+        let _ = writeln!(out, "Last answer: {}", crate::text::clip(&st.last_answer, 600));
     }
     out
 }
@@ -448,8 +460,7 @@ pub async fn checkpoint(call: &Call<'_>, p: params::Checkpoint) -> Answer {
         return Err(Failure::Tool(no_session(call)));
     };
     let cwd = workspace::conversation_cwd(&conversation, &call.dir);
-    let mut state =
-        crate::hook::conversation_state(call.ctx, &conversation.record, None, &cwd, &call.project.root);
+    let mut state = conversation_state(call.ctx, &conversation.record, None, &cwd, &call.project.root);
     if !p.tasks.is_empty() {
         state.active_tasks = p
             .tasks
@@ -492,7 +503,7 @@ pub async fn checkpoint(call: &Call<'_>, p: params::Checkpoint) -> Answer {
     .await;
     let redacted = redactor.count + n;
     let note = if redacted > 0 {
-        format!(" {} redacted.", crate::count(redacted, "secret was", "secrets were"))
+        format!(" {} redacted.", crate::text::count(redacted, "secret was", "secrets were"))
     } else {
         String::new()
     };
@@ -535,9 +546,9 @@ pub async fn conflicts(call: &Call<'_>, _p: params::Conflicts) -> Answer {
     };
     let (since_us, label) = match since {
         Some(us) => (us, "since this session started"),
-        None => (write::now_us() - 24 * 3600 * 1_000_000, "in the last 24 hours"),
+        None => (crate::clock::now_us() - 24 * 3600 * 1_000_000, "in the last 24 hours"),
     };
-    let all = crate::pages::conflicts(&mut hub, &call.project.key, 0).await?;
+    let all = crate::hub::pages::conflicts(&mut hub, &call.project.key, 0).await?;
     let recent: Vec<_> = all
         .iter()
         .filter(|c| {

@@ -25,7 +25,7 @@ pub fn store(data_dir: &Path, project: &str, text: &str) -> anyhow::Result<()> {
     let brief = CachedBrief {
         project: project.to_owned(),
         text: text.to_owned(),
-        cached_at_us: crate::write::now_us(),
+        cached_at_us: crate::clock::now_us(),
     };
     // Hooks of parallel conversations store at once: each writes a temporary file of its
     // own, then renames it over the brief.

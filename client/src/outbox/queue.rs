@@ -20,7 +20,7 @@ use anyhow::Context;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 
-use crate::write::Write;
+use crate::outbox::write::Write;
 
 pub const MAX_ENTRIES: usize = 10_000;
 pub const MAX_BYTES: u64 = 64 * 1024 * 1024;

@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::git;
+pub mod git;
+pub mod remotes;
 
 /// How a project key was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,7 +90,7 @@ pub fn identify_in(dir: &Path, toplevel: Option<PathBuf>) -> Project {
     if let Some(root) = toplevel {
         let data_dir = crate::config::dirs().ok().map(|(_, data)| data);
         if let Some(remote) =
-            crate::remotes::url(data_dir.as_deref(), &root).and_then(|u| normalize_remote(&u))
+            crate::project::remotes::url(data_dir.as_deref(), &root).and_then(|u| normalize_remote(&u))
         {
             return Project { key: remote.clone(), source: Source::GitRemote(remote), root };
         }

@@ -17,9 +17,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use serde_json::{Map, Value, json};
 
-use super::NAME;
 use crate::agents::Agent;
-use crate::install::{self, Scope};
+use crate::agents::install::{self, Scope};
 
 /// Claude Code's rule for every tool of the server, and Cursor's.
 const CLAUDE_RULE: &str = "mcp__baton";
@@ -27,6 +26,9 @@ const CURSOR_RULE: &str = "Mcp(baton:*)";
 /// Baton's variables, passed through by Codex (which gives servers only an allowlist).
 const BATON_VARS: [&str; 6] =
     ["BATON_SERVER", "BATON_TOKEN", "BATON_CA_CERT", "BATON_HOME", "BATON_HOST", "XDG_CONFIG_HOME"];
+
+/// The server's name in the agents' configuration: its tools are `mcp__baton__<tool>`.
+pub const NAME: &str = "baton";
 
 fn home() -> anyhow::Result<PathBuf> {
     Ok(directories::BaseDirs::new().context("no home directory")?.home_dir().to_path_buf())
@@ -55,7 +57,7 @@ pub fn files(agent: Agent, scope: Scope, root: &Path) -> anyhow::Result<Files> {
             Files { server: root.join(".mcp.json"), permission: install::settings_file(agent, scope, root)? }
         }
         (Agent::Codex, Scope::User) => {
-            let file = crate::codex_trust::config_file(&home()?);
+            let file = crate::agents::codex_trust::config_file(&home()?);
             Files { server: file.clone(), permission: file }
         }
         (Agent::Codex, Scope::Project) => {

@@ -11,8 +11,9 @@ use baton_proto::v1::{
 use prost::Message;
 use tonic::Status;
 
-use crate::queue::{Entry, Queue};
-use crate::remote::{self, Hub};
+use crate::clock::now_us;
+use crate::hub::remote::{self, Hub};
+use crate::outbox::queue::{Entry, Queue};
 
 /// A write the client can make (and queue).
 #[derive(Debug, Clone)]
@@ -45,10 +46,6 @@ pub struct Sent {
 pub enum Delivered {
     Sent(Box<Sent>),
     Queued,
-}
-
-pub fn now_us() -> i64 {
-    chrono::Utc::now().timestamp_micros()
 }
 
 fn ts(us: i64) -> prost_types::Timestamp {
@@ -257,12 +254,12 @@ pub async fn flush(
             break;
         }
         // Another process is sending this one right now (its own write): not ours to send.
-        let Some(_claim) = crate::queue::claim(&path)? else {
+        let Some(_claim) = crate::outbox::queue::claim(&path)? else {
             out.in_flight.push(path);
             continue;
         };
         if now_us() - entry.written_at_us
-            > i64::try_from(crate::queue::MAX_AGE.as_micros()).unwrap_or(i64::MAX)
+            > i64::try_from(crate::outbox::queue::MAX_AGE.as_micros()).unwrap_or(i64::MAX)
         {
             locked.bury(&path, &entry, "older than the queue's 30-day cap".into())?;
             out.buried += 1;
@@ -329,7 +326,7 @@ pub async fn submit(
         // would only serialize hooks that run at once.
         let flushed = flush(queue, hub, wait, None).await?;
         if flushed.left > 0 {
-            crate::queue::sync(&journal.path)?;
+            crate::outbox::queue::sync(&journal.path)?;
             return Ok(Delivered::Queued);
         }
     }
@@ -339,7 +336,7 @@ pub async fn submit(
             Ok(Delivered::Sent(Box::new(sent)))
         }
         Err(status) if remote::is_transient(&status) => {
-            crate::queue::sync(&journal.path)?;
+            crate::outbox::queue::sync(&journal.path)?;
             Ok(Delivered::Queued)
         }
         Err(status) => {
@@ -351,7 +348,7 @@ pub async fn submit(
 }
 
 /// The queue, locked for a change; a hook waits at most `wait` (at least 2 s).
-fn locked(queue: &Queue, wait: Option<Duration>) -> anyhow::Result<crate::queue::Locked<'_>> {
+fn locked(queue: &Queue, wait: Option<Duration>) -> anyhow::Result<crate::outbox::queue::Locked<'_>> {
     queue
         .lock(wait.map(|w| w.max(Duration::from_secs(2))))?
         .context("the offline queue is locked by another process")

@@ -5,7 +5,7 @@
 
 use baton_proto::v1::{SearchHit, SearchKind, SearchRequest};
 
-use crate::remote::Hub;
+use crate::hub::remote::Hub;
 use crate::view;
 
 /// What to search for, and how many hits to read at most.

@@ -14,7 +14,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::git;
+use crate::project::git;
 
 const FRESH_FOR: Duration = Duration::from_mins(10);
 
@@ -40,7 +40,7 @@ pub fn url(data_dir: Option<&Path>, root: &Path) -> Option<String> {
         return git::remote_url(root);
     };
     let file = path(data_dir, root);
-    let now = crate::write::now_us();
+    let now = crate::clock::now_us();
     let fresh_for = i64::try_from(FRESH_FOR.as_micros()).unwrap_or(i64::MAX);
     if let Ok(bytes) = std::fs::read(&file)
         && let Ok(r) = serde_json::from_slice::<Remembered>(&bytes)

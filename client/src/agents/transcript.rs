@@ -17,7 +17,7 @@ use std::path::Path;
 use baton_proto::v1::CheckpointState;
 use serde_json::Value;
 
-use super::journal::{Journal, ToolUse};
+use crate::local::journal::{Journal, ToolUse};
 
 /// Transcripts beyond this are read from their last part only (the state that matters is
 /// recent, and a hook has a time budget).
@@ -85,7 +85,7 @@ impl Reader<'_> {
                     }
                 }
                 if let Some(text) = text_of(content) {
-                    self.journal.answer(&crate::clip(&text, MAX_TEXT));
+                    self.journal.answer(&crate::text::clip(&text, MAX_TEXT));
                 }
             }
             "user" => {
@@ -154,7 +154,8 @@ impl Reader<'_> {
                         .map_or_else(|| other.to_string(), str::to_owned),
                 });
                 let output = output.unwrap_or_default();
-                let failed = codex_exit(&output).filter(|code| *code != 0).map(|_| crate::clip(&output, 300));
+                let failed =
+                    codex_exit(&output).filter(|code| *code != 0).map(|_| crate::text::clip(&output, 300));
                 self.result(&call_id(), &Value::String(output), failed.as_deref());
             }
             _ => {}

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use baton_proto::v1::{BlobRef, Chunk, GetChunksRequest, MissingChunksRequest, PutChunksRequest};
 use sha2::{Digest, Sha256};
 
-use crate::remote::{self, Hub};
+use crate::hub::remote::{self, Hub};
 
 /// Fixed-size chunks: an append-only transcript keeps its earlier chunks byte-identical,
 /// so each upload sends only the new tail.

@@ -6,7 +6,7 @@ use baton_proto::v1::{
     ListMemoryRequest, ListMemoryResponse, ListSessionsRequest, Session,
 };
 
-use crate::remote::{self, Hub};
+use crate::hub::remote::{self, Hub};
 
 /// Whether to ask for the page after this one: a token that repeats, or comes with an empty
 /// page, would have the client ask forever (a hub is not trusted to end its lists).

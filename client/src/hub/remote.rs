@@ -121,7 +121,8 @@ pub async fn connect(settings: &Settings, timeouts: Timeouts) -> Result<Hub, Con
     Ok(Hub {
         sessions: SessionServiceClient::new(ch()),
         // Chunk downloads: up to `blob::GET_BATCH` chunks of at most 1 MiB each per reply.
-        checkpoints: CheckpointServiceClient::new(ch()).max_decoding_message_size(crate::blob::MAX_REPLY),
+        checkpoints: CheckpointServiceClient::new(ch())
+            .max_decoding_message_size(crate::hub::blob::MAX_REPLY),
         memory: MemoryServiceClient::new(ch()),
         brief: BriefServiceClient::new(ch()),
         events: EventServiceClient::new(ch()),

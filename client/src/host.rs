@@ -1,4 +1,5 @@
-//! The processes above this one. A hook records its agent's process among them, and
+//! What the client asks of the machine it runs on: the commands on PATH and the processes
+//! above this one. The processes above this one. A hook records its agent's process among them, and
 //! `baton mcp` (started by the same agent process) finds its conversation by its parent.
 
 /// How many levels up a hook looks: the agent may run it through a shell or two.
@@ -33,6 +34,15 @@ fn parent_of(pid: u32) -> Option<u32> {
 #[cfg(all(unix, not(target_os = "linux")))]
 fn parent_of(_pid: u32) -> Option<u32> {
     None
+}
+
+/// Whether an executable `command` is on PATH.
+pub fn on_path(command: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path).any(|dir| {
+        std::fs::metadata(dir.join(command)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
 }
 
 #[cfg(test)]

@@ -78,7 +78,7 @@ pub enum Signal {
 }
 
 fn clip(text: &str, max: usize) -> String {
-    crate::clip(text.trim(), max)
+    crate::text::clip(text.trim(), max)
 }
 
 /// A path as stored: relative to the repository root when inside it, lexically normalized.

@@ -8,9 +8,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::Ctx;
 use crate::agents::Agent;
-use crate::state::AgentSession;
+use crate::ctx::Ctx;
+use crate::local::state::AgentSession;
 
 /// The agents' project-directory variables, in the order they are tried.
 const PROJECT_VARS: [&str; 3] = ["CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR", "CURSOR_PROJECT_DIR"];
@@ -57,7 +57,7 @@ pub fn conversation(ctx: &Ctx, agent: Option<Agent>, project: &str) -> Option<Co
         .filter(|(_, _, r)| !r.ended && r.project == project && !r.baton_session_id.is_empty())
         .filter_map(|(name, _, r)| Some((Agent::from_name(&name)?, r)))
         .collect();
-    let mine = crate::ancestry::pids();
+    let mine = crate::host::pids();
     for pid in mine.iter().take(2) {
         if let Some((agent, record)) = live.iter().find(|(_, r)| r.agent_pids.contains(pid)) {
             return Some(Conversation { agent: *agent, record: record.clone() });

@@ -64,7 +64,7 @@ pub fn input(state: &CheckpointState, transcript: Option<&Path>) -> String {
     let mut record = String::new();
     let mut line = |label: &str, value: &str| {
         if !value.trim().is_empty() {
-            let _ = writeln!(record, "{label}: {}", crate::clip(value, 2000));
+            let _ = writeln!(record, "{label}: {}", crate::text::clip(value, 2000));
         }
     };
     line("Goal", &state.goal);
@@ -132,7 +132,7 @@ pub fn parse(answer: &str) -> anyhow::Result<Extracted> {
     // Redacted like every write (the answer may repeat a secret from the transcript), then
     // marked as a model's: the goal, summary and open loops are shown to other agents.
     // Redacted whole, then clipped: a secret cut first might no longer look like one.
-    let clean = |text: &str, max: usize| crate::clip(&baton_proto::redact::redact(text.trim()).0, max);
+    let clean = |text: &str, max: usize| crate::text::clip(&baton_proto::redact::redact(text.trim()).0, max);
     let marked = |text: &str, max: usize| format!("{MACHINE_WRITTEN}{}", clean(text, max));
     e.goal = if e.goal.trim().is_empty() { String::new() } else { marked(&e.goal, 300) };
     e.summary = marked(&e.summary, 2000);

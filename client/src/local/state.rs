@@ -35,7 +35,7 @@ pub struct AgentSession {
     /// What the conversation did, from the hook payloads (kept until no hook has touched it
     /// for `EXPIRY`).
     #[serde(default)]
-    pub journal: crate::hook::journal::Journal,
+    pub journal: crate::local::journal::Journal,
     /// A successor `baton resume` made for this conversation: the conversation's first hook
     /// records on it which conversation carries it (so a later resume elsewhere can offer
     /// the agent's own resume command).

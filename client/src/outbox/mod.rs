@@ -1,0 +1,4 @@
+//! Writes to the hub: sent now, or queued on disk and sent in order when the hub answers.
+
+pub mod queue;
+pub mod write;

@@ -1,0 +1,44 @@
+//! Text as the client prints and stores it: clipped, fitted to a budget, counted, aged.
+
+/// Clips at a char boundary, marking the cut.
+pub fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_owned();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// Keeps whole lines of `text` within `max` characters.
+pub fn fit_lines(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    let mut used = 0;
+    for line in text.lines() {
+        let cost = line.chars().count() + 1;
+        if used + cost > max {
+            break;
+        }
+        out.push_str(line);
+        out.push('\n');
+        used += cost;
+    }
+    out
+}
+
+/// "3m"-style age of a duration in µs.
+pub fn ago(us: i64) -> String {
+    let s = us.max(0) / 1_000_000;
+    match s {
+        s if s < 60 => format!("{s}s"),
+        s if s < 3600 => format!("{}m", s / 60),
+        s if s < 86_400 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86_400),
+    }
+}
+
+/// `n` with the noun in the number it takes: "1 session", "3 sessions", "0 sessions".
+pub fn count<N: std::fmt::Display + TryInto<u64> + Copy>(n: N, one: &str, many: &str) -> String {
+    let singular = n.try_into().ok() == Some(1);
+    format!("{n} {}", if singular { one } else { many })
+}
