@@ -2,8 +2,10 @@
 //! and write Baton's memory mid-session (a brief at SessionStart fades as a session goes on
 //! and is compacted away). Built on the official Rust SDK (`rmcp`).
 
+mod memory;
 mod params;
 mod search;
+mod sessions;
 mod tools;
 
 use std::path::PathBuf;
@@ -126,7 +128,7 @@ impl Server {
         Parameters(p): Parameters<params::Remember>,
         peer: Peer<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        Ok(answer(tools::remember(&self.call(&peer).await, p).await))
+        Ok(answer(memory::remember(&self.call(&peer).await, p).await))
     }
 
     #[tool(
@@ -138,7 +140,7 @@ impl Server {
         Parameters(p): Parameters<params::Forget>,
         peer: Peer<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        Ok(answer(tools::forget(&self.call(&peer).await, p).await))
+        Ok(answer(memory::forget(&self.call(&peer).await, p).await))
     }
 
     #[tool(
@@ -150,7 +152,7 @@ impl Server {
         Parameters(p): Parameters<params::Recall>,
         peer: Peer<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        Ok(answer(tools::recall(&self.call(&peer).await, p).await))
+        Ok(answer(memory::recall(&self.call(&peer).await, p).await))
     }
 
     #[tool(
@@ -174,7 +176,7 @@ impl Server {
         Parameters(p): Parameters<params::Sessions>,
         peer: Peer<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        Ok(answer(tools::sessions(&self.call(&peer).await, p).await))
+        Ok(answer(sessions::sessions(&self.call(&peer).await, p).await))
     }
 
     #[tool(
@@ -186,7 +188,7 @@ impl Server {
         Parameters(p): Parameters<params::Session>,
         peer: Peer<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        Ok(answer(tools::session(&self.call(&peer).await, p).await))
+        Ok(answer(sessions::session(&self.call(&peer).await, p).await))
     }
 
     #[tool(
