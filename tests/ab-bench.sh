@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Old and new server binaries, alternating, under one baton-bench binary: the A/B the store
-# redesign is judged by (README, Performance). Prints each round's rows with its binary.
+# Old and new server binaries, alternating, under one baton-bench binary: the same-run A/B
+# a device is judged by (docs/performance.md). Prints each round's rows with its binary.
 #
 #   cargo build --release --workspace
 #   tests/ab-bench.sh OLD_SERVER NEW_SERVER ROUNDS [baton-bench flags...]

@@ -1,8 +1,8 @@
 //! The warmup brief: ranked sections fitted to a budget in characters.
 //!
-//! Sections arrive in priority order (ARCHITECTURE.md), lines newest first. When the
-//! rendered text is over budget, the lowest-priority section is shortened from its end
-//! (its oldest lines), then dropped, then the next one up, and so on: whole lines only.
+//! Sections arrive in priority order (docs/architecture.md, The brief), lines newest first.
+//! When the rendered text is over budget, the lowest-priority section is shortened from its
+//! end (its oldest lines), then dropped, then the next one up, and so on: whole lines only.
 
 use baton_proto::v1::{
     AgentKind, Brief, BriefSection, BriefSectionKind, CheckpointState, Conflict, MemoryEntry, Session,

@@ -1,6 +1,7 @@
-//! A session's head checkpoint as a last-write-wins record (ARCHITECTURE.md): a new
-//! checkpoint becomes the head unless the decision says otherwise, and one whose parent is
-//! not the head is a fork, reported as a conflict on the head (both branches are kept).
+//! A session's head checkpoint as a last-write-wins record (docs/architecture.md, The head
+//! checkpoint): a new checkpoint becomes the head unless the decision says otherwise, and
+//! one whose parent is not the head is a fork, reported as a conflict on the head (both
+//! branches are kept).
 
 use super::lww::{self, Decision, RecordVersion, WriteIntent};
 

@@ -1,4 +1,5 @@
-//! Last-write-wins with conflict reporting: the decision table of ARCHITECTURE.md.
+//! Last-write-wins with conflict reporting: the decision table in docs/architecture.md's
+//! section of the same name.
 //!
 //! A record (a session's editable fields, a memory set, a note, a session's head) carries
 //! the revision and the time of its last write. A write names the revision it was based on

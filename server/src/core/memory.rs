@@ -1,4 +1,4 @@
-//! Memory categories, their write semantics and caps (seed 001, ARCHITECTURE.md).
+//! Memory categories, their write semantics and caps (docs/architecture.md, Memory).
 
 use std::collections::{BTreeMap, HashMap};
 

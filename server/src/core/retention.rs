@@ -2,10 +2,10 @@
 //! how survivors are re-parented. The store walks the chains (verifying old ancestors'
 //! digests, which needs the database) and applies the plan in one write.
 //!
-//! Rules (ARCHITECTURE.md, Retention): every checkpoint younger than the cut-off is kept;
-//! beyond it, each session's head and its K nearest valid ancestors. A survivor whose parent
-//! goes is re-pointed at its nearest kept ancestor: checkpoints are full snapshots, so no
-//! restore needs the removed ones.
+//! Rules (docs/architecture.md, Retention): every checkpoint younger than the cut-off is
+//! kept; beyond it, each session's head and its K nearest valid ancestors. A survivor whose
+//! parent goes is re-pointed at its nearest kept ancestor: checkpoints are full snapshots,
+//! so no restore needs the removed ones.
 
 use std::collections::{HashMap, HashSet};
 

@@ -1,7 +1,7 @@
 //! Set item operations on current-state categories (`ADD_ITEM`, `REMOVE_ITEM`): one item in
 //! or out of the set as it is when the write arrives. They are not last-write-wins writes
 //! of the whole set, so they work from an offline queue and are never STALE
-//! (ARCHITECTURE.md, the write table).
+//! (docs/architecture.md, Last-write-wins with conflict reporting).
 
 use baton_proto::v1::MemoryItem;
 

@@ -1,5 +1,5 @@
-//! Session status transitions (ARCHITECTURE.md): status is never last-write-wins; a
-//! transition is either allowed or FAILED_PRECONDITION.
+//! Session status transitions (docs/architecture.md, Session status): status is never
+//! last-write-wins; a transition is either allowed or FAILED_PRECONDITION.
 
 use baton_proto::v1::SessionStatus;
 

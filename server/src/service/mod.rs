@@ -1,6 +1,6 @@
 //! Use cases: each reads through a store transaction, asks `core` what to do, and has the
-//! store apply it (ARCHITECTURE.md: api → service → core, store below). One file per use
-//! case; `write` holds what every write shares.
+//! store apply it (docs/architecture.md, Layers: api → service → core, store below). One
+//! file per use case; `write` holds what every write shares.
 
 pub mod brief;
 pub mod checkpoint;

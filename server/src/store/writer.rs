@@ -1,10 +1,10 @@
 //! The batching writer (group commit), for both backends.
 //!
 //! One task owns a write transaction and lends its connection to one write at a time, each
-//! inside its own savepoint (ARCHITECTURE.md: a write's rejection or failure rolls back
-//! alone). Writes that queue while one runs join the same transaction, which commits when
-//! the queue is empty (or the batch is full); each write answers only after that commit, so
-//! nothing is acknowledged before it is durable.
+//! inside its own savepoint, so a write's rejection or failure rolls back alone
+//! (docs/architecture.md, A write, step by step). Writes that queue while one runs join the
+//! same transaction, which commits when the queue is empty (or the batch is full); each
+//! write answers only after that commit, so nothing is acknowledged before it is durable.
 //!
 //! Why: every statement is a hand-off (SQLite's connection thread, a Postgres round trip)
 //! and every transaction pays its BEGIN, COMMIT and commit record. On SQLite, concurrent

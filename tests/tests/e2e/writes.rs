@@ -1,4 +1,5 @@
-//! The decision table of ARCHITECTURE.md, row by row, and request idempotency.
+//! The decision table (docs/architecture.md, Last-write-wins with conflict reporting), row
+//! by row, and request idempotency.
 
 use baton_proto::v1::{
     ConflictPolicy, GetSessionRequest, ListConflictsRequest, ListMemoryRequest, UpdateSessionRequest,

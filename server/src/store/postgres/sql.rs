@@ -29,7 +29,7 @@ macro_rules! record_state_columns {
 /// lock held, by the same statement, whose new snapshot then sees everything before it.
 /// Why not a PL/pgSQL function, which takes a snapshot per statement: its call costs
 /// Postgres more than the statement's own work, and a project's writes run one after
-/// another on their lane (docs/performance.md: "The lock as one statement"). The function
+/// another on their lane (docs/performance.md, Performance devices: "The lock as one statement"). The function
 /// `baton_apply_lock` (the migration `apply_then_lock`, `APPLY_LOCK`) reads what the record
 /// variant reads, in a text of its own: a change here is a new migration there.
 macro_rules! lock_with {
