@@ -59,7 +59,7 @@ enum Command {
         agent: Agent,
         /// user: every project (~/.claude, ~/.codex, ~/.gemini, ~/.cursor); project: this one.
         #[arg(long, value_enum, default_value = "user")]
-        scope: baton::agents::install::Scope,
+        scope: baton::agents::Scope,
         /// Remove exactly what Baton added (hooks, MCP server, permission rules).
         #[arg(long)]
         uninstall: bool,

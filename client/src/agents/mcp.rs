@@ -11,36 +11,17 @@
 //! | Gemini CLI | `settings.json` `mcpServers` | `trust: true` (and `mcp.allowed`, when the user keeps such a list) |
 //! | Cursor | `mcp.json` `mcpServers` | `cli-config.json` / `.cursor/cli.json` `permissions.allow` `Mcp(baton:*)` |
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use serde_json::{Map, Value, json};
 
+use super::files::{read_json, remove_if_baton_made, save};
+use super::{Scope, claude, codex, cursor, gemini};
 use crate::agents::Agent;
-use crate::agents::install::{self, Scope};
-
-/// Claude Code's rule for every tool of the server, and Cursor's.
-const CLAUDE_RULE: &str = "mcp__baton";
-const CURSOR_RULE: &str = "Mcp(baton:*)";
-/// Baton's variables, passed through by Codex (which gives servers only an allowlist).
-const BATON_VARS: [&str; 6] =
-    ["BATON_SERVER", "BATON_TOKEN", "BATON_CA_CERT", "BATON_HOME", "BATON_HOST", "XDG_CONFIG_HOME"];
 
 /// The server's name in the agents' configuration: its tools are `mcp__baton__<tool>`.
 pub const NAME: &str = "baton";
-
-fn home() -> anyhow::Result<PathBuf> {
-    Ok(directories::BaseDirs::new().context("no home directory")?.home_dir().to_path_buf())
-}
-
-/// Claude Code's own state file, which holds user-scope MCP servers.
-pub fn claude_json() -> anyhow::Result<PathBuf> {
-    Ok(match std::env::var_os("CLAUDE_CONFIG_DIR") {
-        Some(dir) => PathBuf::from(dir).join(".claude.json"),
-        None => home()?.join(".claude.json"),
-    })
-}
 
 /// The files holding the server's entry and the permission, by agent and scope.
 pub struct Files {
@@ -49,36 +30,10 @@ pub struct Files {
 }
 
 pub fn files(agent: Agent, scope: Scope, root: &Path) -> anyhow::Result<Files> {
-    Ok(match (agent, scope) {
-        (Agent::Claude, Scope::User) => {
-            Files { server: claude_json()?, permission: install::settings_file(agent, scope, root)? }
-        }
-        (Agent::Claude, Scope::Project) => {
-            Files { server: root.join(".mcp.json"), permission: install::settings_file(agent, scope, root)? }
-        }
-        (Agent::Codex, Scope::User) => {
-            let file = crate::agents::codex_trust::config_file(&home()?);
-            Files { server: file.clone(), permission: file }
-        }
-        (Agent::Codex, Scope::Project) => {
-            let file = root.join(".codex/config.toml");
-            Files { server: file.clone(), permission: file }
-        }
-        (Agent::Gemini, scope) => {
-            let file = install::settings_file(agent, scope, root)?;
-            Files { server: file.clone(), permission: file }
-        }
-        (Agent::Cursor, Scope::User) => Files {
-            server: home()?.join(".cursor/mcp.json"),
-            permission: home()?.join(".cursor/cli-config.json"),
-        },
-        (Agent::Cursor, Scope::Project) => {
-            Files { server: root.join(".cursor/mcp.json"), permission: root.join(".cursor/cli.json") }
-        }
-    })
+    agent.mcp_files(scope, root)
 }
 
-fn args(agent: Agent) -> Vec<String> {
+pub fn args(agent: Agent) -> Vec<String> {
     vec!["mcp".into(), "--agent".into(), agent.name().into()]
 }
 
@@ -112,7 +67,7 @@ pub fn register(
     let exe = if scope == Scope::Project { COMMAND } else { exe };
     let mut change = Change::default();
     if agent == Agent::Codex {
-        if codex(&files.server, exe, uninstall)? {
+        if codex::mcp::register(&files.server, exe, uninstall)? {
             change.files.push(files.server);
         }
     } else {
@@ -149,17 +104,17 @@ fn edit_json(
     file: &Path,
     edit: impl FnOnce(&mut Map<String, Value>) -> anyhow::Result<()>,
 ) -> anyhow::Result<bool> {
-    let (text, mut doc) = install::read_json(file)?;
+    let (text, mut doc) = read_json(file)?;
     let before = doc.clone();
     let root = doc.as_object_mut().context("object")?;
     edit(root)?;
     if doc == before {
         return Ok(false);
     }
-    if doc.as_object().is_some_and(Map::is_empty) && install::remove_if_baton_made(file)? {
+    if doc.as_object().is_some_and(Map::is_empty) && remove_if_baton_made(file)? {
         return Ok(true);
     }
-    install::save(file, &text, &format!("{}\n", serde_json::to_string_pretty(&doc)?))?;
+    save(file, &text, &format!("{}\n", serde_json::to_string_pretty(&doc)?))?;
     Ok(true)
 }
 
@@ -241,8 +196,8 @@ fn permission(
     uninstall: bool,
 ) -> anyhow::Result<()> {
     let rule = match agent {
-        Agent::Claude => CLAUDE_RULE,
-        Agent::Cursor => CURSOR_RULE,
+        Agent::Claude => claude::MCP_RULE,
+        Agent::Cursor => cursor::MCP_RULE,
         // In the server's own entry.
         Agent::Gemini | Agent::Codex => return Ok(()),
     };
@@ -256,70 +211,6 @@ fn permission(
         set_item(doc, "enabledMcpjsonServers", NAME, !uninstall)?;
     }
     Ok(())
-}
-
-/// Codex's `[mcp_servers.baton]` table, edited as text so that the rest of the user's
-/// config.toml (comments, order) stays as it is; the result is parsed to check it.
-fn codex(file: &Path, exe: &str, uninstall: bool) -> anyhow::Result<bool> {
-    let text = match std::fs::read_to_string(file) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if uninstall {
-                return Ok(false);
-            }
-            String::new()
-        }
-        Err(e) => return Err(e).with_context(|| format!("reading {}", file.display())),
-    };
-    let table: toml::Table = text.parse().with_context(|| format!("{} is not valid TOML", file.display()))?;
-    if let Some(existing) = table.get("mcp_servers").and_then(|s| s.get(NAME)) {
-        let ours = existing.get("command").and_then(toml::Value::as_str).is_some_and(|c| c.contains("baton"));
-        anyhow::ensure!(
-            ours,
-            "{} has an MCP server named \"{NAME}\" that is not Baton's; rename it first",
-            file.display()
-        );
-    }
-    let mut kept = String::new();
-    let mut skipping = false;
-    for line in text.lines() {
-        let header = line.trim();
-        if header.starts_with('[') {
-            skipping = header == format!("[mcp_servers.{NAME}]")
-                || header.starts_with(&format!("[mcp_servers.{NAME}."));
-        }
-        if !skipping {
-            kept.push_str(line);
-            kept.push('\n');
-        }
-    }
-    let mut new = kept.trim_end().to_owned();
-    if !uninstall {
-        let quote = |s: &str| toml::Value::String(s.to_owned()).to_string();
-        let args: Vec<String> = args(Agent::Codex).iter().map(|a| quote(a)).collect();
-        let vars: Vec<String> = BATON_VARS.iter().map(|v| quote(v)).collect();
-        if !new.is_empty() {
-            new.push_str("\n\n");
-        }
-        let _ = write!(
-            new,
-            "[mcp_servers.{NAME}]\ncommand = {}\nargs = [{}]\n# Baton's own settings, when set in the environment (Codex passes servers only a few variables).\nenv_vars = [{}]\n# Baton's tools read and write Baton's memory only: no approval prompt for each call.\ndefault_tools_approval_mode = \"approve\"\n",
-            quote(exe),
-            args.join(", "),
-            vars.join(", ")
-        );
-    } else if !new.is_empty() {
-        new.push('\n');
-    }
-    let parsed: toml::Table =
-        new.parse().with_context(|| format!("{} would not stay valid TOML", file.display()))?;
-    let server = parsed.get("mcp_servers").and_then(|s| s.get(NAME));
-    anyhow::ensure!(server.is_some() != uninstall, "changing {} did not take", file.display());
-    if new.trim() == text.trim() {
-        return Ok(false);
-    }
-    install::save(file, &text, &new)?;
-    Ok(true)
 }
 
 /// Where `init` leaves a mark that the tools are registered for an agent: the brief says
@@ -357,26 +248,17 @@ pub fn health(agent: Agent, root: &Path) -> Result<String, String> {
 
     let at = files.server.display().to_string();
     match agent {
-        Agent::Claude => claude_health(scope, root, &files).map(|()| at),
-        Agent::Codex => {
-            let approved = toml_server(&files.server)
-                .and_then(|s| {
-                    s.get("default_tools_approval_mode").and_then(toml::Value::as_str).map(str::to_owned)
-                })
-                .is_some_and(|m| m == "approve");
-            if approved {
-                Ok(at)
-            } else {
-                Err(format!(
-                    "in {at}, but each call waits for approval (`codex exec` refuses them): run `baton init codex` again"
-                ))
-            }
-        }
-        Agent::Gemini => gemini_health(&files.server).map(|()| at),
+        Agent::Claude => claude::mcp_health(scope, root, &files).map(|()| at),
+        Agent::Codex if codex::mcp::approved(&files.server) => Ok(at),
+        Agent::Codex => Err(format!(
+            "in {at}, but each call waits for approval (`codex exec` refuses them): run `baton init codex` again"
+        )),
+        Agent::Gemini => gemini::mcp_health(&files.server).map(|()| at),
         Agent::Cursor => {
-            let (_, doc) = install::read_json(&files.permission).map_err(|e| format!("{e:#}"))?;
-            let has =
-                |key: &str| rules(&doc, key).iter().any(|r| r == CURSOR_RULE || r.starts_with("Mcp(baton:"));
+            let (_, doc) = read_json(&files.permission).map_err(|e| format!("{e:#}"))?;
+            let has = |key: &str| {
+                rules(&doc, key).iter().any(|r| r == cursor::MCP_RULE || r.starts_with("Mcp(baton:"))
+            };
             if has("deny") {
                 Err(format!("denied by a rule in {}", files.permission.display()))
             } else if has("allow") {
@@ -400,19 +282,12 @@ pub fn registered(agent: Agent, root: &Path) -> bool {
 
 fn registered_in(agent: Agent, file: &Path) -> bool {
     if agent == Agent::Codex {
-        return toml_server(file).is_some();
+        return codex::mcp::server(file).is_some();
     }
-    install::read_json(file)
-        .ok()
-        .is_some_and(|(_, doc)| doc.get("mcpServers").and_then(|s| s.get(NAME)).is_some())
+    read_json(file).ok().is_some_and(|(_, doc)| doc.get("mcpServers").and_then(|s| s.get(NAME)).is_some())
 }
 
-fn toml_server(file: &Path) -> Option<toml::Value> {
-    let table: toml::Table = std::fs::read_to_string(file).ok()?.parse().ok()?;
-    table.get("mcp_servers")?.get(NAME).cloned()
-}
-
-fn rules(doc: &Value, key: &str) -> Vec<String> {
+pub fn rules(doc: &Value, key: &str) -> Vec<String> {
     doc.get("permissions")
         .and_then(|p| p.get(key))
         .and_then(Value::as_array)
@@ -420,93 +295,12 @@ fn rules(doc: &Value, key: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn claude_matches(rule: &str) -> bool {
-    rule == CLAUDE_RULE || rule == "mcp__*" || rule.starts_with("mcp__baton__")
-}
-
-fn claude_health(scope: Scope, root: &Path, files: &Files) -> Result<(), String> {
-    let user = install::settings_file(Agent::Claude, Scope::User, root).map_err(|e| format!("{e:#}"))?;
-    let local = install::settings_file(Agent::Claude, Scope::Project, root).map_err(|e| format!("{e:#}"))?;
-    let shared = root.join(".claude/settings.json");
-    let docs: Vec<(PathBuf, Value)> = [user.clone(), shared, local.clone()]
-        .into_iter()
-        .filter_map(|f| install::read_json(&f).ok().map(|(_, d)| (f, d)))
-        .collect();
-    for (file, doc) in &docs {
-        if rules(doc, "deny").iter().any(|r| claude_matches(r)) {
-            return Err(format!("denied by a rule in {}", file.display()));
-        }
-        let rejected = doc
-            .get("disabledMcpjsonServers")
-            .and_then(Value::as_array)
-            .is_some_and(|a| a.iter().any(|v| v.as_str() == Some(NAME)));
-        if scope == Scope::Project && rejected {
-            return Err(format!("rejected in {} (disabledMcpjsonServers)", file.display()));
-        }
-    }
-    let allowed_in = |file: &Path| {
-        docs.iter().any(|(f, d)| f == file && rules(d, "allow").iter().any(|r| claude_matches(r)))
-    };
-    if allowed_in(&user) {
-        return Ok(());
-    }
-    if allowed_in(&local) {
-        // Claude Code reads a project's allow rules only in a workspace the user trusted.
-        let trusted = claude_json()
-            .ok()
-            .and_then(|f| install::read_json(&f).ok())
-            .and_then(|(_, d)| {
-                d.get("projects")?.get(root.display().to_string())?.get("hasTrustDialogAccepted")?.as_bool()
-            })
-            .unwrap_or(false);
-        return if trusted {
-            Ok(())
-        } else {
-            Err(format!(
-                "the allow rule is in {}, which Claude Code ignores until you trust this workspace (start `claude` here once and accept), or run `baton init claude` for the user",
-                local.display()
-            ))
-        };
-    }
-    Err(format!(
-        "registered in {}, but Claude Code will not call its tools: no allow rule (run `baton init claude` again)",
-        files.server.display()
-    ))
-}
-
-fn gemini_health(file: &Path) -> Result<(), String> {
-    let (_, doc) = install::read_json(file).map_err(|e| format!("{e:#}"))?;
-    let names = |key: &str| -> Vec<String> {
-        doc.get("mcp")
-            .and_then(|m| m.get(key))
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
-            .unwrap_or_default()
-    };
-    if names("excluded").iter().any(|n| n == NAME) {
-        return Err(format!("excluded in {} (mcp.excluded)", file.display()));
-    }
-    let allowed = doc.get("mcp").and_then(|m| m.get("allowed")).is_some();
-    if allowed && !names("allowed").iter().any(|n| n == NAME) {
-        return Err(format!("not in mcp.allowed in {}: Gemini CLI will not start it", file.display()));
-    }
-    let trusted =
-        doc.get("mcpServers").and_then(|s| s.get(NAME)).and_then(|s| s.get("trust")).and_then(Value::as_bool);
-    if trusted != Some(true) {
-        return Err(format!(
-            "not trusted in {}: Gemini CLI leaves its tools out when headless and asks before each call",
-            file.display()
-        ));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn read(file: &Path) -> Value {
-        install::read_json(file).unwrap().1
+        read_json(file).unwrap().1
     }
 
     #[test]
@@ -557,15 +351,15 @@ mod tests {
         let file = dir.path().join("config.toml");
         let before = "# my settings\nmodel = \"o4\"\n\n[mcp_servers.other]\ncommand = \"other\"\n";
         std::fs::write(&file, before).unwrap();
-        assert!(codex(&file, "/opt/baton", false).unwrap());
-        assert!(!codex(&file, "/opt/baton", false).unwrap(), "idempotent");
+        assert!(codex::mcp::register(&file, "/opt/baton", false).unwrap());
+        assert!(!codex::mcp::register(&file, "/opt/baton", false).unwrap(), "idempotent");
         let text = std::fs::read_to_string(&file).unwrap();
         assert!(text.starts_with(before.trim_end()), "{text}");
-        let server = toml_server(&file).unwrap();
+        let server = codex::mcp::server(&file).unwrap();
         assert_eq!(server["command"].as_str(), Some("/opt/baton"));
         assert_eq!(server["default_tools_approval_mode"].as_str(), Some("approve"));
         assert!(server["env_vars"].as_array().unwrap().iter().any(|v| v.as_str() == Some("BATON_SERVER")));
-        assert!(codex(&file, "/opt/baton", true).unwrap());
+        assert!(codex::mcp::register(&file, "/opt/baton", true).unwrap());
         assert_eq!(std::fs::read_to_string(&file).unwrap(), before);
     }
 
@@ -579,18 +373,18 @@ mod tests {
         assert_eq!(doc["mcpServers"]["baton"]["trust"], json!(true));
         assert_eq!(doc["mcp"]["allowed"], json!(["github", "baton"]));
         std::fs::write(&file, doc.to_string()).unwrap();
-        assert_eq!(gemini_health(&file), Ok(()));
+        assert_eq!(gemini::mcp_health(&file), Ok(()));
 
         doc["mcp"]["excluded"] = json!(["baton"]);
         std::fs::write(&file, doc.to_string()).unwrap();
-        assert!(gemini_health(&file).unwrap_err().contains("excluded"));
+        assert!(gemini::mcp_health(&file).unwrap_err().contains("excluded"));
         doc["mcp"] = json!({"allowed": ["github"]});
         std::fs::write(&file, doc.to_string()).unwrap();
-        assert!(gemini_health(&file).unwrap_err().contains("mcp.allowed"));
+        assert!(gemini::mcp_health(&file).unwrap_err().contains("mcp.allowed"));
         doc["mcp"] = json!({});
         doc["mcpServers"]["baton"]["trust"] = json!(false);
         std::fs::write(&file, doc.to_string()).unwrap();
-        assert!(gemini_health(&file).unwrap_err().contains("not trusted"));
+        assert!(gemini::mcp_health(&file).unwrap_err().contains("not trusted"));
     }
 
     #[test]

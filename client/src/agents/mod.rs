@@ -2,15 +2,25 @@
 //! in their settings files, the MCP server registered with them, Codex' trust, and the
 //! summaries their CLIs write.
 
-pub mod codex_trust;
+pub mod claude;
+pub mod codex;
+pub mod cursor;
+pub mod files;
+pub mod gemini;
 pub mod install;
 pub mod mcp;
 pub mod payload;
 pub mod summary;
 pub mod transcript;
 
+use std::path::{Path, PathBuf};
+
+use baton_proto::v1::BlobRef;
+
 use baton_proto::v1::AgentKind;
 
+/// The agents Baton knows. Adding one: its module here, a variant, and its arm in each
+/// `match` of this file (what it is called, its hooks, files, transcripts and summaries).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Agent {
     Claude,
@@ -29,9 +39,75 @@ impl Agent {
         }
     }
 
+    pub const ALL: [Self; 4] = [Self::Claude, Self::Codex, Self::Gemini, Self::Cursor];
+
     /// The agent of a `name()`.
     pub fn from_name(name: &str) -> Option<Self> {
-        [Self::Claude, Self::Codex, Self::Gemini, Self::Cursor].into_iter().find(|a| a.name() == name)
+        Self::ALL.into_iter().find(|a| a.name() == name)
+    }
+
+    /// The agent of a session's kind as the hub records it.
+    pub fn from_kind(kind: i32) -> Option<Self> {
+        let kind = AgentKind::try_from(kind).ok()?;
+        Self::ALL.into_iter().find(|a| a.kind() == kind)
+    }
+
+    /// The hooks Baton installs for this agent.
+    pub fn hooks(self) -> &'static [Hook] {
+        match self {
+            Self::Claude => claude::HOOKS,
+            Self::Codex => codex::HOOKS,
+            Self::Gemini => gemini::HOOKS,
+            Self::Cursor => cursor::HOOKS,
+        }
+    }
+
+    /// The settings file its hooks go in, for a scope.
+    pub fn settings_file(self, scope: Scope, project_root: &Path) -> anyhow::Result<PathBuf> {
+        match self {
+            Self::Claude => claude::settings_file(scope, project_root),
+            Self::Codex => codex::settings_file(scope, project_root),
+            Self::Gemini => gemini::settings_file(scope, project_root),
+            Self::Cursor => cursor::settings_file(scope, project_root),
+        }
+    }
+
+    /// The files its MCP server entry and the permission to call it go in, for a scope.
+    pub fn mcp_files(self, scope: Scope, root: &Path) -> anyhow::Result<mcp::Files> {
+        match self {
+            Self::Claude => claude::mcp_files(scope, root),
+            Self::Codex => codex::mcp_files(scope, root),
+            Self::Gemini => gemini::mcp_files(scope, root),
+            Self::Cursor => cursor::mcp_files(scope, root),
+        }
+    }
+
+    /// Writes a conversation's transcript where this agent looks for it for `cwd` on this
+    /// machine (`home`), with the project path it was written at rewritten. The file.
+    pub fn restore_transcript(
+        self,
+        data: &[u8],
+        blob: &BlobRef,
+        cwd: &Path,
+        home: &Path,
+    ) -> anyhow::Result<PathBuf> {
+        match self {
+            Self::Claude => claude::restore(data, blob, cwd, home),
+            Self::Codex => codex::restore(data, blob, cwd, home),
+            Self::Gemini => gemini::restore(data, blob, cwd, home),
+            Self::Cursor => anyhow::bail!("Cursor's conversations are not carried between machines"),
+        }
+    }
+
+    /// Whether this machine holds the agent's conversation (so the agent's own resume works).
+    pub fn conversation_here(self, home: &Path, agent_session_id: &str) -> bool {
+        match self {
+            Self::Claude => claude::conversation_here(home, agent_session_id),
+            Self::Codex => codex::rollout(home, agent_session_id).is_some(),
+            // Gemini names a chat by the id's first 8 characters; its first line has the id.
+            Self::Gemini => gemini::chat(home, agent_session_id).is_some(),
+            Self::Cursor => false,
+        }
     }
 
     pub fn kind(self) -> AgentKind {
@@ -81,6 +157,28 @@ impl Agent {
     }
 }
 
+/// Where hooks and MCP servers go: the user's settings (every project) or this project's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scope {
+    User,
+    Project,
+}
+
+/// One hook Baton installs.
+pub struct Hook {
+    /// The agent's event name.
+    pub event: &'static str,
+    pub matcher: Option<&'static str>,
+    /// In the agent's unit (seconds, or milliseconds for Gemini).
+    pub timeout: u64,
+}
+
+impl Hook {
+    pub const fn new(event: &'static str, matcher: Option<&'static str>, timeout: u64) -> Self {
+        Self { event, matcher, timeout }
+    }
+}
+
 /// Baton's own names for the hook events it handles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
@@ -124,3 +222,6 @@ impl Event {
         })
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -150,18 +150,12 @@ pub fn parse(answer: &str) -> anyhow::Result<Extracted> {
     Ok(e)
 }
 
-/// A Gemini CLI policy that denies every tool (`*`), at the highest priority of its tier.
-const GEMINI_NO_TOOLS: &str = "[[rule]]\ntoolName = \"*\"\ndecision = \"deny\"\npriority = 999\n";
-
 /// Why an agent does not write summaries, if it does not: a summary is written with no
 /// tools at all, so that nothing in a transcript can make the model run anything.
 pub fn not_offered(agent: Agent) -> Option<&'static str> {
     match agent {
         Agent::Claude | Agent::Gemini => None,
-        Agent::Codex => Some(
-            "Codex cannot be run without tools: with every tool feature, web search and MCP off, \
-             `codex exec` still offers its model request_user_input and apply_patch; use claude or gemini",
-        ),
+        Agent::Codex => Some(super::codex::NO_SUMMARY),
         Agent::Cursor => Some("Cursor has no headless run to write one; use claude or gemini"),
     }
 }
@@ -175,43 +169,9 @@ fn ask() -> String {
 /// directory for its files.
 fn command(agent: Agent, scratch: &Path) -> anyhow::Result<std::process::Command> {
     let ask = ask();
-    let mut c = std::process::Command::new(agent.name());
-    match agent {
-        Agent::Claude => {
-            c.args([
-                "-p",
-                &ask,
-                "--output-format",
-                "json",
-                "--no-session-persistence",
-                "--strict-mcp-config",
-            ])
-            .args(["--tools", "", "--settings", r#"{"disableAllHooks": true}"#]);
-        }
-        Agent::Gemini => {
-            // It runs in Baton's own scratch directory, which no one has trusted, with no MCP
-            // servers or extensions, and a policy that denies every tool: Gemini leaves a
-            // tool its policy denies out of what it offers the model. The policy is given as
-            // an admin's (above any of the user's) and as the user's (in case the machine's
-            // own admin policies make Gemini ignore the first).
-            let policy = scratch.join("no-tools.toml");
-            std::fs::write(&policy, GEMINI_NO_TOOLS)?;
-            c.args([
-                "-p",
-                &ask,
-                "-o",
-                "json",
-                "--skip-trust",
-                "--allowed-mcp-server-names",
-                "none",
-                "-e",
-                "none",
-            ])
-            .arg("--admin-policy")
-            .arg(&policy)
-            .arg("--policy")
-            .arg(&policy);
-        }
+    let args = match agent {
+        Agent::Claude => super::claude::summary_args(&ask),
+        Agent::Gemini => super::gemini::summary_args(&ask, scratch)?,
         Agent::Codex | Agent::Cursor => {
             anyhow::bail!(
                 "summaries are not written by {}: {}",
@@ -219,7 +179,9 @@ fn command(agent: Agent, scratch: &Path) -> anyhow::Result<std::process::Command
                 not_offered(agent).unwrap_or_default()
             )
         }
-    }
+    };
+    let mut c = std::process::Command::new(agent.name());
+    c.args(args);
     c.env(RUNNING, "1").current_dir(scratch);
     Ok(c)
 }
@@ -264,27 +226,9 @@ pub async fn run(agent: Agent, input: &str, limit: Duration, scratch: &Path) -> 
     let answer =
         v[field].as_str().with_context(|| format!("{}'s output has no {field:?}", agent.name()))?.to_owned();
     if agent == Agent::Gemini {
-        forget_gemini_chat(started);
+        super::gemini::forget_summary_chat(started, &ask());
     }
     parse(&answer)
-}
-
-/// Gemini keeps every headless run as a chat it offers to resume: the summarizer's goes —
-/// only a chat written since this run started that holds its exact prompt, so that no chat
-/// of the user's is touched.
-fn forget_gemini_chat(started: std::time::SystemTime) {
-    let Some(home) = directories::BaseDirs::new().map(|b| b.home_dir().join(".gemini/tmp")) else { return };
-    let Ok(projects) = std::fs::read_dir(home) else { return };
-    let ask = ask();
-    for chats in projects.flatten().map(|p| p.path().join("chats")) {
-        let Ok(files) = std::fs::read_dir(chats) else { continue };
-        for file in files.flatten().map(|f| f.path()) {
-            let fresh = std::fs::metadata(&file).and_then(|m| m.modified()).is_ok_and(|t| t >= started);
-            if fresh && std::fs::read_to_string(&file).is_ok_and(|t| t.contains(&ask)) {
-                let _ = std::fs::remove_file(&file);
-            }
-        }
-    }
 }
 
 /// The state of the checkpoint that carries the summary: the session's state with what

@@ -6,9 +6,10 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::agents::Agent;
-use crate::agents::install::{self, Scope};
+use crate::agents::codex::trust as codex_trust;
+use crate::agents::{Scope, gemini, install};
 use crate::hub::remote::{self, Timeouts};
-use crate::{agents::codex_trust, ctx::Ctx, project};
+use crate::{ctx::Ctx, project};
 
 struct Check {
     ok: bool,
@@ -207,7 +208,7 @@ fn hook_checks(root: &Path, checks: &mut Vec<Check>) -> anyhow::Result<Vec<Agent
     let mut hooked: Vec<Agent> = Vec::new();
     for agent in [Agent::Claude, Agent::Codex, Agent::Gemini, Agent::Cursor] {
         for scope in [Scope::User, Scope::Project] {
-            let Ok(file) = install::settings_file(agent, scope, root) else { continue };
+            let Ok(file) = agent.settings_file(scope, root) else { continue };
             let events = install::installed(agent, &file);
             if events.is_empty() {
                 continue;
@@ -263,14 +264,14 @@ fn hook_check(agent: Agent, file: &Path, events: &[String], exe: &str, root: &Pa
             );
         }
     }
-    for (event, matcher) in install::never_matching(agent, file) {
+    for (event, matcher) in gemini::never_matching(file) {
         ok = false;
         let _ = write!(
             what,
             "; its {event} matcher {matcher:?} never matches (Gemini compares it with the trigger as one exact string): run `baton init gemini` again"
         );
     }
-    let user_gemini = install::settings_file(Agent::Gemini, Scope::User, root)?;
+    let user_gemini = Agent::Gemini.settings_file(Scope::User, root)?;
     if agent == Agent::Gemini
         && gemini_enabled(file) != Some(true)
         && gemini_enabled(&user_gemini) != Some(true)

@@ -3,7 +3,8 @@
 use std::path::Path;
 
 use crate::agents::Agent;
-use crate::agents::install::{self, Scope};
+use crate::agents::codex::trust;
+use crate::agents::{Scope, install};
 use crate::{config, ctx::Ctx, project};
 
 /// What `baton init` was asked besides the agent and scope: its flags, one field each.
@@ -35,7 +36,7 @@ pub fn run(
         anyhow::bail!("--trust records Codex's trust in Baton's hooks: use it with `baton init codex`");
     }
     let root = project::identify(dir).root;
-    let file = install::settings_file(agent, scope, &root)?;
+    let file = agent.settings_file(scope, &root)?;
     let exe = std::env::current_exe()?;
     let exe = exe.to_string_lossy();
     let mut change = install::install(agent, &file, &exe, uninstall)?;
@@ -46,9 +47,8 @@ pub fn run(
     change.notes.extend(tools.notes);
     if trust {
         let home = directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()).unwrap_or_default();
-        let config = crate::agents::codex_trust::config_file(&home);
-        let recorded =
-            crate::agents::codex_trust::record(&config, &crate::agents::codex_trust::baton_handlers(&file))?;
+        let config = trust::config_file(&home);
+        let recorded = trust::record(&config, &trust::baton_handlers(&file))?;
         change.notes.retain(|n| !n.contains("/hooks"));
         change.notes.push(format!("Codex trusts Baton's hooks: recorded {recorded} in {}", config.display()));
     }
@@ -106,8 +106,7 @@ pub fn run(
 fn any_hooks_installed(root: &Path) -> bool {
     [Agent::Claude, Agent::Codex, Agent::Gemini, Agent::Cursor].into_iter().any(|agent| {
         [Scope::User, Scope::Project].into_iter().any(|scope| {
-            install::settings_file(agent, scope, root)
-                .is_ok_and(|f| !install::installed(agent, &f).is_empty())
+            agent.settings_file(scope, root).is_ok_and(|f| !install::installed(agent, &f).is_empty())
         })
     })
 }

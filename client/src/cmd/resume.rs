@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use baton_proto::v1::{AgentKind, ResumeSessionRequest, resume_session_request};
+use baton_proto::v1::{ResumeSessionRequest, resume_session_request};
 
 use crate::agents::Agent;
 use crate::hub::remote::{self, Timeouts};
@@ -54,26 +54,7 @@ pub fn conversation_here(agent: i32, agent_session_id: &str) -> bool {
         return false;
     };
     let Some(home) = directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()) else { return false };
-    match baton_proto::v1::AgentKind::try_from(agent).unwrap_or_default() {
-        baton_proto::v1::AgentKind::ClaudeCode => {
-            let root = std::env::var_os("CLAUDE_CONFIG_DIR")
-                .map_or_else(|| home.join(".claude"), PathBuf::from)
-                .join("projects");
-            std::fs::read_dir(root)
-                .into_iter()
-                .flatten()
-                .flatten()
-                .any(|d| d.path().join(format!("{agent_session_id}.jsonl")).exists())
-        }
-        baton_proto::v1::AgentKind::Codex => {
-            crate::hub::blob::codex_rollout(&home, agent_session_id).is_some()
-        }
-        // Gemini names a chat by the id's first 8 characters; its first line has the id.
-        baton_proto::v1::AgentKind::Gemini => {
-            crate::hub::blob::gemini_chat(&home, agent_session_id).is_some()
-        }
-        _ => false,
-    }
+    Agent::from_kind(agent).is_some_and(|a| a.conversation_here(&home, agent_session_id))
 }
 
 pub async fn run(
@@ -196,11 +177,10 @@ async fn restore_transcript(
         _ => (blob, data),
     };
     // Where the agent that wrote it keeps its conversations.
-    let restored = match AgentKind::try_from(agent).unwrap_or_default() {
-        AgentKind::Codex => crate::hub::blob::restore_codex(&data, &blob, dir, &home)?,
-        AgentKind::Gemini => crate::hub::blob::restore_gemini(&data, &blob, dir, &home)?,
-        _ => crate::hub::blob::restore_claude(&data, &blob, dir, &home)?,
-    };
+    // Where the agent that wrote it keeps its conversations (a session of no known agent's
+    // is Claude Code's: the agent transcripts were carried for first).
+    let restored =
+        Agent::from_kind(agent).unwrap_or(Agent::Claude).restore_transcript(&data, &blob, dir, &home)?;
     // Claude Code's task files, carried beside its transcript.
     let tasks = reply
         .checkpoint
@@ -208,7 +188,7 @@ async fn restore_transcript(
         .and_then(|c| c.blobs.iter().find(|b| b.role == crate::hub::blob::CLAUDE_TASKS));
     if let Some(tasks) = tasks.filter(|t| t.agent_session_id == blob.agent_session_id) {
         let data = crate::hub::blob::download(hub, project, tasks).await?;
-        crate::hub::blob::restore_claude_tasks(&data, tasks, &home)?;
+        crate::agents::claude::restore_tasks(&data, tasks, &home)?;
     }
     Ok(restored)
 }

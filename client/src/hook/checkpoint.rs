@@ -120,7 +120,7 @@ pub(super) async fn upload_claude_tasks(
     cwd: &Path,
 ) -> anyhow::Result<Option<baton_proto::v1::BlobRef>> {
     let home = directories::BaseDirs::new().context("no home directory")?.home_dir().to_path_buf();
-    let Some(data) = crate::hub::blob::bundle_claude_tasks(&home, agent_session_id)? else { return Ok(None) };
+    let Some(data) = crate::agents::claude::bundle_tasks(&home, agent_session_id)? else { return Ok(None) };
     Ok(Some(
         crate::hub::blob::upload(hub, project, crate::hub::blob::CLAUDE_TASKS, &data, agent_session_id, cwd)
             .await?,

@@ -65,7 +65,9 @@ pub async fn run(ctx: &Ctx, agent: Agent, event: &str, stdin: &str, payload_file
             return agent.quiet_output().to_owned();
         }
     };
-    if agent == Agent::Claude && runs_under_cursor_with_its_own_hooks(&payload.cwd()) {
+    if agent == Agent::Claude
+        && crate::agents::cursor::runs_its_own_hooks(&payload.cwd(), || git::toplevel(&payload.cwd()))
+    {
         // Cursor also loads Claude Code's hooks: Baton's Cursor hooks do the work.
         return agent.quiet_output().to_owned();
     }
@@ -242,20 +244,4 @@ fn spawn_detached(ctx: &Ctx, agent: Agent, event: &str, p: &Payload) -> anyhow::
         .process_group(0)
         .spawn()?;
     Ok(())
-}
-
-/// Cursor runs Claude Code's hooks too; when Baton's own Cursor hooks are installed, the
-/// Claude ones stand down so nothing runs twice.
-fn runs_under_cursor_with_its_own_hooks(cwd: &Path) -> bool {
-    if std::env::var_os("CURSOR_VERSION").is_none() {
-        return false;
-    }
-    let mut files = vec![cwd.join(".cursor/hooks.json")];
-    if let Some(root) = git::toplevel(cwd) {
-        files.push(root.join(".cursor/hooks.json"));
-    }
-    if let Some(home) = directories::BaseDirs::new() {
-        files.push(home.home_dir().join(".cursor/hooks.json"));
-    }
-    files.iter().any(|f| std::fs::read_to_string(f).is_ok_and(|t| t.contains("baton hook cursor")))
 }

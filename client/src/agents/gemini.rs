@@ -1,0 +1,251 @@
+//! Gemini CLI: its hooks (and the setting that turns them on), the MCP server's entry, where
+//! its chats live and how one is restored, and its headless run for summaries.
+
+use std::path::{Path, PathBuf};
+
+use baton_proto::v1::BlobRef;
+use serde_json::Value;
+
+use super::files::{home, read_json, rehomed, write_whole};
+use super::mcp::{Files, NAME};
+use super::{Agent, Hook, Scope};
+
+/// Gemini compares SessionStart's matcher with the trigger as one exact string (0.61):
+/// "startup|resume|clear" never matches, no matcher matches all. It fires PreCompress
+/// before every model request, compressing or not, so PreCompress cannot mark a compaction
+/// and is not installed: AfterAgent checkpoints every turn. Timeouts in milliseconds.
+pub const HOOKS: &[Hook] = &[
+    Hook::new("SessionStart", None, 10_000),
+    Hook::new("BeforeAgent", None, 10_000),
+    Hook::new("BeforeTool", Some("run_shell_command"), 10_000),
+    Hook::new("AfterTool", None, 10_000),
+    Hook::new("AfterAgent", None, 10_000),
+    Hook::new("SessionEnd", None, 5_000),
+];
+
+pub fn settings_file(scope: Scope, project_root: &Path) -> anyhow::Result<PathBuf> {
+    Ok(match scope {
+        Scope::User => home()?.join(".gemini/settings.json"),
+        Scope::Project => project_root.join(".gemini/settings.json"),
+    })
+}
+
+/// The server's entry and its trust are both in the settings file.
+pub fn mcp_files(scope: Scope, root: &Path) -> anyhow::Result<Files> {
+    let file = settings_file(scope, root)?;
+    Ok(Files { server: file.clone(), permission: file })
+}
+
+/// The headless run that writes a summary, in Baton's own scratch directory (which no one
+/// has trusted), with no MCP servers or extensions, and a policy that denies every tool:
+/// Gemini leaves a tool its policy denies out of what it offers the model. The policy is
+/// given as an admin's (above any of the user's) and as the user's (in case the machine's
+/// own admin policies make Gemini ignore the first).
+pub fn summary_args(ask: &str, scratch: &Path) -> anyhow::Result<Vec<String>> {
+    let policy = scratch.join("no-tools.toml");
+    std::fs::write(&policy, GEMINI_NO_TOOLS)?;
+    let policy = policy.display().to_string();
+    Ok([
+        "-p",
+        ask,
+        "-o",
+        "json",
+        "--skip-trust",
+        "--allowed-mcp-server-names",
+        "none",
+        "-e",
+        "none",
+        "--admin-policy",
+        &policy,
+        "--policy",
+        &policy,
+    ]
+    .map(str::to_owned)
+    .to_vec())
+}
+
+/// The chats folder of Gemini CLI for a project folder (named by the folder's base name).
+fn chats(home: &Path, cwd: &Path) -> PathBuf {
+    let short = cwd.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    home.join(".gemini/tmp").join(short).join("chats")
+}
+
+/// The chat file of a Gemini conversation: its name carries only the id's first 8
+/// characters, its first line the whole id.
+pub fn chat(home: &Path, id: &str) -> Option<PathBuf> {
+    let prefix: String = id.chars().take(8).collect();
+    let suffix = format!("-{prefix}.jsonl");
+    let root = home.join(".gemini/tmp");
+    for project in std::fs::read_dir(&root).ok()?.flatten() {
+        for chat in std::fs::read_dir(project.path().join("chats")).into_iter().flatten().flatten() {
+            let name = chat.file_name().to_string_lossy().into_owned();
+            if name.starts_with("session-")
+                && name.ends_with(&suffix)
+                && chat_id(&chat.path()).as_deref() == Some(id)
+            {
+                return Some(chat.path());
+            }
+        }
+    }
+    None
+}
+
+/// The conversation id a Gemini chat file names on its first line.
+fn chat_id(path: &Path) -> Option<String> {
+    use std::io::BufRead as _;
+    let file = std::fs::File::open(path).ok()?;
+    let mut first = String::new();
+    std::io::Read::take(std::io::BufReader::new(file), 64 * 1024).read_line(&mut first).ok()?;
+    let line: serde_json::Value = serde_json::from_str(&first).ok()?;
+    line.get("sessionId").and_then(serde_json::Value::as_str).map(str::to_owned)
+}
+
+/// Writes a Gemini chat where `gemini --resume <id>` finds it for `cwd` on this machine:
+/// over the conversation's chat if this machine has one in that folder, else a new file
+/// named as Gemini names them (its start time, the id's first 8 characters).
+pub fn restore(data: &[u8], blob: &BlobRef, cwd: &Path, home: &Path) -> anyhow::Result<PathBuf> {
+    let id = crate::safe::agent_session_id(&blob.agent_session_id)?;
+    let text = rehomed(data, blob, cwd);
+    let dir = chats(home, cwd);
+    let existing = chat(home, id).filter(|f| f.parent() == Some(dir.as_path()));
+    let file = if let Some(file) = existing {
+        file
+    } else {
+        // Gemini's own name: session-<start, to the minute>-<first 8 of the id>.jsonl.
+        let first: serde_json::Value =
+            text.lines().next().and_then(|l| serde_json::from_str(l).ok()).unwrap_or_default();
+        let started = first
+            .get("startTime")
+            .and_then(serde_json::Value::as_str)
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .map_or_else(chrono::Utc::now, |t| t.with_timezone(&chrono::Utc));
+        let prefix: String = id.chars().take(8).collect();
+        dir.join(format!("session-{}-{prefix}.jsonl", started.format("%Y-%m-%dT%H-%M")))
+    };
+    write_whole(&file, &text)?;
+    Ok(file)
+}
+
+/// Which setting enables hooks in the installed Gemini CLI: `hooksConfig.enabled` since
+/// v0.26.0, `tools.enableHooks` before (AGENT_HOOKS.md §3.1). Unknown version: the current
+/// key, and a note.
+pub fn enable_key() -> (&'static str, Option<String>) {
+    let version = std::process::Command::new("gemini")
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().trim_start_matches('v').to_owned());
+    match version.as_deref().and_then(parse_version) {
+        Some(v) if v < (0, 26, 0) => ("tools.enableHooks", Some(format!("Gemini CLI {} found: enabled hooks with tools.enableHooks", version.unwrap_or_default()))),
+        Some(_) => ("hooksConfig.enabled", Some(format!("Gemini CLI {} found: enabled hooks with hooksConfig.enabled", version.unwrap_or_default()))),
+        None => (
+            "hooksConfig.enabled",
+            Some("Gemini CLI not found on PATH: set hooksConfig.enabled (v0.26+); on older versions enable hooks under /settings → Advanced".into()),
+        ),
+    }
+}
+
+fn parse_version(v: &str) -> Option<(u32, u32, u32)> {
+    let mut it =
+        v.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty()).map(|s| s.parse::<u32>().ok());
+    Some((it.next()??, it.next()??, it.next().flatten().unwrap_or(0)))
+}
+
+/// Takes out the settings that turn Gemini's hooks on, and the objects they leave empty.
+pub fn forget_switch(doc: &mut Value) {
+    for (outer, inner) in [("hooksConfig", "enabled"), ("tools", "enableHooks")] {
+        let Some(map) = doc.get_mut(outer).and_then(Value::as_object_mut) else { continue };
+        map.remove(inner);
+        if map.is_empty()
+            && let Some(root) = doc.as_object_mut()
+        {
+            root.remove(outer);
+        }
+    }
+}
+
+/// Baton's hook groups in `file` whose matcher the agent can never match: Gemini compares
+/// SessionStart's and PreCompress's matcher with the trigger as one exact string, so a
+/// list such as `startup|resume|clear` never fires (Gemini CLI 0.61). (event, matcher).
+pub fn never_matching(file: &Path) -> Vec<(String, String)> {
+    let Ok(doc) =
+        std::fs::read_to_string(file).map(|t| serde_json::from_str::<Value>(&t).unwrap_or(Value::Null))
+    else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for event in ["SessionStart", "PreCompress"] {
+        for group in doc.pointer(&format!("/hooks/{event}")).and_then(Value::as_array).into_iter().flatten() {
+            let ours = group.to_string().contains(&format!(" hook {} ", Agent::Gemini.name()));
+            let matcher = group.get("matcher").and_then(Value::as_str).unwrap_or_default();
+            if ours
+                && !matcher.is_empty()
+                && matcher != "*"
+                && !matcher.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            {
+                out.push((event.to_owned(), matcher.to_owned()));
+            }
+        }
+    }
+    out
+}
+
+pub fn mcp_health(file: &Path) -> Result<(), String> {
+    let (_, doc) = read_json(file).map_err(|e| format!("{e:#}"))?;
+    let names = |key: &str| -> Vec<String> {
+        doc.get("mcp")
+            .and_then(|m| m.get(key))
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .unwrap_or_default()
+    };
+    if names("excluded").iter().any(|n| n == NAME) {
+        return Err(format!("excluded in {} (mcp.excluded)", file.display()));
+    }
+    let allowed = doc.get("mcp").and_then(|m| m.get("allowed")).is_some();
+    if allowed && !names("allowed").iter().any(|n| n == NAME) {
+        return Err(format!("not in mcp.allowed in {}: Gemini CLI will not start it", file.display()));
+    }
+    let trusted =
+        doc.get("mcpServers").and_then(|s| s.get(NAME)).and_then(|s| s.get("trust")).and_then(Value::as_bool);
+    if trusted != Some(true) {
+        return Err(format!(
+            "not trusted in {}: Gemini CLI leaves its tools out when headless and asks before each call",
+            file.display()
+        ));
+    }
+    Ok(())
+}
+
+/// A Gemini CLI policy that denies every tool (`*`), at the highest priority of its tier.
+const GEMINI_NO_TOOLS: &str = "[[rule]]\ntoolName = \"*\"\ndecision = \"deny\"\npriority = 999\n";
+
+/// Gemini keeps every headless run as a chat it offers to resume: the summarizer's goes —
+/// only a chat written since this run started that holds its exact prompt, so that no chat
+/// of the user's is touched.
+pub fn forget_summary_chat(started: std::time::SystemTime, ask: &str) {
+    let Some(home) = directories::BaseDirs::new().map(|b| b.home_dir().join(".gemini/tmp")) else { return };
+    let Ok(projects) = std::fs::read_dir(home) else { return };
+    for chats in projects.flatten().map(|p| p.path().join("chats")) {
+        let Ok(files) = std::fs::read_dir(chats) else { continue };
+        for file in files.flatten().map(|f| f.path()) {
+            let fresh = std::fs::metadata(&file).and_then(|m| m.modified()).is_ok_and(|t| t >= started);
+            if fresh && std::fs::read_to_string(&file).is_ok_and(|t| t.contains(ask)) {
+                let _ = std::fs::remove_file(&file);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions() {
+        assert_eq!(parse_version("0.25.1"), Some((0, 25, 1)));
+        assert_eq!(parse_version("0.26"), Some((0, 26, 0)));
+        assert_eq!(parse_version("nope"), None);
+    }
+}
