@@ -171,7 +171,7 @@ async fn serve<S: Store>(
         .add_service(SearchServiceServer::new(api.clone()).max_decoding_message_size(max_message))
         .add_service(AdminServiceServer::new(api).max_decoding_message_size(max_message))
         // Connection caps and deadlines (limits::conn); TCP_NODELAY, or a multi-segment reply
-        // (a brief) waits on the client's delayed ACK: ~40 ms per call.
+        // (a brief) waits on the client's delayed ACK on every call.
         .serve_with_incoming_shutdown(tracker.incoming(listener), shutdown)
         .await
         .context("serving gRPC")?;

@@ -60,7 +60,7 @@ pub(super) async fn session_for(
         }
     }
     let id = uuid::Uuid::now_v7().to_string();
-    // The caller's, when it has read it already: each `git` call is a process (~2 ms).
+    // The caller's, when it has read it already: each `git` call is a process.
     let info = info.cloned().unwrap_or_else(|| git::info(&cwd));
     let request = StartSessionRequest {
         project: project.key.clone(),

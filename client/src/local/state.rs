@@ -2,8 +2,8 @@
 //! an agent conversation maps to, what its hooks recorded (its journal), its counters.
 //!
 //! Conversations with calls no checkpoint holds are marked by a file beside their record,
-//! so a SessionStart finds them without reading every record: reading them all cost
-//! hook-bench's "SessionStart, 4 at once" row ~7 ms per 600 conversations.
+//! so a SessionStart finds them without reading every record. This device serves
+//! hook-bench's "SessionStart, 4 at once" row (docs/performance.md).
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
@@ -134,8 +134,7 @@ impl Store {
 
     /// Marks a conversation as having tool calls no checkpoint holds yet (or not). A marker
     /// file beside its record, so finding them reads no records: a SessionStart looks for
-    /// them (`unsaved`), and parsing every record there cost hook-bench's SessionStart row
-    /// ~7 ms per 600 conversations.
+    /// them (`unsaved`) without parsing every record (the module's header).
     pub fn mark_unsaved(&self, agent: &str, agent_session_id: &str, unsaved: bool) {
         let marker = self.path(agent, agent_session_id).with_extension("unsaved");
         if unsaved {

@@ -1,6 +1,6 @@
 //! A repository's remote URL, remembered while the git configuration that decides it is
 //! unchanged. Finding the project is on every hook's path, and asking `git` is a process
-//! (~2 ms) each time.
+//! each time. This device serves hook-bench's SessionStart rows (docs/performance.md).
 //!
 //! Remembered per repository root with the size and modification time of each config file
 //! git reads (the repository's, the user's, the system's), and for at most ten minutes.

@@ -6,8 +6,8 @@
 //!
 //! The statuses are written into the text: bound, Postgres's generic plan would estimate
 //! every status as common as the most common one (at 10,000 active sessions the search for
-//! a completed one walked every session of the project by id, 1.5 ms, instead of the empty
-//! index range). They are Baton's constants, not values.
+//! a completed one walked every session of the project by id instead of the empty index
+//! range). They are Baton's constants, not values.
 
 use baton_proto::v1::SessionStatus;
 
@@ -20,7 +20,7 @@ use crate::core::brief::PreviousBy;
 /// The ids a brief reads by. Absent ones are '' (no session has it), never NULL: Postgres
 /// plans a statement for a NULL on its own (the subqueries it makes empty cost nothing),
 /// estimates that cheaper than the plan it keeps, and so planned these statements again at
-/// every brief (about 0.3 ms each).
+/// every brief.
 #[derive(Debug, Clone, Default)]
 pub struct BriefKeys {
     pub project: String,
@@ -119,7 +119,7 @@ pub fn statements(now_us: &str) -> [String; 7] {
 /// The `limit` most recent sessions of the project in either status but the caller's and
 /// the resumed one, newest first: one index range per status (`project, status, <column>`),
 /// merged, so the cost does not grow with the number of sessions (an `IN` over two statuses
-/// made the databases sort them all: 12–22 ms at 10,000 active sessions).
+/// made the databases sort them all).
 fn newest(statuses: [SessionStatus; 2], column: &str, limit: i64) -> String {
     let all = sessions("s");
     let [a, b] = statuses.map(|status| {

@@ -289,5 +289,5 @@ async fn notify(
 
 /// A resume's brief is read side by side with the whole write (`service::resume`): a
 /// Postgres statement mostly waits for its round trip, and waiting for the write's reads
-/// made resumes 0.4–0.6 ms slower (p50).
+/// made resumes slower (resume's row, docs/performance.md).
 const RESUME_BRIEF_WAITS: bool = false;

@@ -47,8 +47,7 @@ pub struct SqliteStore {
 
 /// The page cache of a search connection (KiB): a search looks up each of its up to
 /// `search::RANKED` candidates' documents, spread over the whole table; with SQLite's
-/// default 2 MiB cache a term in 1% of 100,000 records took 7 ms (the search rows of
-/// `baton-bench`, target 5). Only the two search connections keep it, so the memory row
+/// default 2 MiB cache the 1% row of `baton-bench` missed its target (docs/performance.md). Only the two search connections keep it, so the memory row
 /// (every other read ignoring paging) stays as it was.
 const SEARCH_CACHE: &str = "-16384";
 
@@ -158,5 +157,5 @@ where
 
 /// A resume's brief is read once the write has read all it needs (`service::resume`):
 /// SQLite's reads and writes all compete for the same cores, and read side by side they
-/// slowed each other (the write's lease waited up to a scheduler slice, 0.75 ms, p90).
+/// slowed each other (the write's lease waited up to a scheduler slice).
 const RESUME_BRIEF_WAITS: bool = true;

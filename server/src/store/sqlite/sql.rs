@@ -263,11 +263,10 @@ pub const INDEX_DROP_RECORD: &str = "DELETE FROM search_docs WHERE project = ? A
 /// lists only): the newest `search::RANKED` of its matches that pass the filters, with
 /// their bm25 (`core::search::rank` orders them). `CROSS JOIN` keeps FTS5 the outer loop,
 /// walking its matches newest first until enough pass: without it SQLite walks the
-/// project's documents and runs the full-text query once per document (the search rows of
-/// `baton-bench`: 70 ms for a rare term in 10,000 records). The candidates come back as
+/// project's documents and runs the full-text query once per document (the rare-term row of
+/// `baton-bench`, docs/performance.md). The candidates come back as
 /// one JSON array of `[id, kind, session_id, created_us, score]`: one row instead of a
-/// thousand, as each row costs a hand-off from the connection's thread (the same rows: a
-/// term in 1% of the records took 9 ms a search with a row per candidate).
+/// thousand, as each row costs a hand-off from the connection's thread (the 1% row).
 pub const SEARCH: &str = "SELECT json_group_array(json_array(id, kind, session_id, created_us, score)) FROM \
      (SELECT d.id, d.kind, d.session_id, d.created_us, -bm25(search_fts) AS score \
      FROM search_fts CROSS JOIN search_docs d ON d.id = search_fts.rowid \
