@@ -46,7 +46,7 @@ pub struct Settings {
     pub checkpoint_every: u32,
     pub checkpoint_minutes: u32,
     pub brief_budget: u32,
-    /// Per-agent hook budgets set in the config file (see `crate::agents::Agent::brief_budget`).
+    /// Per-agent hook budgets set in the config file (see `Settings::brief_budget`).
     pub brief_budgets: std::collections::BTreeMap<String, u32>,
     pub sync_transcripts: bool,
     /// The agent whose CLI writes session summaries (`crate::agents::summary`); `None` = off.

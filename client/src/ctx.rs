@@ -21,9 +21,8 @@ impl Ctx {
     }
 }
 
-/// A line in the client's own log (`hook.log` in the data directory), which hooks write
-/// because an agent shows a hook's stderr to nobody.
-/// Appends to `hook.log` (hooks print nothing to the agent on failure).
+/// Appends a line to the client's own log, `hook.log` in the data directory: an agent shows
+/// a hook's stderr to nobody.
 pub fn log(ctx: &Ctx, line: &str) {
     let path = ctx.settings.data_dir.join("hook.log");
     let _ = crate::fsperm::create_private_dir(&ctx.settings.data_dir);

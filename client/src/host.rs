@@ -1,5 +1,5 @@
 //! What the client asks of the machine it runs on: the commands on PATH and the processes
-//! above this one. The processes above this one. A hook records its agent's process among them, and
+//! above this one. A hook records its agent's process among them, and
 //! `baton mcp` (started by the same agent process) finds its conversation by its parent.
 
 /// How many levels up a hook looks: the agent may run it through a shell or two.

@@ -1,10 +1,12 @@
-//! Baton's client: agent hooks, warmup briefs, checkpoints, resume and the offline queue.
+//! Baton's client: agent hooks, the MCP server, warmup briefs, checkpoints, memory, search,
+//! resume and the offline queue.
 //!
-//! Modules depend one way down (docs/architecture.md, The client; `tests/layout.rs` keeps it
-//! so): the front ends `cmd`, `hook` and `mcp` call the shared use cases in `usecase`, which
-//! work through `ctx`, `outbox` (send or queue), `hub` (the server), `local` (this machine's
-//! records), `project` (identity and git), `agents` (everything known about each agent) and
-//! `config`, over the leaves `text`, `clock`, `safe`, `fsperm`, `host` and `view`.
+//! Modules depend one way down (docs/architecture.md, The client; `tests/layout.rs` keeps
+//! them free of cycles): the front ends `cmd`, `hook` and `mcp` never call each other; they
+//! call the shared use cases in `usecase` and any layer below: `ctx`, `outbox` (send or
+//! queue), `hub` (the server), `project` (identity and git), `config`, `agents` (each
+//! agent's hooks, files, transcripts and summaries), `local` (this machine's records), and
+//! at the bottom `view`, `safe`, `text`, `clock`, `fsperm` and `host`.
 
 pub mod agents;
 pub mod clock;

@@ -1,6 +1,6 @@
 //! Claude Code: its hooks and settings files, the MCP server's entry and the rule that lets
 //! its tools run, where its transcripts and task files live and how they are restored,
-//! its resume command and its headless run for summaries.
+//! and its headless run for summaries.
 
 use std::path::{Path, PathBuf};
 

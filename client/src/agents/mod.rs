@@ -20,7 +20,8 @@ use baton_proto::v1::BlobRef;
 use baton_proto::v1::AgentKind;
 
 /// The agents Baton knows. Adding one: its module here, a variant, and its arm in each
-/// `match` of this file (what it is called, its hooks, files, transcripts and summaries).
+/// `match` on `Agent` (the compiler lists them): what it is called, its hooks, files,
+/// transcripts and summaries. Its resume command is `baton_proto::agent::resume_argv`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Agent {
     Claude,

@@ -1,5 +1,5 @@
 //! What an agent left in its transcript, read into a journal by the same rules as the hook
-//! payloads (`journal.rs`): each tool call is paired with its result, and only the result
+//! payloads (`local::journal`): each tool call is paired with its result, and only the result
 //! says what happened (a refused Write changed nothing). The transcript complements the
 //! hooks: it holds what no hook reported (Claude Code fires no hook for a call its own
 //! validation refused) and what came before the hooks were installed.

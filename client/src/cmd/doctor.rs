@@ -206,7 +206,7 @@ async fn hub_check(ctx: &Ctx) -> Check {
 fn hook_checks(root: &Path, checks: &mut Vec<Check>) -> anyhow::Result<Vec<Agent>> {
     let exe = std::env::current_exe().map(|e| e.display().to_string()).unwrap_or_default();
     let mut hooked: Vec<Agent> = Vec::new();
-    for agent in [Agent::Claude, Agent::Codex, Agent::Gemini, Agent::Cursor] {
+    for agent in Agent::ALL {
         for scope in [Scope::User, Scope::Project] {
             let Ok(file) = agent.settings_file(scope, root) else { continue };
             let events = install::installed(agent, &file);

@@ -1,4 +1,5 @@
-//! `baton init <agent>`: install (or remove) Baton's hooks in the agent's settings.
+//! `baton init <agent>`: install (or remove) Baton's hooks in the agent's settings, register
+//! its MCP server, and for Codex record the hooks' trust.
 
 use std::path::Path;
 
@@ -104,7 +105,7 @@ pub fn run(
 
 /// Whether Baton's hooks are installed for any agent, in either scope.
 fn any_hooks_installed(root: &Path) -> bool {
-    [Agent::Claude, Agent::Codex, Agent::Gemini, Agent::Cursor].into_iter().any(|agent| {
+    Agent::ALL.into_iter().any(|agent| {
         [Scope::User, Scope::Project].into_iter().any(|scope| {
             agent.settings_file(scope, root).is_ok_and(|f| !install::installed(agent, &f).is_empty())
         })

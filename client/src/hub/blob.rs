@@ -1,6 +1,7 @@
-//! Transcript carry-over: an agent's transcript uploaded in content-addressed chunks (so
-//! what a previous upload sent is never sent again), and restored where the agent looks
-//! for it on another machine, with the project path rewritten.
+//! Transcript carry-over on the hub's side: an agent's transcript prepared and uploaded in
+//! content-addressed chunks (so what a previous upload sent is never sent again), and
+//! checked and downloaded again. Where each agent keeps it is `agents`'
+//! (`Agent::restore_transcript`).
 
 use std::path::Path;
 

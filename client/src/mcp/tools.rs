@@ -1,4 +1,5 @@
-//! What each tool does, through the same client paths as the CLI (config, token, TLS, the
+//! What every tool shares (`Call`, `Failure`, `Answer`, clipping), and the brief, checkpoint
+//! and conflicts tools: through the same client paths as the CLI (config, token, TLS, the
 //! offline queue), with answers written for a model: what happened, and what to do next.
 
 use std::fmt::Write as _;

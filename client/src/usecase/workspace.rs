@@ -4,7 +4,7 @@
 //! comes from the MCP client's roots where it gives them, else the agent's project-directory
 //! variable, else the working directory; a subdirectory is still the repository's project
 //! (`project::identify`). The conversation is the one whose hooks ran under the same agent
-//! process as this server (`ancestry`), so that a checkpoint lands on its own session.
+//! process as this server (`host::pids`), so that a checkpoint lands on its own session.
 
 use std::path::{Path, PathBuf};
 

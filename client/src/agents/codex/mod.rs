@@ -1,6 +1,6 @@
 //! Codex: its hooks (which run only once trusted: `trust`), the MCP server's table in
-//! `config.toml` (`mcp`), where its rollouts live and how one is restored, and its resume
-//! command. Codex writes no summaries: it cannot be run without tools.
+//! `config.toml` (`mcp`), and where its rollouts live and how one is restored. Codex writes
+//! no summaries: it cannot be run without tools.
 
 pub mod mcp;
 pub mod trust;
