@@ -49,8 +49,8 @@ pub fn runs_its_own_hooks(cwd: &Path, toplevel: impl FnOnce() -> Option<PathBuf>
     if let Some(root) = toplevel() {
         files.push(root.join(".cursor/hooks.json"));
     }
-    if let Some(home) = directories::BaseDirs::new() {
-        files.push(home.home_dir().join(".cursor/hooks.json"));
+    if let Ok(home) = home() {
+        files.push(home.join(".cursor/hooks.json"));
     }
     files.iter().any(|f| std::fs::read_to_string(f).is_ok_and(|t| t.contains("baton hook cursor")))
 }

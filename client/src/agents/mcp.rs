@@ -29,10 +29,6 @@ pub struct Files {
     pub permission: PathBuf,
 }
 
-pub fn files(agent: Agent, scope: Scope, root: &Path) -> anyhow::Result<Files> {
-    agent.mcp_files(scope, root)
-}
-
 pub fn args(agent: Agent) -> Vec<String> {
     vec!["mcp".into(), "--agent".into(), agent.name().into()]
 }
@@ -61,7 +57,7 @@ pub fn register(
     exe: &str,
     uninstall: bool,
 ) -> anyhow::Result<Change> {
-    let files = files(agent, scope, root)?;
+    let files = agent.mcp_files(scope, root)?;
     // A project's files are committed and shared: they name `baton` by command (found on
     // each teammate's PATH), not by this machine's path.
     let exe = if scope == Scope::Project { COMMAND } else { exe };
@@ -236,7 +232,7 @@ pub fn mark(data_dir: &Path, agent: Agent, registered: bool) -> anyhow::Result<(
 pub fn health(agent: Agent, root: &Path) -> Result<String, String> {
     let mut found = None;
     for scope in [Scope::Project, Scope::User] {
-        let Ok(files) = files(agent, scope, root) else { continue };
+        let Ok(files) = agent.mcp_files(scope, root) else { continue };
         if registered_in(agent, &files.server) {
             found = Some((scope, files));
             break;
@@ -277,7 +273,7 @@ pub fn health(agent: Agent, root: &Path) -> Result<String, String> {
 pub fn registered(agent: Agent, root: &Path) -> bool {
     [Scope::Project, Scope::User]
         .into_iter()
-        .any(|scope| files(agent, scope, root).is_ok_and(|f| registered_in(agent, &f.server)))
+        .any(|scope| agent.mcp_files(scope, root).is_ok_and(|f| registered_in(agent, &f.server)))
 }
 
 fn registered_in(agent: Agent, file: &Path) -> bool {

@@ -90,7 +90,7 @@ fn mcp_check(ctx: &Ctx, agent: Agent, root: &Path) -> Check {
 
 /// Whether `at` is the project's own MCP file of `agent` (not the user's).
 fn project_file(agent: Agent, root: &Path, at: &str) -> bool {
-    crate::agents::mcp::files(agent, Scope::Project, root).is_ok_and(|f| f.server == Path::new(at))
+    agent.mcp_files(Scope::Project, root).is_ok_and(|f| f.server == Path::new(at))
 }
 
 /// `baton doctor --try <agent>`: the brief this agent's SessionStart hook would give, in the

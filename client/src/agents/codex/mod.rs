@@ -27,9 +27,7 @@ pub const HOOKS: &[Hook] = &[
 
 pub fn settings_file(scope: Scope, project_root: &Path) -> anyhow::Result<PathBuf> {
     Ok(match scope {
-        Scope::User => std::env::var_os("CODEX_HOME")
-            .map_or_else(|| home().map(|h| h.join(".codex")), |h| Ok(PathBuf::from(h)))?
-            .join("hooks.json"),
+        Scope::User => codex_home(&home()?).join("hooks.json"),
         Scope::Project => project_root.join(".codex/hooks.json"),
     })
 }

@@ -108,7 +108,7 @@ pub fn baton_handlers(hooks_file: &Path) -> Vec<Handler> {
 
 /// Codex's user config (`$CODEX_HOME/config.toml`, else `~/.codex/config.toml`).
 pub fn config_file(home: &Path) -> PathBuf {
-    std::env::var_os("CODEX_HOME").map_or_else(|| home.join(".codex"), PathBuf::from).join("config.toml")
+    super::codex_home(home).join("config.toml")
 }
 
 /// The trust Codex has recorded for each handler.
