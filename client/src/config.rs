@@ -30,8 +30,8 @@ pub struct FileConfig {
     /// Upload agent transcripts with checkpoints (`baton init claude --sync-transcripts`).
     pub sync_transcripts: Option<bool>,
     /// Summarize each session at its end and before a compaction with this agent's own CLI
-    /// run headless with no tools: "claude" or "gemini" (off when absent; "codex" is read
-    /// but writes none, see `summary::not_offered`).
+    /// run headless with no tools: "claude" or "gemini" (off when absent; another agent's
+    /// name is read but writes none, and `baton doctor` says why).
     pub summarize: Option<String>,
     /// The summarizer's time limit in seconds (default 120).
     pub summarize_seconds: Option<u64>,
@@ -124,16 +124,13 @@ impl Settings {
             sync_transcripts: file.sync_transcripts.unwrap_or(false),
             summarize: match file.summarize.as_deref().map(str::trim) {
                 None | Some("" | "off" | "none") => None,
-                Some(name) => Some(
-                    crate::agents::Agent::from_name(name)
-                        .filter(|a| *a != crate::agents::Agent::Cursor)
-                        .with_context(|| {
-                            format!(
-                                "{}: summarize = {name:?}: use \"claude\" or \"gemini\" (or leave it out)",
-                                config_file.display()
-                            )
-                        })?,
-                ),
+                Some(name) => Some(crate::agents::Agent::from_name(name).with_context(|| {
+                    format!(
+                        "{}: summarize = {name:?}: use {} (or leave it out)",
+                        config_file.display(),
+                        crate::agents::summary::offered()
+                    )
+                })?),
             },
             summarize_seconds: file.summarize_seconds.unwrap_or(120).clamp(10, 1800),
             data_dir,

@@ -42,3 +42,23 @@ pub fn count<N: std::fmt::Display + TryInto<u64> + Copy>(n: N, one: &str, many: 
     let singular = n.try_into().ok() == Some(1);
     format!("{n} {}", if singular { one } else { many })
 }
+
+/// Items for a sentence: `a, b or c`, with `last` (`or`, `and`) before the last one.
+pub fn series(items: &[String], last: &str) -> String {
+    match items.split_last() {
+        Some((end, rest)) if !rest.is_empty() => format!("{} {last} {end}", rest.join(", ")),
+        _ => items.concat(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn series_joins_the_last_with_its_word() {
+        let items = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(super::series(&items(&["a", "b", "c"]), "or"), "a, b or c");
+        assert_eq!(super::series(&items(&["a", "b"]), "and"), "a and b");
+        assert_eq!(super::series(&items(&["a"]), "or"), "a");
+        assert_eq!(super::series(&[], "or"), "");
+    }
+}

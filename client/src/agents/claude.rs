@@ -4,12 +4,148 @@
 
 use std::path::{Path, PathBuf};
 
-use baton_proto::v1::BlobRef;
+use baton_proto::v1::{AgentKind, BlobRef};
 use serde_json::Value;
 
 use super::files::{home, read_json, rehomed, write_whole};
-use super::mcp::{Files, NAME, rules};
-use super::{Hook, Scope};
+use super::mcp::{self, Files, NAME, rules};
+use super::spec::{Spec, Summarizer};
+use super::{Agent, Hook, Scope};
+
+pub const AGENT: Agent = Agent::new(&Claude);
+
+pub struct Claude;
+
+impl Spec for Claude {
+    fn name(&self) -> &'static str {
+        "claude"
+    }
+
+    fn title(&self) -> &'static str {
+        "Claude Code"
+    }
+
+    fn kind(&self) -> AgentKind {
+        AgentKind::ClaudeCode
+    }
+
+    fn hooks(&self) -> &'static [Hook] {
+        HOOKS
+    }
+
+    fn settings_file(&self, scope: Scope, project_root: &Path) -> anyhow::Result<PathBuf> {
+        settings_file(scope, project_root)
+    }
+
+    /// Cursor runs Claude Code's hooks too: inside Cursor with Baton's Cursor hooks
+    /// installed, those do the work.
+    fn stands_down(&self, cwd: &Path, toplevel: &dyn Fn() -> Option<PathBuf>) -> bool {
+        super::cursor::runs_its_own_hooks(cwd, toplevel)
+    }
+
+    fn brief_delivery(&self) -> &'static str {
+        "Claude Code adds it to the conversation as a system message, \"SessionStart hook additional context: …\""
+    }
+
+    fn mcp_files(&self, scope: Scope, root: &Path) -> anyhow::Result<Files> {
+        Ok(match scope {
+            Scope::User => Files { server: claude_json()?, permission: settings_file(scope, root)? },
+            Scope::Project => {
+                Files { server: root.join(".mcp.json"), permission: settings_file(scope, root)? }
+            }
+        })
+    }
+
+    fn register_mcp(
+        &self,
+        scope: Scope,
+        files: &Files,
+        exe: &str,
+        uninstall: bool,
+    ) -> anyhow::Result<Vec<PathBuf>> {
+        mcp::edit_both(
+            files,
+            |doc| mcp::set_server(doc, AGENT, exe, serde_json::json!({ "type": "stdio" }), uninstall),
+            |doc| {
+                mcp::allow(doc, MCP_RULE, uninstall)?;
+                if scope == Scope::Project {
+                    // The project's .mcp.json server, approved (Claude Code would wait for a yes).
+                    mcp::set_item(doc, "enabledMcpjsonServers", NAME, !uninstall)?;
+                }
+                Ok(())
+            },
+        )
+    }
+
+    fn mcp_note(&self, scope: Scope) -> Option<&'static str> {
+        (scope == Scope::Project).then_some(
+            "Claude Code ignores allow rules in .claude/settings.local.json in a workspace you have not trusted (or when the file is tracked in git): `baton doctor` says so",
+        )
+    }
+
+    fn mcp_health(&self, scope: Scope, root: &Path, files: &Files) -> Result<(), String> {
+        mcp_health(scope, root, files)
+    }
+
+    fn carries_transcripts(&self) -> bool {
+        true
+    }
+
+    fn restore_transcript(
+        &self,
+        data: &[u8],
+        blob: &BlobRef,
+        cwd: &Path,
+        home: &Path,
+    ) -> anyhow::Result<PathBuf> {
+        restore(data, blob, cwd, home)
+    }
+
+    fn conversation_here(&self, home: &Path, agent_session_id: &str) -> bool {
+        conversation_here(home, agent_session_id)
+    }
+
+    /// Claude Code keeps a conversation's tasks beside it, not in the transcript.
+    fn side_files_role(&self) -> Option<&'static str> {
+        Some("claude-tasks")
+    }
+
+    fn bundle_side_files(&self, home: &Path, agent_session_id: &str) -> anyhow::Result<Option<Vec<u8>>> {
+        bundle_tasks(home, agent_session_id)
+    }
+
+    fn restore_side_files(&self, data: &[u8], blob: &BlobRef, home: &Path) -> anyhow::Result<PathBuf> {
+        restore_tasks(data, blob, home)
+    }
+
+    fn summarizer(&self) -> Result<&'static dyn Summarizer, &'static str> {
+        Ok(&Claude)
+    }
+}
+
+/// The headless run that writes a summary: no tools, no MCP servers, no hooks, nothing kept.
+impl Summarizer for Claude {
+    fn args(&self, ask: &str, _scratch: &Path) -> anyhow::Result<Vec<String>> {
+        Ok([
+            "-p",
+            ask,
+            "--output-format",
+            "json",
+            "--no-session-persistence",
+            "--strict-mcp-config",
+            "--tools",
+            "",
+            "--settings",
+            r#"{"disableAllHooks": true}"#,
+        ]
+        .map(str::to_owned)
+        .to_vec())
+    }
+
+    fn answer_field(&self) -> &'static str {
+        "result"
+    }
+}
 
 pub const HOOKS: &[Hook] = &[
     Hook::new("SessionStart", Some("startup|resume|clear|compact"), 10),
@@ -37,33 +173,8 @@ pub fn settings_file(scope: Scope, project_root: &Path) -> anyhow::Result<PathBu
 /// Claude Code's rule for every tool of the server.
 pub const MCP_RULE: &str = "mcp__baton";
 
-pub fn mcp_files(scope: Scope, root: &Path) -> anyhow::Result<Files> {
-    Ok(match scope {
-        Scope::User => Files { server: claude_json()?, permission: settings_file(scope, root)? },
-        Scope::Project => Files { server: root.join(".mcp.json"), permission: settings_file(scope, root)? },
-    })
-}
-
-/// The headless run that writes a summary: no tools, no MCP servers, no hooks, nothing kept.
-pub fn summary_args(ask: &str) -> Vec<String> {
-    [
-        "-p",
-        ask,
-        "--output-format",
-        "json",
-        "--no-session-persistence",
-        "--strict-mcp-config",
-        "--tools",
-        "",
-        "--settings",
-        r#"{"disableAllHooks": true}"#,
-    ]
-    .map(str::to_owned)
-    .to_vec()
-}
-
 /// Whether this machine holds the conversation (so `claude --resume` works here).
-pub fn conversation_here(home: &Path, agent_session_id: &str) -> bool {
+fn conversation_here(home: &Path, agent_session_id: &str) -> bool {
     std::fs::read_dir(claude_root(home).join("projects"))
         .into_iter()
         .flatten()
@@ -83,7 +194,7 @@ pub fn project_dir(cwd: &Path) -> String {
 
 /// Writes a Claude Code transcript where Claude Code looks for it for `cwd` on this machine,
 /// with the old project path rewritten to `cwd`. Returns the file written.
-pub fn restore(data: &[u8], blob: &BlobRef, cwd: &Path, home: &Path) -> anyhow::Result<PathBuf> {
+fn restore(data: &[u8], blob: &BlobRef, cwd: &Path, home: &Path) -> anyhow::Result<PathBuf> {
     // One plain name, or nothing is written (the hub or a teammate chose it).
     let name = crate::safe::agent_session_id(&blob.agent_session_id)?;
     let file = claude_root(home).join("projects").join(project_dir(cwd)).join(format!("{name}.jsonl"));
@@ -104,7 +215,7 @@ fn is_task_file(name: &str) -> bool {
 
 /// Claude Code's task files of a conversation (`tasks/<id>/<n>.json`) as one JSON object
 /// `{name: content}`, secrets redacted; None when it has none.
-pub fn bundle_tasks(home: &Path, agent_session_id: &str) -> anyhow::Result<Option<Vec<u8>>> {
+fn bundle_tasks(home: &Path, agent_session_id: &str) -> anyhow::Result<Option<Vec<u8>>> {
     let id = crate::safe::agent_session_id(agent_session_id)?;
     let dir = claude_root(home).join("tasks").join(id);
     let Ok(entries) = std::fs::read_dir(&dir) else { return Ok(None) };
@@ -127,7 +238,7 @@ pub fn bundle_tasks(home: &Path, agent_session_id: &str) -> anyhow::Result<Optio
 /// the hub sent is checked first: the conversation id one plain name, every file named
 /// `<number>.json` and small, so nothing is written outside `tasks/<id>/`. Returns the
 /// folder written.
-pub fn restore_tasks(data: &[u8], blob: &BlobRef, home: &Path) -> anyhow::Result<PathBuf> {
+fn restore_tasks(data: &[u8], blob: &BlobRef, home: &Path) -> anyhow::Result<PathBuf> {
     let id = crate::safe::agent_session_id(&blob.agent_session_id)?;
     let files: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(data)
         .map_err(|e| anyhow::anyhow!("the task files are not a JSON object: {e}"))?;
@@ -166,7 +277,7 @@ fn matches_rule(rule: &str) -> bool {
     rule == MCP_RULE || rule == "mcp__*" || rule.starts_with("mcp__baton__")
 }
 
-pub fn mcp_health(scope: Scope, root: &Path, files: &Files) -> Result<(), String> {
+fn mcp_health(scope: Scope, root: &Path, files: &Files) -> Result<(), String> {
     let user = settings_file(Scope::User, root).map_err(|e| format!("{e:#}"))?;
     let local = settings_file(Scope::Project, root).map_err(|e| format!("{e:#}"))?;
     let shared = root.join(".claude/settings.json");

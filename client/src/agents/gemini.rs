@@ -3,12 +3,177 @@
 
 use std::path::{Path, PathBuf};
 
-use baton_proto::v1::BlobRef;
-use serde_json::Value;
+use baton_proto::v1::{AgentKind, BlobRef};
+use serde_json::{Value, json};
 
 use super::files::{home, read_json, rehomed, write_whole};
-use super::mcp::{Files, NAME};
+use super::mcp::{self, Files, NAME};
+use super::spec::{Spec, Summarizer};
 use super::{Agent, Hook, Scope};
+
+pub const AGENT: Agent = Agent::new(&Gemini);
+
+pub struct Gemini;
+
+impl Spec for Gemini {
+    fn name(&self) -> &'static str {
+        "gemini"
+    }
+
+    fn title(&self) -> &'static str {
+        "Gemini CLI"
+    }
+
+    fn kind(&self) -> AgentKind {
+        AgentKind::Gemini
+    }
+
+    fn hooks(&self) -> &'static [Hook] {
+        HOOKS
+    }
+
+    fn settings_file(&self, scope: Scope, project_root: &Path) -> anyhow::Result<PathBuf> {
+        settings_file(scope, project_root)
+    }
+
+    fn handler(&self, hook: &Hook, command: String) -> Value {
+        json!({
+            "name": format!("baton-{}", hook.event.to_ascii_lowercase()),
+            "type": "command",
+            "command": command,
+            "timeout": hook.timeout,
+            "description": "Baton session continuity",
+        })
+    }
+
+    fn hooks_switch(&self) -> Option<(&'static str, Option<String>)> {
+        Some(enable_key())
+    }
+
+    fn forget_hooks_switch(&self, settings: &mut Value) {
+        forget_switch(settings);
+    }
+
+    fn hook_findings(&self, file: &Path, project_root: &Path) -> Vec<(bool, String)> {
+        let mut found: Vec<(bool, String)> = never_matching(file)
+            .into_iter()
+            .map(|(event, matcher)| {
+                (false, format!("its {event} matcher {matcher:?} never matches (Gemini compares it with the trigger as one exact string): run `baton init gemini` again"))
+            })
+            .collect();
+        let user = settings_file(Scope::User, project_root).ok();
+        if enabled(file) != Some(true) && user.and_then(|u| enabled(&u)) != Some(true) {
+            found.push((
+                false,
+                "the Gemini hooks system is not enabled (hooksConfig.enabled or tools.enableHooks)".into(),
+            ));
+        }
+        found
+    }
+
+    /// Where stdout must be JSON.
+    fn quiet_output(&self) -> &'static str {
+        "{}"
+    }
+
+    fn brief_delivery(&self) -> &'static str {
+        "Gemini CLI puts it before the prompt, inside <hook_context>…</hook_context>"
+    }
+
+    /// The server's entry and its trust are both in the settings file.
+    fn mcp_files(&self, scope: Scope, root: &Path) -> anyhow::Result<Files> {
+        let file = settings_file(scope, root)?;
+        Ok(Files { server: file.clone(), permission: file })
+    }
+
+    fn register_mcp(
+        &self,
+        _scope: Scope,
+        files: &Files,
+        exe: &str,
+        uninstall: bool,
+    ) -> anyhow::Result<Vec<PathBuf>> {
+        let changed = mcp::edit_json(&files.server, |doc| {
+            // Gemini asks before each call to a server it does not trust.
+            mcp::set_server(doc, AGENT, exe, json!({ "trust": true }), uninstall)?;
+            // A user who keeps a list of allowed servers starts only those.
+            if let Some(mcp) = doc.get_mut("mcp").and_then(Value::as_object_mut)
+                && mcp.contains_key("allowed")
+            {
+                mcp::set_item(mcp, "allowed", NAME, !uninstall)?;
+            }
+            Ok(())
+        })?;
+        Ok(if changed { vec![files.server.clone()] } else { vec![] })
+    }
+
+    fn mcp_note(&self, _scope: Scope) -> Option<&'static str> {
+        Some(
+            "Gemini CLI starts stdio MCP servers only in folders you trust (/permissions, or ~/.gemini/trustedFolders.json)",
+        )
+    }
+
+    fn mcp_health(&self, _scope: Scope, _root: &Path, files: &Files) -> Result<(), String> {
+        mcp_health(&files.server)
+    }
+
+    fn carries_transcripts(&self) -> bool {
+        true
+    }
+
+    fn restore_transcript(
+        &self,
+        data: &[u8],
+        blob: &BlobRef,
+        cwd: &Path,
+        home: &Path,
+    ) -> anyhow::Result<PathBuf> {
+        restore(data, blob, cwd, home)
+    }
+
+    /// Gemini names a chat by the id's first 8 characters; its first line has the id.
+    fn conversation_here(&self, home: &Path, agent_session_id: &str) -> bool {
+        chat(home, agent_session_id).is_some()
+    }
+
+    fn summarizer(&self) -> Result<&'static dyn Summarizer, &'static str> {
+        Ok(&Gemini)
+    }
+}
+
+/// The headless run that writes a summary, in Baton's own scratch directory (which no one
+/// has trusted), with no MCP servers or extensions, and a policy that denies every tool:
+/// Gemini leaves a tool its policy denies out of what it offers the model. The policy is
+/// given as an admin's (above any of the user's) and as the user's (in case the machine's
+/// own admin policies make Gemini ignore the first).
+impl Summarizer for Gemini {
+    fn args(&self, ask: &str, scratch: &Path) -> anyhow::Result<Vec<String>> {
+        let policy = scratch.join("no-tools.toml");
+        std::fs::write(&policy, GEMINI_NO_TOOLS)?;
+        let policy = policy.display().to_string();
+        Ok([
+            "-p",
+            ask,
+            "-o",
+            "json",
+            "--skip-trust",
+            "--allowed-mcp-server-names",
+            "none",
+            "-e",
+            "none",
+            "--admin-policy",
+            &policy,
+            "--policy",
+            &policy,
+        ]
+        .map(str::to_owned)
+        .to_vec())
+    }
+
+    fn clean_up(&self, started: std::time::SystemTime, ask: &str) {
+        forget_summary_chat(started, ask);
+    }
+}
 
 /// Gemini compares SessionStart's matcher with the trigger as one exact string (0.61):
 /// "startup|resume|clear" never matches, no matcher matches all. It fires PreCompress
@@ -28,40 +193,6 @@ pub fn settings_file(scope: Scope, project_root: &Path) -> anyhow::Result<PathBu
         Scope::User => home()?.join(".gemini/settings.json"),
         Scope::Project => project_root.join(".gemini/settings.json"),
     })
-}
-
-/// The server's entry and its trust are both in the settings file.
-pub fn mcp_files(scope: Scope, root: &Path) -> anyhow::Result<Files> {
-    let file = settings_file(scope, root)?;
-    Ok(Files { server: file.clone(), permission: file })
-}
-
-/// The headless run that writes a summary, in Baton's own scratch directory (which no one
-/// has trusted), with no MCP servers or extensions, and a policy that denies every tool:
-/// Gemini leaves a tool its policy denies out of what it offers the model. The policy is
-/// given as an admin's (above any of the user's) and as the user's (in case the machine's
-/// own admin policies make Gemini ignore the first).
-pub fn summary_args(ask: &str, scratch: &Path) -> anyhow::Result<Vec<String>> {
-    let policy = scratch.join("no-tools.toml");
-    std::fs::write(&policy, GEMINI_NO_TOOLS)?;
-    let policy = policy.display().to_string();
-    Ok([
-        "-p",
-        ask,
-        "-o",
-        "json",
-        "--skip-trust",
-        "--allowed-mcp-server-names",
-        "none",
-        "-e",
-        "none",
-        "--admin-policy",
-        &policy,
-        "--policy",
-        &policy,
-    ]
-    .map(str::to_owned)
-    .to_vec())
 }
 
 /// The chats folder of Gemini CLI for a project folder (named by the folder's base name).
@@ -103,7 +234,7 @@ fn chat_id(path: &Path) -> Option<String> {
 /// Writes a Gemini chat where `gemini --resume <id>` finds it for `cwd` on this machine:
 /// over the conversation's chat if this machine has one in that folder, else a new file
 /// named as Gemini names them (its start time, the id's first 8 characters).
-pub fn restore(data: &[u8], blob: &BlobRef, cwd: &Path, home: &Path) -> anyhow::Result<PathBuf> {
+fn restore(data: &[u8], blob: &BlobRef, cwd: &Path, home: &Path) -> anyhow::Result<PathBuf> {
     let id = crate::safe::agent_session_id(&blob.agent_session_id)?;
     let text = rehomed(data, blob, cwd);
     let dir = chats(home, cwd);
@@ -129,7 +260,7 @@ pub fn restore(data: &[u8], blob: &BlobRef, cwd: &Path, home: &Path) -> anyhow::
 /// Which setting enables hooks in the installed Gemini CLI: `hooksConfig.enabled` since
 /// v0.26.0, `tools.enableHooks` before (AGENT_HOOKS.md §3.1). Unknown version: the current
 /// key, and a note.
-pub fn enable_key() -> (&'static str, Option<String>) {
+fn enable_key() -> (&'static str, Option<String>) {
     let version = std::process::Command::new("gemini")
         .arg("--version")
         .output()
@@ -153,7 +284,7 @@ fn parse_version(v: &str) -> Option<(u32, u32, u32)> {
 }
 
 /// Takes out the settings that turn Gemini's hooks on, and the objects they leave empty.
-pub fn forget_switch(doc: &mut Value) {
+fn forget_switch(doc: &mut Value) {
     for (outer, inner) in [("hooksConfig", "enabled"), ("tools", "enableHooks")] {
         let Some(map) = doc.get_mut(outer).and_then(Value::as_object_mut) else { continue };
         map.remove(inner);
@@ -168,7 +299,7 @@ pub fn forget_switch(doc: &mut Value) {
 /// Baton's hook groups in `file` whose matcher the agent can never match: Gemini compares
 /// SessionStart's and PreCompress's matcher with the trigger as one exact string, so a
 /// list such as `startup|resume|clear` never fires (Gemini CLI 0.61). (event, matcher).
-pub fn never_matching(file: &Path) -> Vec<(String, String)> {
+fn never_matching(file: &Path) -> Vec<(String, String)> {
     let Ok(doc) =
         std::fs::read_to_string(file).map(|t| serde_json::from_str::<Value>(&t).unwrap_or(Value::Null))
     else {
@@ -177,7 +308,7 @@ pub fn never_matching(file: &Path) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for event in ["SessionStart", "PreCompress"] {
         for group in doc.pointer(&format!("/hooks/{event}")).and_then(Value::as_array).into_iter().flatten() {
-            let ours = group.to_string().contains(&format!(" hook {} ", Agent::Gemini.name()));
+            let ours = group.to_string().contains(&format!(" hook {} ", AGENT.name()));
             let matcher = group.get("matcher").and_then(Value::as_str).unwrap_or_default();
             if ours
                 && !matcher.is_empty()
@@ -189,6 +320,13 @@ pub fn never_matching(file: &Path) -> Vec<(String, String)> {
         }
     }
     out
+}
+
+/// Whether a settings file turns the hooks on.
+fn enabled(file: &Path) -> Option<bool> {
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(file).ok()?).ok()?;
+    let on = |a: &str, b: &str| doc.get(a).and_then(|v| v.get(b)).and_then(Value::as_bool) == Some(true);
+    Some(on("hooksConfig", "enabled") || on("tools", "enableHooks"))
 }
 
 pub fn mcp_health(file: &Path) -> Result<(), String> {
@@ -224,7 +362,7 @@ const GEMINI_NO_TOOLS: &str = "[[rule]]\ntoolName = \"*\"\ndecision = \"deny\"\n
 /// Gemini keeps every headless run as a chat it offers to resume: the summarizer's goes —
 /// only a chat written since this run started that holds its exact prompt, so that no chat
 /// of the user's is touched.
-pub fn forget_summary_chat(started: std::time::SystemTime, ask: &str) {
+fn forget_summary_chat(started: std::time::SystemTime, ask: &str) {
     let Some(home) = directories::BaseDirs::new().map(|b| b.home_dir().join(".gemini/tmp")) else { return };
     let Ok(projects) = std::fs::read_dir(home) else { return };
     for chats in projects.flatten().map(|p| p.path().join("chats")) {

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde_json::{Map, Value, json};
 
+use super::Agent;
 use super::files::{baton_made, remove_if_baton_made, save};
-use super::{Agent, Hook};
 
 /// The command a hook runs: this very binary, so hooks work whatever PATH the agent has.
 pub fn hook_command(exe: &str, agent: Agent, event: &str) -> String {
@@ -23,27 +23,10 @@ pub fn is_ours(command: &str, agent: Agent) -> bool {
     command.contains("baton") && command.contains(&format!(" hook {} ", agent.name()))
 }
 
-fn handler(agent: Agent, spec: &Hook, exe: &str) -> Value {
-    let command = hook_command(exe, agent, spec.event);
-    match agent {
-        Agent::Cursor => json!({ "command": command, "timeout": spec.timeout }),
-        Agent::Gemini => json!({
-            "name": format!("baton-{}", spec.event.to_ascii_lowercase()),
-            "type": "command",
-            "command": command,
-            "timeout": spec.timeout,
-            "description": "Baton session continuity",
-        }),
-        Agent::Claude | Agent::Codex => {
-            json!({ "type": "command", "command": command, "timeout": spec.timeout })
-        }
-    }
-}
-
 /// Removes Baton's handlers of `agent` from one event's list; drops emptied groups.
 fn strip(list: &mut Vec<Value>, agent: Agent) -> usize {
     let mut removed = 0;
-    if agent == Agent::Cursor {
+    if !agent.grouped_hooks() {
         let before = list.len();
         list.retain(|h| !h.get("command").and_then(Value::as_str).is_some_and(|c| is_ours(c, agent)));
         return before - list.len();
@@ -74,15 +57,13 @@ pub fn apply(
     agent: Agent,
     exe: &str,
     uninstall: bool,
-    gemini_enable_key: Option<&str>,
+    switch: Option<&str>,
 ) -> anyhow::Result<(usize, usize)> {
     if !doc.is_object() {
         anyhow::bail!("the settings file does not hold a JSON object");
     }
     let root = doc.as_object_mut().context("object")?;
-    if agent == Agent::Cursor && !root.contains_key("version") {
-        root.insert("version".into(), json!(1));
-    }
+    agent.fill_settings(root);
     let hooks = root.entry("hooks").or_insert_with(|| Value::Object(Map::new()));
     let hooks = hooks.as_object_mut().context("\"hooks\" is not an object")?;
     let mut removed = 0;
@@ -92,16 +73,16 @@ pub fn apply(
         let list = list.as_array_mut().with_context(|| format!("\"hooks.{}\" is not a list", spec.event))?;
         removed += strip(list, agent);
         if !uninstall {
-            let h = handler(agent, spec, exe);
-            if agent == Agent::Cursor {
-                list.push(h);
-            } else {
+            let h = agent.handler(spec, hook_command(exe, agent, spec.event));
+            if agent.grouped_hooks() {
                 let mut group = Map::new();
                 if let Some(m) = spec.matcher {
                     group.insert("matcher".into(), json!(m));
                 }
                 group.insert("hooks".into(), json!([h]));
                 list.push(Value::Object(group));
+            } else {
+                list.push(h);
             }
             added += 1;
         }
@@ -112,10 +93,7 @@ pub fn apply(
     if hooks.is_empty() {
         root.remove("hooks");
     }
-    if agent == Agent::Gemini
-        && !uninstall
-        && let Some(key) = gemini_enable_key
-    {
+    if !uninstall && let Some(key) = switch {
         set_path(root, key, json!(true));
     }
     Ok((added, removed))
@@ -160,18 +138,16 @@ pub fn install(agent: Agent, file: &Path, exe: &str, uninstall: bool) -> anyhow:
             .with_context(|| format!("{} is not valid JSON; fix it or move it away first", file.display()))?
     };
     let mut notes = Vec::new();
-    let gemini_key = if agent == Agent::Gemini && !uninstall {
-        let (key, note) = super::gemini::enable_key();
+    let switch = if uninstall { None } else { agent.hooks_switch() };
+    let key = switch.map(|(key, note)| {
         notes.extend(note);
-        Some(key)
-    } else {
-        None
-    };
-    let (added, removed) = apply(&mut doc, agent, exe, uninstall, gemini_key)?;
+        key
+    });
+    let (added, removed) = apply(&mut doc, agent, exe, uninstall, key)?;
     let no_hooks = doc.get("hooks").and_then(Value::as_object).is_none_or(Map::is_empty);
-    if agent == Agent::Gemini && uninstall && no_hooks && baton_made(file)? {
-        // In a file Baton made, with no hooks left, the hooks switch is Baton's too.
-        super::gemini::forget_switch(&mut doc);
+    if uninstall && no_hooks && baton_made(file)? {
+        // In a file Baton made, with no hooks left, a hooks switch is Baton's too.
+        agent.forget_hooks_switch(&mut doc);
     }
     // A file Baton created and has now emptied again goes away entirely.
     if uninstall && doc.as_object().is_some_and(Map::is_empty) && remove_if_baton_made(file)? {
@@ -179,15 +155,7 @@ pub fn install(agent: Agent, file: &Path, exe: &str, uninstall: bool) -> anyhow:
     }
     save(file, &text, &format!("{}\n", serde_json::to_string_pretty(&doc)?))?;
     if !uninstall {
-        match agent {
-            Agent::Codex => notes.push(
-                "Codex runs a new or changed hook only after you trust it: open /hooks in Codex and trust the Baton entries, or run `baton init codex --trust` (records that trust as /hooks does)".into(),
-            ),
-            Agent::Cursor => notes.push(
-                "Cursor also loads Claude Code's hooks; Baton's Claude hooks stand down inside Cursor while these are installed, so nothing runs twice".into(),
-            ),
-            _ => {}
-        }
+        notes.extend(agent.install_note().map(str::to_owned));
     }
     Ok(Change { file: file.to_path_buf(), added, removed, notes })
 }
@@ -196,6 +164,11 @@ pub fn install(agent: Agent, file: &Path, exe: &str, uninstall: bool) -> anyhow:
 pub fn installed(agent: Agent, file: &Path) -> Vec<String> {
     let Ok(text) = std::fs::read_to_string(file) else { return vec![] };
     let Ok(doc) = serde_json::from_str::<Value>(&text) else { return vec![] };
+    installed_in(agent, &doc)
+}
+
+/// Baton's hooks in a settings document (event names).
+pub fn installed_in(agent: Agent, doc: &Value) -> Vec<String> {
     let Some(hooks) = doc.get("hooks").and_then(Value::as_object) else { return vec![] };
     let mut events = Vec::new();
     for (event, list) in hooks {
@@ -211,6 +184,7 @@ pub fn installed(agent: Agent, file: &Path) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::agents::files::backup_of;
+    use crate::agents::{claude, cursor, gemini};
 
     /// A settings file Baton made is its own: its backup says there was none (empty; never
     /// Baton's own entries, though Baton writes such a file twice: hooks, then MCP rules),
@@ -219,19 +193,19 @@ mod tests {
     fn a_file_baton_made_is_removed_by_uninstall() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join(".claude/settings.json");
-        install(Agent::Claude, &file, "/opt/baton", false).unwrap();
+        install(claude::AGENT, &file, "/opt/baton", false).unwrap();
         let hooks = std::fs::read_to_string(&file).unwrap();
         // A second write of Baton's (the MCP permission rules), then taken back.
         save(&file, &hooks, "{\"permissions\": {}}\n").unwrap();
         assert_eq!(std::fs::read_to_string(backup_of(&file)).unwrap(), "", "nothing of Baton's backed up");
         save(&file, "{\"permissions\": {}}\n", &hooks).unwrap();
-        install(Agent::Claude, &file, "/opt/baton", true).unwrap();
+        install(claude::AGENT, &file, "/opt/baton", true).unwrap();
         assert!(!file.exists() && !backup_of(&file).exists(), "an emptied file Baton made is removed");
 
         let theirs = dir.path().join("theirs.json");
         std::fs::write(&theirs, "{}\n").unwrap();
-        install(Agent::Claude, &theirs, "/opt/baton", false).unwrap();
-        install(Agent::Claude, &theirs, "/opt/baton", true).unwrap();
+        install(claude::AGENT, &theirs, "/opt/baton", false).unwrap();
+        install(claude::AGENT, &theirs, "/opt/baton", true).unwrap();
         assert!(theirs.exists() && backup_of(&theirs).exists(), "the user's file and its backup stay");
     }
 
@@ -245,10 +219,10 @@ mod tests {
             }
         });
         let mut doc = original.clone();
-        let (added, removed) = apply(&mut doc, Agent::Claude, "/usr/bin/baton", false, None).unwrap();
+        let (added, removed) = apply(&mut doc, claude::AGENT, "/usr/bin/baton", false, None).unwrap();
         assert_eq!((added, removed), (11, 0));
         let once = doc.clone();
-        let (added, removed) = apply(&mut doc, Agent::Claude, "/usr/bin/baton", false, None).unwrap();
+        let (added, removed) = apply(&mut doc, claude::AGENT, "/usr/bin/baton", false, None).unwrap();
         assert_eq!((added, removed), (11, 11));
         assert_eq!(doc, once, "a second install changes nothing");
         assert_eq!(doc["hooks"]["SessionStart"][0]["hooks"][0]["command"], "other-tool start");
@@ -256,18 +230,18 @@ mod tests {
             doc["hooks"]["SessionStart"][1]["hooks"][0]["command"],
             "/usr/bin/baton hook claude SessionStart"
         );
-        apply(&mut doc, Agent::Claude, "/usr/bin/baton", true, None).unwrap();
+        apply(&mut doc, claude::AGENT, "/usr/bin/baton", true, None).unwrap();
         assert_eq!(doc, original, "uninstall restores the original");
     }
 
     #[test]
     fn cursor_and_gemini_shapes() {
         let mut doc = json!({});
-        apply(&mut doc, Agent::Cursor, "baton", false, None).unwrap();
+        apply(&mut doc, cursor::AGENT, "baton", false, None).unwrap();
         assert_eq!(doc["version"], 1);
         assert_eq!(doc["hooks"]["sessionStart"][0]["command"], "baton hook cursor sessionStart");
         let mut doc = json!({"tools": {"sandbox": true}});
-        apply(&mut doc, Agent::Gemini, "baton", false, Some("hooksConfig.enabled")).unwrap();
+        apply(&mut doc, gemini::AGENT, "baton", false, Some("hooksConfig.enabled")).unwrap();
         assert_eq!(doc["hooksConfig"]["enabled"], true);
         assert_eq!(doc["tools"]["sandbox"], true);
         assert_eq!(doc["hooks"]["AfterAgent"][0]["hooks"][0]["name"], "baton-afteragent");

@@ -3,21 +3,17 @@
 //! as an untrusted hook): merged into the agent's own files, idempotent, and removed by
 //! `--uninstall`. What each agent reads was checked against the installed CLIs
 //! (tests/agents/FINDINGS.md, "MCP"); Cursor's from its documentation.
-//!
-//! | agent | server | permission |
-//! | --- | --- | --- |
-//! | Claude Code | `~/.claude.json` `mcpServers` (user); `.mcp.json` (project) | `permissions.allow` `mcp__baton` in `~/.claude/settings.json` or `.claude/settings.local.json`, which also approves the `.mcp.json` server (`enabledMcpjsonServers`) |
-//! | Codex | `config.toml` `[mcp_servers.baton]` | `default_tools_approval_mode = "approve"` |
-//! | Gemini CLI | `settings.json` `mcpServers` | `trust: true` (and `mcp.allowed`, when the user keeps such a list) |
-//! | Cursor | `mcp.json` `mcpServers` | `cli-config.json` / `.cursor/cli.json` `permissions.allow` `Mcp(baton:*)` |
+//! Each agent's module says where its entry and permission go (`Spec::register_mcp`, with
+//! the helpers here) and how to tell it may call them (`Spec::mcp_health`); the table is in
+//! docs/client.md ("MCP").
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use serde_json::{Map, Value, json};
 
+use super::Scope;
 use super::files::{read_json, remove_if_baton_made, save};
-use super::{Scope, claude, codex, cursor, gemini};
 use crate::agents::Agent;
 
 /// The server's name in the agents' configuration: its tools are `mcp__baton__<tool>`.
@@ -61,42 +57,34 @@ pub fn register(
     // A project's files are committed and shared: they name `baton` by command (found on
     // each teammate's PATH), not by this machine's path.
     let exe = if scope == Scope::Project { COMMAND } else { exe };
-    let mut change = Change::default();
-    if agent == Agent::Codex {
-        if codex::mcp::register(&files.server, exe, uninstall)? {
-            change.files.push(files.server);
-        }
-    } else {
-        if edit_json(&files.server, |doc| server_entry(doc, agent, exe, uninstall))? {
-            change.files.push(files.server.clone());
-        }
-        if edit_json(&files.permission, |doc| permission(doc, agent, scope, uninstall))?
-            && files.permission != files.server
-        {
-            change.files.push(files.permission);
-        }
-    }
+    let mut change = Change { files: agent.register_mcp(scope, &files, exe, uninstall)?, notes: Vec::new() };
     if !uninstall {
-        match (agent, scope) {
-            (Agent::Claude, Scope::Project) => change.notes.push(
-                "Claude Code ignores allow rules in .claude/settings.local.json in a workspace you have not trusted (or when the file is tracked in git): `baton doctor` says so".into(),
-            ),
-            (Agent::Gemini, _) => change.notes.push(
-                "Gemini CLI starts stdio MCP servers only in folders you trust (/permissions, or ~/.gemini/trustedFolders.json)".into(),
-            ),
-            (Agent::Cursor, _) => change.notes.push(
-                "Cursor's agent asks before a project's MCP servers start: approve baton once (`cursor-agent mcp enable baton`)".into(),
-            ),
-            _ => {}
-        }
+        change.notes.extend(agent.mcp_note(scope).map(str::to_owned));
     }
     Ok(change)
+}
+
+/// Edits the server's file and then the permission's (the same file or another); returns
+/// the files changed.
+pub fn edit_both(
+    files: &Files,
+    server: impl FnOnce(&mut Map<String, Value>) -> anyhow::Result<()>,
+    permission: impl FnOnce(&mut Map<String, Value>) -> anyhow::Result<()>,
+) -> anyhow::Result<Vec<PathBuf>> {
+    let mut changed = Vec::new();
+    if edit_json(&files.server, server)? {
+        changed.push(files.server.clone());
+    }
+    if edit_json(&files.permission, permission)? && files.permission != files.server {
+        changed.push(files.permission.clone());
+    }
+    Ok(changed)
 }
 
 /// Applies `edit` to an agent's JSON file. A file that did not exist is not made just to
 /// stay empty, and one Baton made (no backup of the user's) is removed once emptied.
 /// Returns whether the file changed.
-fn edit_json(
+pub fn edit_json(
     file: &Path,
     edit: impl FnOnce(&mut Map<String, Value>) -> anyhow::Result<()>,
 ) -> anyhow::Result<bool> {
@@ -130,7 +118,7 @@ fn list<'a>(root: &'a mut Map<String, Value>, key: &str) -> anyhow::Result<&'a m
 }
 
 /// Adds `item` to the list at `key` once, or removes it; an emptied list goes away.
-fn set_item(root: &mut Map<String, Value>, key: &str, item: &str, present: bool) -> anyhow::Result<()> {
+pub fn set_item(root: &mut Map<String, Value>, key: &str, item: &str, present: bool) -> anyhow::Result<()> {
     let items = list(root, key)?;
     items.retain(|v| v.as_str() != Some(item));
     if present {
@@ -142,10 +130,13 @@ fn set_item(root: &mut Map<String, Value>, key: &str, item: &str, present: bool)
     Ok(())
 }
 
-fn server_entry(
+/// Puts Baton's server under `mcpServers` (`command`, `args`, then `extra`'s fields), or
+/// takes it out; refuses to replace a server of that name that is not Baton's.
+pub fn set_server(
     doc: &mut Map<String, Value>,
     agent: Agent,
     exe: &str,
+    extra: Value,
     uninstall: bool,
 ) -> anyhow::Result<()> {
     let servers = object(doc, "mcpServers")?;
@@ -159,52 +150,23 @@ fn server_entry(
     servers.remove(NAME);
     if !uninstall {
         let mut entry = json!({ "command": exe, "args": args(agent) });
-        match agent {
-            Agent::Claude | Agent::Cursor => {
-                entry["type"] = json!("stdio");
-            }
-            // Gemini asks before each call to a server it does not trust.
-            Agent::Gemini => {
-                entry["trust"] = json!(true);
-            }
-            Agent::Codex => {}
+        if let (Some(entry), Value::Object(extra)) = (entry.as_object_mut(), extra) {
+            entry.extend(extra);
         }
         servers.insert(NAME.into(), entry);
     }
     if servers.is_empty() {
         doc.remove("mcpServers");
     }
-    if agent == Agent::Gemini {
-        // A user who keeps a list of allowed servers starts only those.
-        if let Some(mcp) = doc.get_mut("mcp").and_then(Value::as_object_mut)
-            && mcp.contains_key("allowed")
-        {
-            set_item(mcp, "allowed", NAME, !uninstall)?;
-        }
-    }
     Ok(())
 }
 
-fn permission(
-    doc: &mut Map<String, Value>,
-    agent: Agent,
-    scope: Scope,
-    uninstall: bool,
-) -> anyhow::Result<()> {
-    let rule = match agent {
-        Agent::Claude => claude::MCP_RULE,
-        Agent::Cursor => cursor::MCP_RULE,
-        // In the server's own entry.
-        Agent::Gemini | Agent::Codex => return Ok(()),
-    };
+/// Adds `rule` to `permissions.allow` once, or takes it out.
+pub fn allow(doc: &mut Map<String, Value>, rule: &str, uninstall: bool) -> anyhow::Result<()> {
     let permissions = object(doc, "permissions")?;
     set_item(permissions, "allow", rule, !uninstall)?;
     if permissions.is_empty() {
         doc.remove("permissions");
-    }
-    if agent == Agent::Claude && scope == Scope::Project {
-        // The project's .mcp.json server, approved (Claude Code would wait for a yes).
-        set_item(doc, "enabledMcpjsonServers", NAME, !uninstall)?;
     }
     Ok(())
 }
@@ -242,31 +204,7 @@ pub fn health(agent: Agent, root: &Path) -> Result<String, String> {
         return Err(format!("not registered: run `baton init {}`", agent.name()));
     };
 
-    let at = files.server.display().to_string();
-    match agent {
-        Agent::Claude => claude::mcp_health(scope, root, &files).map(|()| at),
-        Agent::Codex if codex::mcp::approved(&files.server) => Ok(at),
-        Agent::Codex => Err(format!(
-            "in {at}, but each call waits for approval (`codex exec` refuses them): run `baton init codex` again"
-        )),
-        Agent::Gemini => gemini::mcp_health(&files.server).map(|()| at),
-        Agent::Cursor => {
-            let (_, doc) = read_json(&files.permission).map_err(|e| format!("{e:#}"))?;
-            let has = |key: &str| {
-                rules(&doc, key).iter().any(|r| r == cursor::MCP_RULE || r.starts_with("Mcp(baton:"))
-            };
-            if has("deny") {
-                Err(format!("denied by a rule in {}", files.permission.display()))
-            } else if has("allow") {
-                Ok(at)
-            } else {
-                Err(format!(
-                    "in {at}, but no allow rule in {}: run `baton init cursor` again",
-                    files.permission.display()
-                ))
-            }
-        }
-    }
+    agent.mcp_health(scope, root, &files).map(|()| files.server.display().to_string())
 }
 
 /// Whether `baton mcp` is registered for `agent` in either scope.
@@ -277,9 +215,11 @@ pub fn registered(agent: Agent, root: &Path) -> bool {
 }
 
 fn registered_in(agent: Agent, file: &Path) -> bool {
-    if agent == Agent::Codex {
-        return codex::mcp::server(file).is_some();
-    }
+    agent.mcp_registered(file)
+}
+
+/// Whether a JSON file names Baton's server under `mcpServers`.
+pub fn in_json(file: &Path) -> bool {
     read_json(file).ok().is_some_and(|(_, doc)| doc.get("mcpServers").and_then(|s| s.get(NAME)).is_some())
 }
 
@@ -294,6 +234,7 @@ pub fn rules(doc: &Value, key: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agents::{claude, codex, cursor, gemini};
 
     fn read(file: &Path) -> Value {
         read_json(file).unwrap().1
@@ -307,7 +248,7 @@ mod tests {
         let local = root.join(".claude/settings.local.json");
         std::fs::write(&local, r#"{"permissions": {"allow": ["Bash(ls)"]}, "model": "x"}"#).unwrap();
         for _ in 0..2 {
-            let change = register(Agent::Claude, Scope::Project, root, "/opt/baton", false).unwrap();
+            let change = register(claude::AGENT, Scope::Project, root, "/opt/baton", false).unwrap();
             assert!(change.notes.iter().any(|n| n.contains("trust")), "{change:?}");
         }
         let mcp = read(&root.join(".mcp.json"));
@@ -325,7 +266,7 @@ mod tests {
         assert_eq!(settings["enabledMcpjsonServers"], json!(["baton"]));
         assert_eq!(settings["model"], "x");
 
-        register(Agent::Claude, Scope::Project, root, "/opt/baton", true).unwrap();
+        register(claude::AGENT, Scope::Project, root, "/opt/baton", true).unwrap();
         assert!(!root.join(".mcp.json").exists(), "a file Baton made is removed once empty");
         assert_eq!(read(&local), json!({"permissions": {"allow": ["Bash(ls)"]}, "model": "x"}));
     }
@@ -336,7 +277,7 @@ mod tests {
         let file = dir.path().join(".mcp.json");
         let theirs = r#"{"mcpServers": {"baton": {"command": "npx", "args": ["baton-music"]}}}"#;
         std::fs::write(&file, theirs).unwrap();
-        let err = register(Agent::Claude, Scope::Project, dir.path(), "/opt/baton", false).unwrap_err();
+        let err = register(claude::AGENT, Scope::Project, dir.path(), "/opt/baton", false).unwrap_err();
         assert!(format!("{err:#}").contains("not Baton's"), "{err:#}");
         assert_eq!(std::fs::read_to_string(&file).unwrap(), theirs);
     }
@@ -362,10 +303,11 @@ mod tests {
     #[test]
     fn gemini_trusts_the_server_and_joins_a_kept_allow_list() {
         let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("settings.json");
+        let file = dir.path().join(".gemini/settings.json");
+        std::fs::create_dir_all(dir.path().join(".gemini")).unwrap();
         std::fs::write(&file, r#"{"mcp": {"allowed": ["github"]}}"#).unwrap();
+        register(gemini::AGENT, Scope::Project, dir.path(), "/opt/baton", false).unwrap();
         let mut doc = read(&file);
-        server_entry(doc.as_object_mut().unwrap(), Agent::Gemini, "/opt/baton", false).unwrap();
         assert_eq!(doc["mcpServers"]["baton"]["trust"], json!(true));
         assert_eq!(doc["mcp"]["allowed"], json!(["github", "baton"]));
         std::fs::write(&file, doc.to_string()).unwrap();
@@ -387,14 +329,14 @@ mod tests {
     fn cursor_gets_its_allow_rule_and_doctor_sees_a_deny() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        register(Agent::Cursor, Scope::Project, root, "/opt/baton", false).unwrap();
+        register(cursor::AGENT, Scope::Project, root, "/opt/baton", false).unwrap();
         assert_eq!(read(&root.join(".cursor/cli.json"))["permissions"]["allow"], json!(["Mcp(baton:*)"]));
-        assert!(health(Agent::Cursor, root).is_ok());
+        assert!(health(cursor::AGENT, root).is_ok());
         std::fs::write(
             root.join(".cursor/cli.json"),
             r#"{"permissions": {"allow": ["Mcp(baton:*)"], "deny": ["Mcp(baton:*)"]}}"#,
         )
         .unwrap();
-        assert!(health(Agent::Cursor, root).unwrap_err().contains("denied"));
+        assert!(health(cursor::AGENT, root).unwrap_err().contains("denied"));
     }
 }

@@ -1,5 +1,5 @@
-//! Session summaries without a human (opt-in: `summarize = "claude" | "gemini"`; Codex is
-//! refused, see `not_offered`).
+//! Session summaries without a human (opt-in: `summarize = "claude" | "gemini"`; an agent
+//! that cannot run without tools says why in its `Spec::summarizer`).
 //!
 //! At SessionEnd and PreCompact, the detached process that writes the checkpoint runs that
 //! agent's own CLI headless with a fixed prompt and a JSON schema to extract `{goal,
@@ -30,6 +30,7 @@ use baton_proto::v1::{CheckpointState, Decision};
 use serde::Deserialize;
 
 use crate::agents::Agent;
+use crate::agents::spec::Summarizer;
 
 /// Set in the summarizer's environment: Baton's hooks and MCP server stand down under it.
 pub const RUNNING: &str = "BATON_SUMMARIZING";
@@ -150,14 +151,16 @@ pub fn parse(answer: &str) -> anyhow::Result<Extracted> {
     Ok(e)
 }
 
-/// Why an agent does not write summaries, if it does not: a summary is written with no
-/// tools at all, so that nothing in a transcript can make the model run anything.
+/// Why an agent does not write summaries, if it does not.
 pub fn not_offered(agent: Agent) -> Option<&'static str> {
-    match agent {
-        Agent::Claude | Agent::Gemini => None,
-        Agent::Codex => Some(super::codex::NO_SUMMARY),
-        Agent::Cursor => Some("Cursor has no headless run to write one; use claude or gemini"),
-    }
+    agent.summarizer().err()
+}
+
+/// The agents that write summaries, for a message: `"claude" or "gemini"`.
+pub fn offered() -> String {
+    let quoted: Vec<String> =
+        Agent::names(|a| a.summarizer().is_ok()).iter().map(|n| format!("{n:?}")).collect();
+    crate::text::series(&quoted, "or")
 }
 
 /// The prompt argument (the instructions themselves come on stdin).
@@ -167,21 +170,13 @@ fn ask() -> String {
 
 /// The headless command for `agent`, reading the input on stdin; `scratch` is a private
 /// directory for its files.
-fn command(agent: Agent, scratch: &Path) -> anyhow::Result<std::process::Command> {
-    let ask = ask();
-    let args = match agent {
-        Agent::Claude => super::claude::summary_args(&ask),
-        Agent::Gemini => super::gemini::summary_args(&ask, scratch)?,
-        Agent::Codex | Agent::Cursor => {
-            anyhow::bail!(
-                "summaries are not written by {}: {}",
-                agent.name(),
-                not_offered(agent).unwrap_or_default()
-            )
-        }
-    };
+fn command(
+    agent: Agent,
+    summarizer: &dyn Summarizer,
+    scratch: &Path,
+) -> anyhow::Result<std::process::Command> {
     let mut c = std::process::Command::new(agent.name());
-    c.args(args);
+    c.args(summarizer.args(&ask(), scratch)?);
     c.env(RUNNING, "1").current_dir(scratch);
     Ok(c)
 }
@@ -191,7 +186,10 @@ pub async fn run(agent: Agent, input: &str, limit: Duration, scratch: &Path) -> 
     use std::os::unix::process::CommandExt as _;
     use std::process::Stdio;
     let started = std::time::SystemTime::now();
-    let mut command = command(agent, scratch)?;
+    let summarizer = agent
+        .summarizer()
+        .map_err(|why| anyhow::anyhow!("summaries are not written by {}: {why}", agent.name()))?;
+    let mut command = command(agent, summarizer, scratch)?;
     command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
     let mut child = tokio::process::Command::from(command)
         .kill_on_drop(true)
@@ -222,12 +220,10 @@ pub async fn run(agent: Agent, input: &str, limit: Duration, scratch: &Path) -> 
     // `--output-format json` / `-o json`: the answer is a field of the result.
     let v: serde_json::Value = serde_json::from_str(stdout.trim())
         .with_context(|| format!("{}'s output is not JSON", agent.name()))?;
-    let field = if agent == Agent::Claude { "result" } else { "response" };
+    let field = summarizer.answer_field();
     let answer =
         v[field].as_str().with_context(|| format!("{}'s output has no {field:?}", agent.name()))?.to_owned();
-    if agent == Agent::Gemini {
-        super::gemini::forget_summary_chat(started, &ask());
-    }
+    summarizer.clean_up(started, &ask());
     parse(&answer)
 }
 

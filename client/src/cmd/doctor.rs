@@ -3,11 +3,8 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use serde_json::Value;
-
 use crate::agents::Agent;
-use crate::agents::codex::trust as codex_trust;
-use crate::agents::{Scope, gemini, install};
+use crate::agents::{Scope, install};
 use crate::hub::remote::{self, Timeouts};
 use crate::{ctx::Ctx, project};
 
@@ -109,16 +106,7 @@ pub async fn try_agent(ctx: &Ctx, dir: &Path, agent: Agent, json: bool) -> anyho
         }
     };
     let output = crate::usecase::brief::deliver(ctx, agent, &brief);
-    let how = match agent {
-        Agent::Claude => {
-            "Claude Code adds it to the conversation as a system message, \"SessionStart hook additional context: …\""
-        }
-        Agent::Codex => "Codex adds it as a developer message before the first prompt (again on each resume)",
-        Agent::Gemini => "Gemini CLI puts it before the prompt, inside <hook_context>…</hook_context>",
-        Agent::Cursor => {
-            "Cursor adds it as additional context (its sessionStart does not wait: it may race the first prompt)"
-        }
-    };
+    let how = agent.brief_delivery();
     let chars = brief.chars().count();
     if json {
         println!(
@@ -134,12 +122,6 @@ pub async fn try_agent(ctx: &Ctx, dir: &Path, agent: Agent, json: bool) -> anyho
     Ok(())
 }
 
-fn gemini_enabled(file: &Path) -> Option<bool> {
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(file).ok()?).ok()?;
-    let on = |a: &str, b: &str| doc.get(a).and_then(|v| v.get(b)).and_then(Value::as_bool) == Some(true);
-    Some(on("hooksConfig", "enabled") || on("tools", "enableHooks"))
-}
-
 pub async fn run(ctx: &Ctx, dir: &Path, json: bool) -> anyhow::Result<()> {
     let mut checks = vec![hub_check(ctx).await];
     let project = project::identify(dir);
@@ -147,22 +129,21 @@ pub async fn run(ctx: &Ctx, dir: &Path, json: bool) -> anyhow::Result<()> {
         ok: true,
         what: format!("project {} (from {})", project.key, crate::safe::line(&project.source.to_string())),
     });
-    let hooked = hook_checks(&project.root, &mut checks)?;
+    let hooked = hook_checks(&project.root, &mut checks);
     for agent in &hooked {
         checks.push(mcp_check(ctx, *agent, &project.root));
     }
     if hooked.is_empty() {
         checks.push(Check {
             ok: false,
-            what: "no agent hooks installed: run `baton init claude` (or codex, gemini, cursor)".into(),
+            what: format!(
+                "no agent hooks installed: run `baton init <agent>` ({})",
+                crate::text::series(&Agent::names(|_| true), "or")
+            ),
         });
     }
-    if hooked.contains(&Agent::Claude) && hooked.contains(&Agent::Cursor) {
-        checks.push(Check {
-            ok: true,
-            what: "Cursor also loads Claude Code's hooks: inside Cursor, Baton's Claude hooks stand down"
-                .into(),
-        });
+    for note in hooked.iter().filter_map(|agent| agent.alongside(&hooked)) {
+        checks.push(Check { ok: true, what: note.into() });
     }
     checks.push(summary_check(ctx));
     let (pending, dead) = ctx.queue.counts();
@@ -203,10 +184,10 @@ async fn hub_check(ctx: &Ctx) -> Check {
 }
 
 /// One check per settings file holding Baton's hooks; returns the agents hooked.
-fn hook_checks(root: &Path, checks: &mut Vec<Check>) -> anyhow::Result<Vec<Agent>> {
+fn hook_checks(root: &Path, checks: &mut Vec<Check>) -> Vec<Agent> {
     let exe = std::env::current_exe().map(|e| e.display().to_string()).unwrap_or_default();
     let mut hooked: Vec<Agent> = Vec::new();
-    for agent in Agent::ALL {
+    for &agent in Agent::ALL {
         for scope in [Scope::User, Scope::Project] {
             let Ok(file) = agent.settings_file(scope, root) else { continue };
             let events = install::installed(agent, &file);
@@ -224,15 +205,15 @@ fn hook_checks(root: &Path, checks: &mut Vec<Check>) -> anyhow::Result<Vec<Agent
             {
                 checks.push(Check { ok: true, what: format!("note: {note}") });
             }
-            checks.push(hook_check(agent, &file, &events, &exe, root)?);
+            checks.push(hook_check(agent, &file, &events, &exe, root));
         }
     }
-    Ok(hooked)
+    hooked
 }
 
 /// One settings file's hooks: the binary they call, Codex's trust, matchers that never
 /// match, Gemini's hooks switch.
-fn hook_check(agent: Agent, file: &Path, events: &[String], exe: &str, root: &Path) -> anyhow::Result<Check> {
+fn hook_check(agent: Agent, file: &Path, events: &[String], exe: &str, root: &Path) -> Check {
     let text = std::fs::read_to_string(file).unwrap_or_default();
     let mut what = format!("{} hooks in {} ({})", agent.name(), file.display(), events.join(", "));
     let mut ok = true;
@@ -243,43 +224,11 @@ fn hook_check(agent: Agent, file: &Path, events: &[String], exe: &str, root: &Pa
             agent.name()
         );
     }
-    if agent == Agent::Codex {
-        // Codex skips a hook it has not trusted, without a word.
-        let home = directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()).unwrap_or_default();
-        let trust = codex_trust::trust(&codex_trust::config_file(&home), &codex_trust::baton_handlers(file));
-        let skipped: Vec<&str> = trust
-            .iter()
-            .filter(|(_, t)| *t != codex_trust::Trust::Trusted)
-            .map(|(h, _)| h.event.as_str())
-            .collect();
-        if skipped.is_empty() {
-            what.push_str("; trusted in Codex");
-        } else {
-            ok = false;
-            let _ = write!(
-                what,
-                "; Codex skips {} of them ({}): never trusted, or changed since: open /hooks in Codex and trust the Baton entries, or run `baton init codex --trust`",
-                skipped.len(),
-                skipped.join(", ")
-            );
-        }
+    for (fine, finding) in agent.hook_findings(file, root) {
+        ok &= fine;
+        let _ = write!(what, "; {finding}");
     }
-    for (event, matcher) in gemini::never_matching(file) {
-        ok = false;
-        let _ = write!(
-            what,
-            "; its {event} matcher {matcher:?} never matches (Gemini compares it with the trigger as one exact string): run `baton init gemini` again"
-        );
-    }
-    let user_gemini = Agent::Gemini.settings_file(Scope::User, root)?;
-    if agent == Agent::Gemini
-        && gemini_enabled(file) != Some(true)
-        && gemini_enabled(&user_gemini) != Some(true)
-    {
-        ok = false;
-        what.push_str("; the Gemini hooks system is not enabled (hooksConfig.enabled or tools.enableHooks)");
-    }
-    Ok(Check { ok, what })
+    Check { ok, what }
 }
 
 /// Whether session summaries are on, and can run.
@@ -287,8 +236,10 @@ fn summary_check(ctx: &Ctx) -> Check {
     let Some(by) = ctx.settings.summarize else {
         return Check {
             ok: true,
-            what: "session summaries: off (summarize = \"claude\" or \"gemini\" in the config turns them on)"
-                .into(),
+            what: format!(
+                "session summaries: off (summarize = {} in the config turns them on)",
+                crate::agents::summary::offered()
+            ),
         };
     };
     if let Some(why) = crate::agents::summary::not_offered(by) {

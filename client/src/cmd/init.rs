@@ -4,7 +4,6 @@
 use std::path::Path;
 
 use crate::agents::Agent;
-use crate::agents::codex::trust;
 use crate::agents::{Scope, install};
 use crate::{config, ctx::Ctx, project};
 
@@ -28,13 +27,18 @@ pub fn run(
     json: bool,
 ) -> anyhow::Result<()> {
     let Options { uninstall, mcp, sync_transcripts, trust } = options;
-    if sync_transcripts && agent == Agent::Cursor {
+    if sync_transcripts && !agent.carries_transcripts() {
         anyhow::bail!(
-            "--sync-transcripts is available for claude, codex and gemini (Cursor's resume is not known)"
+            "--sync-transcripts is available for {} ({}'s conversations are not carried between machines)",
+            crate::text::series(&Agent::names(|a| a.carries_transcripts()), "and"),
+            agent.title()
         );
     }
-    if trust && (agent != Agent::Codex || uninstall) {
-        anyhow::bail!("--trust records Codex's trust in Baton's hooks: use it with `baton init codex`");
+    if trust && (!agent.records_trust() || uninstall) {
+        anyhow::bail!(
+            "--trust records an agent's trust in Baton's hooks: use it with `baton init {}` (without --uninstall)",
+            crate::text::series(&Agent::names(|a| a.records_trust()), "or")
+        );
     }
     let root = project::identify(dir).root;
     let file = agent.settings_file(scope, &root)?;
@@ -47,11 +51,10 @@ pub fn run(
     crate::agents::mcp::mark(&ctx.settings.data_dir, agent, crate::agents::mcp::registered(agent, &root))?;
     change.notes.extend(tools.notes);
     if trust {
-        let home = directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf()).unwrap_or_default();
-        let config = trust::config_file(&home);
-        let recorded = trust::record(&config, &trust::baton_handlers(&file))?;
-        change.notes.retain(|n| !n.contains("/hooks"));
-        change.notes.push(format!("Codex trusts Baton's hooks: recorded {recorded} in {}", config.display()));
+        let recorded = agent.record_trust(&file)?;
+        // The install's note asks for that trust: it is given.
+        change.notes.retain(|n| Some(n.as_str()) != agent.install_note());
+        change.notes.push(recorded);
     }
     // Transcript sync is one setting for every agent: it goes off with the last hooks.
     let last_removed = uninstall && ctx.settings.sync_transcripts && !any_hooks_installed(&root);
@@ -105,7 +108,7 @@ pub fn run(
 
 /// Whether Baton's hooks are installed for any agent, in either scope.
 fn any_hooks_installed(root: &Path) -> bool {
-    Agent::ALL.into_iter().any(|agent| {
+    Agent::ALL.iter().any(|&agent| {
         [Scope::User, Scope::Project].into_iter().any(|scope| {
             agent.settings_file(scope, root).is_ok_and(|f| !install::installed(agent, &f).is_empty())
         })

@@ -176,19 +176,17 @@ async fn restore_transcript(
         }
         _ => (blob, data),
     };
-    // Where the agent that wrote it keeps its conversations.
     // Where the agent that wrote it keeps its conversations (a session of no known agent's
     // is Claude Code's: the agent transcripts were carried for first).
-    let restored =
-        Agent::from_kind(agent).unwrap_or(Agent::Claude).restore_transcript(&data, &blob, dir, &home)?;
-    // Claude Code's task files, carried beside its transcript.
-    let tasks = reply
-        .checkpoint
-        .as_ref()
-        .and_then(|c| c.blobs.iter().find(|b| b.role == crate::hub::blob::CLAUDE_TASKS));
-    if let Some(tasks) = tasks.filter(|t| t.agent_session_id == blob.agent_session_id) {
-        let data = crate::hub::blob::download(hub, project, tasks).await?;
-        crate::agents::claude::restore_tasks(&data, tasks, &home)?;
+    let agent = Agent::from_kind(agent).unwrap_or(crate::agents::claude::AGENT);
+    let restored = agent.restore_transcript(&data, &blob, dir, &home)?;
+    // The files it keeps beside its transcript (Claude Code's tasks), carried with it.
+    let side = agent
+        .side_files_role()
+        .and_then(|role| reply.checkpoint.as_ref().and_then(|c| c.blobs.iter().find(|b| b.role == role)));
+    if let Some(side) = side.filter(|s| s.agent_session_id == blob.agent_session_id) {
+        let data = crate::hub::blob::download(hub, project, side).await?;
+        agent.restore_side_files(&data, side, &home)?;
     }
     Ok(restored)
 }

@@ -30,11 +30,9 @@ pub(super) async fn checkpoint_now(
     Ok(())
 }
 
-/// Whether transcripts are carried over for this agent (opt-in; Claude Code first).
+/// Whether transcripts are carried over for this agent (opt-in).
 pub(super) fn syncs(ctx: &Ctx, agent: Agent, p: &Payload) -> bool {
-    ctx.settings.sync_transcripts
-        && matches!(agent, Agent::Claude | Agent::Codex | Agent::Gemini)
-        && p.transcript().is_some_and(|t| t.exists())
+    ctx.settings.sync_transcripts && agent.carries_transcripts() && p.transcript().is_some_and(|t| t.exists())
 }
 
 /// A checkpoint from what the agent left: its transcript, its last answer, the git head.
@@ -69,14 +67,11 @@ pub(super) async fn checkpoint(
             Ok(blob) => blobs.push(blob),
             Err(e) => log(ctx, &format!("transcript upload failed ({e:#}); checkpoint saved without it")),
         }
-        // Claude Code keeps the conversation's tasks beside it, not in the transcript.
-        if agent == Agent::Claude {
-            match upload_claude_tasks(h, &project.key, p.agent_session_id().unwrap_or_default(), &cwd).await {
-                Ok(blob) => blobs.extend(blob),
-                Err(e) => {
-                    log(ctx, &format!("task files upload failed ({e:#}); checkpoint saved without them"));
-                }
-            }
+        // What the agent keeps beside the transcript (Claude Code's tasks).
+        match upload_side_files(h, agent, &project.key, p.agent_session_id().unwrap_or_default(), &cwd).await
+        {
+            Ok(blob) => blobs.extend(blob),
+            Err(e) => log(ctx, &format!("side files upload failed ({e:#}); checkpoint saved without them")),
         }
     }
     let request = CreateCheckpointRequest {
@@ -113,16 +108,15 @@ pub(super) async fn upload_transcript(
     crate::hub::blob::upload(hub, project, crate::hub::blob::TRANSCRIPT, &data, agent_session_id, cwd).await
 }
 
-pub(super) async fn upload_claude_tasks(
+pub(super) async fn upload_side_files(
     hub: &mut Hub,
+    agent: Agent,
     project: &str,
     agent_session_id: &str,
     cwd: &Path,
 ) -> anyhow::Result<Option<baton_proto::v1::BlobRef>> {
+    let Some(role) = agent.side_files_role() else { return Ok(None) };
     let home = directories::BaseDirs::new().context("no home directory")?.home_dir().to_path_buf();
-    let Some(data) = crate::agents::claude::bundle_tasks(&home, agent_session_id)? else { return Ok(None) };
-    Ok(Some(
-        crate::hub::blob::upload(hub, project, crate::hub::blob::CLAUDE_TASKS, &data, agent_session_id, cwd)
-            .await?,
-    ))
+    let Some(data) = agent.bundle_side_files(&home, agent_session_id)? else { return Ok(None) };
+    Ok(Some(crate::hub::blob::upload(hub, project, role, &data, agent_session_id, cwd).await?))
 }

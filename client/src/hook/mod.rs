@@ -65,10 +65,7 @@ pub async fn run(ctx: &Ctx, agent: Agent, event: &str, stdin: &str, payload_file
             return agent.quiet_output().to_owned();
         }
     };
-    if agent == Agent::Claude
-        && crate::agents::cursor::runs_its_own_hooks(&payload.cwd(), || git::toplevel(&payload.cwd()))
-    {
-        // Cursor also loads Claude Code's hooks: Baton's Cursor hooks do the work.
+    if agent.stands_down(&payload.cwd(), &|| git::toplevel(&payload.cwd())) {
         return agent.quiet_output().to_owned();
     }
     let detached = payload_file.is_some();

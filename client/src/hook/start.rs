@@ -26,7 +26,8 @@ pub(super) async fn session_start(ctx: &Ctx, agent: Agent, p: &Payload) -> anyho
     let project = project::identify_in(&cwd, info.toplevel.clone());
     let mut hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
     // resume / compact / clear-less restarts continue this conversation's Baton session.
-    let continuing = matches!(p.source.as_deref(), Some("resume" | "compact")) || agent == Agent::Cursor;
+    let continuing =
+        matches!(p.source.as_deref(), Some("resume" | "compact")) || agent.start_always_continues();
     let known =
         p.agent_session_id().and_then(|sid| ctx.state.get(agent.name(), sid)).map(|s| s.baton_session_id);
     let session_id = session_for(ctx, agent, p, &project, hub.as_mut(), continuing, Some(&info)).await?;

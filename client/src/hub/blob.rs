@@ -37,9 +37,9 @@ pub fn prepare(path: &Path) -> anyhow::Result<(Vec<u8>, u32)> {
     Ok((redacted.into_owned().into_bytes(), count))
 }
 
-/// A blob's role: the agent's transcript, or Claude Code's task files of the conversation.
+/// The role of the blob that is the agent's transcript (the files an agent keeps beside it
+/// have their own role: `Spec::side_files_role`).
 pub const TRANSCRIPT: &str = "transcript";
-pub const CLAUDE_TASKS: &str = "claude-tasks";
 /// Uploads the chunks the hub lacks and returns the reference for a checkpoint.
 pub async fn upload(
     hub: &mut Hub,

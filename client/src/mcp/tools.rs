@@ -52,7 +52,7 @@ impl Call<'_> {
     }
 
     pub(super) fn author(&self, conversation: Option<&Conversation>) -> (i32, String) {
-        let kind = conversation.map(|c| c.agent).or(self.agent).map_or(AgentKind::Custom, Agent::kind);
+        let kind = conversation.map(|c| c.agent).or(self.agent).map_or(AgentKind::Custom, |a| a.kind());
         (kind as i32, conversation.map(|c| c.record.baton_session_id.clone()).unwrap_or_default())
     }
 

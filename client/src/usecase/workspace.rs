@@ -52,7 +52,7 @@ const RECENT: usize = 200;
 pub fn conversation(ctx: &Ctx, agent: Option<Agent>, project: &str) -> Option<Conversation> {
     let live: Vec<(Agent, AgentSession)> = ctx
         .state
-        .recent(agent.map(Agent::name), RECENT)
+        .recent(agent.map(|a| a.name()), RECENT)
         .into_iter()
         .filter(|(_, _, r)| !r.ended && r.project == project && !r.baton_session_id.is_empty())
         .filter_map(|(name, _, r)| Some((Agent::from_name(&name)?, r)))

@@ -6,7 +6,6 @@ use std::path::Path;
 
 use anyhow::Context as _;
 
-use crate::agents::Agent;
 use crate::agents::files::save;
 use crate::agents::mcp::{NAME, args};
 
@@ -52,7 +51,7 @@ pub fn register(file: &Path, exe: &str, uninstall: bool) -> anyhow::Result<bool>
     let mut new = kept.trim_end().to_owned();
     if !uninstall {
         let quote = |s: &str| toml::Value::String(s.to_owned()).to_string();
-        let args: Vec<String> = args(Agent::Codex).iter().map(|a| quote(a)).collect();
+        let args: Vec<String> = args(super::AGENT).iter().map(|a| quote(a)).collect();
         let vars: Vec<String> = BATON_VARS.iter().map(|v| quote(v)).collect();
         if !new.is_empty() {
             new.push_str("\n\n");

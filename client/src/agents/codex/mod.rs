@@ -7,11 +7,144 @@ pub mod trust;
 
 use std::path::{Path, PathBuf};
 
-use baton_proto::v1::BlobRef;
+use baton_proto::v1::{AgentKind, BlobRef};
 
 use super::files::{find_under, home, rehomed, write_whole};
 use super::mcp::Files;
-use super::{Hook, Scope};
+use super::spec::{Spec, Summarizer};
+use super::{Agent, Hook, Scope};
+
+pub const AGENT: Agent = Agent::new(&Codex);
+
+pub struct Codex;
+
+impl Spec for Codex {
+    fn name(&self) -> &'static str {
+        "codex"
+    }
+
+    fn title(&self) -> &'static str {
+        "Codex"
+    }
+
+    fn kind(&self) -> AgentKind {
+        AgentKind::Codex
+    }
+
+    fn hooks(&self) -> &'static [Hook] {
+        HOOKS
+    }
+
+    fn settings_file(&self, scope: Scope, project_root: &Path) -> anyhow::Result<PathBuf> {
+        Ok(match scope {
+            Scope::User => codex_home(&home()?).join("hooks.json"),
+            Scope::Project => project_root.join(".codex/hooks.json"),
+        })
+    }
+
+    fn install_note(&self) -> Option<&'static str> {
+        Some(
+            "Codex runs a new or changed hook only after you trust it: open /hooks in Codex and trust the Baton entries, or run `baton init codex --trust` (records that trust as /hooks does)",
+        )
+    }
+
+    fn records_trust(&self) -> bool {
+        true
+    }
+
+    fn record_trust(&self, hooks_file: &Path) -> anyhow::Result<String> {
+        let config = trust::config_file(&home().unwrap_or_default());
+        let recorded = trust::record(&config, &trust::baton_handlers(hooks_file))?;
+        Ok(format!("Codex trusts Baton's hooks: recorded {recorded} in {}", config.display()))
+    }
+
+    /// Codex skips a hook it has not trusted, without a word.
+    fn hook_findings(&self, file: &Path, _project_root: &Path) -> Vec<(bool, String)> {
+        let config = trust::config_file(&home().unwrap_or_default());
+        let trust = trust::trust(&config, &trust::baton_handlers(file));
+        let skipped: Vec<&str> = trust
+            .iter()
+            .filter(|(_, t)| *t != trust::Trust::Trusted)
+            .map(|(h, _)| h.event.as_str())
+            .collect();
+        if skipped.is_empty() {
+            return vec![(true, "trusted in Codex".into())];
+        }
+        vec![(
+            false,
+            format!(
+                "Codex skips {} of them ({}): never trusted, or changed since: open /hooks in Codex and trust the Baton entries, or run `baton init codex --trust`",
+                skipped.len(),
+                skipped.join(", ")
+            ),
+        )]
+    }
+
+    /// Codex moves context past 2,500 tokens to a file; 6,000 characters stay under that
+    /// even for text of 2.4 characters a token.
+    fn default_budget(&self) -> usize {
+        6_000
+    }
+
+    fn brief_delivery(&self) -> &'static str {
+        "Codex adds it as a developer message before the first prompt (again on each resume)"
+    }
+
+    /// The server's table and its approval are both in `config.toml`.
+    fn mcp_files(&self, scope: Scope, root: &Path) -> anyhow::Result<Files> {
+        let file = match scope {
+            Scope::User => trust::config_file(&home()?),
+            Scope::Project => root.join(".codex/config.toml"),
+        };
+        Ok(Files { server: file.clone(), permission: file })
+    }
+
+    fn register_mcp(
+        &self,
+        _scope: Scope,
+        files: &Files,
+        exe: &str,
+        uninstall: bool,
+    ) -> anyhow::Result<Vec<PathBuf>> {
+        Ok(if mcp::register(&files.server, exe, uninstall)? { vec![files.server.clone()] } else { vec![] })
+    }
+
+    fn mcp_registered(&self, server_file: &Path) -> bool {
+        mcp::server(server_file).is_some()
+    }
+
+    fn mcp_health(&self, _scope: Scope, _root: &Path, files: &Files) -> Result<(), String> {
+        if mcp::approved(&files.server) {
+            return Ok(());
+        }
+        Err(format!(
+            "in {}, but each call waits for approval (`codex exec` refuses them): run `baton init codex` again",
+            files.server.display()
+        ))
+    }
+
+    fn carries_transcripts(&self) -> bool {
+        true
+    }
+
+    fn restore_transcript(
+        &self,
+        data: &[u8],
+        blob: &BlobRef,
+        cwd: &Path,
+        home: &Path,
+    ) -> anyhow::Result<PathBuf> {
+        restore(data, blob, cwd, home)
+    }
+
+    fn conversation_here(&self, home: &Path, agent_session_id: &str) -> bool {
+        rollout(home, agent_session_id).is_some()
+    }
+
+    fn summarizer(&self) -> Result<&'static dyn Summarizer, &'static str> {
+        Err(NO_SUMMARY)
+    }
+}
 
 pub const HOOKS: &[Hook] = &[
     Hook::new("SessionStart", Some("startup|resume|clear|compact"), 10),
@@ -25,24 +158,8 @@ pub const HOOKS: &[Hook] = &[
     Hook::new("SessionEnd", None, 3),
 ];
 
-pub fn settings_file(scope: Scope, project_root: &Path) -> anyhow::Result<PathBuf> {
-    Ok(match scope {
-        Scope::User => codex_home(&home()?).join("hooks.json"),
-        Scope::Project => project_root.join(".codex/hooks.json"),
-    })
-}
-
-/// The server's table and its approval are both in `config.toml`.
-pub fn mcp_files(scope: Scope, root: &Path) -> anyhow::Result<Files> {
-    let file = match scope {
-        Scope::User => trust::config_file(&home()?),
-        Scope::Project => root.join(".codex/config.toml"),
-    };
-    Ok(Files { server: file.clone(), permission: file })
-}
-
 /// Why Codex writes no summaries: a summary is written with no tools at all.
-pub const NO_SUMMARY: &str = "Codex cannot be run without tools: with every tool feature, web search and MCP off, \
+const NO_SUMMARY: &str = "Codex cannot be run without tools: with every tool feature, web search and MCP off, \
      `codex exec` still offers its model request_user_input and apply_patch; use claude or gemini";
 
 /// Codex's home (`CODEX_HOME`, else `~/.codex`).
@@ -60,7 +177,7 @@ pub fn rollout(home: &Path, id: &str) -> Option<PathBuf> {
 /// project path rewritten: over the conversation's rollout if this machine has one (Codex's
 /// index then still points at it), else under today's folder of `sessions/` (Codex finds a
 /// conversation it does not know by the id in the file's name). Returns the file written.
-pub fn restore(data: &[u8], blob: &BlobRef, cwd: &Path, home: &Path) -> anyhow::Result<PathBuf> {
+fn restore(data: &[u8], blob: &BlobRef, cwd: &Path, home: &Path) -> anyhow::Result<PathBuf> {
     let id = crate::safe::agent_session_id(&blob.agent_session_id)?;
     let file = if let Some(existing) = rollout(home, id) {
         existing

@@ -91,7 +91,7 @@ pub fn baton_handlers(hooks_file: &Path) -> Vec<Handler> {
             for (h, handler) in group.get("hooks").and_then(Value::as_array).into_iter().flatten().enumerate()
             {
                 let command = handler.get("command").and_then(Value::as_str).unwrap_or_default();
-                if !crate::agents::install::is_ours(command, crate::agents::Agent::Codex) {
+                if !crate::agents::install::is_ours(command, super::AGENT) {
                     continue;
                 }
                 out.push(Handler {
