@@ -10,7 +10,7 @@ use baton_proto::v1::{
 };
 
 use super::session::{self, project_of};
-use super::write::{self, Begun, Write, event, replayed};
+use super::write::{self, Write, event};
 use crate::core::conflict::{self, Contested};
 use crate::core::head;
 use crate::core::lww::{Decision, RecordVersion};
@@ -34,61 +34,60 @@ pub async fn create<S: Store>(
     let id = new.id.to_string();
     let project = project_of(store, &session_id, &within).await?;
     let lock = Lock {
-        project: &project,
-        request_id: ctx.request_id.as_deref(),
+        project: project.clone(),
+        request_id: ctx.request_id.clone(),
         memory: false,
-        first_read: Some(FirstRead::Session(&session_id)),
+        first_read: Some(FirstRead::Session(session_id.clone())),
         rewrites_log: false,
     };
-    let mut w = match write::begin(store, lock, &ctx).await? {
-        Begun::Replay(bytes) => {
-            return replayed(&bytes, |r: &mut CreateCheckpointResponse| r.result.as_mut());
-        }
-        Begun::Fresh(w) => w,
-    };
-    let mut row = session::read(&mut w, &session_id).await?;
-    let parent = check(&mut w, &row, &new, &id, &project).await?;
-    let activity = status::is_activity(&row.id, &ctx.actor.session_id);
-    if activity {
-        session::touch(&mut w, &mut row, &ctx.actor)?;
-    }
-    let (decided, conflict) = head_move(&row, parent.as_deref(), &id, &ctx, w.now_us);
-    if let (Decision::Rejected, Some(conflict)) = (decided.decision, &conflict) {
-        return Err(w.rejected(conflict.clone()));
-    }
-    let revision = w.revision();
-    let (kind, state_tool_count) = (new.request.kind, new.state_tool_count);
-    let stored = stored(new, &id, &project, parent.clone(), revision, w.now_us, &ctx);
-    fail::fail_point!("checkpoint.insert", |_| Err(write::injected("checkpoint.insert")));
-    let checkpoint = stored.to_meta();
-    w.apply(Change::InsertCheckpoint(Box::new(stored)));
-    let is_head = decided.decision.applies();
-    if is_head {
-        row.head_checkpoint_id = Some(id.clone());
-        row.head_revision = revision;
-        row.head_written_us = ctx.written_us(w.now_us);
-        row.head_author = encode_actor(&ctx.actor);
-        row.updated_us = w.now_us;
-        row.tool_count = row.tool_count.max(state_tool_count);
-    }
-    if is_head || activity {
-        w.apply(Change::PutSession(Box::new(row)));
-    }
-    let mut ev = event(EventKind::CheckpointCreated, "checkpoint", &id, &ctx.actor);
-    ev.value = Some(baton_proto::v1::event::Value::Checkpoint(CheckpointRef {
-        id: id.clone(),
-        session_id: session_id.clone(),
-        parent_id: parent.unwrap_or_default(),
-        digest: checkpoint.digest.clone(),
-        kind,
-        is_head,
-    }));
-    ev.conflict = conflict;
-    let conflict = w.emit(ev)?.conflict;
-    let result = conflict::result(revision, decided.decision, conflict, ctx.writer());
-    let reply = CreateCheckpointResponse { checkpoint: Some(checkpoint), result: Some(result) };
-    w.finish(&ctx, &reply).await?;
-    Ok(reply)
+    let ran = write::run(store, lock, ctx, move |w, ctx| {
+        Box::pin(async move {
+            let mut row = session::read(w, &session_id).await?;
+            let parent = check(w, &row, &new, &id, &project).await?;
+            let activity = status::is_activity(&row.id, &ctx.actor.session_id);
+            if activity {
+                session::touch(w, &mut row, &ctx.actor)?;
+            }
+            let (decided, conflict) = head_move(&row, parent.as_deref(), &id, ctx, w.now_us);
+            if let (Decision::Rejected, Some(conflict)) = (decided.decision, &conflict) {
+                return Err(w.rejected(conflict.clone()));
+            }
+            let revision = w.revision();
+            let (kind, state_tool_count) = (new.request.kind, new.state_tool_count);
+            let stored = stored(new, &id, &project, parent.clone(), revision, w.now_us, ctx);
+            fail::fail_point!("checkpoint.insert", |_| Err(write::injected("checkpoint.insert")));
+            let checkpoint = stored.to_meta();
+            w.apply(Change::InsertCheckpoint(Box::new(stored)));
+            let is_head = decided.decision.applies();
+            if is_head {
+                row.head_checkpoint_id = Some(id.clone());
+                row.head_revision = revision;
+                row.head_written_us = ctx.written_us(w.now_us);
+                row.head_author = encode_actor(&ctx.actor);
+                row.updated_us = w.now_us;
+                row.tool_count = row.tool_count.max(state_tool_count);
+            }
+            if is_head || activity {
+                w.apply(Change::PutSession(Box::new(row)));
+            }
+            let mut ev = event(EventKind::CheckpointCreated, "checkpoint", &id, &ctx.actor);
+            ev.value = Some(baton_proto::v1::event::Value::Checkpoint(CheckpointRef {
+                id: id.clone(),
+                session_id: session_id.clone(),
+                parent_id: parent.unwrap_or_default(),
+                digest: checkpoint.digest.clone(),
+                kind,
+                is_head,
+            }));
+            ev.conflict = conflict;
+            let conflict = w.emit(ev)?.conflict;
+            let result = conflict::result(revision, decided.decision, conflict, ctx.writer());
+            let reply = CreateCheckpointResponse { checkpoint: Some(checkpoint), result: Some(result) };
+            w.finish(ctx, &reply)?;
+            Ok(reply)
+        })
+    });
+    ran.await?.or_replayed(|r| r.result.as_mut())
 }
 
 /// Refuses a checkpoint its session, its id, its parent or its chunks do not allow; returns

@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 
 use baton_proto::v1::{Actor, CheckpointRef, Event, EventKind, MemoryChange, MemoryOp};
 
-use super::write::{self, Begun, Write};
+use super::write::{self, Write};
 use crate::core::checkpoint::state_digest_of_stored;
 use crate::error::{Error, Result};
 use crate::store::maintenance::{MaintenanceTx, Table};
@@ -42,33 +42,38 @@ pub async fn batch<S: Store>(
     let mut counts = store.import_unrevisioned(project.clone(), memory_caps, chunks).await?;
     let actor = Actor { token: "baton-server import".into(), ..Actor::default() };
     let ctx = WriteCtx { actor, ..WriteCtx::default() };
-    let lock =
-        Lock { project: &project, request_id: None, memory: true, first_read: None, rewrites_log: false };
-    let Begun::Fresh(w) = write::begin(store, lock, &ctx).await? else {
-        return Err(Error::internal("an import write without a request id replayed"));
+    let lock = Lock {
+        project: project.clone(),
+        request_id: None,
+        memory: true,
+        first_read: None,
+        rewrites_log: false,
     };
-    let mut import = Import { w, project: &project, seen: Seen::default(), events: 0 };
-    for line in lines {
-        let imported = match line {
-            Line::Header { .. } | Line::Project { .. } | Line::Chunk(_) => continue,
-            Line::Session(s) => import.session(*s).await?,
-            Line::Checkpoint(c) => import.checkpoint(*c).await?,
-            Line::Memory(m) => import.memory(m).await?,
-            Line::Record(r) => import.record(r).await?,
-        };
-        if imported {
-            counts.imported += 1;
-        } else {
-            counts.skipped += 1;
-        }
-    }
-    if import.events == 0 {
-        // Nothing revisioned: no revision used.
-        import.w.rollback().await?;
-        return Ok(counts);
-    }
-    import.w.finish(&ctx, &baton_proto::v1::ListEventsResponse::default()).await?;
-    Ok(counts)
+    let ran = write::run(store, lock, ctx, move |w, ctx| {
+        Box::pin(async move {
+            let mut import = Import { w, project: &project, seen: Seen::default(), events: 0 };
+            for line in lines {
+                let imported = match line {
+                    Line::Header { .. } | Line::Project { .. } | Line::Chunk(_) => continue,
+                    Line::Session(s) => import.session(*s).await?,
+                    Line::Checkpoint(c) => import.checkpoint(*c).await?,
+                    Line::Memory(m) => import.memory(m).await?,
+                    Line::Record(r) => import.record(r).await?,
+                };
+                if imported {
+                    counts.imported += 1;
+                } else {
+                    counts.skipped += 1;
+                }
+            }
+            // Nothing revisioned: no revision used (the write is not finished, so undone).
+            if import.events > 0 {
+                import.w.finish(ctx, &baton_proto::v1::ListEventsResponse::default())?;
+            }
+            Ok(counts)
+        })
+    });
+    ran.await?.done()
 }
 
 /// What this batch imported so far: its changes are applied only when it commits, so the
@@ -84,14 +89,14 @@ struct Seen {
     record_revision: HashMap<String, i64>,
 }
 
-struct Import<'a, T> {
-    w: Write<T>,
+struct Import<'a, 'w, T> {
+    w: &'w mut Write<T>,
     project: &'a str,
     seen: Seen,
     events: usize,
 }
 
-impl<T: WriteTx + MaintenanceTx> Import<'_, T> {
+impl<T: WriteTx + MaintenanceTx> Import<'_, '_, T> {
     /// Whether a row with this id exists, here or in any project.
     async fn exists(&mut self, table: Table, id: &str) -> Result<bool> {
         let seen = match table {

@@ -152,7 +152,7 @@ fn checkpoint_doc(c: &Checkpoint, session: Option<(&str, &str)>) -> Option<Searc
 }
 
 /// How far the indexing of a project's older records has come (`backfill_batch`).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Backfill {
     stage: Stage,
     after: String,
@@ -180,50 +180,63 @@ const CHECKPOINT_BATCH: i64 = 100;
 /// the last one takes the project off the backfill list. True when done.
 pub async fn backfill_batch<S: Store>(store: &S, project: &str, b: &mut Backfill) -> Result<bool> {
     let ctx = WriteCtx::default();
-    let mut w = super::retention::begin(store, project, &ctx, false).await?;
-    let docs = match b.stage {
-        Stage::Sessions => {
-            let rows = w.tx().sessions_after(&b.after, BATCH).await?;
-            for s in &rows {
-                b.sessions.insert(s.id.clone(), (s.branch.clone(), s.user_name.clone()));
+    // Advanced only once the batch is committed.
+    let next = b.clone();
+    let key = project.to_owned();
+    let done = super::retention::run(store, project, ctx, false, move |w, ctx| {
+        Box::pin(async move {
+            let mut next = next;
+            let b = &mut next;
+            let project = key;
+            let docs = match b.stage {
+                Stage::Sessions => {
+                    let rows = w.tx().sessions_after(&b.after, BATCH).await?;
+                    for s in &rows {
+                        b.sessions.insert(s.id.clone(), (s.branch.clone(), s.user_name.clone()));
+                    }
+                    advance(b, rows.last().map(|s| s.id.clone()), rows.len(), BATCH);
+                    rows.iter().map(session_doc).filter(|d| !d.words.is_empty()).collect()
+                }
+                Stage::Checkpoints => {
+                    let rows = w.tx().checkpoints_after(&b.after, CHECKPOINT_BATCH).await?;
+                    advance(b, rows.last().map(|c| c.id.clone()), rows.len(), CHECKPOINT_BATCH);
+                    rows.iter()
+                        .filter_map(|c| {
+                            let session =
+                                b.sessions.get(&c.session_id).map(|(b, u)| (b.as_str(), u.as_str()));
+                            checkpoint_doc(c, session)
+                        })
+                        .filter(|d| !d.words.is_empty())
+                        .collect()
+                }
+                Stage::Memory => {
+                    let rows = w.tx().entries_after(&b.after, BATCH).await?;
+                    advance(b, rows.last().map(|e| e.id.clone()), rows.len(), BATCH);
+                    rows.iter().map(|r| entry_doc(&r.record, &r.to_entry())).collect::<Vec<_>>()
+                }
+                Stage::Done => Vec::new(),
+            };
+            let indexed = docs.len();
+            for d in docs {
+                w.apply(put(d));
             }
-            advance(b, rows.last().map(|s| s.id.clone()), rows.len(), BATCH);
-            rows.iter().map(session_doc).filter(|d| !d.words.is_empty()).collect()
-        }
-        Stage::Checkpoints => {
-            let rows = w.tx().checkpoints_after(&b.after, CHECKPOINT_BATCH).await?;
-            advance(b, rows.last().map(|c| c.id.clone()), rows.len(), CHECKPOINT_BATCH);
-            rows.iter()
-                .filter_map(|c| {
-                    let session = b.sessions.get(&c.session_id).map(|(b, u)| (b.as_str(), u.as_str()));
-                    checkpoint_doc(c, session)
-                })
-                .filter(|d| !d.words.is_empty())
-                .collect()
-        }
-        Stage::Memory => {
-            let rows = w.tx().entries_after(&b.after, BATCH).await?;
-            advance(b, rows.last().map(|e| e.id.clone()), rows.len(), BATCH);
-            rows.iter().map(|r| entry_doc(&r.record, &r.to_entry())).collect::<Vec<_>>()
-        }
-        Stage::Done => Vec::new(),
-    };
-    let indexed = docs.len();
-    for d in docs {
-        w.apply(put(d));
-    }
-    if b.stage == Stage::Done {
-        w.apply(Change::Maintenance(Maintenance::SearchBackfilled));
-    }
-    let value = MaintenanceEvent {
-        indexed_records: i64::try_from(indexed).unwrap_or(i64::MAX),
-        ..Default::default()
-    };
-    let mut event = super::write::event(EventKind::SearchIndexed, "project", project, &ctx.actor);
-    event.value = Some(baton_proto::v1::event::Value::Maintenance(value));
-    w.emit(event)?;
-    w.finish(&ctx, &baton_proto::v1::Maintenance::default()).await?;
-    b.indexed += indexed as u64;
+            if b.stage == Stage::Done {
+                w.apply(Change::Maintenance(Maintenance::SearchBackfilled));
+            }
+            let value = MaintenanceEvent {
+                indexed_records: i64::try_from(indexed).unwrap_or(i64::MAX),
+                ..Default::default()
+            };
+            let mut event = super::write::event(EventKind::SearchIndexed, "project", &project, &ctx.actor);
+            event.value = Some(baton_proto::v1::event::Value::Maintenance(value));
+            w.emit(event)?;
+            w.finish(ctx, &baton_proto::v1::Maintenance::default())?;
+            b.indexed += indexed as u64;
+            Ok(next)
+        })
+    })
+    .await?;
+    *b = done;
     Ok(b.stage == Stage::Done)
 }
 

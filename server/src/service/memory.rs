@@ -14,7 +14,7 @@ use baton_proto::v1::{
     delete_memory_request, record_value,
 };
 
-use super::write::{self, Begun, Write, event, replayed};
+use super::write::{self, Write, event};
 use crate::core::conflict::{self, Contested};
 use crate::core::lww::{self, Decision, RecordVersion};
 use crate::core::memory::{self as rules, Semantics};
@@ -107,12 +107,12 @@ impl Found {
 }
 
 /// The lock of a memory write, reading the record it is about first (sets and notes).
-fn lock<'a>(project: &'a str, ctx: &'a WriteCtx, record: Option<&'a str>) -> Lock<'a> {
+fn lock(project: &str, ctx: &WriteCtx, record: Option<&str>) -> Lock {
     Lock {
-        project,
-        request_id: ctx.request_id.as_deref(),
+        project: project.to_owned(),
+        request_id: ctx.request_id.clone(),
         memory: true,
-        first_read: record.map(FirstRead::Record),
+        first_read: record.map(|r| FirstRead::Record(r.to_owned())),
         rewrites_log: false,
     }
 }
@@ -123,29 +123,33 @@ pub async fn put<S: Store>(store: &S, ctx: WriteCtx, req: PutMemoryRequest) -> R
     let semantics = rules::semantics(&req.category)?;
     let record =
         (semantics != Semantics::History).then(|| rules::record_name(&req.category, &req.branch, &req.key));
-    let mut w = match write::begin(store, lock(&req.project, &ctx, record.as_deref()), &ctx).await? {
-        Begun::Replay(bytes) => return replayed(&bytes, |r: &mut PutMemoryResponse| r.result.as_mut()),
-        Begun::Fresh(w) => w,
-    };
-    let cap = rules::effective_caps(&parse_caps(&w.caps_json)).get(&req.category).copied().unwrap_or(0);
-    let op = MemoryOp::try_from(req.op).unwrap_or_default();
-    rules::check_put(&req.category, op, &req.key, req.items.len(), cap)?;
-    let t = Target { category: &req.category, branch: &req.branch, key: &req.key };
-    let reply = match semantics {
-        Semantics::History => append(&mut w, &t, &ctx, &req.items, cap).await?,
-        Semantics::CurrentSet if matches!(op, MemoryOp::AddItem | MemoryOp::RemoveItem) => {
-            let (entries, removed, result) = write_items(&mut w, &t, &ctx, op, &req.items, cap).await?;
-            PutMemoryResponse { entries, evicted: vec![], result: Some(result), removed }
-        }
-        Semantics::CurrentSet | Semantics::Keyed => {
-            let op = if semantics == Semantics::Keyed { MemoryOp::Upsert } else { MemoryOp::ReplaceSet };
-            let found = Found::read(&mut w, &t).await?;
-            let (entries, result) = write_record(&mut w, &t, &ctx, op, found, &req.items, None)?;
-            PutMemoryResponse { entries, evicted: vec![], result: Some(result), removed: vec![] }
-        }
-    };
-    w.finish(&ctx, &reply).await?;
-    Ok(reply)
+    let lock = lock(&req.project, &ctx, record.as_deref());
+    let ran = write::run(store, lock, ctx, move |w, ctx| {
+        Box::pin(async move {
+            let cap =
+                rules::effective_caps(&parse_caps(&w.caps_json)).get(&req.category).copied().unwrap_or(0);
+            let op = MemoryOp::try_from(req.op).unwrap_or_default();
+            rules::check_put(&req.category, op, &req.key, req.items.len(), cap)?;
+            let t = Target { category: &req.category, branch: &req.branch, key: &req.key };
+            let reply = match semantics {
+                Semantics::History => append(w, &t, ctx, &req.items, cap).await?,
+                Semantics::CurrentSet if matches!(op, MemoryOp::AddItem | MemoryOp::RemoveItem) => {
+                    let (entries, removed, result) = write_items(w, &t, ctx, op, &req.items, cap).await?;
+                    PutMemoryResponse { entries, evicted: vec![], result: Some(result), removed }
+                }
+                Semantics::CurrentSet | Semantics::Keyed => {
+                    let op =
+                        if semantics == Semantics::Keyed { MemoryOp::Upsert } else { MemoryOp::ReplaceSet };
+                    let found = Found::read(w, &t).await?;
+                    let (entries, result) = write_record(w, &t, ctx, op, found, &req.items, None)?;
+                    PutMemoryResponse { entries, evicted: vec![], result: Some(result), removed: vec![] }
+                }
+            };
+            w.finish(ctx, &reply)?;
+            Ok(reply)
+        })
+    });
+    ran.await?.or_replayed(|r| r.result.as_mut())
 }
 
 /// DeleteMemory: an entry by id, or a whole record.
@@ -164,48 +168,53 @@ pub async fn delete<S: Store>(
         }
         _ => None,
     };
-    let mut w = match write::begin(store, lock(&req.project, &ctx, record.as_deref()), &ctx).await? {
-        Begun::Replay(bytes) => return replayed(&bytes, |r: &mut DeleteMemoryResponse| r.result.as_mut()),
-        Begun::Fresh(w) => w,
-    };
-    let (category, branch, key, only) = match &req.target {
-        Some(delete_memory_request::Target::EntryId(id)) => {
-            let entry = w.tx().entry(id).await?.ok_or_else(|| {
-                Error::NotFound(format!("entry_id: no memory entry {id} in project {:?}", req.project))
-            })?;
-            (entry.category, entry.branch, entry.key, Some(id.clone()))
-        }
-        Some(delete_memory_request::Target::Record(r)) => {
-            (r.category.clone(), r.branch.clone(), r.key.clone(), None)
-        }
-        None => return Err(Error::InvalidArgument("target: give an entry_id or a record".into())),
-    };
-    let semantics = rules::semantics(&category)?;
-    let t = Target { category: &category, branch: &branch, key: &key };
-    let (deleted_ids, result) = if semantics == Semantics::History {
-        delete_history(&mut w, &t, &ctx, only).await?
-    } else {
-        let found = Found::read(&mut w, &t).await?;
-        if found.before.is_empty() && found.current.is_none() {
-            return Err(Error::NotFound(format!(
-                "record: {} does not exist in project {:?}",
-                found.record, req.project
-            )));
-        }
-        let drop_ids: Vec<String> = found
-            .before
-            .iter()
-            .filter(|e| only.as_ref().is_none_or(|id| &e.id == id))
-            .map(|e| e.id.clone())
-            .collect();
-        let op = if semantics == Semantics::Keyed { MemoryOp::Upsert } else { MemoryOp::ReplaceSet };
-        let (_, result) = write_record(&mut w, &t, &ctx, op, found, &[], Some(&drop_ids))?;
-        let deleted = if result.outcome == WriteOutcome::Stale as i32 { vec![] } else { drop_ids };
-        (deleted, result)
-    };
-    let reply = DeleteMemoryResponse { deleted_ids, result: Some(result) };
-    w.finish(&ctx, &reply).await?;
-    Ok(reply)
+    let lock = lock(&req.project, &ctx, record.as_deref());
+    let ran = write::run(store, lock, ctx, move |w, ctx| {
+        Box::pin(async move {
+            let (category, branch, key, only) = match &req.target {
+                Some(delete_memory_request::Target::EntryId(id)) => {
+                    let entry = w.tx().entry(id).await?.ok_or_else(|| {
+                        Error::NotFound(format!(
+                            "entry_id: no memory entry {id} in project {:?}",
+                            req.project
+                        ))
+                    })?;
+                    (entry.category, entry.branch, entry.key, Some(id.clone()))
+                }
+                Some(delete_memory_request::Target::Record(r)) => {
+                    (r.category.clone(), r.branch.clone(), r.key.clone(), None)
+                }
+                None => return Err(Error::InvalidArgument("target: give an entry_id or a record".into())),
+            };
+            let semantics = rules::semantics(&category)?;
+            let t = Target { category: &category, branch: &branch, key: &key };
+            let (deleted_ids, result) = if semantics == Semantics::History {
+                delete_history(w, &t, ctx, only).await?
+            } else {
+                let found = Found::read(w, &t).await?;
+                if found.before.is_empty() && found.current.is_none() {
+                    return Err(Error::NotFound(format!(
+                        "record: {} does not exist in project {:?}",
+                        found.record, req.project
+                    )));
+                }
+                let drop_ids: Vec<String> = found
+                    .before
+                    .iter()
+                    .filter(|e| only.as_ref().is_none_or(|id| &e.id == id))
+                    .map(|e| e.id.clone())
+                    .collect();
+                let op = if semantics == Semantics::Keyed { MemoryOp::Upsert } else { MemoryOp::ReplaceSet };
+                let (_, result) = write_record(w, &t, ctx, op, found, &[], Some(&drop_ids))?;
+                let deleted = if result.outcome == WriteOutcome::Stale as i32 { vec![] } else { drop_ids };
+                (deleted, result)
+            };
+            let reply = DeleteMemoryResponse { deleted_ids, result: Some(result) };
+            w.finish(ctx, &reply)?;
+            Ok(reply)
+        })
+    });
+    ran.await?.or_replayed(|r| r.result.as_mut())
 }
 
 /// SetMemoryCaps: the caps given replace those of the same categories.
@@ -215,25 +224,27 @@ pub async fn set_caps<S: Store>(
     ctx: WriteCtx,
     req: SetMemoryCapsRequest,
 ) -> Result<SetMemoryCapsResponse> {
-    let mut w = match write::begin(store, lock(&req.project, &ctx, None), &ctx).await? {
-        Begun::Replay(bytes) => return replayed(&bytes, |r: &mut SetMemoryCapsResponse| r.result.as_mut()),
-        Begun::Fresh(w) => w,
-    };
-    let mut caps = parse_caps(&w.caps_json);
-    caps.extend(req.caps.clone());
-    let json = serde_json::to_string(&caps).map_err(Error::internal)?;
-    let revision = w.revision();
-    w.apply(Change::SetMemoryCaps { json });
-    let effective: HashMap<String, i32> = rules::effective_caps(&caps).into_iter().collect();
-    let mut ev = event(EventKind::ProjectSettingsChanged, "project", &req.project, &ctx.actor);
-    ev.value = Some(baton_proto::v1::event::Value::Settings(baton_proto::v1::ProjectSettings {
-        memory_caps: effective.clone(),
-    }));
-    w.emit(ev)?;
-    let result = conflict::result(revision, Decision::Applied, None, ctx.writer());
-    let reply = SetMemoryCapsResponse { caps: effective, result: Some(result) };
-    w.finish(&ctx, &reply).await?;
-    Ok(reply)
+    let lock = lock(&req.project, &ctx, None);
+    let ran = write::run(store, lock, ctx, move |w, ctx| {
+        Box::pin(async move {
+            let mut caps = parse_caps(&w.caps_json);
+            caps.extend(req.caps.clone());
+            let json = serde_json::to_string(&caps).map_err(Error::internal)?;
+            let revision = w.revision();
+            w.apply(Change::SetMemoryCaps { json });
+            let effective: HashMap<String, i32> = rules::effective_caps(&caps).into_iter().collect();
+            let mut ev = event(EventKind::ProjectSettingsChanged, "project", &req.project, &ctx.actor);
+            ev.value = Some(baton_proto::v1::event::Value::Settings(baton_proto::v1::ProjectSettings {
+                memory_caps: effective.clone(),
+            }));
+            w.emit(ev)?;
+            let result = conflict::result(revision, Decision::Applied, None, ctx.writer());
+            let reply = SetMemoryCapsResponse { caps: effective, result: Some(result) };
+            w.finish(ctx, &reply)?;
+            Ok(reply)
+        })
+    });
+    ran.await?.or_replayed(|r| r.result.as_mut())
 }
 
 /// Writes a record's new content (sent by `finish`): drops `delete_ids` (None = every

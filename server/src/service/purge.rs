@@ -10,7 +10,7 @@ use baton_proto::v1::{
 };
 use prost::Message;
 
-use super::retention::{begin, event};
+use super::retention::{event, run};
 use super::write::Write;
 use crate::core::checkpoint::{self as cp, Compression, Header};
 use crate::core::chunk::MAX_CHUNK;
@@ -30,27 +30,31 @@ pub async fn purge<S: Store>(
     actor: Actor,
 ) -> Result<PurgeResponse> {
     let ctx = WriteCtx { actor, ..WriteCtx::default() };
-    let mut w = begin(store, &project, &ctx, true).await?;
-    let mut p = Purge { value: &value, out: PurgeResponse::default(), blobs_done: HashMap::new() };
-    p.sessions(&mut w).await?;
-    p.memory(&mut w).await?;
-    p.checkpoints(&mut w).await?;
-    p.log(&mut w).await?;
-    let mut out = p.out;
-    let touched = out.records + out.events + out.conflicts + out.chunks + out.replies;
-    if dry_run || touched == 0 {
-        w.rollback().await?;
-        return Ok(out);
-    }
-    let value = MaintenanceEvent {
-        purged_records: out.records,
-        purged_events: out.events,
-        purged_conflicts: out.conflicts,
-        ..Default::default()
-    };
-    out.revision = w.emit(event(EventKind::Purged, &project, &ctx.actor, value))?.revision;
-    w.finish(&ctx, &out).await?;
-    Ok(out)
+    let key = project.clone();
+    run(store, &key, ctx, true, move |w, ctx| {
+        Box::pin(async move {
+            let mut p = Purge { value: &value, out: PurgeResponse::default(), blobs_done: HashMap::new() };
+            p.sessions(w).await?;
+            p.memory(w).await?;
+            p.checkpoints(w).await?;
+            p.log(w).await?;
+            let mut out = p.out;
+            let touched = out.records + out.events + out.conflicts + out.chunks + out.replies;
+            if dry_run || touched == 0 {
+                return Ok(out);
+            }
+            let value = MaintenanceEvent {
+                purged_records: out.records,
+                purged_events: out.events,
+                purged_conflicts: out.conflicts,
+                ..Default::default()
+            };
+            out.revision = w.emit(event(EventKind::Purged, &project, &ctx.actor, value))?.revision;
+            w.finish(ctx, &out)?;
+            Ok(out)
+        })
+    })
+    .await
 }
 
 /// A purge in progress: the value, the counts so far, and the transcripts already rewritten

@@ -15,7 +15,7 @@ use tokio::sync::oneshot;
 
 use super::brief::{build_brief, fit_brief};
 use super::session::{self, NewSession};
-use super::write::{self, Begun, Write, event, replayed};
+use super::write::{self, Write, event};
 use crate::core::conflict;
 use crate::core::lww::Decision;
 use crate::core::resume::{self, Asked, Candidate, Step, Walk};
@@ -96,75 +96,78 @@ async fn resume<S: Store>(
     if !S::RESUME_BRIEF_WAITS {
         tell(&mut settled);
     }
-    let asked = match &req.target {
-        Some(resume_session_request::Target::SessionId(id)) => Asked::Session(id),
-        Some(resume_session_request::Target::CheckpointId(id)) => Asked::Checkpoint(id),
-        None => Asked::Latest,
-    };
     // A named session is read with the lock.
-    let first_read = match asked {
-        Asked::Session(id) => Some(FirstRead::Session(id)),
+    let first_read = match &req.target {
+        Some(resume_session_request::Target::SessionId(id)) => Some(FirstRead::Session(id.clone())),
         _ => None,
     };
     let lock = Lock {
-        project: &req.project,
-        request_id: ctx.request_id.as_deref(),
+        project: req.project.clone(),
+        request_id: ctx.request_id.clone(),
         memory: false,
         first_read,
         rewrites_log: false,
     };
-    let mut w = match write::begin(store, lock, &ctx).await? {
-        Begun::Replay(bytes) => return replayed(&bytes, |r: &mut ResumeSessionResponse| r.result.as_mut()),
-        Begun::Fresh(w) => w,
-    };
-    let target = target(&mut w, asked, &req.project).await?;
-    resume::check_resumable(&target.id, target.status(), target.resumed_by.as_deref())?;
-    let start = match asked {
-        Asked::Checkpoint(id) => Some(id.to_owned()),
-        _ => target.head_checkpoint_id.clone(),
-    };
-    let (checkpoint, skipped) = nearest_valid(&mut w, start).await?;
-    let new_id = new_id.to_string();
-    let resumed_from =
-        if resume::claims(target.status()) { claim(&mut w, target, &new_id, &ctx)? } else { target };
-    let git_head = checkpoint.as_ref().and_then(|c| c.state.as_ref()).map(|s| s.git_head.as_str());
-    let new = NewSession {
-        id: &new_id,
-        project: &req.project,
-        agent: if req.agent == 0 { resumed_from.agent } else { req.agent },
-        agent_session_id: &req.agent_session_id,
-        host: &resume::inherit(&req.host, &resumed_from.host),
-        user: &resume::inherit(&req.user, &resumed_from.user_name),
-        cwd: &resume::inherit(&req.cwd, &resumed_from.cwd),
-        branch: &resume::inherit(&req.branch, &resumed_from.branch),
-        goal: &resumed_from.goal,
-        status: SessionStatus::Active,
-        lease_ttl_ms: req.lease_ttl_ms,
-        git_base: &resume::git_base(git_head, &resumed_from.git_head),
-        resumed_from: Some(&resumed_from.id),
-        metadata: &std::collections::HashMap::new(),
-        generated: req.new_session_id.is_empty(),
-    };
-    let session = session::insert(&mut w, &new, &ctx)
-        .await?
-        .ok_or_else(|| Error::AlreadyExists(format!("new_session_id: session {new_id} already exists")))?
-        .to_proto();
-    // Only the log and the commit are left: mostly a wait for the disk.
-    tell(&mut settled);
-    let mut ev = event(EventKind::SessionStarted, "session", &new_id, &ctx.actor);
-    ev.value = Some(baton_proto::v1::event::Value::Session(session.clone()));
-    let revision = w.emit(ev)?.revision;
-    let reply = ResumeSessionResponse {
-        session: Some(session),
-        resume_command: resume_command(resumed_from.agent, &resumed_from.agent_session_id),
-        resumed_from: Some(resumed_from.to_proto()),
-        checkpoint,
-        skipped,
-        brief: None,
-        result: Some(conflict::result(revision, Decision::Applied, None, ctx.writer())),
-    };
-    w.finish(&ctx, &reply).await?;
-    Ok(reply)
+    let ran = write::run(store, lock, ctx, move |w, ctx| {
+        Box::pin(async move {
+            let asked = match &req.target {
+                Some(resume_session_request::Target::SessionId(id)) => Asked::Session(id),
+                Some(resume_session_request::Target::CheckpointId(id)) => Asked::Checkpoint(id),
+                None => Asked::Latest,
+            };
+            let target = target(w, asked, &req.project).await?;
+            resume::check_resumable(&target.id, target.status(), target.resumed_by.as_deref())?;
+            let start = match asked {
+                Asked::Checkpoint(id) => Some(id.to_owned()),
+                _ => target.head_checkpoint_id.clone(),
+            };
+            let (checkpoint, skipped) = nearest_valid(w, start).await?;
+            let new_id = new_id.to_string();
+            let resumed_from =
+                if resume::claims(target.status()) { claim(w, target, &new_id, ctx)? } else { target };
+            let git_head = checkpoint.as_ref().and_then(|c| c.state.as_ref()).map(|s| s.git_head.as_str());
+            let new = NewSession {
+                id: &new_id,
+                project: &req.project,
+                agent: if req.agent == 0 { resumed_from.agent } else { req.agent },
+                agent_session_id: &req.agent_session_id,
+                host: &resume::inherit(&req.host, &resumed_from.host),
+                user: &resume::inherit(&req.user, &resumed_from.user_name),
+                cwd: &resume::inherit(&req.cwd, &resumed_from.cwd),
+                branch: &resume::inherit(&req.branch, &resumed_from.branch),
+                goal: &resumed_from.goal,
+                status: SessionStatus::Active,
+                lease_ttl_ms: req.lease_ttl_ms,
+                git_base: &resume::git_base(git_head, &resumed_from.git_head),
+                resumed_from: Some(&resumed_from.id),
+                metadata: &std::collections::HashMap::new(),
+                generated: req.new_session_id.is_empty(),
+            };
+            let session = session::insert(w, &new, ctx)
+                .await?
+                .ok_or_else(|| {
+                    Error::AlreadyExists(format!("new_session_id: session {new_id} already exists"))
+                })?
+                .to_proto();
+            // Only the log and the commit are left: mostly a wait for the disk.
+            tell(&mut settled);
+            let mut ev = event(EventKind::SessionStarted, "session", &new_id, &ctx.actor);
+            ev.value = Some(baton_proto::v1::event::Value::Session(session.clone()));
+            let revision = w.emit(ev)?.revision;
+            let reply = ResumeSessionResponse {
+                session: Some(session),
+                resume_command: resume_command(resumed_from.agent, &resumed_from.agent_session_id),
+                resumed_from: Some(resumed_from.to_proto()),
+                checkpoint,
+                skipped,
+                brief: None,
+                result: Some(conflict::result(revision, Decision::Applied, None, ctx.writer())),
+            };
+            w.finish(ctx, &reply)?;
+            Ok(reply)
+        })
+    });
+    ran.await?.or_replayed(|r| r.result.as_mut())
 }
 
 fn tell(settled: &mut Option<oneshot::Sender<()>>) {

@@ -7,31 +7,30 @@ use baton_proto::v1::{
     Actor, BlobRefs, CompactEventsResponse, Event, EventKind, Maintenance as MaintenanceEvent, ProjectPruned,
     Reparent,
 };
+use futures::future::BoxFuture;
 use prost::Message;
 
-use super::write::{self, Begun, Write};
+use super::write::{self, Write};
 use crate::core::retention::{self, Node};
 use crate::error::{Error, Result};
 use crate::store::maintenance::MaintenanceTx;
 use crate::store::model::{Change, Lock, Maintenance};
 use crate::store::{Store, WriteCtx, WriteTx};
 
-/// Begins a maintenance write on an existing project (NOT_FOUND otherwise: maintenance
-/// never creates one).
-pub(crate) async fn begin<S: Store>(
-    store: &S,
-    project: &str,
-    ctx: &WriteCtx,
-    memory: bool,
-) -> Result<Write<S::Tx>> {
+/// Runs a maintenance write on an existing project (NOT_FOUND otherwise: maintenance never
+/// creates one); see `write::run`.
+pub(crate) async fn run<S, R, F>(store: &S, project: &str, ctx: WriteCtx, memory: bool, body: F) -> Result<R>
+where
+    S: Store,
+    R: Send + 'static,
+    F: for<'c> FnOnce(&'c mut Write<S::Tx>, &'c WriteCtx) -> BoxFuture<'c, Result<R>> + Send + 'static,
+{
     if store.head_revision(project.to_owned()).await? == 0 {
         return Err(Error::NotFound(format!("project: no project {project:?}")));
     }
-    let lock = Lock { project, request_id: None, memory, first_read: None, rewrites_log: true };
-    match write::begin(store, lock, ctx).await? {
-        Begun::Fresh(w) => Ok(w),
-        Begun::Replay(_) => Err(Error::internal("a maintenance write without a request id replayed")),
-    }
+    let lock =
+        Lock { project: project.to_owned(), request_id: None, memory, first_read: None, rewrites_log: true };
+    write::run(store, lock, ctx, body).await?.done()
 }
 
 /// A maintenance event about the project.
@@ -53,52 +52,57 @@ pub async fn prune<S: Store>(
     actor: Actor,
 ) -> Result<Option<ProjectPruned>> {
     let ctx = WriteCtx { actor, ..WriteCtx::default() };
-    let mut w = begin(store, &project, &ctx, false).await?;
-    let nodes: HashMap<String, Node> = w
-        .tx()
-        .checkpoint_tree()
-        .await?
-        .into_iter()
-        .map(|(id, parent, created_us)| (id, Node { parent, created_us }))
-        .collect();
-    let heads = w.tx().session_heads().await?;
-    let keep = keep_set(&mut w, &nodes, &heads, cutoff_us, keep_ancestors).await?;
-    let plan = retention::plan(&nodes, &keep);
-    if plan.remove.is_empty() {
-        w.rollback().await?;
-        return Ok(None);
-    }
-    let reparented: Vec<Reparent> = plan
-        .reparent
-        .iter()
-        .map(|(id, parent)| Reparent {
-            checkpoint_id: id.clone(),
-            parent_id: parent.clone().unwrap_or_default(),
+    let key = project.clone();
+    run(store, &key, ctx, false, move |w, ctx| {
+        Box::pin(async move {
+            let nodes: HashMap<String, Node> = w
+                .tx()
+                .checkpoint_tree()
+                .await?
+                .into_iter()
+                .map(|(id, parent, created_us)| (id, Node { parent, created_us }))
+                .collect();
+            let heads = w.tx().session_heads().await?;
+            let keep = keep_set(w, &nodes, &heads, cutoff_us, keep_ancestors).await?;
+            let plan = retention::plan(&nodes, &keep);
+            if plan.remove.is_empty() {
+                return Ok(None);
+            }
+            let reparented: Vec<Reparent> = plan
+                .reparent
+                .iter()
+                .map(|(id, parent)| Reparent {
+                    checkpoint_id: id.clone(),
+                    parent_id: parent.clone().unwrap_or_default(),
+                })
+                .collect();
+            let chunks = unreferenced_chunks(w, cutoff_us, &plan.remove).await?;
+            let mut report = ProjectPruned {
+                project: project.clone(),
+                removed_checkpoints: plan.remove.clone(),
+                reparented: reparented.clone(),
+                removed_chunks: i64::try_from(chunks.len()).unwrap_or(i64::MAX),
+                revision: 0,
+            };
+            if dry_run {
+                return Ok(Some(report));
+            }
+            w.apply(Change::Maintenance(Maintenance::DeleteCheckpoints { ids: plan.remove.clone() }));
+            for (checkpoint, parent) in plan.reparent {
+                w.apply(Change::Maintenance(Maintenance::SetParent { checkpoint, parent }));
+            }
+            if !chunks.is_empty() {
+                w.apply(Change::Maintenance(Maintenance::DeleteChunks { digests: chunks }));
+            }
+            let value =
+                MaintenanceEvent { removed_checkpoints: plan.remove, reparented, ..Default::default() };
+            report.revision =
+                w.emit(event(EventKind::CheckpointsPruned, &project, &ctx.actor, value))?.revision;
+            w.finish(ctx, &report)?;
+            Ok(Some(report))
         })
-        .collect();
-    let chunks = unreferenced_chunks(&mut w, cutoff_us, &plan.remove).await?;
-    let mut report = ProjectPruned {
-        project: project.clone(),
-        removed_checkpoints: plan.remove.clone(),
-        reparented: reparented.clone(),
-        removed_chunks: i64::try_from(chunks.len()).unwrap_or(i64::MAX),
-        revision: 0,
-    };
-    if dry_run {
-        w.rollback().await?;
-        return Ok(Some(report));
-    }
-    w.apply(Change::Maintenance(Maintenance::DeleteCheckpoints { ids: plan.remove.clone() }));
-    for (checkpoint, parent) in plan.reparent {
-        w.apply(Change::Maintenance(Maintenance::SetParent { checkpoint, parent }));
-    }
-    if !chunks.is_empty() {
-        w.apply(Change::Maintenance(Maintenance::DeleteChunks { digests: chunks }));
-    }
-    let value = MaintenanceEvent { removed_checkpoints: plan.remove, reparented, ..Default::default() };
-    report.revision = w.emit(event(EventKind::CheckpointsPruned, &project, &ctx.actor, value))?.revision;
-    w.finish(&ctx, &report).await?;
-    Ok(Some(report))
+    })
+    .await
 }
 
 /// What the rules keep. Old ancestors count only when their digest verifies: the ones the
@@ -162,26 +166,32 @@ pub async fn compact<S: Store>(
     actor: Actor,
 ) -> Result<CompactEventsResponse> {
     let ctx = WriteCtx { actor, ..WriteCtx::default() };
-    let mut w = begin(store, &project, &ctx, false).await?;
-    // The compaction's own event takes the revision the lock gave: everything before it may go.
-    let own = w.revision();
-    if below < 1 || below > own {
-        return Err(Error::Invalid(crate::core::validate::invalid(
-            "below_revision",
-            format!("{below} is out of range: use 1..={own} (the project's head revision + 1)"),
-        )));
-    }
-    let current = w.tx().events_from().await?;
-    if below <= current {
-        return Err(Error::FailedPrecondition(format!(
-            "events below revision {current} are already compacted; nothing to do below {below}"
-        )));
-    }
-    let removed = w.tx().events_below(below).await?;
-    w.apply(Change::Maintenance(Maintenance::CompactEvents { below }));
-    let value = MaintenanceEvent { oldest_kept_revision: below, ..Default::default() };
-    let revision = w.emit(event(EventKind::EventsCompacted, &project, &ctx.actor, value))?.revision;
-    let reply = CompactEventsResponse { removed_events: removed, oldest_kept_revision: below, revision };
-    w.finish(&ctx, &reply).await?;
-    Ok(reply)
+    let key = project.clone();
+    run(store, &key, ctx, false, move |w, ctx| {
+        Box::pin(async move {
+            // The compaction's own event takes the revision the lock gave: everything before it may go.
+            let own = w.revision();
+            if below < 1 || below > own {
+                return Err(Error::Invalid(crate::core::validate::invalid(
+                    "below_revision",
+                    format!("{below} is out of range: use 1..={own} (the project's head revision + 1)"),
+                )));
+            }
+            let current = w.tx().events_from().await?;
+            if below <= current {
+                return Err(Error::FailedPrecondition(format!(
+                    "events below revision {current} are already compacted; nothing to do below {below}"
+                )));
+            }
+            let removed = w.tx().events_below(below).await?;
+            w.apply(Change::Maintenance(Maintenance::CompactEvents { below }));
+            let value = MaintenanceEvent { oldest_kept_revision: below, ..Default::default() };
+            let revision = w.emit(event(EventKind::EventsCompacted, &project, &ctx.actor, value))?.revision;
+            let reply =
+                CompactEventsResponse { removed_events: removed, oldest_kept_revision: below, revision };
+            w.finish(ctx, &reply)?;
+            Ok(reply)
+        })
+    })
+    .await
 }

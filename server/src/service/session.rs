@@ -8,7 +8,7 @@ use baton_proto::v1::{
     UpdateSessionRequest, UpdateSessionResponse, record_value,
 };
 
-use super::write::{self, Begun, Write, event, replayed};
+use super::write::{self, Write, event};
 use crate::core::conflict::{self, Contested};
 use crate::core::lww::{self, Decision, RecordVersion};
 use crate::core::status;
@@ -44,12 +44,12 @@ fn not_found(id: &str) -> Error {
 }
 
 /// The lock of a write to a session of `project`, which reads the session first.
-fn lock<'a>(project: &'a str, ctx: &'a WriteCtx, id: &'a str) -> Lock<'a> {
+fn lock(project: &str, ctx: &WriteCtx, id: &str) -> Lock {
     Lock {
-        project,
-        request_id: ctx.request_id.as_deref(),
+        project: project.to_owned(),
+        request_id: ctx.request_id.clone(),
         memory: false,
-        first_read: Some(FirstRead::Session(id)),
+        first_read: Some(FirstRead::Session(id.to_owned())),
         rewrites_log: false,
     }
 }
@@ -78,48 +78,50 @@ pub async fn start<S: Store>(
     id: uuid::Uuid,
 ) -> Result<StartSessionResponse> {
     let id = id.to_string();
-    let mut w = match write::begin(store, lock(&req.project, &ctx, &id), &ctx).await? {
-        Begun::Replay(bytes) => return replayed(&bytes, |r: &mut StartSessionResponse| r.result.as_mut()),
-        Begun::Fresh(w) => w,
-    };
-    let status = if req.status == SessionStatus::Initializing as i32 {
-        SessionStatus::Initializing
-    } else {
-        SessionStatus::Active
-    };
-    let new = NewSession {
-        id: &id,
-        project: &req.project,
-        agent: req.agent,
-        agent_session_id: &req.agent_session_id,
-        host: &req.host,
-        user: &req.user,
-        cwd: &req.cwd,
-        branch: &req.branch,
-        goal: &req.goal,
-        status,
-        lease_ttl_ms: req.lease_ttl_ms,
-        git_base: &req.git_base,
-        resumed_from: None,
-        metadata: &req.metadata,
-        // Read with the lock either way (`lock`): checking costs nothing.
-        generated: false,
-    };
-    let session = insert(&mut w, &new, &ctx)
-        .await?
-        .ok_or_else(|| {
-            Error::AlreadyExists(format!(
-                "session_id: session {id} already exists; use a new id (or none) to start a session"
-            ))
-        })?
-        .to_proto();
-    let mut ev = event(EventKind::SessionStarted, "session", &id, &ctx.actor);
-    ev.value = Some(baton_proto::v1::event::Value::Session(session.clone()));
-    let revision = w.emit(ev)?.revision;
-    let result = conflict::result(revision, Decision::Applied, None, ctx.writer());
-    let reply = StartSessionResponse { session: Some(session), result: Some(result) };
-    w.finish(&ctx, &reply).await?;
-    Ok(reply)
+    let lock = lock(&req.project, &ctx, &id);
+    let ran = write::run(store, lock, ctx, move |w, ctx| {
+        Box::pin(async move {
+            let status = if req.status == SessionStatus::Initializing as i32 {
+                SessionStatus::Initializing
+            } else {
+                SessionStatus::Active
+            };
+            let new = NewSession {
+                id: &id,
+                project: &req.project,
+                agent: req.agent,
+                agent_session_id: &req.agent_session_id,
+                host: &req.host,
+                user: &req.user,
+                cwd: &req.cwd,
+                branch: &req.branch,
+                goal: &req.goal,
+                status,
+                lease_ttl_ms: req.lease_ttl_ms,
+                git_base: &req.git_base,
+                resumed_from: None,
+                metadata: &req.metadata,
+                // Read with the lock either way (`lock`): checking costs nothing.
+                generated: false,
+            };
+            let session = insert(w, &new, ctx)
+                .await?
+                .ok_or_else(|| {
+                    Error::AlreadyExists(format!(
+                        "session_id: session {id} already exists; use a new id (or none) to start a session"
+                    ))
+                })?
+                .to_proto();
+            let mut ev = event(EventKind::SessionStarted, "session", &id, &ctx.actor);
+            ev.value = Some(baton_proto::v1::event::Value::Session(session.clone()));
+            let revision = w.emit(ev)?.revision;
+            let result = conflict::result(revision, Decision::Applied, None, ctx.writer());
+            let reply = StartSessionResponse { session: Some(session), result: Some(result) };
+            w.finish(ctx, &reply)?;
+            Ok(reply)
+        })
+    });
+    ran.await?.or_replayed(|r| r.result.as_mut())
 }
 
 /// A new session at the write's revision; `None` if a session with that id exists.
@@ -182,71 +184,74 @@ pub async fn update<S: Store>(
 ) -> Result<UpdateSessionResponse> {
     let id = id.to_string();
     let project = project_of(store, &id, &within).await?;
-    let mut w = match write::begin(store, lock(&project, &ctx, &id), &ctx).await? {
-        Begun::Replay(bytes) => return replayed(&bytes, |r: &mut UpdateSessionResponse| r.result.as_mut()),
-        Begun::Fresh(w) => w,
-    };
-    let mut row = read(&mut w, &id).await?;
-    status::check_open(&row.id, row.status(), row.resumed_by.as_deref())?;
-    touch(&mut w, &mut row, &ctx.actor)?;
-    let current = RecordVersion { revision: row.revision, written_us: row.written_us };
-    let decision = lww::decide(Some(current), ctx.intent(w.now_us));
-    let before = row.to_proto();
-    let mut after = before.clone();
-    if let Some(goal) = &req.goal {
-        after.goal.clone_from(goal);
-    }
-    if let Some(branch) = &req.branch {
-        after.branch.clone_from(branch);
-    }
-    if let Some(summary) = &req.summary {
-        after.summary.clone_from(summary);
-    }
-    if let Some(agent_session_id) = &req.agent_session_id {
-        after.agent_session_id.clone_from(agent_session_id);
-    }
-    if req.replace_metadata {
-        after.metadata.clone_from(&req.metadata);
-    } else {
-        after.metadata.extend(req.metadata.clone());
-    }
-    let as_value =
-        |s: &baton_proto::v1::Session| RecordValue { value: Some(record_value::Value::Session(s.clone())) };
-    let conflict = decision.is_conflict().then(|| {
-        let contested = Contested {
-            record: format!("session/{id}"),
-            current: Some((current, crate::store::rows::decode_actor(&row.author))),
-            current_value: Some(as_value(&before)),
-            written_value: Some(as_value(&after)),
-            detail: String::new(),
-        };
-        conflict::conflict(decision, ctx.writer(), contested)
+    let lock = lock(&project, &ctx, &id);
+    let ran = write::run(store, lock, ctx, move |w, ctx| {
+        Box::pin(async move {
+            let mut row = read(w, &id).await?;
+            status::check_open(&row.id, row.status(), row.resumed_by.as_deref())?;
+            touch(w, &mut row, &ctx.actor)?;
+            let current = RecordVersion { revision: row.revision, written_us: row.written_us };
+            let decision = lww::decide(Some(current), ctx.intent(w.now_us));
+            let before = row.to_proto();
+            let mut after = before.clone();
+            if let Some(goal) = &req.goal {
+                after.goal.clone_from(goal);
+            }
+            if let Some(branch) = &req.branch {
+                after.branch.clone_from(branch);
+            }
+            if let Some(summary) = &req.summary {
+                after.summary.clone_from(summary);
+            }
+            if let Some(agent_session_id) = &req.agent_session_id {
+                after.agent_session_id.clone_from(agent_session_id);
+            }
+            if req.replace_metadata {
+                after.metadata.clone_from(&req.metadata);
+            } else {
+                after.metadata.extend(req.metadata.clone());
+            }
+            let as_value = |s: &baton_proto::v1::Session| RecordValue {
+                value: Some(record_value::Value::Session(s.clone())),
+            };
+            let conflict = decision.is_conflict().then(|| {
+                let contested = Contested {
+                    record: format!("session/{id}"),
+                    current: Some((current, crate::store::rows::decode_actor(&row.author))),
+                    current_value: Some(as_value(&before)),
+                    written_value: Some(as_value(&after)),
+                    detail: String::new(),
+                };
+                conflict::conflict(decision, ctx.writer(), contested)
+            });
+            if let (Decision::Rejected, Some(conflict)) = (decision, &conflict) {
+                return Err(w.rejected(conflict.clone()));
+            }
+            let revision = w.revision();
+            if decision.applies() {
+                row.goal.clone_from(&after.goal);
+                row.branch.clone_from(&after.branch);
+                row.summary.clone_from(&after.summary);
+                row.agent_session_id.clone_from(&after.agent_session_id);
+                row.metadata = serde_json::to_string(&after.metadata).map_err(Error::internal)?;
+                row.revision = revision;
+                row.written_us = ctx.written_us(w.now_us);
+                row.author = encode_actor(&ctx.actor);
+                row.updated_us = w.now_us;
+            }
+            w.apply(Change::PutSession(Box::new(row.clone())));
+            let session = row.to_proto();
+            let mut ev = event(EventKind::SessionUpdated, "session", &id, &ctx.actor);
+            ev.value = Some(baton_proto::v1::event::Value::Session(session.clone()));
+            ev.conflict = conflict;
+            let conflict = w.emit(ev)?.conflict;
+            let result = conflict::result(revision, decision, conflict, ctx.writer());
+            let reply = UpdateSessionResponse { session: Some(session), result: Some(result) };
+            w.finish(ctx, &reply)?;
+            Ok(reply)
+        })
     });
-    if let (Decision::Rejected, Some(conflict)) = (decision, &conflict) {
-        return Err(w.rejected(conflict.clone()));
-    }
-    let revision = w.revision();
-    if decision.applies() {
-        row.goal.clone_from(&after.goal);
-        row.branch.clone_from(&after.branch);
-        row.summary.clone_from(&after.summary);
-        row.agent_session_id.clone_from(&after.agent_session_id);
-        row.metadata = serde_json::to_string(&after.metadata).map_err(Error::internal)?;
-        row.revision = revision;
-        row.written_us = ctx.written_us(w.now_us);
-        row.author = encode_actor(&ctx.actor);
-        row.updated_us = w.now_us;
-    }
-    w.apply(Change::PutSession(Box::new(row.clone())));
-    let session = row.to_proto();
-    let mut ev = event(EventKind::SessionUpdated, "session", &id, &ctx.actor);
-    ev.value = Some(baton_proto::v1::event::Value::Session(session.clone()));
-    ev.conflict = conflict;
-    let conflict = w.emit(ev)?.conflict;
-    let result = conflict::result(revision, decision, conflict, ctx.writer());
-    let reply = UpdateSessionResponse { session: Some(session), result: Some(result) };
-    w.finish(&ctx, &reply).await?;
-    Ok(reply)
+    ran.await?.or_replayed(|r| r.result.as_mut())
 }
 
 /// Heartbeat: liveness, and a status change when one is asked for (active ↔ idle).
@@ -269,25 +274,36 @@ pub async fn heartbeat<S: Store>(
     }
     let project = project_of(store, &id, &within).await?;
     let ctx = WriteCtx::default();
-    let Begun::Fresh(mut w) = write::begin(store, lock(&project, &ctx, &id), &ctx).await? else {
-        return Err(Error::internal("heartbeat has no request id to replay"));
-    };
-    let mut row = read(&mut w, &id).await?;
-    status::check_open(&row.id, row.status(), row.resumed_by.as_deref())?;
-    if row.status() == to {
-        // Nothing to change but liveness: give the revision back.
-        w.rollback().await?;
-        let (status, seen) =
-            store.touch_session(id.clone(), tool_count, None, within).await?.ok_or_else(|| not_found(&id))?;
-        return Ok(HeartbeatResponse { status, last_seen_at: Some(ts(seen)), revision: 0 });
+    let lock = lock(&project, &ctx, &id);
+    let body_id = id.clone();
+    let ran = write::run(store, lock, ctx, move |w, ctx| {
+        Box::pin(async move {
+            let id = body_id;
+            let mut row = read(w, &id).await?;
+            status::check_open(&row.id, row.status(), row.resumed_by.as_deref())?;
+            if row.status() == to {
+                // Nothing to change but liveness: the revision is given back.
+                return Ok(None);
+            }
+            row.tool_count = row.tool_count.max(tool_count);
+            let actor = Actor { session_id: id.clone(), ..Default::default() };
+            set_status(w, &mut row, to, &actor, true)?;
+            w.apply(Change::PutSession(Box::new(row.clone())));
+            let revision = w.revision_taken();
+            w.finish(ctx, &HeartbeatResponse::default())?;
+            Ok(Some(HeartbeatResponse {
+                status: row.status,
+                last_seen_at: Some(ts(row.last_seen_us)),
+                revision,
+            }))
+        })
+    });
+    if let Some(reply) = ran.await?.done()? {
+        return Ok(reply);
     }
-    row.tool_count = row.tool_count.max(tool_count);
-    let actor = Actor { session_id: id.clone(), ..Default::default() };
-    set_status(&mut w, &mut row, to, &actor, true)?;
-    w.apply(Change::PutSession(Box::new(row.clone())));
-    let revision = w.revision_taken();
-    w.finish(&ctx, &HeartbeatResponse::default()).await?;
-    Ok(HeartbeatResponse { status: row.status, last_seen_at: Some(ts(row.last_seen_us)), revision })
+    let (status, seen) =
+        store.touch_session(id.clone(), tool_count, None, within).await?.ok_or_else(|| not_found(&id))?;
+    Ok(HeartbeatResponse { status, last_seen_at: Some(ts(seen)), revision: 0 })
 }
 
 /// EndSession: completed (or crashed, for an orchestrator's worker), with a last summary.
@@ -302,30 +318,32 @@ pub async fn end<S: Store>(
 ) -> Result<EndSessionResponse> {
     let id = id.to_string();
     let project = project_of(store, &id, &within).await?;
-    let mut w = match write::begin(store, lock(&project, &ctx, &id), &ctx).await? {
-        Begun::Replay(bytes) => return replayed(&bytes, |r: &mut EndSessionResponse| r.result.as_mut()),
-        Begun::Fresh(w) => w,
-    };
-    let mut row = read(&mut w, &id).await?;
-    status::check_open(&row.id, row.status(), row.resumed_by.as_deref())?;
-    status::check_transition(&row.id, row.status(), to)?;
-    let revision = w.revision();
-    if !req.summary.is_empty() {
-        // The summary is an editable field: the record's revision moves with it.
-        row.summary.clone_from(&req.summary);
-        row.revision = revision;
-        row.written_us = ctx.written_us(w.now_us);
-        row.author = encode_actor(&ctx.actor);
-    }
-    if !req.git_head.is_empty() {
-        row.git_head.clone_from(&req.git_head);
-    }
-    set_status(&mut w, &mut row, to, &ctx.actor, true)?;
-    w.apply(Change::PutSession(Box::new(row.clone())));
-    let result = conflict::result(revision, Decision::Applied, None, ctx.writer());
-    let reply = EndSessionResponse { session: Some(row.to_proto()), result: Some(result) };
-    w.finish(&ctx, &reply).await?;
-    Ok(reply)
+    let lock = lock(&project, &ctx, &id);
+    let ran = write::run(store, lock, ctx, move |w, ctx| {
+        Box::pin(async move {
+            let mut row = read(w, &id).await?;
+            status::check_open(&row.id, row.status(), row.resumed_by.as_deref())?;
+            status::check_transition(&row.id, row.status(), to)?;
+            let revision = w.revision();
+            if !req.summary.is_empty() {
+                // The summary is an editable field: the record's revision moves with it.
+                row.summary.clone_from(&req.summary);
+                row.revision = revision;
+                row.written_us = ctx.written_us(w.now_us);
+                row.author = encode_actor(&ctx.actor);
+            }
+            if !req.git_head.is_empty() {
+                row.git_head.clone_from(&req.git_head);
+            }
+            set_status(w, &mut row, to, &ctx.actor, true)?;
+            w.apply(Change::PutSession(Box::new(row.clone())));
+            let result = conflict::result(revision, Decision::Applied, None, ctx.writer());
+            let reply = EndSessionResponse { session: Some(row.to_proto()), result: Some(result) };
+            w.finish(ctx, &reply)?;
+            Ok(reply)
+        })
+    });
+    ran.await?.or_replayed(|r| r.result.as_mut())
 }
 
 /// The reaper: sessions whose liveness ran out go crashed (with a lease) or idle; returns
@@ -335,22 +353,26 @@ pub async fn expire<S: Store>(store: &S, expiry: Expiry) -> Result<usize> {
     let mut changed = 0;
     for (id, project, old_status, seen) in store.expired_sessions(expiry).await? {
         let ctx = WriteCtx::default();
-        let Begun::Fresh(mut w) = write::begin(store, lock(&project, &ctx, &id), &ctx).await? else {
-            continue;
-        };
-        let Some(mut row) = w.tx().session(&id).await? else { continue };
-        // Re-checked under the project lock: any activity since the scan wins, and of
-        // several instances racing here exactly one makes the change.
-        if row.status != old_status || row.last_seen_us != seen {
-            w.rollback().await?;
-            continue;
+        let lock = lock(&project, &ctx, &id);
+        let ran = write::run(store, lock, ctx, move |w, ctx| {
+            Box::pin(async move {
+                let Some(mut row) = w.tx().session(&id).await? else { return Ok(false) };
+                // Re-checked under the project lock: any activity since the scan wins, and of
+                // several instances racing here exactly one makes the change.
+                if row.status != old_status || row.last_seen_us != seen {
+                    return Ok(false);
+                }
+                let to = if row.lease_ttl_ms > 0 { SessionStatus::Crashed } else { SessionStatus::Idle };
+                let actor = Actor { session_id: id.clone(), ..Default::default() };
+                set_status(w, &mut row, to, &actor, false)?;
+                w.apply(Change::PutSession(Box::new(row)));
+                w.finish(ctx, &HeartbeatResponse::default())?;
+                Ok(true)
+            })
+        });
+        if ran.await?.done()? {
+            changed += 1;
         }
-        let to = if row.lease_ttl_ms > 0 { SessionStatus::Crashed } else { SessionStatus::Idle };
-        let actor = Actor { session_id: id.clone(), ..Default::default() };
-        set_status(&mut w, &mut row, to, &actor, false)?;
-        w.apply(Change::PutSession(Box::new(row)));
-        w.finish(&ctx, &HeartbeatResponse::default()).await?;
-        changed += 1;
     }
     Ok(changed)
 }

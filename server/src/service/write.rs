@@ -3,6 +3,7 @@
 //! event per revision, the reply kept for idempotency, one commit.
 
 use baton_proto::v1::{Actor, Conflict, Event, EventKind, WriteResult};
+use futures::future::BoxFuture;
 use prost::Message;
 
 use crate::core::time::ts;
@@ -11,7 +12,7 @@ use crate::store::model::{Change, Index, Lock, Log, LoggedConflict, LoggedEvent,
 use crate::store::{Store, WriteCtx, WriteTx};
 
 /// A write in progress: its transaction, the revisions it took, what it will log and the
-/// changes it decided on, applied together by `finish`.
+/// changes it decided on, applied together once its body has finished it (`run`).
 pub(crate) struct Write<T> {
     tx: T,
     pub project: String,
@@ -33,18 +34,52 @@ pub(crate) struct Write<T> {
     /// (event kind, conflict outcome) of each event, for the metrics once committed.
     emitted: Vec<(i32, Option<i32>)>,
     clamped: bool,
+    /// Whether the body finished the write (`finish`): only then is it kept.
+    finished: bool,
 }
 
-#[allow(clippy::large_enum_variant)] // built once per write and matched at once: boxing buys nothing
-pub(crate) enum Begun<T> {
-    Fresh(Write<T>),
-    /// The stored reply of an earlier request with the same request id.
+/// What a write's body gave, or the stored reply of an earlier request with the same
+/// request id (then the body did not run).
+pub(crate) enum Ran<R> {
+    Done(R),
     Replay(Vec<u8>),
 }
 
-/// Begins a write: the lock first, then the idempotency check.
+impl<R> Ran<R> {
+    /// The body's value; a replay is the write's stored reply, decoded and marked replayed.
+    pub fn or_replayed(self, result: impl FnOnce(&mut R) -> Option<&mut WriteResult>) -> Result<R>
+    where
+        R: Message + Default,
+    {
+        match self {
+            Self::Done(value) => Ok(value),
+            Self::Replay(bytes) => replayed(&bytes, result),
+        }
+    }
+
+    /// The body's value, for a write without a request id (which never replays).
+    pub fn done(self) -> Result<R> {
+        match self {
+            Self::Done(value) => Ok(value),
+            Self::Replay(_) => Err(Error::internal("a write without a request id replayed")),
+        }
+    }
+}
+
+/// Runs `body` as one write of `lock`'s project: takes the lock (which allocates the
+/// write's revision), answers a repeated request id with its stored reply instead, then
+/// runs the body, which reads through the write, decides, and finishes it
+/// (`Write::finish`). A finished write is committed (durable on return); one the body
+/// did not finish, or that failed, is undone, its revision included. The body owns what
+/// it captures: a write may outlive the request that asked for it.
 #[tracing::instrument(level = "debug", skip_all, fields(project = lock.project))]
-pub(crate) async fn begin<S: Store>(store: &S, lock: Lock<'_>, ctx: &WriteCtx) -> Result<Begun<S::Tx>> {
+pub(crate) async fn run<S, R, F>(store: &S, lock: Lock, ctx: WriteCtx, body: F) -> Result<Ran<R>>
+where
+    S: Store,
+    R: Send + 'static,
+    F: for<'c> FnOnce(&'c mut Write<S::Tx>, &'c WriteCtx) -> BoxFuture<'c, Result<R>> + Send + 'static,
+{
+    let project = lock.project.clone();
     let (tx, locked) = store.begin(lock).await?;
     fail::fail_point!("write.after_lock", |_| Err(injected("write.after_lock")));
     if let (Some(request_id), Some(earlier)) = (&ctx.request_id, locked.earlier) {
@@ -54,15 +89,14 @@ pub(crate) async fn begin<S: Store>(store: &S, lock: Lock<'_>, ctx: &WriteCtx) -
         if earlier.request_hash != ctx.request_hash {
             return Err(Error::InvalidArgument(format!(
                 "write.request_id: {request_id:?} was already used for a different request in project \
-                 {:?}; a new write needs a new request_id",
-                lock.project
+                 {project:?}; a new write needs a new request_id"
             )));
         }
-        return Ok(Begun::Replay(earlier.reply));
+        return Ok(Ran::Replay(earlier.reply));
     }
-    Ok(Begun::Fresh(Write {
+    let mut w = Write {
         tx,
-        project: lock.project.to_owned(),
+        project,
         now_us: locked.now_us,
         caps_json: locked.memory_caps,
         pending: Some(locked.revision),
@@ -73,7 +107,22 @@ pub(crate) async fn begin<S: Store>(store: &S, lock: Lock<'_>, ctx: &WriteCtx) -
         log: Log::default(),
         emitted: Vec::new(),
         clamped: ctx.clamped(),
-    }))
+        finished: false,
+    };
+    let value = match body(&mut w, &ctx).await {
+        Ok(value) => value,
+        Err(e) => {
+            // The body's error is the answer; the undo's own failure only ends the batch.
+            let _ = w.tx.rollback().await;
+            return Err(e);
+        }
+    };
+    if w.finished {
+        w.commit().await?;
+    } else {
+        w.tx.rollback().await?;
+    }
+    Ok(Ran::Done(value))
 }
 
 impl<T: WriteTx> Write<T> {
@@ -97,11 +146,6 @@ impl<T: WriteTx> Write<T> {
     /// The last revision the write took.
     pub fn revision_taken(&self) -> i64 {
         self.last
-    }
-
-    /// Drops the write: nothing of it is kept, its revision included.
-    pub async fn rollback(self) -> Result<()> {
-        self.tx.rollback().await
     }
 
     /// Adds a change to those `finish` applies.
@@ -153,8 +197,9 @@ impl<T: WriteTx> Write<T> {
         Error::Rejected(Box::new(conflict))
     }
 
-    /// Applies the changes, logs the events and the reply (for idempotency), commits.
-    pub async fn finish(mut self, ctx: &WriteCtx, reply: &impl Message) -> Result<()> {
+    /// Finishes the write: its changes, events and reply (kept for idempotency) are
+    /// committed once the body returns. A write the body does not finish is undone.
+    pub fn finish(&mut self, ctx: &WriteCtx, reply: &impl Message) -> Result<()> {
         if self.pending.is_some() {
             // A revision without its event would be a gap in the log: refuse to commit.
             return Err(Error::internal("write allocated a revision without an event"));
@@ -169,6 +214,12 @@ impl<T: WriteTx> Write<T> {
         if self.last > self.locked {
             self.log.head = Some(self.last);
         }
+        self.finished = true;
+        Ok(())
+    }
+
+    /// Applies the finished write's changes and log, and commits.
+    async fn commit(mut self) -> Result<()> {
         // A record's documents are found through its entries: they go before the entries do.
         let (first, then): (Vec<Change>, Vec<Change>) =
             super::index::follow(&self.changes, &self.sessions_read)

@@ -234,7 +234,7 @@ pub trait Store: Clone + Send + Sync + 'static {
     /// Begins a write: takes the project's lock (creating the project on first use), which
     /// allocates the write's revision and reads its time, caps and any earlier reply to
     /// its request id.
-    fn begin(&self, lock: model::Lock<'_>) -> impl Future<Output = Result<(Self::Tx, model::Locked)>> + Send;
+    fn begin(&self, lock: model::Lock) -> impl Future<Output = Result<(Self::Tx, model::Locked)>> + Send;
     /// Liveness without a write: moves a session's `last_seen_at` to now and its
     /// `tool_count` forward, if it is in `status` (any status if `None`) and `within`.
     /// Returns its status and last-seen time, or `None` if no session matched.

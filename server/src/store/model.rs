@@ -9,17 +9,17 @@ use crate::core::lww::RecordVersion;
 use crate::core::time::ts;
 
 /// What a write locks, and what it reads first.
-#[derive(Debug, Clone, Copy)]
-pub struct Lock<'a> {
-    pub project: &'a str,
+#[derive(Debug, Clone)]
+pub struct Lock {
+    pub project: String,
     /// The write's idempotency key: an earlier reply stored under it is read with the lock.
-    pub request_id: Option<&'a str>,
+    pub request_id: Option<String>,
     /// The write may change the project's memory: its revision becomes the project's
     /// `memory_revision`, which tells briefs that a cached memory section is out of date.
     pub memory: bool,
     /// What the write reads first, once the lock is held (a backend may read it with the
     /// lock; see the backend's module header).
-    pub first_read: Option<FirstRead<'a>>,
+    pub first_read: Option<FirstRead>,
     /// The write rewrites or deletes events already written (a purge, retention): the
     /// backend holds the project's watch reader to the table until it ends
     /// (`events::Wakers::hold`).
@@ -27,12 +27,12 @@ pub struct Lock<'a> {
 }
 
 /// A write's first read (`Lock::first_read`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FirstRead<'a> {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FirstRead {
     /// A memory record's state (`WriteTx::record_state`).
-    Record(&'a str),
+    Record(String),
     /// A session (`WriteTx::session`).
-    Session(&'a str),
+    Session(String),
 }
 
 /// A first read as a backend read it with the lock, kept until the write asks for it.

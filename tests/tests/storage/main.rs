@@ -361,8 +361,13 @@ async fn a_replaced_note_and_an_eviction_leave_the_rows_and_documents_they_shoul
 async fn a_record_written_again_under_the_same_ids_keeps_its_new_rows<S: Store>(store: &S) {
     use baton_server::store::model::{Change, Entry, Index, Lock, Log, LoggedEvent};
     let write = |content: &'static str, again: bool| async move {
-        let lock =
-            Lock { project: "p", request_id: None, memory: true, first_read: None, rewrites_log: false };
+        let lock = Lock {
+            project: "p".into(),
+            request_id: None,
+            memory: true,
+            first_read: None,
+            rewrites_log: false,
+        };
         let (tx, locked) = store.begin(lock).await.unwrap();
         let entry = Entry {
             id: "e1".into(),
@@ -434,7 +439,13 @@ fn note_doc(
 /// Writes `n` search documents holding `text` into `project`, in one write.
 async fn plant_documents<S: Store>(store: &S, project: &str, n: usize, text: &str) {
     use baton_server::store::model::{Change, Index, Lock, Log, LoggedEvent};
-    let lock = Lock { project, request_id: None, memory: true, first_read: None, rewrites_log: false };
+    let lock = Lock {
+        project: project.to_owned(),
+        request_id: None,
+        memory: true,
+        first_read: None,
+        rewrites_log: false,
+    };
     let (tx, locked) = store.begin(lock).await.unwrap();
     let changes = (0..n)
         .map(|i| {

@@ -117,19 +117,18 @@ fn tell(refused: oneshot::Sender<Refusal>, failed: Option<Refusal>) -> Handed {
 pub(super) async fn send_with_lock(
     mut lease: Lease<Postgres>,
     taken: Box<dyn Any + Send>,
-    lock: &Lock<'_>,
+    lock: &Lock,
 ) -> Result<(Lease<Postgres>, Option<Locking>)> {
     let apply = taken
         .downcast::<Apply>()
         .map_err(|_| Error::internal("a write handed over something other than its changes"))?;
     // `None`: no variant of the call for the lock's first read.
-    let with_lock = match lock.first_read {
+    let with_lock = match &lock.first_read {
         None => Some(None),
-        Some(FirstRead::Record(record)) => Some(Some(record.to_owned())),
+        Some(FirstRead::Record(record)) => Some(Some(record.clone())),
         Some(FirstRead::Session(_)) => None,
     };
-    let (project, request_id, bounded) =
-        (lock.project.to_owned(), lock.request_id.map(str::to_owned), lease.bounded());
+    let (project, request_id, bounded) = (lock.project.clone(), lock.request_id.clone(), lease.bounded());
     let task = tokio::spawn(async move {
         let sent = match with_lock {
             None => apply.send(&mut lease).await.map(|handed| (handed, None)),

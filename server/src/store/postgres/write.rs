@@ -62,15 +62,15 @@ pub(super) enum Locking {
 }
 
 /// Runs the lock's statement for `lock` (`sql::LOCK`) on the lease's connection.
-async fn try_lock(lease: &mut Lease<Postgres>, lock: &Lock<'_>) -> Result<Locking> {
+async fn try_lock(lease: &mut Lease<Postgres>, lock: &Lock) -> Result<Locking> {
     let statements = if lease.bounded() { &sql::LOCK_BOUNDED } else { &sql::LOCK };
-    let query = match lock.first_read {
-        None => sqlx::query(statements[0]).bind(lock.project).bind(lock.request_id),
+    let query = match &lock.first_read {
+        None => sqlx::query(statements[0]).bind(&lock.project).bind(lock.request_id.as_deref()),
         Some(FirstRead::Record(record)) => {
-            sqlx::query(statements[1]).bind(lock.project).bind(lock.request_id).bind(record)
+            sqlx::query(statements[1]).bind(&lock.project).bind(lock.request_id.as_deref()).bind(record)
         }
         Some(FirstRead::Session(id)) => {
-            sqlx::query(statements[2]).bind(lock.project).bind(lock.request_id).bind(id)
+            sqlx::query(statements[2]).bind(&lock.project).bind(lock.request_id.as_deref()).bind(id)
         }
     };
     locking(query.fetch_all(&mut **lease).await?)
@@ -88,7 +88,7 @@ pub(super) fn locking(rows: Vec<PgRow>) -> Result<Locking> {
 /// or the project is new), and the write starts again in a batch of its own.
 async fn settle(
     lease: &mut Lease<Postgres>,
-    lock: &Lock<'_>,
+    lock: &Lock,
     first: Locking,
 ) -> Result<Option<(Vec<PgRow>, LockRow)>> {
     let mut locking = first;
@@ -99,7 +99,7 @@ async fn settle(
             Locking::Done(rows, lock_row) => return Ok(Some((rows, lock_row))),
             Locking::Absent if lease.bounded() => return Ok(None),
             Locking::Absent => {
-                sqlx::query(sql::CREATE_PROJECT).bind(lock.project).execute(&mut **lease).await?;
+                sqlx::query(sql::CREATE_PROJECT).bind(&lock.project).execute(&mut **lease).await?;
             }
             Locking::Stale => {}
         }
@@ -112,16 +112,16 @@ async fn settle(
 }
 
 impl PgStore {
-    pub(super) async fn begin_write(&self, lock: Lock<'_>) -> Result<(PgTx, Locked)> {
+    pub(super) async fn begin_write(&self, lock: Lock) -> Result<(PgTx, Locked)> {
         // A write that joins a batch holding other projects waits for its own lock only
         // briefly; if that runs out, it starts again at the head of a batch of its own,
         // which holds nothing while it waits (see `store::writer`).
         // Before the write can join a batch (`events::Wakers::hold`).
-        let hold = lock.rewrites_log.then(|| self.wakers.hold(lock.project));
+        let hold = lock.rewrites_log.then(|| self.wakers.hold(&lock.project));
         let mut fresh = false;
         let mut retried = false;
         let (lease, rows, lock_row) = loop {
-            let mut lease = self.writer.lease_own(lock.project, fresh).await?;
+            let mut lease = self.writer.lease_own(&lock.project, fresh).await?;
             // With the changes of the write before it in the batch, if it left them.
             let mut found = None;
             if let Some(taken) = lease.take_handover() {
@@ -155,7 +155,7 @@ impl PgStore {
             fresh = true;
         };
         let (revision, now_us) = (lock_row.out_revision, lock_row.out_now_us);
-        let first = match lock.first_read {
+        let first = match &lock.first_read {
             None => None,
             Some(FirstRead::Record(record)) => {
                 let state = rows.iter().map(RecordStateRow::from_row).collect::<Result<Vec<_>, _>>()?;
@@ -175,7 +175,7 @@ impl PgStore {
         let tx = PgTx {
             lease,
             store: self.clone(),
-            project: lock.project.to_owned(),
+            project: lock.project.clone(),
             locked: (revision, now_us, lock.memory),
             first,
             hold,

@@ -14,7 +14,7 @@ impl Store for SqliteStore {
     type Tx = SqliteTx;
     const RESUME_BRIEF_WAITS: bool = RESUME_BRIEF_WAITS;
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn begin(&self, lock: model::Lock<'_>) -> Result<(SqliteTx, model::Locked)> {
+    async fn begin(&self, lock: model::Lock) -> Result<(SqliteTx, model::Locked)> {
         self.begin_write(lock).await
     }
     #[tracing::instrument(level = "debug", skip_all)]

@@ -76,10 +76,10 @@ struct LockRow {
 }
 
 impl SqliteStore {
-    pub(super) async fn begin_write(&self, lock: Lock<'_>) -> Result<(SqliteTx, Locked)> {
+    pub(super) async fn begin_write(&self, lock: Lock) -> Result<(SqliteTx, Locked)> {
         // Before the write can join a batch (`events::Wakers::hold`).
-        let hold = lock.rewrites_log.then(|| self.wakers.hold(lock.project));
-        let mut lease = self.writer.lease(lock.project, false, true).await?;
+        let hold = lock.rewrites_log.then(|| self.wakers.hold(&lock.project));
+        let mut lease = self.writer.lease(&lock.project, false, true).await?;
         let mut query = Statements::default();
         // The savepoint's statements, if the write is to send them: no values.
         if let Some(opening) = lease.take_opening() {
@@ -88,14 +88,23 @@ impl SqliteStore {
             }
         }
         let at = query.count;
-        query.push(sql::LOCK).bind(lock.project).bind(lock.memory).bind(lock.memory);
-        query.bind(lock.project).bind(lock.request_id).bind(lock.project).bind(lock.request_id);
-        match lock.first_read {
+        query.push(sql::LOCK).bind(&lock.project).bind(lock.memory).bind(lock.memory);
+        query
+            .bind(&lock.project)
+            .bind(lock.request_id.as_deref())
+            .bind(&lock.project)
+            .bind(lock.request_id.as_deref());
+        match &lock.first_read {
             Some(FirstRead::Record(record)) => {
-                query.push(sql::RECORD_STATE).bind(lock.project).bind(record).bind(lock.project).bind(record);
+                query
+                    .push(sql::RECORD_STATE)
+                    .bind(&lock.project)
+                    .bind(record)
+                    .bind(&lock.project)
+                    .bind(record);
             }
             Some(FirstRead::Session(id)) => {
-                query.push(sql::SESSION).bind(id).bind(lock.project);
+                query.push(sql::SESSION).bind(id).bind(&lock.project);
             }
             None => {}
         }
@@ -103,7 +112,7 @@ impl SqliteStore {
         let of = |i: usize| rows.get(i).map(Vec::as_slice).unwrap_or_default();
         let row = of(at).first().ok_or_else(|| Error::internal("the project lock returned no row"))?;
         let row = LockRow::from_row(row)?;
-        let first = match lock.first_read {
+        let first = match &lock.first_read {
             Some(FirstRead::Record(record)) => {
                 let state = of(at + 1).iter().map(RecordStateRow::from_row).collect::<Result<Vec<_>, _>>()?;
                 Some(FirstReadDone::Record(record.to_owned(), record_state(state)))
@@ -124,7 +133,7 @@ impl SqliteStore {
             memory_caps: row.memory_caps,
             earlier,
         };
-        Ok((SqliteTx { lease, store: self.clone(), project: lock.project.to_owned(), first, hold }, locked))
+        Ok((SqliteTx { lease, store: self.clone(), project: lock.project.clone(), first, hold }, locked))
     }
 }
 
