@@ -308,7 +308,7 @@ fn never_matching(file: &Path) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for event in ["SessionStart", "PreCompress"] {
         for group in doc.pointer(&format!("/hooks/{event}")).and_then(Value::as_array).into_iter().flatten() {
-            let ours = group.to_string().contains(&format!(" hook {} ", AGENT.name()));
+            let ours = super::install::is_ours(&group.to_string(), AGENT);
             let matcher = group.get("matcher").and_then(Value::as_str).unwrap_or_default();
             if ours
                 && !matcher.is_empty()

@@ -172,8 +172,7 @@ pub fn installed_in(agent: Agent, doc: &Value) -> Vec<String> {
     let Some(hooks) = doc.get("hooks").and_then(Value::as_object) else { return vec![] };
     let mut events = Vec::new();
     for (event, list) in hooks {
-        let text = list.to_string();
-        if text.contains("baton") && text.contains(&format!(" hook {} ", agent.name())) {
+        if is_ours(&list.to_string(), agent) {
             events.push(event.clone());
         }
     }
