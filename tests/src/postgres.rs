@@ -47,6 +47,19 @@ pub async fn terminate_idle_in_transaction(pool: &sqlx::PgPool) -> Result<Vec<bo
     .await?)
 }
 
+/// Terminates the idle connections to `pool`'s database whose last statement was `last`
+/// (a connection kept between uses, as the writer keeps its own), as a restart would; one
+/// `true` per connection ended.
+pub async fn terminate_idle_after(pool: &sqlx::PgPool, last: &str) -> Result<Vec<bool>> {
+    Ok(sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = current_database() AND state = 'idle' AND query = $1",
+    )
+    .bind(last)
+    .fetch_all(pool)
+    .await?)
+}
+
 async fn create_database(admin: &str) -> Result<String> {
     let admin = admin.to_owned();
     let name = format!("baton_test_{}", uuid::Uuid::new_v4().simple());

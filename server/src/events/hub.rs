@@ -278,7 +278,7 @@ impl<S: Store> Hub<S> {
 /// false when one does not (a gap: another instance's commit, or a commit whose events
 /// have not come yet), and the table must tell the rest.
 fn send_committed(tx: &broadcast::Sender<Arc<Event>>, mut events: Vec<LoggedEvent>, last: &mut i64) -> bool {
-    // The writer reports a project's commits in order (`Lease::on_commit`); sorting costs
+    // The writer reports a project's commits in order (`writer::Done::on_commit`); sorting costs
     // little and keeps that order from being a contract here.
     events.sort_unstable_by_key(|e| e.revision);
     for logged in events {

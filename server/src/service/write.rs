@@ -8,11 +8,13 @@ use prost::Message;
 
 use crate::core::time::ts;
 use crate::error::{Error, Result};
-use crate::store::model::{Change, Index, Lock, Log, LoggedConflict, LoggedEvent, Session, StoredRequest};
-use crate::store::{Store, WriteCtx, WriteTx};
+use crate::store::model::{
+    Change, EarlierRequest, Index, Lock, Log, LoggedConflict, LoggedEvent, Session, StoredRequest,
+};
+use crate::store::{Decided, Kept, Store, WriteCtx, WriteTx};
 
 /// A write in progress: its transaction, the revisions it took, what it will log and the
-/// changes it decided on, applied together once its body has finished it (`run`).
+/// changes it decided on, kept together once its body has finished it (`run`).
 pub(crate) struct Write<T> {
     tx: T,
     pub project: String,
@@ -66,12 +68,12 @@ impl<R> Ran<R> {
     }
 }
 
-/// Runs `body` as one write of `lock`'s project: takes the lock (which allocates the
-/// write's revision), answers a repeated request id with its stored reply instead, then
-/// runs the body, which reads through the write, decides, and finishes it
-/// (`Write::finish`). A finished write is committed (durable on return); one the body
-/// did not finish, or that failed, is undone, its revision included. The body owns what
-/// it captures: a write may outlive the request that asked for it.
+/// Runs `body` as one write of `lock`'s project (`Store::write`): takes the lock (which
+/// allocates the write's revision), answers a repeated request id with its stored reply
+/// instead, then runs the body, which reads through the write, decides, and finishes it
+/// (`Write::finish`). A finished write is kept; one the body did not finish, or that
+/// failed, is undone, its revision included. Answered once the write's batch is durable.
+/// The body owns what it captures: a write runs to its end even if its request is gone.
 #[tracing::instrument(level = "debug", skip_all, fields(project = lock.project))]
 pub(crate) async fn run<S, R, F>(store: &S, lock: Lock, ctx: WriteCtx, body: F) -> Result<Ran<R>>
 where
@@ -80,49 +82,88 @@ where
     F: for<'c> FnOnce(&'c mut Write<S::Tx>, &'c WriteCtx) -> BoxFuture<'c, Result<R>> + Send + 'static,
 {
     let project = lock.project.clone();
-    let (tx, locked) = store.begin(lock).await?;
-    fail::fail_point!("write.after_lock", |_| Err(injected("write.after_lock")));
-    if let (Some(request_id), Some(earlier)) = (&ctx.request_id, locked.earlier) {
-        // The revision is not used. The earlier reply may come from a write of this batch:
-        // it is answered once that write's commit is durable, like the write itself.
-        tx.settle().await?;
-        if earlier.request_hash != ctx.request_hash {
-            return Err(Error::InvalidArgument(format!(
-                "write.request_id: {request_id:?} was already used for a different request in project \
-                 {project:?}; a new write needs a new request_id"
-            )));
+    let written = store
+        .write(
+            lock,
+            Box::new(move |tx, locked| {
+                Box::pin(async move {
+                    let mut w = Write {
+                        tx,
+                        project,
+                        now_us: locked.now_us,
+                        caps_json: locked.memory_caps,
+                        pending: Some(locked.revision),
+                        locked: locked.revision,
+                        last: locked.revision,
+                        changes: Vec::new(),
+                        sessions_read: Vec::new(),
+                        log: Log::default(),
+                        emitted: Vec::new(),
+                        clamped: ctx.clamped(),
+                        finished: false,
+                    };
+                    let decided = w.decide(&ctx, locked.earlier, body).await;
+                    (w.tx, decided)
+                })
+            }),
+        )
+        .await?;
+    crate::metrics::record_commit(&written.emitted);
+    // Committed, but the reply is lost (as when the network drops it): a retry with the
+    // same request_id must get the stored reply.
+    fail::fail_point!("write.after_commit", |_| Err(injected("write.after_commit")));
+    Ok(written.ran)
+}
+
+/// A write's answer, and the events it logged (for the metrics, once committed).
+pub(crate) struct Written<R> {
+    ran: Ran<R>,
+    emitted: Vec<(i32, Option<i32>)>,
+}
+
+impl<T: WriteTx> Write<T> {
+    /// The replay of an earlier request, or the body's value and what it keeps.
+    async fn decide<R, F>(
+        &mut self,
+        ctx: &WriteCtx,
+        earlier: Option<EarlierRequest>,
+        body: F,
+    ) -> Result<Decided<Written<R>>>
+    where
+        F: for<'c> FnOnce(&'c mut Write<T>, &'c WriteCtx) -> BoxFuture<'c, Result<R>>,
+    {
+        fail::fail_point!("write.after_lock", |_| Err(injected("write.after_lock")));
+        if let (Some(request_id), Some(earlier)) = (&ctx.request_id, earlier) {
+            // The revision is not used. The earlier reply may come from a write of this
+            // batch: it is answered once that write's commit is durable, like the write.
+            if earlier.request_hash != ctx.request_hash {
+                return Err(Error::InvalidArgument(format!(
+                    "write.request_id: {request_id:?} was already used for a different request in project \
+                     {:?}; a new write needs a new request_id",
+                    self.project
+                )));
+            }
+            let ran = Ran::Replay(earlier.reply);
+            return Ok(Decided { value: Written { ran, emitted: Vec::new() }, kept: None });
         }
-        return Ok(Ran::Replay(earlier.reply));
+        let value = body(self, ctx).await?;
+        let kept = if self.finished { Some(self.kept()?) } else { None };
+        let emitted = if kept.is_some() { std::mem::take(&mut self.emitted) } else { Vec::new() };
+        Ok(Decided { value: Written { ran: Ran::Done(value), emitted }, kept })
     }
-    let mut w = Write {
-        tx,
-        project,
-        now_us: locked.now_us,
-        caps_json: locked.memory_caps,
-        pending: Some(locked.revision),
-        locked: locked.revision,
-        last: locked.revision,
-        changes: Vec::new(),
-        sessions_read: Vec::new(),
-        log: Log::default(),
-        emitted: Vec::new(),
-        clamped: ctx.clamped(),
-        finished: false,
-    };
-    let value = match body(&mut w, &ctx).await {
-        Ok(value) => value,
-        Err(e) => {
-            // The body's error is the answer; the undo's own failure only ends the batch.
-            let _ = w.tx.rollback().await;
-            return Err(e);
-        }
-    };
-    if w.finished {
-        w.commit().await?;
-    } else {
-        w.tx.rollback().await?;
+
+    /// The finished write's changes and log, in the order they are applied.
+    fn kept(&mut self) -> Result<Kept> {
+        let mut changes = std::mem::take(&mut self.changes);
+        // A record's documents are found through its entries: they go before the entries do.
+        let (first, then): (Vec<Change>, Vec<Change>) = super::index::follow(&changes, &self.sessions_read)
+            .into_iter()
+            .partition(|c| matches!(c, Change::Index(Index::DropRecord { .. })));
+        changes.splice(0..0, first);
+        changes.extend(then);
+        fail::fail_point!("write.before_commit", |_| Err(injected("write.before_commit")));
+        Ok(Kept { changes, log: std::mem::take(&mut self.log) })
     }
-    Ok(Ran::Done(value))
 }
 
 impl<T: WriteTx> Write<T> {
@@ -215,24 +256,6 @@ impl<T: WriteTx> Write<T> {
             self.log.head = Some(self.last);
         }
         self.finished = true;
-        Ok(())
-    }
-
-    /// Applies the finished write's changes and log, and commits.
-    async fn commit(mut self) -> Result<()> {
-        // A record's documents are found through its entries: they go before the entries do.
-        let (first, then): (Vec<Change>, Vec<Change>) =
-            super::index::follow(&self.changes, &self.sessions_read)
-                .into_iter()
-                .partition(|c| matches!(c, Change::Index(Index::DropRecord { .. })));
-        self.changes.splice(0..0, first);
-        self.changes.extend(then);
-        fail::fail_point!("write.before_commit", |_| Err(injected("write.before_commit")));
-        self.tx.commit(self.changes, self.log).await?;
-        crate::metrics::record_commit(&self.emitted);
-        // Committed, but the reply is lost (as when the network drops it): a retry with the
-        // same request_id must get the stored reply.
-        fail::fail_point!("write.after_commit", |_| Err(injected("write.after_commit")));
         Ok(())
     }
 }

@@ -2,62 +2,23 @@
 //! (`model`), implemented for SQLite (`sqlite/`) and Postgres (`postgres/`), each with its
 //! SQL beside it; the batching writer (`writer`) is group commit behind them.
 //!
-//! A write is one transaction: `Store::begin` locks the project row (which gives the write
-//! its revision and time), the service layer (`crate::service`) reads through the
-//! transaction and lets `core` decide, and `WriteTx::commit` applies what was decided.
+//! A write is a body the writer runs (`Store::write`, `writer`): the project's lock gives
+//! it its revision and time, the service layer (`crate::service`) reads through the write's
+//! transaction and lets `core` decide, and the backend applies what was decided in one go
+//! (`apply::Apply`). The writer batches writes: a savepoint each, one commit for the batch.
 //!
 //! Reads outside a write are thin too: one statement each (`reads.rs`, `admin.rs`,
 //! `export.rs` of each backend), returning Baton's rows; the service layer pages them and
 //! builds the API's replies. Maintenance writes (retention, compaction, purge, import) read
 //! through `maintenance::MaintenanceTx` and apply `model::Maintenance` changes.
 //!
-//! Performance devices, each with the `baton-bench` row it is for:
-//! - SQLite sends several statements per hand-off to its connection thread (the lock with
-//!   the write's first read; the changes with the writer's COMMIT): "small memory writes,
-//!   one hot project" and "over 100 projects" (`sqlite/write.rs`).
-//! - SQLite's writer keeps its savepoints' journals in memory (`temp_store = MEMORY` on
-//!   its own connection), instead of a temporary file made and removed by every write: the
-//!   etcd rows and the same small-write rows (`sqlite/mod.rs`); and it copies its log into
-//!   the database file every 10,000 pages rather than 1,000: the etcd rows.
-//! - Postgres makes a lone write two round trips: the lock with the write's first read as one
-//!   statement, which reads again when its snapshot turns out older than the row it locked
-//!   (`postgres::sql::LOCK`), and a call of `baton_apply_lock` with its changes, which gives
-//!   the write a subtransaction instead of a SAVEPOINT round trip: the same rows, "one hot
-//!   project" above all, which the lock as one statement (instead of a PL/pgSQL call)
-//!   lifted (`postgres/write.rs`, the migrations `begin_functions` and `apply_checkpoints`).
-//! - Postgres sends a kept write's changes with the next write's lock in its batch, as one
-//!   call (`writer::Handover`, `postgres/handover.rs`, the migration `apply_then_lock`): a
-//!   write in a batch makes one round trip, not two: "one hot project" and "Baton/etcd" at
-//!   8 and 32 clients, whose writes queue on one lane. That function holds the changes'
-//!   statements itself rather than calling `baton_apply` (the migration
-//!   `apply_lock_in_one`), and a lone write's changes call it too: "small writes over 100
-//!   projects", whose lanes keep Postgres busy.
-//! - Postgres makes the changes of a write its batch keeps alone as one data-modifying
-//!   statement of the parts the write has, without the function or its subtransaction (a
-//!   failure rolls back a batch that holds nothing else; `writer::Handover::send_alone`,
-//!   `postgres/alone.rs`): "Baton/etcd, 1 client", whose writes are each alone on their
-//!   lane, as a hook's write to an idle hub is.
-//! - Postgres's writer begins a batch's transaction with the previous batch's COMMIT
-//!   (`writer::Dialect::begins_ahead`), so a batch sends no BEGIN of its own: "Baton/etcd,
-//!   1 client", whose batches hold one write each.
-//! - The brief's seven statements (`brief`) go to SQLite as one query, and to Postgres the
-//!   head first and then the rest side by side; session statuses are written into their
-//!   text; the memory section is kept while the project's memory is unchanged
-//!   (`MemoryCache`): "resume p99".
-//! - Postgres analyzes Baton's tables while they grow (`postgres::spawn_analyzer`): every
-//!   row, since generic plans made on an empty table stay bad.
-//! - Search (the "search, …" rows): only the newest `core::search::RANKED` matches are
-//!   ranked; SQLite walks FTS5 first (`CROSS JOIN`), returns the candidates as one JSON row
-//!   (`sqlite/sql.rs` SEARCH) and reads through two connections with a larger page cache
-//!   (`SqliteStore::search_pool`); Postgres plans each search for its own query
-//!   (`postgres/reads.rs`) and keeps its GIN index's pending list small (the `search`
-//!   migration).
-//! - A commit hands the project's watch reader the events it wrote (`events::Wakers::committed`,
-//!   a copy kept only when a reader runs), which sends them on without reading them back:
-//!   "vs etcd: watch latency".
+//! Performance devices are listed, with the `baton-bench` row each serves, in
+//! docs/performance.md ("Performance devices"); each one's module names its row.
 
 use std::collections::HashMap;
 use std::future::Future;
+
+use futures::future::BoxFuture;
 
 use baton_proto::v1::{Actor, CreateCheckpointRequest, SessionStatus};
 use uuid::Uuid;
@@ -68,6 +29,7 @@ use crate::core::lww::WriteIntent;
 use crate::error::Result;
 pub use memory_cache::MemoryCache;
 
+pub(crate) mod apply;
 pub mod brief;
 pub mod maintenance;
 mod memory_cache;
@@ -181,9 +143,25 @@ pub struct Expiry {
     pub idle_after_us: i64,
 }
 
-/// A write in progress: the project's lock is held from [`Store::begin`] until it commits
-/// or rolls back. It reads through the lock's transaction and applies what the service
-/// layer decided in one go ([`WriteTx::commit`]).
+/// A write's body: reads through the write's transaction and decides; gives the transaction
+/// back with what it decided (`Store::write`).
+pub type WriteBody<T, R> =
+    Box<dyn FnOnce(T, model::Locked) -> BoxFuture<'static, (T, Result<Decided<R>>)> + Send>;
+
+/// What a write's body decided: its answer, and what to keep (`None`: nothing, the write
+/// is rolled back).
+pub struct Decided<R> {
+    pub value: R,
+    pub kept: Option<Kept>,
+}
+
+/// A write's changes and log, applied together.
+pub struct Kept {
+    pub changes: Vec<model::Change>,
+    pub log: model::Log,
+}
+
+/// A write in progress, as its body reads through it (the project's lock is held).
 pub trait WriteTx: Send {
     /// A memory record's LWW version and its live entries, in order.
     fn record_state(&mut self, record: &str) -> impl Future<Output = Result<model::RecordState>> + Send;
@@ -214,15 +192,6 @@ pub trait WriteTx: Send {
     fn missing_chunks(&mut self, digests: &[String]) -> impl Future<Output = Result<Vec<String>>> + Send;
     /// One memory entry of the project, by id.
     fn entry(&mut self, id: &str) -> impl Future<Output = Result<Option<model::Entry>>> + Send;
-    /// Applies the changes, then the log; commits (durable on return) and wakes the
-    /// project's watchers.
-    fn commit(self, changes: Vec<model::Change>, log: model::Log) -> impl Future<Output = Result<()>> + Send;
-    /// Drops the write: nothing of it is kept, its revision included.
-    fn rollback(self) -> impl Future<Output = Result<()>> + Send;
-    /// Drops the write as `rollback` does, once its transaction commits: what it read is
-    /// then durable (an earlier reply to its request id may come from a write of the same
-    /// batch, which is not acknowledged before that commit either).
-    fn settle(self) -> impl Future<Output = Result<()>> + Send;
 }
 
 /// The storage contract. `impl Future + Send` so that tonic services can await it.
@@ -231,10 +200,16 @@ pub trait Store: Clone + Send + Sync + 'static {
     /// Whether a resume's brief, read beside its write, waits until the write has read all
     /// it needs (`service::resume`): where reads and writes compete for the same cores.
     const RESUME_BRIEF_WAITS: bool;
-    /// Begins a write: takes the project's lock (creating the project on first use), which
-    /// allocates the write's revision and reads its time, caps and any earlier reply to
-    /// its request id.
-    fn begin(&self, lock: model::Lock) -> impl Future<Output = Result<(Self::Tx, model::Locked)>> + Send;
+    /// Runs `body` as one write of `lock`'s project (see `writer`): takes the lock (creating
+    /// the project on first use), which allocates the write's revision and reads its time,
+    /// caps and any earlier reply to its request id; runs the body; applies the changes it
+    /// keeps and, once they are durable, wakes the project's watchers. Answers once the
+    /// write's batch has committed, whether or not it kept anything.
+    fn write<R: Send + 'static>(
+        &self,
+        lock: model::Lock,
+        body: WriteBody<Self::Tx, R>,
+    ) -> impl Future<Output = Result<R>> + Send;
     /// Liveness without a write: moves a session's `last_seen_at` to now and its
     /// `tool_count` forward, if it is in `status` (any status if `None`) and `within`.
     /// Returns its status and last-seen time, or `None` if no session matched.

@@ -1,9 +1,8 @@
 //! The Postgres batching writer (`server/src/store/writer.rs`): batches of two instances
-//! that lock the same projects in crossing orders never wait for each other for good, the
-//! bounded project lock gives up with lock_not_available and leaves the session's
-//! lock_timeout as it was, and the server analyzes its new tables within seconds (so
-//! connections do not keep plans made on empty tables), and `baton_apply` makes a write in
-//! one subtransaction, still answering the previous version's call.
+//! that lock the same projects in crossing orders never wait for each other for good, a
+//! batch does not wait for a lock held elsewhere, a write's lock leaves its project row
+//! without a MultiXact, and the server analyzes its new tables within seconds (so
+//! connections do not keep plans made on empty tables).
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
@@ -153,41 +152,6 @@ fn on_the_same_lane(p: &str) -> String {
     }
 }
 
-/// `baton_lock` with a wait (migration 0009; servers since use the statements prepared on
-/// their connections, but a server of that version may still share the database during a
-/// rolling upgrade): gives up with SQLSTATE 55P03 while another transaction holds the
-/// project's row, and otherwise takes the lock and leaves lock_timeout unchanged.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bounded_project_lock_gives_up_and_restores_the_timeout() {
-    let server = Server::start(Backend::Postgres).await.unwrap();
-    let mut c = server.clients().await;
-    let (held, free) = (project(), project());
-    put_note(&mut c, &held, "k", "v", write()).await.unwrap();
-    let mut holder = hold_project_row(&server, &held).await;
-    let mut waiter = sqlx::PgConnection::connect(&server.database_url).await.unwrap();
-
-    let lock = "SELECT out_revision FROM baton_lock($1, NULL, FALSE, $2)";
-    let started = Instant::now();
-    let err = sqlx::query(lock).bind(&held).bind(50).execute(&mut waiter).await.unwrap_err();
-    let code =
-        err.as_database_error().and_then(sqlx::error::DatabaseError::code).map(std::borrow::Cow::into_owned);
-    assert_eq!(code.as_deref(), Some("55P03"), "lock_not_available, got {err:?}");
-    assert!(started.elapsed() < Duration::from_secs(30), "the wait was bounded");
-
-    let (timeout,): (String,) = sqlx::query_as("SHOW lock_timeout").fetch_one(&mut waiter).await.unwrap();
-    assert_eq!(timeout, "0", "a failed bounded lock leaves lock_timeout as it was");
-    sqlx::raw_sql("BEGIN").execute(&mut waiter).await.unwrap();
-    let (revision,): (i64,) = sqlx::query_as(lock).bind(&free).bind(50).fetch_one(&mut waiter).await.unwrap();
-    assert_eq!(revision, 1, "a free project is locked (and created) at once");
-    let (timeout,): (String,) = sqlx::query_as("SHOW lock_timeout").fetch_one(&mut waiter).await.unwrap();
-    assert_eq!(timeout, "0", "a bounded lock restores lock_timeout for the rest of the write");
-    sqlx::raw_sql("ROLLBACK").execute(&mut waiter).await.unwrap();
-    sqlx::raw_sql("ROLLBACK").execute(&mut holder).await.unwrap();
-
-    // With the row free again, a write to it goes through.
-    put_note(&mut c, &held, "k", "v2", write()).await.unwrap();
-}
-
 /// A new database's tables are analyzed by the server once they have taken some writes,
 /// well before autovacuum's first round (a minute) would.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -249,80 +213,10 @@ async fn new_tables_are_analyzed_within_seconds() {
     assert_eq!(analyses("projects").await, 0, "the projects table grew by nothing");
 }
 
-/// `baton_apply` as servers of earlier versions call it (18 arguments, no index; 20, with
-/// the index's changes) still writes; the current call (`baton_apply_lock` with no lock)
-/// makes a write's changes, the index's included, in one subtransaction (each one holds a
-/// transaction id, and a backend tracks only 64 of them before every snapshot in the
-/// cluster gets slower), and a failed write leaves none of them.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn apply_makes_one_subtransaction_and_the_previous_call_still_writes() {
-    let server = Server::start(Backend::Postgres).await.unwrap();
-    let mut c = server.clients().await;
-    let p = project();
-    put_note(&mut c, &p, "k", "v", write()).await.unwrap();
-    let mut db = sqlx::PgConnection::connect(&server.database_url).await.unwrap();
-    let previous = format!(
-        "SELECT out_code FROM baton_apply($1, 2, 0, NULL, NULL, {EMPTY}, {}, '{{}}'::baton_conflict[], \
-         NULL, NULL, NULL, '{{}}'::baton_checkpoint[])",
-        event(2)
-    );
-    let current = |revision: i64| {
-        let doc = format!(
-            "ARRAY[ROW(1::int2, 'doc-{revision}', 'rec', '', 'main', 'a', 0::int8, {revision}::int8, 'hello', \
-             '''hello'':1')]::baton_search_doc[]"
-        );
-        apply_call(revision, revision, &doc)
-    };
-    assert_eq!(apply_code(&mut db, &p, previous).await, None, "the 18-argument call writes");
-    let last = format!("SELECT out_code FROM baton_apply({})", changes(3, 3, "'{}'::baton_search_doc[]"));
-    assert_eq!(apply_code(&mut db, &p, last).await, None, "the 20-argument call writes");
-    let (events,): (i64,) =
-        sqlx::query_as("SELECT count(*) FROM events WHERE project = $1 AND revision IN (2, 3)")
-            .bind(&p)
-            .fetch_one(&mut db)
-            .await
-            .unwrap();
-    assert_eq!(events, 2);
-
-    // Revision 2 is taken: the write fails as a whole, its document included.
-    assert_eq!(
-        apply_code(&mut db, &p, current(2)).await.as_deref(),
-        Some("23505"),
-        "unique_violation reported"
-    );
-    let docs = |id: &'static str| {
-        let url = server.database_url.clone();
-        async move {
-            let mut db = sqlx::PgConnection::connect(&url).await.unwrap();
-            let (n,): (i64,) = sqlx::query_as("SELECT count(*) FROM search_docs WHERE record_id = $1")
-                .bind(id)
-                .fetch_one(&mut db)
-                .await
-                .unwrap();
-            n
-        }
-    };
-    assert_eq!(docs("doc-2").await, 0, "a failed write leaves no document");
-
-    // Rows written in a subtransaction carry its id: the write's event and its document, one.
-    assert_eq!(apply_code(&mut db, &p, current(4)).await, None);
-    let (same,): (bool,) = sqlx::query_as(
-        "SELECT (SELECT xmin::text FROM events WHERE project = $1 AND revision = 4) \
-         = (SELECT xmin::text FROM search_docs WHERE project = $1 AND record_id = 'doc-4')",
-    )
-    .bind(&p)
-    .fetch_one(&mut db)
-    .await
-    .unwrap();
-    assert!(same, "the write and its document in one subtransaction");
-    assert_eq!(docs("doc-4").await, 1, "the document is written with the write");
-}
-
-/// A write updates its project's row in the batch's transaction, which holds the row's
-/// lock, not in its own subtransaction: updated there, the row gets a MultiXact as its
-/// locker (Postgres keeps the parent's lock should the subtransaction roll back), which every
-/// later lock and read of the row must look up. Batches of several writes to one project;
-/// then no version of the project's row has one. A failed write leaves the row as it was.
+/// A write's lock is its project row's update: a row locked by `FOR UPDATE` in the write's
+/// savepoint and then updated gets a MultiXact as its locker, which every later lock and
+/// read of the row must look up. Batches of several writes to one project; then no version
+/// of the project's row has one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_updates_its_project_row_without_a_multixact() {
     let server = Server::start(Backend::Postgres).await.unwrap();
@@ -355,54 +249,4 @@ async fn a_write_updates_its_project_row_without_a_multixact() {
     .unwrap();
     assert!(versions > 10, "the row's versions are still on its page ({versions})");
     assert_eq!(multi, 0, "{multi} of the {versions} versions of the project's row have a MultiXact");
-
-    let before = head_revision(&mut db, &p).await;
-    let taken = apply_call(before + 5, before, "'{}'::baton_search_doc[]");
-    assert_eq!(apply_code(&mut db, &p, taken).await.as_deref(), Some("23505"), "the revision is taken");
-    assert_eq!(head_revision(&mut db, &p).await, before, "a failed write leaves the project's head");
-}
-
-/// The arrays of `baton_apply` and `baton_apply_lock` a test leaves empty, after the
-/// project, head, time, memory revision and caps.
-const EMPTY: &str = "'{}'::text[], '{}'::text[], '{}'::text[], '{}'::baton_entry[], \
-    '{}'::baton_record_version[], '{}'::baton_session[], '{}'::baton_session[]";
-
-/// A write's one event at `revision`, as `baton_apply` and `baton_apply_lock` take it.
-fn event(revision: i64) -> String {
-    format!("ARRAY[ROW({revision}, 1, '\\x00'::bytea)]::baton_event[]")
-}
-
-/// A write's changes for the project bound as $1, as the 20 arguments of `baton_apply` and
-/// the first 20 of `baton_apply_lock`: head `head`, one event at `revision`, the search
-/// documents `docs`, nothing else.
-fn changes(head: i64, revision: i64, docs: &str) -> String {
-    format!(
-        "$1, {head}, 0, NULL, NULL, {EMPTY}, {}, '{{}}'::baton_conflict[], NULL, NULL, NULL, \
-         '{{}}'::baton_checkpoint[], '{{}}'::baton_search_edit[], {docs}",
-        event(revision)
-    )
-}
-
-/// The server's call of a write's changes (`baton_apply_lock` with no lock after them).
-fn apply_call(head: i64, revision: i64, docs: &str) -> String {
-    format!(
-        "SELECT out_code FROM baton_apply_lock({}, NULL, NULL, NULL, FALSE)",
-        changes(head, revision, docs)
-    )
-}
-
-async fn head_revision(db: &mut sqlx::PgConnection, project: &str) -> i64 {
-    let (head,): (i64,) = sqlx::query_as("SELECT head_revision FROM projects WHERE key = $1")
-        .bind(project)
-        .fetch_one(db)
-        .await
-        .unwrap();
-    head
-}
-
-/// The SQLSTATE a call of `baton_apply` or `baton_apply_lock` reports, if any.
-async fn apply_code(db: &mut sqlx::PgConnection, project: &str, sql: String) -> Option<String> {
-    let rows: Vec<(Option<String>,)> =
-        sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(project).fetch_all(db).await.unwrap();
-    rows.into_iter().next().and_then(|(c,)| c)
 }

@@ -124,7 +124,7 @@ async fn slow_watcher_is_caught_up(backend: Backend) {
 both!(slow_watcher_is_caught_up);
 
 /// A write whose request is cancelled while its batch commits is kept, and its watchers get
-/// it then: the wake-up runs in the writer (`Lease::on_commit`), not in the request, which is
+/// it then: the wake-up runs in the writer (`writer::Done::on_commit`), not in the request, which is
 /// gone. (The poll is off, and a fail point holds each commit's report for 3 s: the request
 /// is cancelled once its write is in the table; a wake-up left to it never came.)
 async fn a_write_cancelled_while_it_commits_reaches_watchers(backend: Backend) {

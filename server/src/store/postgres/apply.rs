@@ -7,7 +7,6 @@ use sqlx::Arguments as _;
 use sqlx::error::BoxDynError;
 use sqlx::postgres::PgArguments;
 
-use super::alone::Part;
 use crate::core::search::tokens::tsvector_literal;
 use crate::store::model::{Change, Checkpoint, Index, Log, Maintenance, SearchDoc, Session};
 use crate::store::rows::encode_actor;
@@ -311,38 +310,8 @@ impl Changes {
     }
 }
 
-impl Changes {
-    /// The parts of the one statement for these changes and `log`, when the write is the
-    /// only one its batch keeps (`alone.rs`); `None` for the shapes only the function's
-    /// order gets right.
-    pub(super) fn parts(&self, log: &Log) -> Option<Vec<Part>> {
-        let retexts_or_drops_by_id = self.search_edits.iter().any(|e| e.op != 2);
-        let added_and_put =
-            self.put_sessions.iter().any(|put| self.added_sessions.iter().any(|added| added.id == put.id));
-        if retexts_or_drops_by_id || added_and_put {
-            return None;
-        }
-        let parts = [
-            (Part::DropRecordDocs, !self.search_edits.is_empty()),
-            (Part::DeleteRecords, !self.deleted_records.is_empty()),
-            (Part::DeleteEntries, !self.deleted_entries.is_empty()),
-            (Part::Evict, !self.evicted.is_empty()),
-            (Part::Entries, !self.entries.is_empty()),
-            (Part::Versions, !self.versions.is_empty()),
-            (Part::AddSessions, !self.added_sessions.is_empty()),
-            (Part::Checkpoints, !self.checkpoints.is_empty()),
-            (Part::PutSessions, !self.put_sessions.is_empty()),
-            (Part::Events, !log.events.is_empty()),
-            (Part::Conflicts, !log.conflicts.is_empty()),
-            (Part::Request, log.request.is_some()),
-            (Part::Docs, !self.search_docs.is_empty()),
-        ];
-        Some(parts.into_iter().filter(|&(_, has)| has).map(|(part, _)| part).collect())
-    }
-}
-
 /// `baton_apply_lock`'s arguments for a write's changes, in order (`sql::APPLY` adds no
-/// lock after them; `sql::APPLY_LOCK` adds the next write's).
+/// lock after them).
 pub(super) fn arguments(write: &Write<'_>, c: Changes, log: Log) -> Result<PgArguments, BoxDynError> {
     let events: Vec<EventArg> = log
         .events

@@ -49,65 +49,65 @@ const RECORD_REVISIONS: &str = "SELECT (SELECT revision FROM records WHERE proje
 
 impl MaintenanceTx for PgTx {
     async fn checkpoint_tree(&mut self) -> Result<Vec<(String, Option<String>, i64)>> {
-        Ok(sqlx::query_as(CHECKPOINT_TREE).bind(&self.project).fetch_all(&mut *self.lease).await?)
+        Ok(sqlx::query_as(CHECKPOINT_TREE).bind(&self.project).fetch_all(&mut *self.conn).await?)
     }
 
     async fn session_heads(&mut self) -> Result<Vec<String>> {
-        Ok(sqlx::query_scalar(SESSION_HEADS).bind(&self.project).fetch_all(&mut *self.lease).await?)
+        Ok(sqlx::query_scalar(SESSION_HEADS).bind(&self.project).fetch_all(&mut *self.conn).await?)
     }
 
     async fn checkpoint_blobs(&mut self) -> Result<Vec<(String, Vec<u8>)>> {
-        Ok(sqlx::query_as(CHECKPOINT_BLOBS).bind(&self.project).fetch_all(&mut *self.lease).await?)
+        Ok(sqlx::query_as(CHECKPOINT_BLOBS).bind(&self.project).fetch_all(&mut *self.conn).await?)
     }
 
     async fn chunks_before(&mut self, before_us: i64) -> Result<Vec<String>> {
         let query = sqlx::query_scalar(CHUNKS_BEFORE).bind(&self.project).bind(before_us);
-        Ok(query.fetch_all(&mut *self.lease).await?)
+        Ok(query.fetch_all(&mut *self.conn).await?)
     }
 
     async fn events_from(&mut self) -> Result<i64> {
-        Ok(sqlx::query_scalar(EVENTS_FROM).bind(&self.project).fetch_one(&mut *self.lease).await?)
+        Ok(sqlx::query_scalar(EVENTS_FROM).bind(&self.project).fetch_one(&mut *self.conn).await?)
     }
 
     async fn events_below(&mut self, revision: i64) -> Result<i64> {
         let query = sqlx::query_scalar(EVENTS_BELOW).bind(&self.project).bind(revision);
-        Ok(query.fetch_one(&mut *self.lease).await?)
+        Ok(query.fetch_one(&mut *self.conn).await?)
     }
 
     async fn sessions(&mut self) -> Result<Vec<Session>> {
         Ok(sqlx::query_as(super::sql::PROJECT_SESSIONS)
             .bind(&self.project)
-            .fetch_all(&mut *self.lease)
+            .fetch_all(&mut *self.conn)
             .await?)
     }
 
     async fn entry_texts(&mut self) -> Result<Vec<EntryText>> {
-        Ok(sqlx::query_as(ENTRY_TEXTS).bind(&self.project).fetch_all(&mut *self.lease).await?)
+        Ok(sqlx::query_as(ENTRY_TEXTS).bind(&self.project).fetch_all(&mut *self.conn).await?)
     }
 
     async fn record_authors(&mut self) -> Result<Vec<(String, Vec<u8>)>> {
-        Ok(sqlx::query_as(RECORD_AUTHORS).bind(&self.project).fetch_all(&mut *self.lease).await?)
+        Ok(sqlx::query_as(RECORD_AUTHORS).bind(&self.project).fetch_all(&mut *self.conn).await?)
     }
 
     async fn chunk(&mut self, digest: &str) -> Result<Option<Vec<u8>>> {
         let query = sqlx::query_scalar(CHUNK).bind(&self.project).bind(digest);
-        Ok(query.fetch_optional(&mut *self.lease).await?)
+        Ok(query.fetch_optional(&mut *self.conn).await?)
     }
 
     async fn chunks(&mut self) -> Result<Vec<(String, Vec<u8>)>> {
-        Ok(sqlx::query_as(CHUNKS).bind(&self.project).fetch_all(&mut *self.lease).await?)
+        Ok(sqlx::query_as(CHUNKS).bind(&self.project).fetch_all(&mut *self.conn).await?)
     }
 
     async fn event_bodies(&mut self) -> Result<Vec<(i64, Vec<u8>)>> {
-        Ok(sqlx::query_as(EVENT_BODIES).bind(&self.project).fetch_all(&mut *self.lease).await?)
+        Ok(sqlx::query_as(EVENT_BODIES).bind(&self.project).fetch_all(&mut *self.conn).await?)
     }
 
     async fn conflict_bodies(&mut self) -> Result<Vec<(String, Vec<u8>)>> {
-        Ok(sqlx::query_as(CONFLICT_BODIES).bind(&self.project).fetch_all(&mut *self.lease).await?)
+        Ok(sqlx::query_as(CONFLICT_BODIES).bind(&self.project).fetch_all(&mut *self.conn).await?)
     }
 
     async fn replies(&mut self) -> Result<Vec<(String, Vec<u8>)>> {
-        Ok(sqlx::query_as(REPLIES).bind(&self.project).fetch_all(&mut *self.lease).await?)
+        Ok(sqlx::query_as(REPLIES).bind(&self.project).fetch_all(&mut *self.conn).await?)
     }
 
     async fn owner(&mut self, table: Table, id: &str) -> Result<Option<String>> {
@@ -116,12 +116,12 @@ impl MaintenanceTx for PgTx {
             Table::Checkpoints => CHECKPOINT_PROJECT,
             Table::Memory => ENTRY_PROJECT,
         };
-        Ok(sqlx::query_scalar(sql).bind(id).fetch_optional(&mut *self.lease).await?)
+        Ok(sqlx::query_scalar(sql).bind(id).fetch_optional(&mut *self.conn).await?)
     }
 
     async fn sessions_after(&mut self, after: &str, limit: i64) -> Result<Vec<Session>> {
         let query = sqlx::query_as(SESSIONS_AFTER).bind(&self.project).bind(after).bind(limit);
-        Ok(query.fetch_all(&mut *self.lease).await?)
+        Ok(query.fetch_all(&mut *self.conn).await?)
     }
 
     async fn checkpoints_after(
@@ -130,17 +130,17 @@ impl MaintenanceTx for PgTx {
         limit: i64,
     ) -> Result<Vec<crate::store::model::Checkpoint>> {
         let query = sqlx::query_as(CHECKPOINTS_AFTER).bind(&self.project).bind(after).bind(limit);
-        Ok(query.fetch_all(&mut *self.lease).await?)
+        Ok(query.fetch_all(&mut *self.conn).await?)
     }
 
     async fn entries_after(&mut self, after: &str, limit: i64) -> Result<Vec<crate::store::rows::MemoryRow>> {
         let query = sqlx::query_as(ENTRIES_AFTER).bind(&self.project).bind(after).bind(limit);
-        Ok(query.fetch_all(&mut *self.lease).await?)
+        Ok(query.fetch_all(&mut *self.conn).await?)
     }
 
     async fn record_revisions(&mut self, record: &str) -> Result<(Option<i64>, Option<i64>)> {
         let query = sqlx::query_as(RECORD_REVISIONS).bind(&self.project).bind(record);
-        Ok(query.fetch_one(&mut *self.lease).await?)
+        Ok(query.fetch_one(&mut *self.conn).await?)
     }
 }
 

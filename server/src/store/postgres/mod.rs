@@ -14,22 +14,7 @@ use sqlx::{PgConnection as Conn, PgPool as Pool, Postgres as Db};
 
 use crate::events::Wakers;
 use crate::store::memory_cache::MemoryCache;
-use crate::store::writer::{Dialect, Writer};
-
-/// Writes are batched per lane (see `writer.rs`); a project always uses the same lane.
-/// At most 32 writes per transaction: each write's savepoint is a subtransaction, and
-/// beyond 64 of them Postgres overflows the per-backend cache that snapshots consult.
-const DIALECT: Dialect = Dialect {
-    begin: "BEGIN",
-    max_batch: 32,
-    lanes: 4,
-    bound_new_projects: true,
-    writes_open_savepoints: true,
-    trust_idle_for: STALE_AFTER,
-    // A statement with bound parameters travels alone (the extended query protocol).
-    writer_sends_last: false,
-    begins_ahead: true,
-};
+use crate::store::writer::Writer;
 
 /// How long the server waits for Postgres to answer a new connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -59,10 +44,8 @@ fn pool_options(max: u32) -> PgPoolOptions {
 pub const CHANNEL: &str = "baton_events";
 
 mod admin;
-mod alone;
 mod apply;
 mod export;
-mod handover;
 mod liveness;
 mod maintenance;
 mod reads;
@@ -83,7 +66,7 @@ pub struct PgStore {
     wakers: Wakers,
     notifier: Notifier,
     /// Every revisioned write goes through it (see `writer.rs`); reads use the pool.
-    writer: Writer<Db>,
+    writer: Writer<write::Lanes>,
     memory_cache: MemoryCache,
 }
 
@@ -107,7 +90,7 @@ impl PgStore {
         let search_pool = pool_options(SEARCH_CONNECTIONS).connect_lazy_with(options.clone());
         let pool = pool_options(16).connect_with(options).await?;
         let notifier = Notifier::spawn(pool.clone());
-        let writer = Writer::spawn(&pool, DIALECT);
+        let writer = Writer::spawn(&pool);
         let store =
             Self { pool, search_pool, wakers, notifier, writer, memory_cache: MemoryCache::default() };
         store.spawn_listener();

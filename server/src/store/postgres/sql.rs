@@ -1,8 +1,7 @@
 //! The SQL of Postgres writes: one statement each, every value a bound parameter. A write
 //! is the project lock with its first read (`LOCK`) and a call of `baton_apply_lock` with
 //! its changes and no lock (`APPLY`; the migration `apply_lock_in_one`; `write.rs`), plus
-//! any reads it makes besides its first; in a batch, one write's changes and the next
-//! write's lock go as one call (`APPLY_LOCK`, `handover.rs`).
+//! any reads it makes besides its first.
 
 use crate::store::rows::{checkpoint_columns, checkpoint_light_columns, entry_columns, session_columns};
 
@@ -16,77 +15,117 @@ macro_rules! record_state_columns {
     };
 }
 
-/// The project lock, which changes nothing, as one statement with the write's first read
-/// (`write.rs`): the write's revision and time (never before the project's last write, the
-/// clock read once the row is locked), the memory caps and an earlier reply to the request
-/// id ($1 project, $2 request id). No row: the project does not exist yet, or (`SKIP
-/// LOCKED`, a bounded lock) its row is locked elsewhere.
+/// The project lock as one statement with the write's first read (`write.rs`): it takes the
+/// write's revision (the project's head, moved on), its time (never before the project's
+/// last write, the clock read once the row is locked) and, for a write that may change
+/// memory, records the revision as the project's `memory_revision`; it reads the memory
+/// caps and an earlier reply to the request id ($1 project, $2 request id; the memory flag
+/// is the last parameter). No row: the project does not exist yet, or (a bounded lock,
+/// `SKIP LOCKED`) its row is locked elsewhere.
+///
+/// The lock is the row's UPDATE itself: a row locked by `FOR UPDATE` in a subtransaction
+/// (the write's savepoint) and then updated gets a MultiXact as its locker, which every
+/// later lock and read of the row must look up. A bounded lock must not wait, so it takes
+/// the row with `SKIP LOCKED` first, and pays that.
 ///
 /// The statement's snapshot is taken before it waits for the lock, so what it reads may
-/// predate a write that committed while it waited. `fresh` says it did not: the row it
-/// locked is the version its snapshot sees (`xmin`, the transaction that wrote it; every
-/// write under the lock updates the row, `baton_apply_lock`). A stale result is read again,
-/// lock held, by the same statement, whose new snapshot then sees everything before it.
-/// Why not a PL/pgSQL function, which takes a snapshot per statement: its call costs
-/// Postgres more than the statement's own work, and a project's writes run one after
-/// another on their lane (docs/performance.md, Performance devices: "The lock as one statement"). The function
-/// `baton_apply_lock` (the migration `apply_then_lock`, `APPLY_LOCK`) reads what the record
-/// variant reads, in a text of its own: a change here is a new migration there.
+/// predate a write that committed while it waited (the row it updates is the newest
+/// version all the same). `fresh` says it did not: every write moves the head on, and the
+/// snapshot's head is the one before this write's. A stale result is read again, lock
+/// held, without moving the head (`READ`), by a statement whose snapshot sees everything.
 macro_rules! lock_with {
-    ($wait:literal, $columns:expr, $joins:expr) => {
+    ($from:expr, $memory:literal, $columns:expr, $joins:expr) => {
         concat!(
-            "WITH seen AS (SELECT p.xmin AS seen_version FROM projects p WHERE p.key = $1), ",
-            "locked AS (SELECT p.xmin AS locked_version, p.head_revision AS lock_head, ",
-            "p.last_write_us AS lock_last_write_us, p.memory_caps AS lock_caps FROM projects p ",
-            "WHERE p.key = $1 FOR UPDATE",
-            $wait,
-            "), earlier AS (SELECT q.request_hash, q.reply FROM requests q WHERE q.project = $1 ",
+            "WITH seen AS (SELECT p.head_revision AS seen_head FROM projects p WHERE p.key = $1), ",
+            "locked AS (UPDATE projects p SET head_revision = p.head_revision + 1, ",
+            "last_write_us = GREATEST(p.last_write_us, baton_now_us()), ",
+            "memory_revision = CASE WHEN ",
+            $memory,
+            "::boolean THEN p.head_revision + 1 ELSE p.memory_revision END",
+            $from,
+            " RETURNING p.head_revision AS lock_head, p.last_write_us AS lock_last_write_us, ",
+            "p.memory_caps AS lock_caps), ",
+            "earlier AS (SELECT q.request_hash, q.reply FROM requests q WHERE q.project = $1 ",
             "AND q.request_id = $2) ",
-            "SELECT seen_version = locked_version AS fresh, lock_head + 1 AS out_revision, ",
-            "GREATEST(lock_last_write_us, baton_now_us()) AS out_now_us, lock_caps AS out_caps, ",
+            "SELECT COALESCE(seen_head + 1 = lock_head, FALSE) AS fresh, lock_head AS out_revision, ",
+            "lock_last_write_us AS out_now_us, lock_caps AS out_caps, ",
             "request_hash AS out_hash, reply AS out_reply",
             $columns,
-            " FROM locked JOIN seen ON TRUE LEFT JOIN earlier ON TRUE",
+            " FROM locked LEFT JOIN seen ON TRUE LEFT JOIN earlier ON TRUE",
             $joins
         )
     };
 }
 
-/// With a memory record's state, one row per live entry in order. $3 record.
-macro_rules! lock_record {
-    ($wait:literal) => {
-        lock_with!(
-            $wait,
-            concat!(", ", record_state_columns!()),
-            " LEFT JOIN records r ON r.project = $1 AND r.record = $3 \
-             LEFT JOIN memory m ON m.project = $1 AND m.record = $3 AND m.evicted = FALSE \
-             ORDER BY m.revision, m.seq"
+/// What the lock read, read again with the lock held (after a stale result): the head as
+/// the lock left it.
+macro_rules! read_with {
+    ($columns:expr, $joins:expr) => {
+        concat!(
+            "WITH earlier AS (SELECT q.request_hash, q.reply FROM requests q WHERE q.project = $1 ",
+            "AND q.request_id = $2) ",
+            "SELECT TRUE AS fresh, out_revision, out_now_us, out_caps, request_hash AS out_hash, ",
+            "reply AS out_reply",
+            $columns,
+            " FROM (SELECT head_revision AS out_revision, last_write_us AS out_now_us, ",
+            "memory_caps AS out_caps FROM projects WHERE key = $1) p LEFT JOIN earlier ON TRUE",
+            $joins,
         )
     };
 }
 
-/// With a session of the project (`SessionRow`'s columns, NULL if absent). $3 session id.
-macro_rules! lock_session {
-    ($wait:literal) => {
-        lock_with!(
-            $wait,
-            concat!(", ", session_columns!()),
-            concat!(
-                " LEFT JOIN (SELECT ",
-                session_columns!(),
-                " FROM sessions WHERE id = $3 AND project = $1) s ON TRUE"
-            )
+/// The row to update: waiting for its lock, or (bounded) not.
+macro_rules! waiting {
+    () => {
+        " WHERE p.key = $1"
+    };
+}
+macro_rules! bounded {
+    () => {
+        " FROM (SELECT key FROM projects WHERE key = $1 FOR UPDATE SKIP LOCKED) l WHERE p.key = l.key"
+    };
+}
+
+/// A memory record's state, one row per live entry in order. $3 record.
+macro_rules! record_joins {
+    () => {
+        " LEFT JOIN records r ON r.project = $1 AND r.record = $3 \
+         LEFT JOIN memory m ON m.project = $1 AND m.record = $3 AND m.evicted = FALSE \
+         ORDER BY m.revision, m.seq"
+    };
+}
+
+/// A session of the project (`SessionRow`'s columns, NULL if absent). $3 session id.
+macro_rules! session_joins {
+    () => {
+        concat!(
+            " LEFT JOIN (SELECT ",
+            session_columns!(),
+            " FROM sessions WHERE id = $3 AND project = $1) s ON TRUE"
         )
     };
 }
 
-/// The lock, waiting for the row (`LOCK`) or not (`LOCK_BOUNDED`), with no first read, a
-/// record's state or a session (see `lock_with`).
-pub const LOCK: [&str; 3] = [lock_with!("", "", ""), lock_record!(""), lock_session!("")];
-pub const LOCK_BOUNDED: [&str; 3] =
-    [lock_with!(" SKIP LOCKED", "", ""), lock_record!(" SKIP LOCKED"), lock_session!(" SKIP LOCKED")];
+/// The lock, waiting for the row (`LOCK`) or not (`LOCK_BOUNDED`), with no first read ($3
+/// memory), a record's state or a session ($3 record or session id, $4 memory); and what it
+/// read, read again (`READ`, without the memory flag). See `lock_with`.
+pub const LOCK: [&str; 3] = [
+    lock_with!(waiting!(), "$3", "", ""),
+    lock_with!(waiting!(), "$4", concat!(", ", record_state_columns!()), record_joins!()),
+    lock_with!(waiting!(), "$4", concat!(", ", session_columns!()), session_joins!()),
+];
+pub const LOCK_BOUNDED: [&str; 3] = [
+    lock_with!(bounded!(), "$3", "", ""),
+    lock_with!(bounded!(), "$4", concat!(", ", record_state_columns!()), record_joins!()),
+    lock_with!(bounded!(), "$4", concat!(", ", session_columns!()), session_joins!()),
+];
+pub const READ: [&str; 3] = [
+    read_with!("", ""),
+    read_with!(concat!(", ", record_state_columns!()), record_joins!()),
+    read_with!(concat!(", ", session_columns!()), session_joins!()),
+];
 
-/// A project's row, made on its first write (then locked by `LOCK`). $1 project.
+/// A project's row, made on its first write (then locked by `LOCK`): head 0. $1 project.
 pub const CREATE_PROJECT: &str = "INSERT INTO projects (key, head_revision, last_write_us, created_us, \
      memory_revision) VALUES ($1, 0, baton_now_us(), baton_now_us(), 0) ON CONFLICT (key) DO NOTHING";
 
@@ -95,16 +134,6 @@ pub const CREATE_PROJECT: &str = "INSERT INTO projects (key, head_revision, last
 /// and message of what failed.
 pub const APPLY: &str = "SELECT out_code, out_message FROM baton_apply_lock($1, $2, $3, $4, $5, $6, $7, $8, \
      $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, NULL, NULL, NULL, FALSE)";
-
-/// A kept write's changes ($1–$20, as `APPLY`) and the next write's lock with the memory
-/// record it reads first (none if NULL) as one call (`handover.rs`; the migrations
-/// `apply_then_lock`, `apply_lock_in_one`): one row with the SQLSTATE and message of what
-/// failed and no lock, or the rows of `LOCK`'s record variant (`out_code` NULL). $21
-/// project, $22 request id, $23 record, $24 bounded (`SKIP LOCKED`).
-pub const APPLY_LOCK: &str = "SELECT out_code, out_message, fresh, out_revision, out_now_us, out_caps, out_hash, out_reply, \
-     record_revision, record_written_us, record_author, m_id, m_category, m_branch, m_key, m_content, \
-     m_rationale, m_author, m_revision, m_seq, m_created_us FROM baton_apply_lock($1, $2, $3, $4, $5, $6, \
-     $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)";
 
 /// A memory record's LWW version (NULL columns if never written) and its live entries in
 /// order (NULL entry columns if none), one row per entry. $1 project, $2 record.
@@ -183,11 +212,6 @@ pub const SESSION_TAKEN: &str = "SELECT 1 FROM sessions WHERE id = $1";
 /// The digests of $2 (in order) the project $1 has no chunk for.
 pub const MISSING_CHUNKS: &str = "SELECT u.digest FROM unnest($2::text[]) WITH ORDINALITY AS u (digest, n) \
      WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.project = $1 AND c.digest = u.digest) ORDER BY u.n";
-
-/// The savepoint of a write's maintenance changes (`write.rs`).
-pub const SAVEPOINT: &str = "SAVEPOINT baton_maintenance";
-pub const ROLLBACK_TO_SAVEPOINT: &str = "ROLLBACK TO SAVEPOINT baton_maintenance";
-pub const RELEASE_SAVEPOINT: &str = "RELEASE SAVEPOINT baton_maintenance";
 
 /// A session of any project. $1 id.
 pub const SESSION_BY_ID: &str = concat!("SELECT ", session_columns!(), " FROM sessions WHERE id = $1");

@@ -6,16 +6,30 @@ use baton_proto::v1::SessionStatus;
 
 use super::{PgStore, PgTx, RESUME_BRIEF_WAITS};
 use crate::error::Result;
+use crate::store::writer::OnCommit;
 use crate::store::{
-    Entity, Expiry, MemoryCache, SessionQuery, Store, TokenRow, Within, brief, model, transfer,
+    Entity, Expiry, MemoryCache, SessionQuery, Store, TokenRow, Within, WriteBody, apply, brief, model,
+    transfer,
 };
 
 impl Store for PgStore {
     type Tx = PgTx;
     const RESUME_BRIEF_WAITS: bool = RESUME_BRIEF_WAITS;
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn begin(&self, lock: model::Lock) -> Result<(PgTx, model::Locked)> {
-        self.begin_write(lock).await
+    async fn write<R: Send + 'static>(&self, lock: model::Lock, body: WriteBody<PgTx, R>) -> Result<R> {
+        // Before the write can join a batch (`events::Wakers::hold`).
+        let hold = lock.rewrites_log.then(|| self.wakers.hold(&lock.project));
+        let (wakers, notifier, project) = (self.wakers.clone(), self.notifier.clone(), lock.project.clone());
+        let committed = move |log: &model::Log| {
+            // Other instances are told of the newest revision (NOTIFY).
+            let newest = log.events.iter().map(|e| e.revision).max();
+            let announce = newest.map(|revision| {
+                let project = project.clone();
+                Box::new(move || notifier.announce(&project, revision)) as OnCommit
+            });
+            apply::wake(&wakers, &project, hold, log, announce)
+        };
+        self.writer.run(lock, apply::applying(body, committed)).await
     }
     #[tracing::instrument(level = "debug", skip_all)]
     async fn touch_session(

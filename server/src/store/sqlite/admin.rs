@@ -2,11 +2,14 @@
 //! transcript chunks, old replies. One statement each; the writes go through the writer
 //! (a transaction of their own), so they never wait on SQLite's busy handler behind a batch.
 
+use futures::future::BoxFuture;
+use sqlx::pool::PoolConnection;
+use sqlx::{Sqlite, SqliteConnection};
+
 use super::SqliteStore;
 use crate::error::Result;
 use crate::store::TokenRow;
 use crate::store::model::ProjectCounts;
-use crate::store::writer::Lease;
 
 /// Binds: id, name, role, project, hash, created_us.
 const INSERT_TOKEN: &str =
@@ -62,16 +65,32 @@ const UNSTAMPED: &str =
 const STAMP: &str = "UPDATE checkpoints SET state_digest = ? WHERE id = ? AND state_digest IS NULL";
 
 impl SqliteStore {
-    /// A write of its own through the writer.
-    async fn plain(&self) -> Result<Lease<sqlx::Sqlite>> {
-        Ok(self.writer.lease("", false, false).await?)
+    /// A write that takes no lock, through the writer like every write (it never waits on
+    /// SQLite's busy handler): `f` on the writer's connection, kept if it succeeds.
+    pub(super) async fn plain<R, F>(&self, f: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, Result<R>> + Send + 'static,
+    {
+        let body = Box::new(move |mut conn: PoolConnection<Sqlite>| -> BoxFuture<'static, _> {
+            Box::pin(async move {
+                let result = f(&mut conn).await;
+                (conn, result)
+            })
+        });
+        self.writer.run_plain(body).await
     }
 
-    pub(super) async fn insert_token(&self, t: &TokenRow, hash: &str) -> Result<()> {
-        let mut write = self.plain().await?;
-        let query = sqlx::query(INSERT_TOKEN).bind(&t.id).bind(&t.name).bind(&t.role).bind(&t.project);
-        query.bind(hash).bind(t.created_us).execute(&mut *write).await?;
-        Ok(write.commit().await?)
+    pub(super) async fn insert_token(&self, t: TokenRow, hash: String) -> Result<()> {
+        self.plain(move |conn| {
+            Box::pin(async move {
+                let query =
+                    sqlx::query(INSERT_TOKEN).bind(&t.id).bind(&t.name).bind(&t.role).bind(&t.project);
+                query.bind(hash).bind(t.created_us).execute(conn).await?;
+                Ok(())
+            })
+        })
+        .await
     }
 
     pub(super) async fn token_named(&self, name: String) -> Result<Option<TokenRow>> {
@@ -91,16 +110,23 @@ impl SqliteStore {
     }
 
     pub(super) async fn revoke(&self, name: String, now_us: i64) -> Result<bool> {
-        let mut write = self.plain().await?;
-        let done = sqlx::query(REVOKE_TOKEN).bind(now_us).bind(name).execute(&mut *write).await?;
-        write.commit().await?;
-        Ok(done.rows_affected() > 0)
+        self.plain(move |conn| {
+            Box::pin(async move {
+                let done = sqlx::query(REVOKE_TOKEN).bind(now_us).bind(name).execute(conn).await?;
+                Ok(done.rows_affected() > 0)
+            })
+        })
+        .await
     }
 
     pub(super) async fn token_used(&self, id: String, now_us: i64) -> Result<()> {
-        let mut write = self.plain().await?;
-        sqlx::query(TOUCH_TOKEN).bind(now_us).bind(id).execute(&mut *write).await?;
-        Ok(write.commit().await?)
+        self.plain(move |conn| {
+            Box::pin(async move {
+                sqlx::query(TOUCH_TOKEN).bind(now_us).bind(id).execute(conn).await?;
+                Ok(())
+            })
+        })
+        .await
     }
 
     pub(super) async fn projects(&self) -> Result<Vec<(String, String)>> {
@@ -136,10 +162,13 @@ impl SqliteStore {
     }
 
     pub(super) async fn forget_requests(&self, before_us: i64) -> Result<u64> {
-        let mut write = self.plain().await?;
-        let done = sqlx::query(PRUNE_REQUESTS).bind(before_us).execute(&mut *write).await?;
-        write.commit().await?;
-        Ok(done.rows_affected())
+        self.plain(move |conn| {
+            Box::pin(async move {
+                let done = sqlx::query(PRUNE_REQUESTS).bind(before_us).execute(conn).await?;
+                Ok(done.rows_affected())
+            })
+        })
+        .await
     }
 
     pub(super) async fn counts(&self, project: String) -> Result<Option<ProjectCounts>> {
@@ -183,14 +212,18 @@ impl SqliteStore {
         chunks: Vec<(String, Vec<u8>, i64)>,
         now_us: i64,
     ) -> Result<u64> {
-        let mut write = self.plain().await?;
-        let mut stored = 0;
-        for (digest, data, size) in chunks {
-            let query = sqlx::query(PUT_CHUNK).bind(&project).bind(digest).bind(data).bind(size).bind(now_us);
-            stored += query.execute(&mut *write).await?.rows_affected();
-        }
-        write.commit().await?;
-        Ok(stored)
+        self.plain(move |conn| {
+            Box::pin(async move {
+                let mut stored = 0;
+                for (digest, data, size) in chunks {
+                    let query =
+                        sqlx::query(PUT_CHUNK).bind(&project).bind(digest).bind(data).bind(size).bind(now_us);
+                    stored += query.execute(&mut *conn).await?.rows_affected();
+                }
+                Ok(stored)
+            })
+        })
+        .await
     }
 
     pub(super) async fn chunk_data(
@@ -216,20 +249,24 @@ impl SqliteStore {
         memory_caps: Option<String>,
         chunks: Vec<crate::store::transfer::ChunkLine>,
     ) -> Result<(u64, u64)> {
-        let mut write = self.plain().await?;
-        if let Some(caps) = memory_caps {
-            sqlx::query(SET_CAPS_IF_NONE).bind(caps).bind(&project).execute(&mut *write).await?;
-        }
-        let (mut imported, mut skipped) = (0, 0);
-        for c in chunks {
-            let query = sqlx::query(PUT_CHUNK).bind(&project).bind(c.digest).bind(c.data).bind(c.size_bytes);
-            match query.bind(c.created_us).execute(&mut *write).await?.rows_affected() {
-                1 => imported += 1,
-                _ => skipped += 1,
-            }
-        }
-        write.commit().await?;
-        Ok((imported, skipped))
+        self.plain(move |conn| {
+            Box::pin(async move {
+                if let Some(caps) = memory_caps {
+                    sqlx::query(SET_CAPS_IF_NONE).bind(caps).bind(&project).execute(&mut *conn).await?;
+                }
+                let (mut imported, mut skipped) = (0, 0);
+                for c in chunks {
+                    let query =
+                        sqlx::query(PUT_CHUNK).bind(&project).bind(c.digest).bind(c.data).bind(c.size_bytes);
+                    match query.bind(c.created_us).execute(&mut *conn).await?.rows_affected() {
+                        1 => imported += 1,
+                        _ => skipped += 1,
+                    }
+                }
+                Ok((imported, skipped))
+            })
+        })
+        .await
     }
 
     pub(super) async fn unstamped(&self, after: String) -> Result<Vec<String>> {
@@ -237,8 +274,12 @@ impl SqliteStore {
     }
 
     pub(super) async fn stamp(&self, id: String, digest: String) -> Result<()> {
-        let mut write = self.plain().await?;
-        sqlx::query(STAMP).bind(digest).bind(id).execute(&mut *write).await?;
-        Ok(write.commit().await?)
+        self.plain(move |conn| {
+            Box::pin(async move {
+                sqlx::query(STAMP).bind(digest).bind(id).execute(conn).await?;
+                Ok(())
+            })
+        })
+        .await
     }
 }

@@ -16,16 +16,18 @@ impl SqliteStore {
         within: Within,
     ) -> Result<Option<(i32, i64)>> {
         // Through the writer, like every write: it never waits on SQLite's busy handler.
-        let mut write = self.writer.lease("", false, false).await?;
-        let seen: Option<(i32, i64)> = sqlx::query_as(sql::TOUCH_SESSION)
-            .bind(tool_count)
-            .bind(&id)
-            .bind(status.map(|s| s as i32))
-            .bind(within)
-            .fetch_optional(&mut *write)
-            .await?;
-        write.commit().await?;
-        Ok(seen)
+        self.plain(move |conn| {
+            Box::pin(async move {
+                Ok(sqlx::query_as(sql::TOUCH_SESSION)
+                    .bind(tool_count)
+                    .bind(&id)
+                    .bind(status.map(|s| s as i32))
+                    .bind(within)
+                    .fetch_optional(conn)
+                    .await?)
+            })
+        })
+        .await
     }
 
     pub(super) async fn expired(&self, expiry: Expiry) -> Result<Vec<(String, String, i32, i64)>> {

@@ -14,7 +14,7 @@ use sqlx::{Sqlite as Db, SqlitePool as Pool};
 
 use crate::events::Wakers;
 use crate::store::memory_cache::MemoryCache;
-use crate::store::writer::{Dialect, Writer};
+use crate::store::writer::Writer;
 
 mod admin;
 mod export;
@@ -37,7 +37,7 @@ pub struct SqliteStore {
     wakers: Wakers,
     /// Every write goes through it (see `writer.rs`), on a connection of its own
     /// (`writer_pool`); reads use the pool.
-    writer: Writer<Db>,
+    writer: Writer<write::Lanes>,
     writer_pool: Pool,
     /// Searches read through connections of their own, each keeping a larger page cache
     /// (`SEARCH_CACHE`).
@@ -86,9 +86,8 @@ impl SqliteStore {
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(30))
             .pragma("wal_autocheckpoint", CHECKPOINT_AFTER_PAGES)
-            // The writer's connection keeps each write's log prepared together with the
-            // statements the writer sends after it (`writer_sends_last`): a few texts per
-            // kind of write, more than sqlx's default of 100 in all.
+            // A write's changes and log go as one query: a few texts per kind of write,
+            // more than sqlx's default of 100 in all.
             .statement_cache_capacity(400);
         let search_pool = SqlitePoolOptions::new()
             .max_connections(2)
@@ -96,7 +95,7 @@ impl SqliteStore {
             .acquire_timeout(Duration::from_secs(30))
             .connect_lazy_with(options.clone().pragma("cache_size", SEARCH_CACHE));
         let writer_pool = SqlitePoolOptions::new()
-            .max_connections(u32::try_from(DIALECT.lanes)?)
+            .max_connections(u32::try_from(<write::Lanes as crate::store::writer::Backend>::LANES)?)
             .test_before_acquire(false)
             .acquire_timeout(Duration::from_secs(30))
             .connect_lazy_with(options.clone().pragma("temp_store", WRITER_TEMP_STORE));
@@ -109,31 +108,13 @@ impl SqliteStore {
             .connect_with(options)
             .await?;
         MIGRATOR.run(&pool).await?;
-        let writer = Writer::spawn(&writer_pool, DIALECT);
+        let writer = Writer::spawn(&writer_pool);
         let store =
             Self { pool, wakers, writer, writer_pool, search_pool, memory_cache: MemoryCache::default() };
         crate::jobs::backfill::state_digests(&store).await?;
         Ok(store)
     }
 }
-
-/// SQLite has one write lock per database: one writer, `BEGIN IMMEDIATE` so the batch
-/// takes the lock before it reads anything.
-const DIALECT: Dialect = Dialect {
-    begin: "BEGIN IMMEDIATE",
-    max_batch: 64,
-    lanes: 1,
-    bound_new_projects: false,
-    // Every statement is a hand-off to the connection's thread, and a query may hold
-    // several statements with bound parameters: a write's savepoint goes with its project
-    // lock, and its log with the writer's COMMIT.
-    writes_open_savepoints: true,
-    // An embedded database's connection does not go stale while idle.
-    trust_idle_for: std::time::Duration::MAX,
-    writer_sends_last: true,
-    // `BEGIN IMMEDIATE` takes the database's write lock.
-    begins_ahead: false,
-};
 
 /// The rows of a query of several statements, by statement: each statement's rows come
 /// before its completion. One list per statement, and one more (empty) after the last.
@@ -157,5 +138,5 @@ where
 
 /// A resume's brief is read once the write has read all it needs (`service::resume`):
 /// SQLite's reads and writes all compete for the same cores, and read side by side they
-/// slowed each other (the write's lease waited up to a scheduler slice).
+/// slowed each other.
 const RESUME_BRIEF_WAITS: bool = true;

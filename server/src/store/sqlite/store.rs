@@ -7,15 +7,20 @@ use baton_proto::v1::SessionStatus;
 use super::{RESUME_BRIEF_WAITS, SqliteStore, SqliteTx};
 use crate::error::Result;
 use crate::store::{
-    Entity, Expiry, MemoryCache, SessionQuery, Store, TokenRow, Within, brief, model, transfer,
+    Entity, Expiry, MemoryCache, SessionQuery, Store, TokenRow, Within, WriteBody, apply, brief, model,
+    transfer,
 };
 
 impl Store for SqliteStore {
     type Tx = SqliteTx;
     const RESUME_BRIEF_WAITS: bool = RESUME_BRIEF_WAITS;
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn begin(&self, lock: model::Lock) -> Result<(SqliteTx, model::Locked)> {
-        self.begin_write(lock).await
+    async fn write<R: Send + 'static>(&self, lock: model::Lock, body: WriteBody<SqliteTx, R>) -> Result<R> {
+        // Before the write can join a batch (`events::Wakers::hold`).
+        let hold = lock.rewrites_log.then(|| self.wakers.hold(&lock.project));
+        let (wakers, project) = (self.wakers.clone(), lock.project.clone());
+        let committed = move |log: &model::Log| apply::wake(&wakers, &project, hold, log, None);
+        self.writer.run(lock, apply::applying(body, committed)).await
     }
     #[tracing::instrument(level = "debug", skip_all)]
     async fn touch_session(
@@ -135,7 +140,7 @@ impl Store for SqliteStore {
     }
     #[tracing::instrument(level = "debug", skip_all)]
     async fn insert_token(&self, token: TokenRow, secret_hash: String) -> Result<()> {
-        self.insert_token(&token, &secret_hash).await
+        self.insert_token(token, secret_hash).await
     }
     #[tracing::instrument(level = "debug", skip_all)]
     async fn token_named(&self, name: String) -> Result<Option<TokenRow>> {

@@ -1,38 +1,31 @@
-//! A write on SQLite: a savepoint in the writer's batch (`store::writer`), begun by the
-//! project lock and ended by one query holding all its changes and its log.
-//!
-//! Every statement is a hand-off to the connection's thread, so a write sends three
-//! queries in all, each of several statements with values bound in order: the lock (with
-//! the savepoint's opening in front and the write's first read behind, `Lock::first_read`),
-//! any other reads, and its changes with its log, which the writer sends together with its
-//! own next statements (`Lease::commit_after`). The rows "small memory writes, one hot
-//! project" and "over 100 projects" of `baton-bench` fall short without them.
+//! A write on SQLite, as the writer runs it (`store::writer`): the project lock with the
+//! write's first read (`Lock::first_read`) as one query, any other reads, and one query
+//! holding all its changes and its log (`Apply`). Every statement is a hand-off to the
+//! connection's thread; a query may hold several, with values bound in order.
 
-use sqlx::sqlite::{SqliteArguments, SqliteRow};
-use sqlx::{Arguments as _, FromRow as _, QueryBuilder, Sqlite};
+use futures::future::BoxFuture;
+use sqlx::sqlite::SqliteArguments;
+use sqlx::{Arguments as _, FromRow as _, Sqlite, SqliteConnection};
 
-use super::{SqliteStore, sql};
+use super::sql;
 use crate::core::resume::Asked;
 use crate::core::search::tokens::fts5_text;
 use crate::error::{Error, Result};
-use crate::events::Hold;
+use crate::store::Kept;
+use crate::store::apply::Apply;
 use crate::store::model::{
     Change, Checkpoint, EarlierRequest, Entry, FirstRead, FirstReadDone, Index, Lock, Locked, Log,
     RecordState, Session,
 };
 use crate::store::rows::{MemoryRow, RecordStateRow, encode_actor, record_state};
-use crate::store::writer::Lease;
+use crate::store::writer::{Backend, Taken, Tx};
 
 /// A write in progress (see the module header).
-pub struct SqliteTx {
-    pub(super) lease: Lease<Sqlite>,
-    store: SqliteStore,
-    pub(super) project: String,
-    /// What was read with the lock, until the write asks for it.
-    first: Option<FirstReadDone>,
-    /// Held until the commit is reported (`Lock::rewrites_log`).
-    hold: Option<Hold>,
-}
+pub type SqliteTx = Tx<Sqlite>;
+
+/// SQLite as the writer's backend. One write lock per database: one lane, and
+/// `BEGIN IMMEDIATE`, so a batch takes the lock before it reads anything.
+pub struct Lanes;
 
 /// Statements sent as one query: constant texts, their values bound in order.
 #[derive(Default)]
@@ -75,73 +68,80 @@ struct LockRow {
     reply: Option<Vec<u8>>,
 }
 
-impl SqliteStore {
-    pub(super) async fn begin_write(&self, lock: Lock) -> Result<(SqliteTx, Locked)> {
-        // Before the write can join a batch (`events::Wakers::hold`).
-        let hold = lock.rewrites_log.then(|| self.wakers.hold(&lock.project));
-        let mut lease = self.writer.lease(&lock.project, false, true).await?;
-        let mut query = Statements::default();
-        // The savepoint's statements, if the write is to send them: no values.
-        if let Some(opening) = lease.take_opening() {
-            for statement in opening.split("; ") {
-                query.push(statement);
-            }
-        }
-        let at = query.count;
-        query.push(sql::LOCK).bind(&lock.project).bind(lock.memory).bind(lock.memory);
-        query
-            .bind(&lock.project)
-            .bind(lock.request_id.as_deref())
-            .bind(&lock.project)
-            .bind(lock.request_id.as_deref());
-        match &lock.first_read {
-            Some(FirstRead::Record(record)) => {
-                query
-                    .push(sql::RECORD_STATE)
-                    .bind(&lock.project)
-                    .bind(record)
-                    .bind(&lock.project)
-                    .bind(record);
-            }
-            Some(FirstRead::Session(id)) => {
-                query.push(sql::SESSION).bind(id).bind(&lock.project);
-            }
-            None => {}
-        }
-        let rows = by_statement(&mut lease, query).await?;
-        let of = |i: usize| rows.get(i).map(Vec::as_slice).unwrap_or_default();
-        let row = of(at).first().ok_or_else(|| Error::internal("the project lock returned no row"))?;
-        let row = LockRow::from_row(row)?;
-        let first = match &lock.first_read {
-            Some(FirstRead::Record(record)) => {
-                let state = of(at + 1).iter().map(RecordStateRow::from_row).collect::<Result<Vec<_>, _>>()?;
-                Some(FirstReadDone::Record(record.to_owned(), record_state(state)))
-            }
-            Some(FirstRead::Session(id)) => {
-                let session = of(at + 1).first().map(Session::from_row).transpose()?.map(Box::new);
-                Some(FirstReadDone::Session(id.to_owned(), session))
-            }
-            None => None,
-        };
-        let earlier = match (row.request_hash, row.reply) {
-            (Some(request_hash), Some(reply)) => Some(EarlierRequest { request_hash, reply }),
-            _ => None,
-        };
-        let locked = Locked {
-            revision: row.head_revision,
-            now_us: row.last_write_us,
-            memory_caps: row.memory_caps,
-            earlier,
-        };
-        Ok((SqliteTx { lease, store: self.clone(), project: lock.project.clone(), first, hold }, locked))
+impl Backend for Lanes {
+    type Db = Sqlite;
+    const BEGIN: &'static str = "BEGIN IMMEDIATE";
+    const LANES: usize = 1;
+    const MAX_BATCH: usize = 64;
+
+    fn lock<'c>(
+        conn: &'c mut SqliteConnection,
+        lock: &'c Lock,
+        _bounded: bool,
+    ) -> BoxFuture<'c, Result<Option<Taken>>> {
+        // The database's write lock is the batch's: nothing is ever locked elsewhere.
+        Box::pin(async move { take_lock(conn, lock).await.map(Some) })
     }
 }
 
-/// Runs a query of several statements; the rows come back by statement
-/// (`rows_by_statement`).
-async fn by_statement(lease: &mut Lease<Sqlite>, query: Statements) -> Result<Vec<Vec<SqliteRow>>> {
+async fn take_lock(conn: &mut SqliteConnection, lock: &Lock) -> Result<Taken> {
+    let mut query = Statements::default();
+    query.push(sql::LOCK).bind(&lock.project).bind(lock.memory).bind(lock.memory);
+    query
+        .bind(&lock.project)
+        .bind(lock.request_id.as_deref())
+        .bind(&lock.project)
+        .bind(lock.request_id.as_deref());
+    match &lock.first_read {
+        Some(FirstRead::Record(record)) => {
+            query.push(sql::RECORD_STATE).bind(&lock.project).bind(record).bind(&lock.project).bind(record);
+        }
+        Some(FirstRead::Session(id)) => {
+            query.push(sql::SESSION).bind(id).bind(&lock.project);
+        }
+        None => {}
+    }
     let query = sqlx::query_with(sqlx::AssertSqlSafe(query.sql), query.args);
-    Ok(super::rows_by_statement(sqlx::Executor::fetch_many(&mut **lease, query)).await?)
+    let rows = super::rows_by_statement(sqlx::Executor::fetch_many(conn, query)).await?;
+    let of = |i: usize| rows.get(i).map(Vec::as_slice).unwrap_or_default();
+    let row = of(0).first().ok_or_else(|| Error::internal("the project lock returned no row"))?;
+    let row = LockRow::from_row(row)?;
+    let first = match &lock.first_read {
+        Some(FirstRead::Record(record)) => {
+            let state = of(1).iter().map(RecordStateRow::from_row).collect::<Result<Vec<_>, _>>()?;
+            Some(FirstReadDone::Record(record.to_owned(), record_state(state)))
+        }
+        Some(FirstRead::Session(id)) => {
+            let session = of(1).first().map(Session::from_row).transpose()?.map(Box::new);
+            Some(FirstReadDone::Session(id.to_owned(), session))
+        }
+        None => None,
+    };
+    let earlier = match (row.request_hash, row.reply) {
+        (Some(request_hash), Some(reply)) => Some(EarlierRequest { request_hash, reply }),
+        _ => None,
+    };
+    let locked = Locked {
+        revision: row.head_revision,
+        now_us: row.last_write_us,
+        memory_caps: row.memory_caps,
+        earlier,
+    };
+    Ok(Taken { locked, first })
+}
+
+impl Apply for SqliteTx {
+    async fn apply(&mut self, kept: Kept) -> Result<()> {
+        let mut query = Statements::default();
+        for change in &kept.changes {
+            push_change(&mut query, &self.project, change);
+        }
+        push_log(&mut query, &self.project, &kept.log);
+        if query.count > 0 {
+            sqlx::query_with(sqlx::AssertSqlSafe(query.sql), query.args).execute(&mut *self.conn).await?;
+        }
+        Ok(())
+    }
 }
 
 impl crate::store::WriteTx for SqliteTx {
@@ -154,7 +154,7 @@ impl crate::store::WriteTx for SqliteTx {
             .bind(record)
             .bind(&self.project)
             .bind(record)
-            .fetch_all(&mut *self.lease)
+            .fetch_all(&mut *self.conn)
             .await?;
         Ok(record_state(rows))
     }
@@ -164,7 +164,7 @@ impl crate::store::WriteTx for SqliteTx {
             .bind(&self.project)
             .bind(record)
             .bind(include_evicted)
-            .fetch_all(&mut *self.lease)
+            .fetch_all(&mut *self.conn)
             .await?;
         Ok(rows.iter().map(MemoryRow::to_entry).collect())
     }
@@ -173,7 +173,7 @@ impl crate::store::WriteTx for SqliteTx {
         if let Some(session) = FirstReadDone::session(&mut self.first, id) {
             return Ok(session);
         }
-        Ok(sqlx::query_as(sql::SESSION).bind(id).bind(&self.project).fetch_optional(&mut *self.lease).await?)
+        Ok(sqlx::query_as(sql::SESSION).bind(id).bind(&self.project).fetch_optional(&mut *self.conn).await?)
     }
 
     async fn resume_candidates(&mut self, asked: Asked<'_>) -> Result<Vec<Session>> {
@@ -188,25 +188,25 @@ impl crate::store::WriteTx for SqliteTx {
                 .bind(&self.project)
                 .bind(&self.project),
         };
-        Ok(query.fetch_all(&mut *self.lease).await?)
+        Ok(query.fetch_all(&mut *self.conn).await?)
     }
 
     async fn checkpoint(&mut self, id: &str) -> Result<Option<Checkpoint>> {
         Ok(sqlx::query_as(sql::CHECKPOINT)
             .bind(id)
             .bind(&self.project)
-            .fetch_optional(&mut *self.lease)
+            .fetch_optional(&mut *self.conn)
             .await?)
     }
 
     async fn session_taken(&mut self, id: &str) -> Result<bool> {
         let row: Option<(i32,)> =
-            sqlx::query_as(sql::SESSION_TAKEN).bind(id).fetch_optional(&mut *self.lease).await?;
+            sqlx::query_as(sql::SESSION_TAKEN).bind(id).fetch_optional(&mut *self.conn).await?;
         Ok(row.is_some())
     }
 
     async fn checkpoint_owner(&mut self, id: &str) -> Result<Option<(String, String)>> {
-        Ok(sqlx::query_as(sql::CHECKPOINT_OWNER).bind(id).fetch_optional(&mut *self.lease).await?)
+        Ok(sqlx::query_as(sql::CHECKPOINT_OWNER).bind(id).fetch_optional(&mut *self.conn).await?)
     }
 
     async fn missing_chunks(&mut self, digests: &[String]) -> Result<Vec<String>> {
@@ -217,44 +217,14 @@ impl crate::store::WriteTx for SqliteTx {
         Ok(sqlx::query_scalar(sql::MISSING_CHUNKS)
             .bind(digests)
             .bind(&self.project)
-            .fetch_all(&mut *self.lease)
+            .fetch_all(&mut *self.conn)
             .await?)
     }
 
     async fn entry(&mut self, id: &str) -> Result<Option<Entry>> {
         let row: Option<MemoryRow> =
-            sqlx::query_as(sql::ENTRY).bind(id).bind(&self.project).fetch_optional(&mut *self.lease).await?;
+            sqlx::query_as(sql::ENTRY).bind(id).bind(&self.project).fetch_optional(&mut *self.conn).await?;
         Ok(row.as_ref().map(MemoryRow::to_entry))
-    }
-
-    async fn commit(mut self, changes: Vec<Change>, log: Log) -> Result<()> {
-        let mut query = Statements::default();
-        for change in &changes {
-            push_change(&mut query, &self.project, change);
-        }
-        push_log(&mut query, &self.project, &log);
-        // Once the batch commits, even if the request is gone by then (`Lease::on_commit`):
-        // the project's watch reader is handed the events; a purge's hold ends there.
-        let (wakers, project, hold, events) =
-            (self.store.wakers.clone(), self.project.clone(), self.hold, log.events);
-        self.lease.on_commit(Box::new(move || {
-            wakers.committed(&project, Some(events));
-            drop(hold);
-        }));
-        if query.count == 0 {
-            self.lease.commit().await?;
-        } else {
-            self.lease.commit_after(QueryBuilder::with_arguments(query.sql, query.args)).await?;
-        }
-        Ok(())
-    }
-
-    async fn rollback(self) -> Result<()> {
-        Ok(self.lease.rollback().await?)
-    }
-
-    async fn settle(self) -> Result<()> {
-        Ok(self.lease.settle().await?)
     }
 }
 

@@ -1,12 +1,9 @@
 //! The batching writer (`baton_server::store::writer`), its cases run on both backends:
-//! writes batched in one transaction keep and roll back alone, writes of their own share
-//! batches with savepoint writes, leases are bounded for projects a batch does not hold,
-//! writes that open their own savepoints, BEGIN riding with the first opening sent, an
-//! opening that never ran abandoning its batch, the lane's connection given back on close,
-//! a COMMIT that begins the next transaction, what kept writes leave to run on commit, and a
-//! kept write's last statement handed to the write after it (`handover.rs`). SQLite alone lets the writer send a
-//! write's last statements with its own; Postgres alone shows a transaction begun ahead in
-//! `pg_stat_activity`, and can have its connection terminated under it.
+//! writes batched in one transaction keep and roll back alone, answered only once their
+//! batch commits; locks bounded for projects a batch does not hold, and a write whose
+//! bounded lock runs out started again in a batch of its own; what kept writes leave to run
+//! on commit; a body that panics; writes that take no lock; the lane's connection closed on
+//! close. Postgres alone can have the writer's connection terminated under it.
 
 mod postgres;
 mod sqlite;

@@ -1,4 +1,9 @@
-//! The writer's cases on a throwaway Postgres, and the ones only Postgres has.
+//! The writer's cases on a throwaway Postgres, and the ones only Postgres has: its
+//! connection terminated under it, in a batch and between batches.
+
+use std::time::Duration;
+
+use baton_server::store::writer::Writer;
 
 pub type Db = sqlx::Postgres;
 pub const BEGIN: &str = "BEGIN";
@@ -16,9 +21,47 @@ pub async fn fresh() -> ((), sqlx::PgPool) {
 #[path = "cases.rs"]
 mod cases;
 
-#[path = "begun_ahead.rs"]
-mod begun_ahead;
+use cases::{Plan, Test, keep, values, write};
 
-#[allow(clippy::duplicate_mod)]
-#[path = "handover.rs"]
-mod handover;
+/// A connection terminated while a batch runs fails that batch's writes (none is kept, each
+/// is told); the writes queued behind them run on a new connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_terminated_in_a_batch_fails_that_batch_only() {
+    let (_keep, pool) = fresh().await;
+    let writer: Writer<Test> = Writer::spawn(&pool);
+    let (release, wait) = tokio::sync::oneshot::channel();
+    let first = {
+        let writer = writer.clone();
+        tokio::spawn(async move { write(&writer, "p", Plan { wait: Some(wait), ..keep(&["a"]) }).await })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let second = {
+        let writer = writer.clone();
+        tokio::spawn(async move { write(&writer, "p", keep(&["b"])).await })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let killed = baton_tests::postgres::terminate_idle_in_transaction(&pool).await.unwrap();
+    assert_eq!(killed, vec![true], "the batch waits in its transaction");
+    release.send(()).unwrap();
+    assert!(first.await.unwrap().is_err(), "its batch did not commit");
+    // The second write was queued while the first ran: it may have joined its batch (and
+    // failed with it) or started the next one.
+    let second = second.await.unwrap();
+    write(&writer, "p", keep(&["c"])).await.unwrap();
+    let expected = if second.is_ok() { vec!["b", "c"] } else { vec!["c"] };
+    assert_eq!(values(&pool).await, expected);
+}
+
+/// The writer keeps its connection between batches; one terminated while idle (a restart,
+/// an idle timeout) is replaced before a write sees it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_terminated_while_idle_is_replaced() {
+    let (_keep, pool) = fresh().await;
+    let writer: Writer<Test> = Writer::spawn(&pool);
+    write(&writer, "p", keep(&["a"])).await.unwrap();
+    let killed =
+        baton_tests::postgres::terminate_idle_after(&pool, "RELEASE SAVEPOINT w; COMMIT").await.unwrap();
+    assert_eq!(killed, vec![true], "the writer's connection waits between batches");
+    write(&writer, "p", keep(&["b"])).await.unwrap();
+    assert_eq!(values(&pool).await, vec!["a", "b"]);
+}

@@ -1,4 +1,4 @@
-//! The writer's cases on SQLite, and the one only SQLite has.
+//! The writer's cases on SQLite.
 
 pub type Db = sqlx::Sqlite;
 pub const BEGIN: &str = "BEGIN IMMEDIATE";
@@ -22,10 +22,3 @@ pub async fn fresh() -> (tempfile::TempDir, sqlx::SqlitePool) {
 #[allow(clippy::duplicate_mod)]
 #[path = "cases.rs"]
 mod cases;
-
-#[path = "sends_last.rs"]
-mod sends_last;
-
-#[allow(clippy::duplicate_mod)]
-#[path = "handover.rs"]
-mod handover;
