@@ -1,13 +1,17 @@
 //! The batching writer (group commit), for both backends.
 //!
 //! A write reaches its lane as a unit of work ([`Writer::run`]): the project lock it takes
-//! and a body that reads through the write's transaction ([`Tx`]) and decides. The lane's
-//! task runs it: one transaction per batch of queued writes, a savepoint per write, so a
-//! write that fails, or that its body does not keep, rolls back alone. Writes that queue
-//! while one runs join the batch, which commits when the queue is empty (or the batch is
-//! full). Every write is answered only once its batch has committed: nothing is
+//! and a body that reads through the write's transaction ([`Tx`]), decides, and applies what
+//! it keeps. The lane's task runs it: one transaction per batch of queued writes. Writes
+//! that queue while one runs join the batch, which commits when the queue is empty (or the
+//! batch is full). Every write is answered only once its batch has committed: nothing is
 //! acknowledged before it is durable, and nothing a write read from another write of its
 //! batch is told before that write is kept (docs/architecture.md, "A write, step by step").
+//!
+//! A write changes nothing before it applies what it keeps, and a backend applies that all
+//! or nothing (SQLite in a savepoint, Postgres in its write function's subtransaction). So
+//! a write that fails, or is not kept, rolls back alone without a savepoint of the
+//! writer's: on Postgres each is a round trip, and a write in a batch would pay one more.
 //!
 //! Why: every statement is a hand-off (SQLite's connection thread, a Postgres round trip)
 //! and every transaction pays its BEGIN, COMMIT and commit record. On SQLite, concurrent
@@ -53,7 +57,8 @@ pub trait Backend: Send + Sync + 'static {
     /// Writes per transaction at most: bounds the wait of the batch's first write.
     const MAX_BATCH: usize;
 
-    /// Takes `lock` inside the write's savepoint: allocates the write's revision and reads
+    /// Takes `lock`, changing nothing the write's rollback would have to undo (it may create
+    /// the project's row): allocates the write's revision and reads
     /// its time, the project's caps, an earlier reply to its request id and its first read
     /// (creating the project on first use). With `bounded` (the batch holds other projects'
     /// locks) it waits only briefly for a lock held elsewhere: `None` if that runs out, and
@@ -86,7 +91,7 @@ pub struct Tx<DB: Database> {
 }
 
 impl<DB: Database> Tx<DB> {
-    /// The connection, inside the write's savepoint.
+    /// The connection, in the batch's transaction.
     pub fn conn(&mut self) -> &mut DB::Connection {
         &mut self.conn
     }
@@ -99,7 +104,7 @@ pub type OnCommit = Box<dyn FnOnce() + Send>;
 pub struct Done<R> {
     /// The write's answer, sent once its batch has committed.
     pub value: R,
-    /// Whether what it changed is kept; if not, it is rolled back to its savepoint.
+    /// Whether it applied changes to keep (its `on_commit` then runs once they are durable).
     pub keep: bool,
     /// For a kept write: what must follow its commit whether or not its request still waits
     /// (waking watchers). Run by the writer, in batch order; quick, as it holds up the lane.
@@ -279,7 +284,10 @@ struct Plain<DB: Database, R> {
     reply: oneshot::Sender<Result<R>>,
 }
 
-impl<DB: Database, R: Send + 'static> Work<DB> for Plain<DB, R> {
+impl<DB: Database, R: Send + 'static> Work<DB> for Plain<DB, R>
+where
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+{
     fn lock(&self) -> Option<&Lock> {
         None
     }
@@ -295,7 +303,19 @@ impl<DB: Database, R: Send + 'static> Work<DB> for Plain<DB, R> {
     ) -> BoxFuture<'static, (PoolConnection<DB>, Finished)> {
         let Self { body, reply } = *self;
         Box::pin(async move {
-            let (conn, result) = body(conn).await;
+            let mut conn = conn;
+            if let Err(e) = execute(&mut conn, "SAVEPOINT plain").await {
+                return (conn, Finished::answered(reply, Err(Error::from(e))));
+            }
+            let (mut conn, result) = body(conn).await;
+            let end = match result {
+                Ok(_) => "RELEASE SAVEPOINT plain",
+                Err(_) => "ROLLBACK TO SAVEPOINT plain; RELEASE SAVEPOINT plain",
+            };
+            let result = match execute(&mut conn, end).await {
+                Ok(()) => result,
+                Err(e) => Err(Error::from(e)),
+            };
             (conn, Finished::answered(reply, result))
         })
     }
@@ -336,8 +356,6 @@ struct Batch<DB: Database> {
     finished: Vec<Finished>,
     /// Projects whose locks the transaction holds (through writes it keeps).
     locked: HashSet<String>,
-    /// Whether the savepoint holds a kept write, to release before the next write's.
-    kept_last: bool,
     /// A close asked for while the batch ran: answered when it ends.
     closing: Option<oneshot::Sender<()>>,
     /// A write taken off the queue that must start a batch of its own.
@@ -386,17 +404,13 @@ where
             Ok(conn) => conn,
             Err(e) => return (first.failed(Error::from(e)).answer)(None),
         };
-        let mut batch = Batch {
-            finished: Vec::new(),
-            locked: HashSet::new(),
-            kept_last: false,
-            closing: None,
-            carry: None,
-        };
+        let mut batch = Batch { finished: Vec::new(), locked: HashSet::new(), closing: None, carry: None };
         let mut next = Some(first);
         let outcome = loop {
             let Some(work) = next.take() else {
-                break match execute(&mut conn, "RELEASE SAVEPOINT w; COMMIT").await {
+                // The query fails in a failed transaction, whose COMMIT Postgres would take
+                // as a ROLLBACK without an error.
+                break match execute(&mut conn, "SELECT 1; COMMIT").await {
                     Ok(()) => {
                         self.held = Some(conn);
                         Ok(())
@@ -465,20 +479,15 @@ impl<DB: Database> Batch<DB>
 where
     for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
 {
-    /// Runs one write in its savepoint (`w`, opened after the batch's BEGIN, again after
-    /// each kept write, and still there after a rollback to it).
+    /// Runs one write: its lock, then its body. Neither changes anything before the body
+    /// applies what it keeps, all or nothing (`Backend`), so a write that fails or is not
+    /// kept leaves nothing to undo; but on Postgres an error ends the transaction, so after
+    /// one the writer checks that the batch can go on.
     async fn step<B: Backend<Db = DB>>(
         &mut self,
         mut conn: PoolConnection<DB>,
         work: Box<dyn Work<DB>>,
     ) -> StepResult<DB> {
-        if self.kept_last {
-            if let Err(e) = execute(&mut conn, "RELEASE SAVEPOINT w; SAVEPOINT w").await {
-                self.finished.push(work.failed(Error::from(e)));
-                return Err((Some(conn), Broken("a savepoint could not be opened".to_owned())));
-            }
-            self.kept_last = false;
-        }
         let project = work.lock().map(|lock| lock.project.clone());
         let taken = match (work.lock(), &project) {
             (Some(lock), Some(project)) => {
@@ -487,11 +496,11 @@ where
                     Ok(Some(taken)) => Some(taken),
                     Ok(None) => {
                         self.carry = Some(work);
-                        return undo(conn).await;
+                        return Ok(conn);
                     }
                     Err(e) => {
                         self.finished.push(work.failed(e));
-                        return undo(conn).await;
+                        return check(conn).await;
                     }
                 }
             }
@@ -504,28 +513,27 @@ where
         let keep = finished.keep;
         self.finished.push(finished);
         if keep {
-            self.kept_last = true;
             self.locked.extend(project);
             Ok(conn)
         } else {
-            undo(conn).await
+            check(conn).await
         }
     }
 }
 
-/// Rolls a write back to its savepoint, which stays for the next write. If that fails the
-/// transaction is in doubt, and the batch is abandoned: never another write undone.
-async fn undo<DB: Database>(mut conn: PoolConnection<DB>) -> StepResult<DB>
+/// Whether the transaction can go on after a write that was not kept: if not (Postgres ends
+/// a transaction at an error), the batch is abandoned.
+async fn check<DB: Database>(mut conn: PoolConnection<DB>) -> StepResult<DB>
 where
     for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
 {
-    match execute(&mut conn, "ROLLBACK TO SAVEPOINT w").await {
+    match execute(&mut conn, "SELECT 1").await {
         Ok(()) => Ok(conn),
         Err(e) => Err((Some(conn), Broken(e.to_string()))),
     }
 }
 
-/// Begins a batch and its first savepoint on the lane's connection, or on a new one if it
+/// Begins a batch on the lane's connection, or on a new one if it
 /// has none or it broke while idle (a database restart). The lane's connections are
 /// closed, never given back to the pool, when dropped: one dropped in a transaction (by a
 /// write's body that panicked) must not serve reads.
@@ -536,9 +544,8 @@ async fn begin<B: Backend>(
 where
     for<'c> &'c mut <B::Db as Database>::Connection: Executor<'c, Database = B::Db>,
 {
-    let opening = format!("{}; SAVEPOINT w", B::BEGIN);
     if let Some(mut conn) = held {
-        match execute(&mut conn, &opening).await {
+        match execute(&mut conn, B::BEGIN).await {
             Ok(()) => return Ok(conn),
             Err(e) => {
                 tracing::debug!(error = %e, "the writer's connection broke while idle; taking another");
@@ -548,7 +555,7 @@ where
     }
     let mut conn = pool.acquire().await?;
     conn.close_on_drop();
-    if let Err(e) = execute(&mut conn, &opening).await {
+    if let Err(e) = execute(&mut conn, B::BEGIN).await {
         abandon(conn).await;
         return Err(e);
     }

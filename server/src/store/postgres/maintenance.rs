@@ -1,6 +1,6 @@
 //! Maintenance on Postgres: the reads of `MaintenanceTx`, and the statements of
-//! `model::Maintenance`, which `PgTx::commit` runs one by one in a savepoint of the write's
-//! own before `baton_apply_lock` (maintenance is rare: round trips do not count).
+//! `model::Maintenance`, which a write's `Apply` runs one by one before the write function
+//! (maintenance is rare: round trips do not count).
 
 use sqlx::{PgConnection, Postgres};
 

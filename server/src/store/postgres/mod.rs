@@ -82,6 +82,7 @@ impl PgStore {
                 .await
                 .map_err(|_| anyhow::anyhow!("no answer from Postgres within {CONNECT_TIMEOUT:?}"))??;
         MIGRATOR.run(&mut conn).await?;
+        apply::install(&mut conn).await?;
         if let Err(e) = sqlx::Connection::close(conn).await {
             tracing::debug!(error = %e, "closing the migration connection failed");
         }

@@ -1,7 +1,6 @@
 //! The SQL of Postgres writes: one statement each, every value a bound parameter. A write
-//! is the project lock with its first read (`LOCK`) and a call of `baton_apply_lock` with
-//! its changes and no lock (`APPLY`; the migration `apply_lock_in_one`; `write.rs`), plus
-//! any reads it makes besides its first.
+//! is the project lock with its first read (`LOCK`), any reads it makes besides, and a call
+//! of the write function with its changes (`apply.rs`).
 
 use crate::store::rows::{checkpoint_columns, checkpoint_light_columns, entry_columns, session_columns};
 
@@ -15,125 +14,74 @@ macro_rules! record_state_columns {
     };
 }
 
-/// The project lock as one statement with the write's first read (`write.rs`): it takes the
-/// write's revision (the project's head, moved on), its time (never before the project's
-/// last write, the clock read once the row is locked) and, for a write that may change
-/// memory, records the revision as the project's `memory_revision`; it reads the memory
-/// caps and an earlier reply to the request id ($1 project, $2 request id; the memory flag
-/// is the last parameter). No row: the project does not exist yet, or (a bounded lock,
-/// `SKIP LOCKED`) its row is locked elsewhere.
-///
-/// The lock is the row's UPDATE itself: a row locked by `FOR UPDATE` in a subtransaction
-/// (the write's savepoint) and then updated gets a MultiXact as its locker, which every
-/// later lock and read of the row must look up. A bounded lock must not wait, so it takes
-/// the row with `SKIP LOCKED` first, and pays that.
+/// The project lock, which changes nothing, as one statement with the write's first read
+/// (`write.rs`): the write's revision and time (never before the project's last write, the
+/// clock read once the row is locked), the memory caps and an earlier reply to the request
+/// id ($1 project, $2 request id). No row: the project does not exist yet, or (`SKIP
+/// LOCKED`, a bounded lock) its row is locked elsewhere.
 ///
 /// The statement's snapshot is taken before it waits for the lock, so what it reads may
-/// predate a write that committed while it waited (the row it updates is the newest
-/// version all the same). `fresh` says it did not: every write moves the head on, and the
-/// snapshot's head is the one before this write's. A stale result is read again, lock
-/// held, without moving the head (`READ`), by a statement whose snapshot sees everything.
+/// predate a write that committed while it waited. `fresh` says it did not: the row it
+/// locked is the version its snapshot sees (`xmin`, the transaction that wrote it; every
+/// write under the lock updates the row, `apply.rs`). A stale result is read again,
+/// lock held, by the same statement, whose new snapshot then sees everything before it.
 macro_rules! lock_with {
-    ($from:expr, $memory:literal, $columns:expr, $joins:expr) => {
+    ($wait:literal, $columns:expr, $joins:expr) => {
         concat!(
-            "WITH seen AS (SELECT p.head_revision AS seen_head FROM projects p WHERE p.key = $1), ",
-            "locked AS (UPDATE projects p SET head_revision = p.head_revision + 1, ",
-            "last_write_us = GREATEST(p.last_write_us, baton_now_us()), ",
-            "memory_revision = CASE WHEN ",
-            $memory,
-            "::boolean THEN p.head_revision + 1 ELSE p.memory_revision END",
-            $from,
-            " RETURNING p.head_revision AS lock_head, p.last_write_us AS lock_last_write_us, ",
-            "p.memory_caps AS lock_caps), ",
-            "earlier AS (SELECT q.request_hash, q.reply FROM requests q WHERE q.project = $1 ",
+            "WITH seen AS (SELECT p.xmin AS seen_version FROM projects p WHERE p.key = $1), ",
+            "locked AS (SELECT p.xmin AS locked_version, p.head_revision AS lock_head, ",
+            "p.last_write_us AS lock_last_write_us, p.memory_caps AS lock_caps FROM projects p ",
+            "WHERE p.key = $1 FOR UPDATE",
+            $wait,
+            "), earlier AS (SELECT q.request_hash, q.reply FROM requests q WHERE q.project = $1 ",
             "AND q.request_id = $2) ",
-            "SELECT COALESCE(seen_head + 1 = lock_head, FALSE) AS fresh, lock_head AS out_revision, ",
-            "lock_last_write_us AS out_now_us, lock_caps AS out_caps, ",
+            "SELECT seen_version = locked_version AS fresh, lock_head + 1 AS out_revision, ",
+            "GREATEST(lock_last_write_us, baton_now_us()) AS out_now_us, lock_caps AS out_caps, ",
             "request_hash AS out_hash, reply AS out_reply",
             $columns,
-            " FROM locked LEFT JOIN seen ON TRUE LEFT JOIN earlier ON TRUE",
+            " FROM locked JOIN seen ON TRUE LEFT JOIN earlier ON TRUE",
             $joins
         )
     };
 }
 
-/// What the lock read, read again with the lock held (after a stale result): the head as
-/// the lock left it.
-macro_rules! read_with {
-    ($columns:expr, $joins:expr) => {
-        concat!(
-            "WITH earlier AS (SELECT q.request_hash, q.reply FROM requests q WHERE q.project = $1 ",
-            "AND q.request_id = $2) ",
-            "SELECT TRUE AS fresh, out_revision, out_now_us, out_caps, request_hash AS out_hash, ",
-            "reply AS out_reply",
-            $columns,
-            " FROM (SELECT head_revision AS out_revision, last_write_us AS out_now_us, ",
-            "memory_caps AS out_caps FROM projects WHERE key = $1) p LEFT JOIN earlier ON TRUE",
-            $joins,
+/// With a memory record's state, one row per live entry in order. $3 record.
+macro_rules! lock_record {
+    ($wait:literal) => {
+        lock_with!(
+            $wait,
+            concat!(", ", record_state_columns!()),
+            " LEFT JOIN records r ON r.project = $1 AND r.record = $3 \
+             LEFT JOIN memory m ON m.project = $1 AND m.record = $3 AND m.evicted = FALSE \
+             ORDER BY m.revision, m.seq"
         )
     };
 }
 
-/// The row to update: waiting for its lock, or (bounded) not.
-macro_rules! waiting {
-    () => {
-        " WHERE p.key = $1"
-    };
-}
-macro_rules! bounded {
-    () => {
-        " FROM (SELECT key FROM projects WHERE key = $1 FOR UPDATE SKIP LOCKED) l WHERE p.key = l.key"
-    };
-}
-
-/// A memory record's state, one row per live entry in order. $3 record.
-macro_rules! record_joins {
-    () => {
-        " LEFT JOIN records r ON r.project = $1 AND r.record = $3 \
-         LEFT JOIN memory m ON m.project = $1 AND m.record = $3 AND m.evicted = FALSE \
-         ORDER BY m.revision, m.seq"
-    };
-}
-
-/// A session of the project (`SessionRow`'s columns, NULL if absent). $3 session id.
-macro_rules! session_joins {
-    () => {
-        concat!(
-            " LEFT JOIN (SELECT ",
-            session_columns!(),
-            " FROM sessions WHERE id = $3 AND project = $1) s ON TRUE"
+/// With a session of the project (`SessionRow`'s columns, NULL if absent). $3 session id.
+macro_rules! lock_session {
+    ($wait:literal) => {
+        lock_with!(
+            $wait,
+            concat!(", ", session_columns!()),
+            concat!(
+                " LEFT JOIN (SELECT ",
+                session_columns!(),
+                " FROM sessions WHERE id = $3 AND project = $1) s ON TRUE"
+            )
         )
     };
 }
 
-/// The lock, waiting for the row (`LOCK`) or not (`LOCK_BOUNDED`), with no first read ($3
-/// memory), a record's state or a session ($3 record or session id, $4 memory); and what it
-/// read, read again (`READ`, without the memory flag). See `lock_with`.
-pub const LOCK: [&str; 3] = [
-    lock_with!(waiting!(), "$3", "", ""),
-    lock_with!(waiting!(), "$4", concat!(", ", record_state_columns!()), record_joins!()),
-    lock_with!(waiting!(), "$4", concat!(", ", session_columns!()), session_joins!()),
-];
-pub const LOCK_BOUNDED: [&str; 3] = [
-    lock_with!(bounded!(), "$3", "", ""),
-    lock_with!(bounded!(), "$4", concat!(", ", record_state_columns!()), record_joins!()),
-    lock_with!(bounded!(), "$4", concat!(", ", session_columns!()), session_joins!()),
-];
-pub const READ: [&str; 3] = [
-    read_with!("", ""),
-    read_with!(concat!(", ", record_state_columns!()), record_joins!()),
-    read_with!(concat!(", ", session_columns!()), session_joins!()),
-];
+/// The lock, waiting for the row (`LOCK`) or not (`LOCK_BOUNDED`), with no first read, a
+/// record's state or a session (see `lock_with`).
+pub const LOCK: [&str; 3] = [lock_with!("", "", ""), lock_record!(""), lock_session!("")];
+pub const LOCK_BOUNDED: [&str; 3] =
+    [lock_with!(" SKIP LOCKED", "", ""), lock_record!(" SKIP LOCKED"), lock_session!(" SKIP LOCKED")];
 
-/// A project's row, made on its first write (then locked by `LOCK`): head 0. $1 project.
+/// A project's row, made on its first write (then locked by `LOCK`). $1 project.
 pub const CREATE_PROJECT: &str = "INSERT INTO projects (key, head_revision, last_write_us, created_us, \
      memory_revision) VALUES ($1, 0, baton_now_us(), baton_now_us(), 0) ON CONFLICT (key) DO NOTHING";
-
-/// A write's changes and log in a subtransaction of its own (`apply.rs`), with no lock after
-/// them (the migration `apply_lock_in_one`): no row if they were applied, else the SQLSTATE
-/// and message of what failed.
-pub const APPLY: &str = "SELECT out_code, out_message FROM baton_apply_lock($1, $2, $3, $4, $5, $6, $7, $8, \
-     $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, NULL, NULL, NULL, FALSE)";
 
 /// A memory record's LWW version (NULL columns if never written) and its live entries in
 /// order (NULL entry columns if none), one row per entry. $1 project, $2 record.

@@ -1,8 +1,8 @@
 //! A write on Postgres, as the writer runs it (`store::writer`): one statement takes the
 //! project's lock, changing nothing, and reads the write's first read with it
 //! (`Lock::first_read`; `sql::LOCK`, which says when what it read predates the row it
-//! locked, and is then run again); any other reads; and one call of `baton_apply_lock` with
-//! all its changes (`sql::APPLY`), after the statements of any maintenance changes. A
+//! locked, and is then run again); any other reads; and one call of the write function with
+//! all its changes (`apply.rs`), after the statements of any maintenance changes. A
 //! project's first write makes its row first (`CREATE_PROJECT`).
 
 use futures::future::BoxFuture;
@@ -66,14 +66,9 @@ enum Locking {
     Absent,
 }
 
-/// Runs one of the lock's statements for `lock` (`sql::LOCK`, `LOCK_BOUNDED`, `READ`).
-/// The memory flag goes last (`READ` has none).
-async fn run(
-    conn: &mut PgConnection,
-    statements: &[&'static str; 3],
-    lock: &Lock,
-    memory: Option<bool>,
-) -> Result<Locking> {
+/// Runs the lock's statement for `lock` (`sql::LOCK`, or `LOCK_BOUNDED`).
+async fn try_lock(conn: &mut PgConnection, lock: &Lock, bounded: bool) -> Result<Locking> {
+    let statements = if bounded { &sql::LOCK_BOUNDED } else { &sql::LOCK };
     let (project, request_id) = (&lock.project, lock.request_id.as_deref());
     let query = match &lock.first_read {
         None => sqlx::query(statements[0]).bind(project).bind(request_id),
@@ -82,45 +77,36 @@ async fn run(
         }
         Some(FirstRead::Session(id)) => sqlx::query(statements[2]).bind(project).bind(request_id).bind(id),
     };
-    let query = match memory {
-        Some(memory) => query.bind(memory),
-        None => query,
-    };
     let rows = query.fetch_all(conn).await?;
     let Some(row) = rows.first() else { return Ok(Locking::Absent) };
     let lock_row = LockRow::from_row(row)?;
     Ok(if lock_row.fresh { Locking::Done(rows, lock_row) } else { Locking::Stale })
 }
 
-/// Takes the lock: makes the project's row if it has none, and reads again when what the
-/// lock read was stale. `None`: a bounded lock ran out (the row is locked elsewhere, or the
-/// project is new), and the write starts again in a batch of its own.
+/// Takes the lock: makes the project's row if it has none, and reads again when stale.
+/// `None`: a bounded lock ran out (the row is locked elsewhere, or the project is new), and
+/// the write starts again in a batch of its own.
 async fn settle(
     conn: &mut PgConnection,
     lock: &Lock,
     bounded: bool,
 ) -> Result<Option<(Vec<PgRow>, LockRow)>> {
-    let statements = if bounded { &sql::LOCK_BOUNDED } else { &sql::LOCK };
-    let memory = Some(lock.memory);
-    let locking = match run(conn, statements, lock, memory).await? {
-        Locking::Absent if bounded => return Ok(None),
-        Locking::Absent => {
-            sqlx::query(sql::CREATE_PROJECT).bind(&lock.project).execute(&mut *conn).await?;
-            // Made here or by another server meanwhile: locked now either way.
-            run(conn, &sql::LOCK, lock, memory).await?
-        }
-        locking => locking,
-    };
-    let locking = match locking {
-        Locking::Stale => run(conn, &sql::READ, lock, None).await?,
-        locking => locking,
-    };
-    match locking {
-        Locking::Done(rows, lock_row) => Ok(Some((rows, lock_row))),
-        Locking::Stale | Locking::Absent => {
-            Err(Error::internal("the project lock found no row it could read"))
+    // At most: the project made, then read again once stale (another server's write
+    // committed while this one waited for the row it made).
+    for _ in 0..3 {
+        match try_lock(conn, lock, bounded).await? {
+            Locking::Done(rows, lock_row) => return Ok(Some((rows, lock_row))),
+            Locking::Absent if bounded => return Ok(None),
+            Locking::Absent => {
+                sqlx::query(sql::CREATE_PROJECT).bind(&lock.project).execute(&mut *conn).await?;
+            }
+            Locking::Stale => {}
         }
     }
+    if bounded {
+        return Ok(None);
+    }
+    Err(Error::internal("the project lock found no row it could read"))
 }
 
 /// Takes the lock (`Backend::lock`).
@@ -161,21 +147,44 @@ impl Apply for PgTx {
             project: &project,
             head: log.head.unwrap_or(self.revision),
             now_us: self.now_us,
-            // The lock recorded it.
-            memory_revision: None,
+            memory_revision: self.memory.then_some(self.revision),
         };
         let (changes, maintenance) = apply::Changes::of(changes);
-        for change in maintenance {
-            maintenance::run(&mut self.conn, &project, change).await?;
-        }
         let args = apply::arguments(&write, changes, log)
-            .map_err(|e| Error::internal(format!("baton_apply_lock's arguments: {e}")))?;
-        let refused: Option<(String, String)> =
-            sqlx::query_as_with(sql::APPLY, args).fetch_optional(&mut *self.conn).await?;
-        match refused {
-            Some((code, message)) => Err(Error::postgres(&code, &message)),
-            None => Ok(()),
+            .map_err(|e| Error::internal(format!("the write function's arguments: {e}")))?;
+        let call = sqlx::query_as_with(apply::CALL.as_str(), args);
+        if maintenance.is_empty() {
+            let refused: (Option<String>, Option<String>) = call.fetch_one(&mut *self.conn).await?;
+            return refusal(refused);
         }
+        // Maintenance (rare: round trips do not count) goes first, in a savepoint of its own:
+        // its statements are outside the function's subtransaction.
+        sqlx::raw_sql("SAVEPOINT maintenance").execute(&mut *self.conn).await?;
+        let mut done = Ok(());
+        for change in maintenance {
+            if let Err(e) = maintenance::run(&mut self.conn, &project, change).await {
+                done = Err(Error::from(e));
+                break;
+            }
+        }
+        if done.is_ok() {
+            done = refusal(call.fetch_one(&mut *self.conn).await?);
+        }
+        let end = if done.is_ok() {
+            "RELEASE SAVEPOINT maintenance"
+        } else {
+            "ROLLBACK TO SAVEPOINT maintenance; RELEASE SAVEPOINT maintenance"
+        };
+        sqlx::raw_sql(end).execute(&mut *self.conn).await?;
+        done
+    }
+}
+
+/// What the write function answered: nothing, or the SQLSTATE and message of what failed.
+fn refusal((code, message): (Option<String>, Option<String>)) -> Result<()> {
+    match code {
+        Some(code) => Err(Error::postgres(&code, &message.unwrap_or_default())),
+        None => Ok(()),
     }
 }
 

@@ -10,26 +10,34 @@ macro_rules! now_us {
     };
 }
 
-/// The project lock: creates the project on first use, allocates the next revision, reads
-/// the write's time (never earlier than the project's previous write) and memory caps,
-/// records the revision as the project's `memory_revision` when the write changes memory,
-/// and reads an earlier reply to the request id. Safe in one statement: the writer holds
-/// the database's write lock (`BEGIN IMMEDIATE`) before it runs.
-/// Binds: project, memory, memory, project, request id, project, request id.
-pub const LOCK: &str = concat!(
-    "INSERT INTO projects (key, head_revision, last_write_us, created_us, memory_revision) VALUES (?, 1, ",
+/// A project's row, made on its first write (then read by `LOCK`). Binds: project.
+pub const CREATE_PROJECT: &str = concat!(
+    "INSERT INTO projects (key, head_revision, last_write_us, created_us, memory_revision) VALUES (?, 0, ",
     now_us!(),
     ", ",
     now_us!(),
-    ", CASE WHEN ? THEN 1 ELSE 0 END) ON CONFLICT (key) DO UPDATE SET ",
-    "head_revision = projects.head_revision + 1, ",
-    "memory_revision = CASE WHEN ? THEN projects.head_revision + 1 ELSE projects.memory_revision END, ",
-    "last_write_us = MAX(projects.last_write_us, ",
-    now_us!(),
-    ") RETURNING head_revision, last_write_us, memory_caps, ",
-    "(SELECT request_hash FROM requests WHERE project = ? AND request_id = ?) AS request_hash, ",
-    "(SELECT reply FROM requests WHERE project = ? AND request_id = ?) AS reply"
+    ", 0) ON CONFLICT (key) DO NOTHING"
 );
+
+/// The project lock, which changes nothing: the writer holds the database's write lock
+/// (`BEGIN IMMEDIATE`). Reads the write's revision, its time (never earlier than the
+/// project's previous write) and memory caps, and an earlier reply to the request id.
+/// Binds: project, request id, project, request id, project.
+pub const LOCK: &str = concat!(
+    "SELECT head_revision + 1 AS head_revision, MAX(last_write_us, ",
+    now_us!(),
+    ") AS last_write_us, memory_caps, ",
+    "(SELECT request_hash FROM requests WHERE project = ? AND request_id = ?) AS request_hash, ",
+    "(SELECT reply FROM requests WHERE project = ? AND request_id = ?) AS reply ",
+    "FROM projects WHERE key = ?"
+);
+
+/// What a kept write records on its project: its head, time and, for a write that may
+/// have changed memory, its revision as the project's `memory_revision` (which tells briefs
+/// that a cached memory section is out of date).
+/// Binds: head, time, memory revision (NULL: unchanged), project.
+pub const SET_PROJECT: &str = "UPDATE projects SET head_revision = ?, last_write_us = MAX(last_write_us, ?), \
+     memory_revision = COALESCE(?, memory_revision) WHERE key = ?";
 
 /// A memory record's LWW version (NULL columns if never written) and its live entries in
 /// order (NULL entry columns if none), one row per entry.
@@ -81,9 +89,6 @@ pub const INSERT_CONFLICT: &str = "INSERT INTO conflicts (id, project, revision,
 /// Binds: project, request id, request hash, reply, created_us.
 pub const INSERT_REQUEST: &str =
     "INSERT INTO requests (project, request_id, request_hash, reply, created_us) VALUES (?, ?, ?, ?, ?)";
-
-/// Binds: head, project.
-pub const SET_HEAD: &str = "UPDATE projects SET head_revision = ? WHERE key = ?";
 
 /// One session of a project. Binds: id, project.
 pub const SESSION: &str =

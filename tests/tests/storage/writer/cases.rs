@@ -62,17 +62,28 @@ pub(super) fn lock(project: &str) -> Lock {
     }
 }
 
-pub(super) async fn insert(tx: &mut Tx<Db>, v: &str) -> Result<()> {
-    sqlx::query("INSERT INTO t (v) VALUES ($1)").bind(v).execute(tx.conn()).await?;
-    Ok(())
+/// Inserts `values`, all or nothing, as a backend applies a write's changes.
+pub(super) async fn insert(tx: &mut Tx<Db>, values: &[&str]) -> Result<()> {
+    sqlx::raw_sql("SAVEPOINT t").execute(tx.conn()).await?;
+    let mut inserted = Ok(());
+    for v in values {
+        if let Err(e) = sqlx::query("INSERT INTO t (v) VALUES ($1)").bind(*v).execute(tx.conn()).await {
+            inserted = Err(e);
+            break;
+        }
+    }
+    let end =
+        if inserted.is_ok() { "RELEASE SAVEPOINT t" } else { "ROLLBACK TO SAVEPOINT t; RELEASE SAVEPOINT t" };
+    sqlx::raw_sql(end).execute(tx.conn()).await?;
+    Ok(inserted?)
 }
 
 /// What a write's body does.
 #[derive(Default)]
 pub(super) struct Plan {
-    /// Rows it inserts, in order (one already there fails the write).
+    /// Rows it inserts, all or nothing (one already there fails the write).
     pub inserts: Vec<&'static str>,
-    /// Whether it keeps what it did.
+    /// Whether it keeps what it did (a write not kept inserts nothing).
     pub keep: bool,
     /// Waits for this before it ends (holding the lane, so writes queue behind it).
     pub wait: Option<oneshot::Receiver<()>>,
@@ -105,8 +116,8 @@ async fn run(tx: &mut Tx<Db>, locked: Locked, plan: Plan) -> Result<Done<Seen>> 
         Some(pool) => values(pool).await,
         None => Vec::new(),
     };
-    for v in &plan.inserts {
-        insert(tx, v).await?;
+    if plan.keep {
+        insert(tx, &plan.inserts).await?;
     }
     if let Some(wait) = plan.wait {
         let _ = wait.await;
@@ -149,8 +160,8 @@ async fn pause() {
 }
 
 /// Writes queued together share a transaction (none sees another's rows from outside),
-/// yet each one's rollback (not kept, or failed half-way, or an error of its body) undoes
-/// only its own statements; kept writes are visible to other connections once answered.
+/// yet one that fails half-way, or is not kept, leaves the others' rows; kept writes are
+/// visible to other connections once answered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_write_rolls_back_alone_within_a_batch() {
     let (_keep, pool, writer) = writer().await;
@@ -160,6 +171,8 @@ async fn each_write_rolls_back_alone_within_a_batch() {
     let look = |plan: Plan| Plan { look: Some(pool.clone()), ..plan };
     let b = spawn_write(&writer, "p", look(keep(&["b"])));
     let c = spawn_write(&writer, "p", Plan { inserts: vec!["c"], keep: false, ..Plan::default() });
+    // Its second row fails it, and its first goes with it.
+    let e = spawn_write(&writer, "p", keep(&["e", "e"]));
     // A failing statement after a good one: the whole write goes.
     let d = spawn_write(&writer, "p", keep(&["d", "a"]));
     let f = spawn_write(&writer, "p", look(keep(&["f"])));
@@ -171,6 +184,7 @@ async fn each_write_rolls_back_alone_within_a_batch() {
     assert!(b.committed.is_empty(), "b ran in a's transaction, before its commit: {b:?}");
     c.await.unwrap().unwrap();
     assert!(d.await.unwrap().is_err(), "d's duplicate key fails it");
+    assert!(e.await.unwrap().is_err(), "e's own duplicate fails it");
     let f = f.await.unwrap().unwrap();
     assert!(f.committed.is_empty(), "f ran in the same batch: {f:?}");
     assert_eq!(values(&pool).await, vec!["a", "b", "f"]);

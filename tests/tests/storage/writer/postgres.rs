@@ -21,7 +21,7 @@ pub async fn fresh() -> ((), sqlx::PgPool) {
 #[path = "cases.rs"]
 mod cases;
 
-use cases::{Plan, Test, keep, values, write};
+use cases::{Plan, Test, keep, lock, values, write};
 
 /// A connection terminated while a batch runs fails that batch's writes (none is kept, each
 /// is told); the writes queued behind them run on a new connection.
@@ -59,9 +59,55 @@ async fn a_connection_terminated_while_idle_is_replaced() {
     let (_keep, pool) = fresh().await;
     let writer: Writer<Test> = Writer::spawn(&pool);
     write(&writer, "p", keep(&["a"])).await.unwrap();
-    let killed =
-        baton_tests::postgres::terminate_idle_after(&pool, "RELEASE SAVEPOINT w; COMMIT").await.unwrap();
+    let killed = baton_tests::postgres::terminate_idle_after(&pool, "SELECT 1; COMMIT").await.unwrap();
     assert_eq!(killed, vec![true], "the writer's connection waits between batches");
     write(&writer, "p", keep(&["b"])).await.unwrap();
     assert_eq!(values(&pool).await, vec!["a", "b"]);
+}
+
+/// A write whose statement fails outside a savepoint ends the Postgres transaction: the
+/// writer finds it cannot go on, and none of the batch's writes is kept, each told so; the
+/// next batch runs as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_statement_outside_a_savepoint_fails_its_batch() {
+    use baton_server::error::Error;
+    use baton_server::store::model::Locked;
+    use baton_server::store::writer::{Done, Tx};
+    use futures::FutureExt as _;
+    use futures::future::BoxFuture;
+
+    let (_keep, pool) = fresh().await;
+    let writer: Writer<Test> = Writer::spawn(&pool);
+    let (release, wait) = tokio::sync::oneshot::channel();
+    let mut first = Box::pin({
+        let writer = writer.clone();
+        async move { write(&writer, "p", Plan { wait: Some(wait), ..keep(&["a"]) }).await }
+    });
+    assert!((&mut first).now_or_never().is_none());
+    let first = tokio::spawn(first);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let failing = {
+        let writer = writer.clone();
+        let mut failing = Box::pin(async move {
+            let body = Box::new(|mut tx: Tx<Db>, _: Locked| -> BoxFuture<'static, (Tx<Db>, _)> {
+                Box::pin(async move {
+                    let failed = sqlx::query("SELECT 1 / 0").execute(tx.conn()).await;
+                    let result: Result<Done<()>, Error> =
+                        Err(failed.map(drop).map_err(Error::from).unwrap_err());
+                    (tx, result)
+                })
+            });
+            writer.run(lock("p"), body).await
+        });
+        assert!((&mut failing).now_or_never().is_none());
+        tokio::spawn(failing)
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    release.send(()).unwrap();
+    let told = first.await.unwrap();
+    assert!(matches!(told, Err(Error::Unavailable(_))), "its batch did not commit: {told:?}");
+    assert!(failing.await.unwrap().is_err());
+    assert!(values(&pool).await.is_empty());
+    write(&writer, "p", keep(&["b"])).await.unwrap();
+    assert_eq!(values(&pool).await, vec!["b"]);
 }
