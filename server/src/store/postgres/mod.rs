@@ -149,15 +149,16 @@ impl PgStore {
 /// runs, from the statistics of that moment, and plans again only when the table is
 /// analyzed. Planned on a new, still empty database, the lookup of a memory record by
 /// (project, record) took the (project, revision) index and filtered every entry of the
-/// project: a busy project's writes got 10× slower. Planned on a table a fiftieth of its
-/// size, the brief's session reads at 10,000 sessions took twice as long. Autovacuum
+/// project, and a busy project's writes slowed down many times over; planned on a table
+/// much smaller than it grew, the brief's session reads slowed too. Autovacuum
 /// analyzes after a tenth has changed but looks only about once a minute, which is long
 /// for a table that is growing fast (a new server, an import); this keeps the plans made
 /// from statistics of at least half the table. Growth only, not every change: each
 /// ANALYZE makes every connection plan its statements again (five custom plans each before
 /// a generic one), and counted by changes, the one-row-per-project table, updated by every
-/// write, was analyzed every 200 writes, each time putting a pair of slow resumes in the
-/// resume benchmark's p99. Changes that do not grow a table are autovacuum's to analyze.
+/// write, was analyzed every few hundred writes, each time putting slow resumes in the
+/// "resume p99" row of `baton-bench`. Changes that do not grow a table are autovacuum's to
+/// analyze.
 fn spawn_analyzer(pool: Pool) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(2));
@@ -205,7 +206,8 @@ const STALE_AFTER: Duration = Duration::from_secs(2);
 /// one task sends them, coalesced to each project's newest revision, in one statement at
 /// most every `NOTIFY_EVERY`, on a connection of its own, without waiting for its commit
 /// to be flushed: each NOTIFY is a transaction that every listening connection of every
-/// instance must read, which at one per batch cost a quarter of the write throughput.
+/// instance must read, which at one per batch cost much of the write throughput (the
+/// write rows of `baton-bench`).
 #[derive(Clone)]
 struct Notifier {
     queue: tokio::sync::mpsc::UnboundedSender<(String, i64)>,
