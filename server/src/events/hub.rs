@@ -314,7 +314,7 @@ mod tests {
     use crate::events::{Watch, watch};
     use crate::store::SqliteStore;
 
-    /// A hub over a fresh SQLite store, polling every `poll`; keep the directory and the
+    /// A hub over a new SQLite store, polling every `poll`; keep the directory and the
     /// sender while the test runs.
     async fn sqlite_hub(
         poll: Duration,

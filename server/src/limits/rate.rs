@@ -78,7 +78,7 @@ impl<K: std::hash::Hash + Eq + Clone> Table<K> {
 
     /// Forgets idle keys; empties a table that is still over `MAX_KEYS` (only a flood of
     /// distinct keys gets there, and forgetting them costs each honest client at most one
-    /// fresh burst).
+    /// full burst).
     fn bound(&self) {
         let mut limiter = self.limiter.write().unwrap_or_else(PoisonError::into_inner);
         limiter.retain_recent();

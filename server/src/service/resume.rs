@@ -45,8 +45,8 @@ pub async fn resume_with_brief<S: Store>(
     };
     let (mut reply, ahead) = match ahead {
         Some(q) => {
-            let (settled, committing) = oneshot::channel();
-            let (reply, data) = tokio::join!(resume(store, ctx, req, new_id, Some(settled)), async {
+            let (read_ready, committing) = oneshot::channel();
+            let (reply, data) = tokio::join!(resume(store, ctx, req, new_id, Some(read_ready)), async {
                 // Told only if the write gets that far.
                 match committing.await {
                     Ok(()) => Some(super::brief::data(store, q).await),
@@ -59,9 +59,9 @@ pub async fn resume_with_brief<S: Store>(
     };
     let (session_id, branch) =
         reply.session.as_ref().map(|s| (s.id.clone(), s.branch.clone())).unwrap_or_default();
-    let fresh = reply.result.as_ref().is_some_and(|r| !r.replayed) && session_id == new_id.to_string();
+    let new_session = reply.result.as_ref().is_some_and(|r| !r.replayed) && session_id == new_id.to_string();
     let brief = match ahead {
-        Some(data) if fresh => {
+        Some(data) if new_session => {
             let mut data = data?;
             // The resumed session as the write left it.
             data.previous = reply.resumed_from.clone().or(data.previous);
@@ -83,7 +83,7 @@ pub async fn resume_with_brief<S: Store>(
     Ok(reply)
 }
 
-/// The write: claims the target and starts the successor. `settled` is told when the brief
+/// The write: claims the target and starts the successor. `read_ready` is told when the brief
 /// may be read beside it (`Store::RESUME_BRIEF_WAITS`); never, if the write fails first or
 /// replays an earlier reply.
 async fn resume<S: Store>(
@@ -91,10 +91,10 @@ async fn resume<S: Store>(
     ctx: WriteCtx,
     req: ResumeSessionRequest,
     new_id: uuid::Uuid,
-    mut settled: Option<oneshot::Sender<()>>,
+    mut read_ready: Option<oneshot::Sender<()>>,
 ) -> Result<ResumeSessionResponse> {
     if !S::RESUME_BRIEF_WAITS {
-        tell(&mut settled);
+        tell(&mut read_ready);
     }
     // A named session is read with the lock.
     let first_read = match &req.target {
@@ -150,7 +150,7 @@ async fn resume<S: Store>(
                 })?
                 .to_proto();
             // Only the log and the commit are left: mostly a wait for the disk.
-            tell(&mut settled);
+            tell(&mut read_ready);
             let mut ev = event(EventKind::SessionStarted, "session", &new_id, &ctx.actor);
             ev.value = Some(baton_proto::v1::event::Value::Session(session.clone()));
             let revision = w.emit(ev)?.revision;
@@ -170,10 +170,10 @@ async fn resume<S: Store>(
     ran.await?.or_replayed(|r| r.result.as_mut())
 }
 
-fn tell(settled: &mut Option<oneshot::Sender<()>>) {
-    if let Some(settled) = settled.take() {
+fn tell(read_ready: &mut Option<oneshot::Sender<()>>) {
+    if let Some(read_ready) = read_ready.take() {
         // The brief's side may be gone (the request was dropped): nothing to tell then.
-        let _ = settled.send(());
+        let _ = read_ready.send(());
     }
 }
 

@@ -24,7 +24,7 @@
 //! several lanes, each project always on the same one, so a batch never waits for another
 //! lane's batch of the same server. Across servers sharing one database, a batch that
 //! already holds some projects' locks waits only briefly for another's (`bounded`, see
-//! [`Backend::lock`]); if that runs out, the write starts again at the head of a fresh batch,
+//! [`Backend::lock`]); if that runs out, the write starts again at the head of a new batch,
 //! which holds nothing while it waits. So no cycle of waits can form between batches of
 //! different servers. The price of lanes: a write that waits for a lock held outside Baton
 //! (an open psql transaction on a project row) holds up its lane, not only its project.

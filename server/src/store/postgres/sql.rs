@@ -21,7 +21,7 @@ macro_rules! record_state_columns {
 /// LOCKED`, a bounded lock) its row is locked elsewhere.
 ///
 /// The statement's snapshot is taken before it waits for the lock, so what it reads may
-/// predate a write that committed while it waited. `fresh` says it did not: the row it
+/// predate a write that committed while it waited. `current` says it did not: the row it
 /// locked is the version its snapshot sees (`xmin`, the transaction that wrote it; every
 /// write under the lock updates the row, `apply.rs`). A stale result is read again,
 /// lock held, by the same statement, whose new snapshot then sees everything before it.
@@ -35,7 +35,7 @@ macro_rules! lock_with {
             $wait,
             "), earlier AS (SELECT q.request_hash, q.reply FROM requests q WHERE q.project = $1 ",
             "AND q.request_id = $2) ",
-            "SELECT seen_version = locked_version AS fresh, lock_head + 1 AS out_revision, ",
+            "SELECT seen_version = locked_version AS current, lock_head + 1 AS out_revision, ",
             "GREATEST(lock_last_write_us, baton_now_us()) AS out_now_us, lock_caps AS out_caps, ",
             "request_hash AS out_hash, reply AS out_reply",
             $columns,

@@ -47,7 +47,7 @@ impl Backend for Lanes {
 /// The lock's columns (`sql::LOCK`).
 #[derive(sqlx::FromRow)]
 struct LockRow {
-    fresh: bool,
+    current: bool,
     out_revision: i64,
     out_now_us: i64,
     out_caps: String,
@@ -80,13 +80,13 @@ async fn try_lock(conn: &mut PgConnection, lock: &Lock, bounded: bool) -> Result
     let rows = query.fetch_all(conn).await?;
     let Some(row) = rows.first() else { return Ok(Locking::Absent) };
     let lock_row = LockRow::from_row(row)?;
-    Ok(if lock_row.fresh { Locking::Done(rows, lock_row) } else { Locking::Stale })
+    Ok(if lock_row.current { Locking::Done(rows, lock_row) } else { Locking::Stale })
 }
 
 /// Takes the lock: makes the project's row if it has none, and reads again when stale.
 /// `None`: a bounded lock ran out (the row is locked elsewhere, or the project is new), and
 /// the write starts again in a batch of its own.
-async fn settle(
+async fn take_row(
     conn: &mut PgConnection,
     lock: &Lock,
     bounded: bool,
@@ -111,7 +111,7 @@ async fn settle(
 
 /// Takes the lock (`Backend::lock`).
 async fn take_lock(conn: &mut PgConnection, lock: &Lock, bounded: bool) -> Result<Option<Taken>> {
-    let Some((rows, lock_row)) = settle(conn, lock, bounded).await? else { return Ok(None) };
+    let Some((rows, lock_row)) = take_row(conn, lock, bounded).await? else { return Ok(None) };
     let first = match &lock.first_read {
         None => None,
         Some(FirstRead::Record(record)) => {
