@@ -92,8 +92,7 @@ impl Error {
     }
 }
 
-/// Postgres SQLSTATEs that say the connection is gone (while the server may be fine): see
-/// [`connection_lost`].
+/// Postgres SQLSTATEs that say the connection is gone (while the server may be fine).
 const POSTGRES_CONNECTION_LOST: &[&str] = &[
     "08000", // connection_exception
     "08003", // connection_does_not_exist
@@ -136,19 +135,6 @@ pub fn stopped_for_time(error: &sqlx::Error) -> bool {
 
 fn postgres_transient(code: &str) -> bool {
     POSTGRES_CONNECTION_LOST.contains(&code) || POSTGRES_TRANSIENT.contains(&code)
-}
-
-/// Whether `error` says the connection was lost (it broke, the server restarted or ended an
-/// idle session), not that the statement failed: only then may a statement that ran on a
-/// connection idle since its last answer be sent again on another.
-pub fn connection_lost(error: &sqlx::Error) -> bool {
-    match error {
-        sqlx::Error::Io(_) | sqlx::Error::Tls(_) => true,
-        sqlx::Error::Database(db) => db
-            .try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
-            .is_some_and(|pg| POSTGRES_CONNECTION_LOST.contains(&pg.code())),
-        _ => false,
-    }
 }
 
 /// Postgres data exceptions a request's value caused (class 22): text the database cannot
@@ -353,15 +339,6 @@ impl From<Invalid> for Status {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_a_lost_connection_counts_as_lost() {
-        assert!(connection_lost(&sqlx::Error::Io(std::io::Error::from(std::io::ErrorKind::ConnectionReset))));
-        // Transient, but the connection is fine: the statement must not be sent again.
-        assert!(!connection_lost(&sqlx::Error::PoolTimedOut));
-        assert!(!connection_lost(&sqlx::Error::RowNotFound));
-        assert!(!connection_lost(&sqlx::Error::Protocol("57014: canceling statement".into())));
-    }
 
     #[test]
     fn long_messages_are_clipped_on_a_char_boundary() {

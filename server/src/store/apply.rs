@@ -1,13 +1,12 @@
-//! A write's body as a lane runs it (`writer::Body`): what the body keeps is applied by the
-//! backend inside the write's savepoint, and the project's watchers are woken once it is
-//! durable.
+//! A write as both backends run it (`write`): what its body keeps is applied by the backend,
+//! all or nothing (`Apply`), and the project's watchers are woken once it is durable.
 
 use std::future::Future;
 
-use sqlx::Database;
+use sqlx::{Database, Executor};
 
-use super::model::Log;
-use super::writer::{Body, Done, OnCommit, Tx};
+use super::model::{Lock, Log};
+use super::writer::{Backend, Body, Done, OnCommit, Tx, Writer};
 use super::{Decided, Kept, WriteBody};
 use crate::error::Result;
 use crate::events::Wakers;
@@ -18,7 +17,7 @@ pub(crate) trait Apply {
 }
 
 /// `body`, with what it keeps applied, and `committed(log)` run once that is durable.
-pub(crate) fn applying<DB, R>(
+fn applying<DB, R>(
     body: WriteBody<Tx<DB>, R>,
     committed: impl FnOnce(&Log) -> OnCommit + Send + 'static,
 ) -> Body<DB, R>
@@ -43,23 +42,36 @@ where
     })
 }
 
-/// What follows a write's commit in this process: the project's watch reader is handed the
-/// events it wrote (a copy, if a reader runs), then `also` runs (a backend's own telling).
-/// The hold of a write that rewrites the log (`Lock::rewrites_log`) ends there.
-pub(crate) fn wake(
+/// A write through `writer`, as both backends' `Store::write` run it: the project's watch
+/// reader held first when the write rewrites the log (`Lock::rewrites_log`), and once the
+/// write's changes are durable, the reader handed the events it wrote (a copy, if a reader
+/// runs), then `also(log)` (a backend's own telling), then the hold ended.
+pub(crate) async fn write<B, R>(
+    writer: &Writer<B>,
     wakers: &Wakers,
-    project: &str,
-    hold: Option<crate::events::Hold>,
-    log: &Log,
-    also: Option<OnCommit>,
-) -> OnCommit {
-    let fed = wakers.copy_for_reader(project, &log.events);
-    let (wakers, project) = (wakers.clone(), project.to_owned());
-    Box::new(move || {
-        wakers.committed(&project, fed);
-        if let Some(also) = also {
-            also();
-        }
-        drop(hold);
-    })
+    lock: Lock,
+    body: WriteBody<Tx<B::Db>, R>,
+    also: impl FnOnce(&Log) -> Option<OnCommit> + Send + 'static,
+) -> Result<R>
+where
+    B: Backend,
+    Tx<B::Db>: Apply,
+    R: Send + 'static,
+    for<'c> &'c mut <B::Db as Database>::Connection: Executor<'c, Database = B::Db>,
+{
+    // Before the write can join a batch (`events::Wakers::hold`).
+    let hold = lock.rewrites_log.then(|| wakers.hold(&lock.project));
+    let (wakers, project) = (wakers.clone(), lock.project.clone());
+    let committed = move |log: &Log| {
+        let fed = wakers.copy_for_reader(&project, &log.events);
+        let also = also(log);
+        Box::new(move || {
+            wakers.committed(&project, fed);
+            if let Some(also) = also {
+                also();
+            }
+            drop(hold);
+        }) as OnCommit
+    };
+    writer.run(lock, applying(body, committed)).await
 }

@@ -148,25 +148,25 @@ where
     /// write runs to its end even if the caller stops waiting.
     pub async fn run<R: Send + 'static>(&self, lock: Lock, body: Body<B::Db, R>) -> Result<R> {
         let (reply, answer) = oneshot::channel();
-        self.send(Box::new(Job { lock, body, reply }))?;
-        answer.await.unwrap_or_else(|_| Err(unavailable("the write's batch ended without an answer")))
+        self.send(Box::new(Job { lock, body, reply }), answer).await
     }
 
     /// Runs `body` as a write that takes no lock, in a batch as `run` does: kept if it
     /// succeeds, rolled back alone if not, answered once its batch has committed.
     pub async fn run_plain<R: Send + 'static>(&self, body: PlainBody<B::Db, R>) -> Result<R> {
         let (reply, answer) = oneshot::channel();
-        self.send(Box::new(Plain { body, reply }))?;
-        answer.await.unwrap_or_else(|_| Err(unavailable("the write's batch ended without an answer")))
+        self.send(Box::new(Plain { body, reply }), answer).await
     }
 
-    fn send(&self, work: Box<dyn Work<B::Db>>) -> Result<()> {
+    /// Queues `work` on its lane and waits for its answer.
+    async fn send<R>(&self, work: Box<dyn Work<B::Db>>, answer: oneshot::Receiver<Result<R>>) -> Result<R> {
         let mut hasher = DefaultHasher::new();
         work.lane().hash(&mut hasher);
         let lane = usize::try_from(hasher.finish()).unwrap_or(0) % self.lanes.len();
         self.lanes[lane]
             .send(Message::Write(work))
-            .map_err(|_| unavailable("the database writer has stopped"))
+            .map_err(|_| unavailable("the database writer has stopped"))?;
+        answer.await.unwrap_or_else(|_| Err(unavailable("the write's batch ended without an answer")))
     }
 }
 

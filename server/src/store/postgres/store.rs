@@ -17,19 +17,13 @@ impl Store for PgStore {
     const RESUME_BRIEF_WAITS: bool = RESUME_BRIEF_WAITS;
     #[tracing::instrument(level = "debug", skip_all)]
     async fn write<R: Send + 'static>(&self, lock: model::Lock, body: WriteBody<PgTx, R>) -> Result<R> {
-        // Before the write can join a batch (`events::Wakers::hold`).
-        let hold = lock.rewrites_log.then(|| self.wakers.hold(&lock.project));
-        let (wakers, notifier, project) = (self.wakers.clone(), self.notifier.clone(), lock.project.clone());
-        let committed = move |log: &model::Log| {
-            // Other instances are told of the newest revision (NOTIFY).
-            let newest = log.events.iter().map(|e| e.revision).max();
-            let announce = newest.map(|revision| {
-                let project = project.clone();
-                Box::new(move || notifier.announce(&project, revision)) as OnCommit
-            });
-            apply::wake(&wakers, &project, hold, log, announce)
+        let (notifier, project) = (self.notifier.clone(), lock.project.clone());
+        // Other instances are told of the newest revision (NOTIFY).
+        let announce = move |log: &model::Log| {
+            let newest = log.events.iter().map(|e| e.revision).max()?;
+            Some(Box::new(move || notifier.announce(&project, newest)) as OnCommit)
         };
-        self.writer.run(lock, apply::applying(body, committed)).await
+        apply::write(&self.writer, &self.wakers, lock, body, announce).await
     }
     #[tracing::instrument(level = "debug", skip_all)]
     async fn touch_session(

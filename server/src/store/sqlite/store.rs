@@ -16,11 +16,7 @@ impl Store for SqliteStore {
     const RESUME_BRIEF_WAITS: bool = RESUME_BRIEF_WAITS;
     #[tracing::instrument(level = "debug", skip_all)]
     async fn write<R: Send + 'static>(&self, lock: model::Lock, body: WriteBody<SqliteTx, R>) -> Result<R> {
-        // Before the write can join a batch (`events::Wakers::hold`).
-        let hold = lock.rewrites_log.then(|| self.wakers.hold(&lock.project));
-        let (wakers, project) = (self.wakers.clone(), lock.project.clone());
-        let committed = move |log: &model::Log| apply::wake(&wakers, &project, hold, log, None);
-        self.writer.run(lock, apply::applying(body, committed)).await
+        apply::write(&self.writer, &self.wakers, lock, body, |_| None).await
     }
     #[tracing::instrument(level = "debug", skip_all)]
     async fn touch_session(

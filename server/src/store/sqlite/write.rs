@@ -86,32 +86,23 @@ impl Backend for Lanes {
 }
 
 async fn take_lock(conn: &mut SqliteConnection, lock: &Lock) -> Result<Taken> {
-    let mut query = Statements::default();
-    query.push(sql::CREATE_PROJECT).bind(&lock.project);
-    query.push(sql::LOCK).bind(&lock.project).bind(lock.request_id.as_deref());
-    query.bind(&lock.project).bind(lock.request_id.as_deref()).bind(&lock.project);
-    match &lock.first_read {
-        Some(FirstRead::Record(record)) => {
-            query.push(sql::RECORD_STATE).bind(&lock.project).bind(record).bind(&lock.project).bind(record);
-        }
-        Some(FirstRead::Session(id)) => {
-            query.push(sql::SESSION).bind(id).bind(&lock.project);
-        }
-        None => {}
+    let mut rows = read_locked(&mut *conn, lock).await?;
+    if rows.first().is_none_or(Vec::is_empty) {
+        // The project's first write makes its row.
+        sqlx::query(sql::CREATE_PROJECT).bind(&lock.project).execute(&mut *conn).await?;
+        rows = read_locked(conn, lock).await?;
     }
-    let query = sqlx::query_with(sqlx::AssertSqlSafe(query.sql), query.args);
-    let rows = super::rows_by_statement(sqlx::Executor::fetch_many(conn, query)).await?;
     let of = |i: usize| rows.get(i).map(Vec::as_slice).unwrap_or_default();
-    // Rows by statement: the project made (none), the lock, the first read.
-    let row = of(1).first().ok_or_else(|| Error::internal("the project lock returned no row"))?;
+    // Rows by statement: the lock, the first read.
+    let row = of(0).first().ok_or_else(|| Error::internal("the project lock returned no row"))?;
     let row = LockRow::from_row(row)?;
     let first = match &lock.first_read {
         Some(FirstRead::Record(record)) => {
-            let state = of(2).iter().map(RecordStateRow::from_row).collect::<Result<Vec<_>, _>>()?;
+            let state = of(1).iter().map(RecordStateRow::from_row).collect::<Result<Vec<_>, _>>()?;
             Some(FirstReadDone::Record(record.to_owned(), record_state(state)))
         }
         Some(FirstRead::Session(id)) => {
-            let session = of(2).first().map(Session::from_row).transpose()?.map(Box::new);
+            let session = of(1).first().map(Session::from_row).transpose()?.map(Box::new);
             Some(FirstReadDone::Session(id.to_owned(), session))
         }
         None => None,
@@ -127,6 +118,24 @@ async fn take_lock(conn: &mut SqliteConnection, lock: &Lock) -> Result<Taken> {
         earlier,
     };
     Ok(Taken { locked, first })
+}
+
+/// The lock's row and the write's first read, as one query; rows by statement.
+async fn read_locked(conn: &mut SqliteConnection, lock: &Lock) -> Result<Vec<Vec<sqlx::sqlite::SqliteRow>>> {
+    let mut query = Statements::default();
+    query.push(sql::LOCK).bind(&lock.project).bind(lock.request_id.as_deref());
+    query.bind(&lock.project).bind(lock.request_id.as_deref()).bind(&lock.project);
+    match &lock.first_read {
+        Some(FirstRead::Record(record)) => {
+            query.push(sql::RECORD_STATE).bind(&lock.project).bind(record).bind(&lock.project).bind(record);
+        }
+        Some(FirstRead::Session(id)) => {
+            query.push(sql::SESSION).bind(id).bind(&lock.project);
+        }
+        None => {}
+    }
+    let query = sqlx::query_with(sqlx::AssertSqlSafe(query.sql), query.args);
+    Ok(super::rows_by_statement(sqlx::Executor::fetch_many(conn, query)).await?)
 }
 
 impl Apply for SqliteTx {
