@@ -51,6 +51,7 @@ pub struct BriefFor {
 
 pub mod postgres;
 pub(crate) mod rows;
+mod schema;
 pub mod sqlite;
 pub mod transfer;
 /// Public for the storage conformance suite, which runs its cases on both backends.

@@ -466,15 +466,14 @@ async fn older_records_are_indexed_after_an_upgrade(backend: Backend) {
 both!(older_records_are_indexed_after_an_upgrade);
 
 /// Text without spaces between words (Chinese, Japanese, Korean) is found by a word inside a
-/// sentence, as the phrase of its character pairs. A database indexed before (one word per
-/// run) is indexed again after the upgrade: the migration drops such documents and lists
-/// their projects for the background indexing.
+/// sentence, as the phrase of its character pairs.
 async fn text_without_spaces_is_found_by_its_words(backend: Backend) {
-    let mut server = Server::start(backend).await.unwrap();
+    let server = Server::start(backend).await.unwrap();
     let mut c = server.clients().await;
     let p = project();
     let id = memory(&mut c, &p, "decision", "", "我们决定修改重试策略", "ネットワークの設定を変更する").await;
-    let english = memory(&mut c, &p, "decision", "", "English only, nothing else", "").await;
+    // A document that none of the queries below may find.
+    memory(&mut c, &p, "decision", "", "English only, nothing else", "").await;
     let found = |hits: &[SearchHit]| hits.iter().map(|h| h.record_id == id).collect::<Vec<_>>();
     let queries = [
         ("策略", true),
@@ -493,52 +492,8 @@ async fn text_without_spaces_is_found_by_its_words(backend: Backend) {
         let expected = if expected { vec![true] } else { vec![] };
         assert_eq!(found(&hits), expected, "{backend:?}: {query:?}");
     }
-    // As the previous version indexed it: other words, and the migration not yet run. The
-    // document without such text gets a word of its own, to tell that it was left alone.
-    server.kill9();
-    // SQLite's index holds a project's words behind its prefix.
-    let word = |w: &str| match backend {
-        Backend::Sqlite => format!("{}{w}", baton_server::core::search::project_prefix(&p)),
-        Backend::Postgres => w.to_owned(),
-    };
-    for statement in [
-        format!("UPDATE search_docs SET words = '{}' WHERE record_id = '{id}'", word("old")),
-        format!("UPDATE search_docs SET words = '{}' WHERE record_id = '{english}'", word("kept")),
-        "DELETE FROM _sqlx_migrations WHERE version = 20261126000016".to_owned(),
-    ] {
-        server.execute(&statement).await.unwrap();
-    }
-    server.restart().unwrap();
-    let mut c = server.clients().await;
-    let ask = SearchRequest { project: p.clone(), query: "策略".into(), ..Default::default() };
-    let reply = once_indexed(&mut c, &ask).await;
-    assert_eq!(found(&reply.hits), vec![true], "{backend:?}: indexed again");
-    let kept = search(&mut c, SearchRequest { query: "kept".into(), ..ask }).await;
-    assert_eq!(kept.len(), 1, "{backend:?}: documents without such text are left as they were");
 }
 both!(text_without_spaces_is_found_by_its_words);
-
-/// An SQLite index from before searches were bounded by their project (words without the
-/// project's prefix) is written again after the upgrade: the migration drops it and lists
-/// the projects for the background indexing.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_index_without_project_prefixes_is_written_again() {
-    let mut server = Server::start(Backend::Sqlite).await.unwrap();
-    let mut c = server.clients().await;
-    let p = project();
-    memory(&mut c, &p, "decision", "", "Keep the needle close", "").await;
-    server.kill9();
-    for statement in [
-        "UPDATE search_docs SET words = 'needle'",
-        "DELETE FROM _sqlx_migrations WHERE version = 20261127000019",
-    ] {
-        server.execute(statement).await.unwrap();
-    }
-    server.restart().unwrap();
-    let mut c = server.clients().await;
-    let ask = SearchRequest { project: p.clone(), query: "needle close".into(), ..Default::default() };
-    assert_eq!(once_indexed(&mut c, &ask).await.hits.len(), 1);
-}
 
 /// `baton search`: hits as text, filters as flags, and what is wrong said plainly.
 #[tokio::test]

@@ -20,6 +20,7 @@
     clippy::too_many_lines
 )]
 
+mod schema;
 mod writer;
 
 use std::collections::HashSet;

@@ -81,7 +81,7 @@ impl PgStore {
             tokio::time::timeout(CONNECT_TIMEOUT, <Conn as sqlx::Connection>::connect_with(&options))
                 .await
                 .map_err(|_| anyhow::anyhow!("no answer from Postgres within {CONNECT_TIMEOUT:?}"))??;
-        MIGRATOR.run(&mut conn).await?;
+        crate::store::schema::migrate_postgres(&mut conn, &MIGRATOR).await?;
         apply::install(&mut conn).await?;
         if let Err(e) = sqlx::Connection::close(conn).await {
             tracing::debug!(error = %e, "closing the migration connection failed");

@@ -107,7 +107,7 @@ impl SqliteStore {
             .acquire_timeout(Duration::from_secs(30))
             .connect_with(options)
             .await?;
-        MIGRATOR.run(&pool).await?;
+        crate::store::schema::migrate_sqlite(&mut *pool.acquire().await?, &MIGRATOR).await?;
         let writer = Writer::spawn(&writer_pool);
         let store =
             Self { pool, wakers, writer, writer_pool, search_pool, memory_cache: MemoryCache::default() };
