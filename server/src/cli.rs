@@ -25,6 +25,11 @@ pub async fn database_command(config: &Config, command: &ServerCommand) -> anyho
 }
 
 async fn on<S: Store>(config: &Config, store: &S, command: &ServerCommand) -> anyhow::Result<()> {
+    // Rows an older version wrote, made whole before any command reads them.
+    if let Err(e) = crate::jobs::backfill::state_digests(store).await {
+        store.close().await;
+        return Err(e.into());
+    }
     let result = match command {
         ServerCommand::Token { command } => tokens(store, command).await,
         ServerCommand::Prune { dry_run, project, keep_days, keep_ancestors } => {

@@ -109,7 +109,12 @@ async fn serve<S: Store>(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    if let Err(e) = prepare_access(&config, &store, listener.local_addr()?).await {
+    let prepared = async {
+        // Rows an older version wrote, made whole before serving.
+        crate::jobs::backfill::state_digests(&store).await?;
+        prepare_access(&config, &store, listener.local_addr()?).await
+    };
+    if let Err(e) = prepared.await {
         // Close the pool first: its connection threads would keep the process alive.
         store.close().await;
         return Err(e);

@@ -8,6 +8,7 @@
 
 pub mod agents;
 pub mod fake_model;
+pub mod layout;
 pub mod postgres;
 pub mod python;
 pub mod tls;

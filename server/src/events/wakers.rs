@@ -27,6 +27,25 @@ pub struct Wakers {
     inner: Arc<Mutex<Inner>>,
 }
 
+/// The store tells the fan-out of its commits through `Commits`.
+impl crate::store::Commits for Wakers {
+    fn hold(&self, project: &str) -> Box<dyn Send> {
+        Box::new(Wakers::hold(self, project))
+    }
+    fn copy_for_reader(&self, project: &str, events: &[LoggedEvent]) -> Option<Vec<LoggedEvent>> {
+        Wakers::copy_for_reader(self, project, events)
+    }
+    fn committed(&self, project: &str, events: Option<Vec<LoggedEvent>>) {
+        Wakers::committed(self, project, events);
+    }
+    fn announced(&self, project: &str, revision: i64) {
+        Wakers::announced(self, project, revision);
+    }
+    fn wake(&self, project: &str) {
+        Wakers::wake(self, project);
+    }
+}
+
 #[derive(Default)]
 struct Inner {
     readers: HashMap<String, Arc<Reader>>,

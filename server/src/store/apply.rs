@@ -2,14 +2,14 @@
 //! all or nothing (`Apply`), and the project's watchers are woken once it is durable.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use sqlx::{Database, Executor};
 
 use super::model::{Lock, Log};
 use super::writer::{Backend, Body, Done, OnCommit, Tx, Writer};
-use super::{Decided, Kept, WriteBody};
+use super::{Commits, Decided, Kept, WriteBody};
 use crate::error::Result;
-use crate::events::Wakers;
 
 /// How a backend applies a write's changes and log.
 pub(crate) trait Apply {
@@ -48,7 +48,7 @@ where
 /// runs), then `also(log)` (a backend's own telling), then the hold ended.
 pub(crate) async fn write<B, R>(
     writer: &Writer<B>,
-    wakers: &Wakers,
+    commits: &Arc<dyn Commits>,
     lock: Lock,
     body: WriteBody<Tx<B::Db>, R>,
     also: impl FnOnce(&Log) -> Option<OnCommit> + Send + 'static,
@@ -59,14 +59,14 @@ where
     R: Send + 'static,
     for<'c> &'c mut <B::Db as Database>::Connection: Executor<'c, Database = B::Db>,
 {
-    // Before the write can join a batch (`events::Wakers::hold`).
-    let hold = lock.rewrites_log.then(|| wakers.hold(&lock.project));
-    let (wakers, project) = (wakers.clone(), lock.project.clone());
+    // Before the write can join a batch (`Commits::hold`).
+    let hold = lock.rewrites_log.then(|| commits.hold(&lock.project));
+    let (commits, project) = (commits.clone(), lock.project.clone());
     let committed = move |log: &Log| {
-        let fed = wakers.copy_for_reader(&project, &log.events);
+        let fed = commits.copy_for_reader(&project, &log.events);
         let also = also(log);
         Box::new(move || {
-            wakers.committed(&project, fed);
+            commits.committed(&project, fed);
             if let Some(also) = also {
                 also();
             }

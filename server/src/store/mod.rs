@@ -27,10 +27,12 @@ pub use crate::core::brief::BriefData;
 use crate::core::checkpoint::StoredContent;
 use crate::core::lww::WriteIntent;
 use crate::error::Result;
+pub use commits::Commits;
 pub use memory_cache::MemoryCache;
 
 pub(crate) mod apply;
 pub mod brief;
+mod commits;
 pub mod maintenance;
 mod memory_cache;
 pub mod model;

@@ -44,7 +44,7 @@ macro_rules! on_both {
             async fn $case() {
                 let dir = tempfile::tempdir().unwrap();
                 let url = format!("sqlite://{}", dir.path().join("baton.db").display());
-                let store = baton_server::store::SqliteStore::connect(&url, Default::default()).await.unwrap();
+                let store = baton_server::store::SqliteStore::connect(&url, baton_server::events::Wakers::default()).await.unwrap();
                 super::$case(&store).await;
                 baton_server::store::Store::close(&store).await;
             })*
@@ -53,7 +53,7 @@ macro_rules! on_both {
             $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $case() {
                 let url = baton_tests::postgres::fresh_database().await.unwrap();
-                let store = baton_server::store::PgStore::connect(&url, Default::default()).await.unwrap();
+                let store = baton_server::store::PgStore::connect(&url, baton_server::events::Wakers::default()).await.unwrap();
                 super::$case(&store).await;
                 baton_server::store::Store::close(&store).await;
             })*

@@ -7,12 +7,13 @@
 //! any revision it has not sent (and polls it).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use sqlx::{PgConnection as Conn, PgPool as Pool, Postgres as Db};
 
-use crate::events::Wakers;
+use crate::store::Commits;
 use crate::store::memory_cache::MemoryCache;
 use crate::store::writer::Writer;
 
@@ -63,7 +64,7 @@ pub struct PgStore {
     pool: Pool,
     /// Searches' own connections (`SEARCH_CONNECTIONS`).
     search_pool: Pool,
-    wakers: Wakers,
+    commits: Arc<dyn Commits>,
     notifier: Notifier,
     /// Every revisioned write goes through it (see `writer.rs`); reads use the pool.
     writer: Writer<write::Lanes>,
@@ -73,7 +74,7 @@ pub struct PgStore {
 impl PgStore {
     /// Connects to and migrates the database at `url`, and starts listening for other
     /// instances' commits.
-    pub async fn connect(url: &str, wakers: Wakers) -> anyhow::Result<Self> {
+    pub async fn connect(url: &str, commits: impl Commits) -> anyhow::Result<Self> {
         let options: PgConnectOptions = url.parse()?;
         // Migrated first, on a connection of its own: the pool's connections prepare
         // statements on the tables as they connect.
@@ -92,11 +93,16 @@ impl PgStore {
         let pool = pool_options(16).connect_with(options).await?;
         let notifier = Notifier::spawn(pool.clone());
         let writer = Writer::spawn(&pool);
-        let store =
-            Self { pool, search_pool, wakers, notifier, writer, memory_cache: MemoryCache::default() };
+        let store = Self {
+            pool,
+            search_pool,
+            commits: Arc::new(commits),
+            notifier,
+            writer,
+            memory_cache: MemoryCache::default(),
+        };
         store.spawn_listener();
         spawn_analyzer(store.pool.clone());
-        crate::jobs::backfill::state_digests(&store).await?;
         Ok(store)
     }
 
@@ -104,7 +110,7 @@ impl PgStore {
     /// does); when it is down, readers still poll.
     fn spawn_listener(&self) {
         let pool = self.pool.clone();
-        let wakers = self.wakers.clone();
+        let commits = self.commits.clone();
         tokio::spawn(async move {
             loop {
                 let mut listener = match PgListener::connect_with(&pool).await {
@@ -125,9 +131,9 @@ impl PgStore {
                         Ok(n) => {
                             // "project\nrevision" (`Notifier`): a reader that has it already reads nothing.
                             match n.payload().rsplit_once('\n').map(|(p, r)| (p, r.parse::<i64>())) {
-                                Some((project, Ok(revision))) => wakers.announced(project, revision),
-                                Some((project, Err(_))) => wakers.wake(project),
-                                None => wakers.wake(n.payload()),
+                                Some((project, Ok(revision))) => commits.announced(project, revision),
+                                Some((project, Err(_))) => commits.wake(project),
+                                None => commits.wake(n.payload()),
                             }
                         }
                         Err(sqlx::Error::PoolClosed) => return,

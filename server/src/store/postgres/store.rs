@@ -23,7 +23,7 @@ impl Store for PgStore {
             let newest = log.events.iter().map(|e| e.revision).max()?;
             Some(Box::new(move || notifier.announce(&project, newest)) as OnCommit)
         };
-        apply::write(&self.writer, &self.wakers, lock, body, announce).await
+        apply::write(&self.writer, &self.commits, lock, body, announce).await
     }
     #[tracing::instrument(level = "debug", skip_all)]
     async fn touch_session(

@@ -6,13 +6,14 @@
 //! durable, across power loss as well as a killed process.
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::sqlite::SqliteRow as Row;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Sqlite as Db, SqlitePool as Pool};
 
-use crate::events::Wakers;
+use crate::store::Commits;
 use crate::store::memory_cache::MemoryCache;
 use crate::store::writer::Writer;
 
@@ -34,7 +35,7 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite"
 #[derive(Clone)]
 pub struct SqliteStore {
     pool: Pool,
-    wakers: Wakers,
+    commits: Arc<dyn Commits>,
     /// Every write goes through it (see `writer.rs`), on a connection of its own
     /// (`writer_pool`); reads use the pool.
     writer: Writer<write::Lanes>,
@@ -71,7 +72,7 @@ const CHECKPOINT_AFTER_PAGES: &str = "10000";
 
 impl SqliteStore {
     /// Opens (creating if missing) and migrates the database at `url` (`sqlite://path`).
-    pub async fn connect(url: &str, wakers: Wakers) -> anyhow::Result<Self> {
+    pub async fn connect(url: &str, commits: impl Commits) -> anyhow::Result<Self> {
         let options = SqliteConnectOptions::from_str(url)?;
         let file = options.get_filename();
         if !url.contains(":memory:") && !url.contains("mode=memory") {
@@ -109,9 +110,14 @@ impl SqliteStore {
             .await?;
         crate::store::schema::migrate_sqlite(&mut *pool.acquire().await?, &MIGRATOR).await?;
         let writer = Writer::spawn(&writer_pool);
-        let store =
-            Self { pool, wakers, writer, writer_pool, search_pool, memory_cache: MemoryCache::default() };
-        crate::jobs::backfill::state_digests(&store).await?;
+        let store = Self {
+            pool,
+            commits: Arc::new(commits),
+            writer,
+            writer_pool,
+            search_pool,
+            memory_cache: MemoryCache::default(),
+        };
         Ok(store)
     }
 }

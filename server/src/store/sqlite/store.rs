@@ -16,7 +16,7 @@ impl Store for SqliteStore {
     const RESUME_BRIEF_WAITS: bool = RESUME_BRIEF_WAITS;
     #[tracing::instrument(level = "debug", skip_all)]
     async fn write<R: Send + 'static>(&self, lock: model::Lock, body: WriteBody<SqliteTx, R>) -> Result<R> {
-        apply::write(&self.writer, &self.wakers, lock, body, |_| None).await
+        apply::write(&self.writer, &self.commits, lock, body, |_| None).await
     }
     #[tracing::instrument(level = "debug", skip_all)]
     async fn touch_session(

@@ -1,9 +1,7 @@
-//! The client's modules depend on each other one way down: no set of two or more top-level
-//! modules (a folder with its submodules counts as one; `lib.rs`'s own items as `lib`)
-//! reaches each other through `crate::` or `super::` paths, in `use` lines or in code.
-//! A circle is named with the modules in it.
-
-#![allow(clippy::expect_used, clippy::unwrap_used)] // a test: a failure should panic loudly
+//! The client's and the server's modules depend on each other one way down: no set of two
+//! or more top-level modules of a crate (a folder with its submodules counts as one;
+//! `lib.rs`'s and `main.rs`'s own items as `lib`) reaches each other through `crate::` or
+//! `super::` paths, in `use` lines or in code. A circle is named with the modules in it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -177,10 +175,10 @@ fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
     walk.out
 }
 
-#[test]
-fn the_client_has_no_circles() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let modules: BTreeSet<String> = std::fs::read_dir(&src)
+/// The circles among the top-level modules of the crate whose sources are in `src`, each
+/// with its edges, for a message ("a → b").
+pub fn circles_in(src: &Path) -> Vec<String> {
+    let modules: BTreeSet<String> = std::fs::read_dir(src)
         .expect("read src")
         .flatten()
         .filter_map(|e| {
@@ -189,25 +187,47 @@ fn the_client_has_no_circles() {
             (name != "lib" && name != "main").then_some(name)
         })
         .collect();
-    let graph = edges(&src, &modules);
-    let found = circles(&graph);
-    for set in &found {
-        let inside: Vec<String> = set
-            .iter()
-            .flat_map(|m| graph[m].iter().filter(|t| set.contains(t)).map(move |t| format!("{m} → {t}")))
-            .collect();
-        eprintln!("circle of {}: {}", set.len(), inside.join(", "));
-    }
-    assert!(found.is_empty(), "modules that reach each other: {found:?}");
+    let graph = edges(src, &modules);
+    circles(&graph)
+        .iter()
+        .map(|set| {
+            let inside: Vec<String> = set
+                .iter()
+                .flat_map(|m| graph[m].iter().filter(|t| set.contains(t)).map(move |t| format!("{m} → {t}")))
+                .collect();
+            format!("circle of {}: {}", set.len(), inside.join(", "))
+        })
+        .collect()
 }
 
-#[test]
-fn a_circle_is_found() {
-    let graph: BTreeMap<String, BTreeSet<String>> =
-        [("a", vec!["b"]), ("b", vec!["c"]), ("c", vec!["a", "d"]), ("d", vec![])]
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v.into_iter().map(str::to_owned).collect()))
-            .collect();
-    assert_eq!(circles(&graph), [["a", "b", "c"]]);
-    assert_eq!(crate_paths("use crate::{a::b, c, d::{e, f}}; crate::g::h(); x"), ["a", "c", "d", "g"]);
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn crate_src(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(name).join("src")
+    }
+
+    #[test]
+    fn the_client_has_no_circles() {
+        let found = circles_in(&crate_src("client"));
+        assert!(found.is_empty(), "modules that reach each other: {found:#?}");
+    }
+
+    #[test]
+    fn the_server_has_no_circles() {
+        let found = circles_in(&crate_src("server"));
+        assert!(found.is_empty(), "modules that reach each other: {found:#?}");
+    }
+
+    #[test]
+    fn a_circle_is_found() {
+        let graph: BTreeMap<String, BTreeSet<String>> =
+            [("a", vec!["b"]), ("b", vec!["c"]), ("c", vec!["a", "d"]), ("d", vec![])]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.into_iter().map(str::to_owned).collect()))
+                .collect();
+        assert_eq!(circles(&graph), [["a", "b", "c"]]);
+        assert_eq!(crate_paths("use crate::{a::b, c, d::{e, f}}; crate::g::h(); x"), ["a", "c", "d", "g"]);
+    }
 }
