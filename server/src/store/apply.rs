@@ -11,19 +11,20 @@ use super::writer::{Backend, Body, Done, OnCommit, Tx, Writer};
 use super::{Commits, Decided, Kept, WriteBody};
 use crate::error::Result;
 
-/// How a backend applies a write's changes and log.
+/// How a backend applies a write's changes and log: at once, or left to go with the lane's
+/// next statement (`writer::Tx::defer`).
 pub(crate) trait Apply {
     fn apply(&mut self, kept: Kept) -> impl Future<Output = Result<()>> + Send;
 }
 
 /// `body`, with what it keeps applied, and `committed(log)` run once that is durable.
-fn applying<DB, R>(
-    body: WriteBody<Tx<DB>, R>,
+fn applying<B, R>(
+    body: WriteBody<Tx<B>, R>,
     committed: impl FnOnce(&Log) -> OnCommit + Send + 'static,
-) -> Body<DB, R>
+) -> Body<B, R>
 where
-    DB: Database,
-    Tx<DB>: Apply,
+    B: Backend,
+    Tx<B>: Apply,
     R: Send + 'static,
 {
     Box::new(move |tx, locked| {
@@ -50,12 +51,12 @@ pub(crate) async fn write<B, R>(
     writer: &Writer<B>,
     commits: &Arc<dyn Commits>,
     lock: Lock,
-    body: WriteBody<Tx<B::Db>, R>,
+    body: WriteBody<Tx<B>, R>,
     also: impl FnOnce(&Log) -> Option<OnCommit> + Send + 'static,
 ) -> Result<R>
 where
     B: Backend,
-    Tx<B::Db>: Apply,
+    Tx<B>: Apply,
     R: Send + 'static,
     for<'c> &'c mut <B::Db as Database>::Connection: Executor<'c, Database = B::Db>,
 {

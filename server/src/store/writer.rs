@@ -13,6 +13,13 @@
 //! a write that fails, or is not kept, rolls back alone without a savepoint of the
 //! writer's: on Postgres each is a round trip, and a write in a batch would pay one more.
 //!
+//! What a write keeps goes with the lane's next statement ([`Tx::defer`]): the next write's
+//! lock, or the batch's commit. A write's answer waits for the commit anyway, so nothing
+//! waits longer, and SQLite sends the changes in front of that statement in one query: a
+//! hand-off to its connection's thread fewer per write (`baton-bench`: "vs etcd: small
+//! writes", 1 and 8 clients, on SQLite; docs/performance.md). Changes that fail answer
+//! their write with the error; the batch goes on.
+//!
 //! Why: every statement is a hand-off (SQLite's connection thread, a Postgres round trip)
 //! and every transaction pays its BEGIN, COMMIT and commit record. On SQLite, concurrent
 //! writers left to the pool also queue on SQLite's busy handler, which sleeps instead of
@@ -50,6 +57,9 @@ use crate::error::{Error, Result};
 /// a write takes its project's lock.
 pub trait Backend: Send + Sync + 'static {
     type Db: Database;
+    /// A kept write's changes, ready to send (`Tx::defer`): they go with the lane's next
+    /// statement (the next write's lock, or the batch's commit), all or nothing.
+    type Changes: Send + 'static;
     /// Opens a batch's transaction.
     const BEGIN: &'static str;
     /// Writers, each with its own transaction; a project always uses the same one.
@@ -63,11 +73,41 @@ pub trait Backend: Send + Sync + 'static {
     /// (creating the project on first use). With `bounded` (the batch holds other projects'
     /// locks) it waits only briefly for a lock held elsewhere: `None` if that runs out, and
     /// the write then starts again at the head of a batch of its own.
+    ///
+    /// `changes`, a previous write's, go first, all or nothing (`Locking::applied`).
     fn lock<'c>(
         conn: &'c mut <Self::Db as Database>::Connection,
+        changes: Option<Self::Changes>,
         lock: &'c Lock,
         bounded: bool,
-    ) -> BoxFuture<'c, Result<Option<Taken>>>;
+    ) -> BoxFuture<'c, Locking>;
+
+    /// Sends `changes`, all or nothing (before a write that takes no lock).
+    fn apply(
+        conn: &mut <Self::Db as Database>::Connection,
+        changes: Self::Changes,
+    ) -> BoxFuture<'_, Result<()>>;
+
+    /// Sends `changes`, all or nothing, then commits the batch's transaction (even when they
+    /// fail: the batch's other writes are kept).
+    fn commit(
+        conn: &mut <Self::Db as Database>::Connection,
+        changes: Option<Self::Changes>,
+    ) -> BoxFuture<'_, Committing>;
+}
+
+/// What sending a write's lock, after a previous write's changes, gave.
+pub struct Locking {
+    /// Whether the previous write's changes were made (`Ok` if there were none).
+    pub applied: Result<()>,
+    pub taken: Result<Option<Taken>>,
+}
+
+/// What sending a batch's commit, after its last write's changes, gave.
+pub struct Committing {
+    /// Whether the last write's changes were made (`Ok` if there were none).
+    pub applied: Result<()>,
+    pub committed: Result<()>,
 }
 
 /// What a write's lock gave it.
@@ -78,8 +118,8 @@ pub struct Taken {
 }
 
 /// A write's transaction, as its body reads through it and its backend applies its changes.
-pub struct Tx<DB: Database> {
-    pub(crate) conn: PoolConnection<DB>,
+pub struct Tx<B: Backend> {
+    pub(crate) conn: PoolConnection<B::Db>,
     pub project: String,
     /// The revision and time the lock gave the write.
     pub revision: i64,
@@ -88,12 +128,20 @@ pub struct Tx<DB: Database> {
     pub memory: bool,
     /// The first read, until the write asks for it.
     pub first: Option<FirstReadDone>,
+    /// The write's changes, when its backend sends them with the lane's next statement.
+    deferred: Option<B::Changes>,
 }
 
-impl<DB: Database> Tx<DB> {
+impl<B: Backend> Tx<B> {
     /// The connection, in the batch's transaction.
-    pub fn conn(&mut self) -> &mut DB::Connection {
+    pub fn conn(&mut self) -> &mut <B::Db as Database>::Connection {
         &mut self.conn
+    }
+
+    /// Leaves the write's changes to go with the lane's next statement. The write is then
+    /// answered with their outcome: an error from them is its answer, and it is not kept.
+    pub fn defer(&mut self, changes: B::Changes) {
+        self.deferred = Some(changes);
     }
 }
 
@@ -113,12 +161,11 @@ pub struct Done<R> {
 
 /// A write's body: reads through the transaction, changes what it decides, and gives the
 /// transaction back with what it decided. An error rolls the write back and is its answer.
-pub type Body<DB, R> =
-    Box<dyn FnOnce(Tx<DB>, Locked) -> BoxFuture<'static, (Tx<DB>, Result<Done<R>>)> + Send>;
+pub type Body<B, R> = Box<dyn FnOnce(Tx<B>, Locked) -> BoxFuture<'static, (Tx<B>, Result<Done<R>>)> + Send>;
 
 /// A handle to the database's writer tasks (cheap to clone).
 pub struct Writer<B: Backend> {
-    lanes: Arc<[mpsc::UnboundedSender<Message<B::Db>>]>,
+    lanes: Arc<[mpsc::UnboundedSender<Message<B>>]>,
 }
 
 impl<B: Backend> Clone for Writer<B> {
@@ -146,7 +193,7 @@ where
     /// Runs `body` as a write of `lock`'s project in its lane's next batch, and answers
     /// once that batch has committed (or failed: then nothing of the write is kept). The
     /// write runs to its end even if the caller stops waiting.
-    pub async fn run<R: Send + 'static>(&self, lock: Lock, body: Body<B::Db, R>) -> Result<R> {
+    pub async fn run<R: Send + 'static>(&self, lock: Lock, body: Body<B, R>) -> Result<R> {
         let (reply, answer) = oneshot::channel();
         self.send(Box::new(Job { lock, body, reply }), answer).await
     }
@@ -159,7 +206,7 @@ where
     }
 
     /// Queues `work` on its lane and waits for its answer.
-    async fn send<R>(&self, work: Box<dyn Work<B::Db>>, answer: oneshot::Receiver<Result<R>>) -> Result<R> {
+    async fn send<R>(&self, work: Box<dyn Work<B>>, answer: oneshot::Receiver<Result<R>>) -> Result<R> {
         let mut hasher = DefaultHasher::new();
         work.lane().hash(&mut hasher);
         let lane = usize::try_from(hasher.finish()).unwrap_or(0) % self.lanes.len();
@@ -184,44 +231,60 @@ impl<B: Backend> Writer<B> {
 }
 
 /// What a lane's task is asked to do.
-enum Message<DB: Database> {
-    Write(Box<dyn Work<DB>>),
+enum Message<B: Backend> {
+    Write(Box<dyn Work<B>>),
     /// Close the lane's connection (the pool is closing), then say so.
     Close(oneshot::Sender<()>),
 }
 
 /// A write as its lane sees it, whatever its answer's type.
-trait Work<DB: Database>: Send {
+trait Work<B: Backend>: Send {
     /// The project lock it takes, if any, and the lane it runs on.
     fn lock(&self) -> Option<&Lock>;
     fn lane(&self) -> &str;
-    /// Runs the body (on the locked transaction: `taken`, when it takes a lock).
-    fn run(
-        self: Box<Self>,
-        conn: PoolConnection<DB>,
-        taken: Option<Taken>,
-    ) -> BoxFuture<'static, (PoolConnection<DB>, Finished)>;
+    /// Runs the body (on the locked transaction: `taken`, when it takes a lock); with the
+    /// changes it left to send.
+    fn run(self: Box<Self>, conn: PoolConnection<B::Db>, taken: Option<Taken>) -> BoxFuture<'static, Ran<B>>;
     /// The write failed before its body ran.
     fn failed(self: Box<Self>, error: Error) -> Finished;
 }
 
-/// Gives a write its answer, told how its batch ended: `None` once it committed, else why
-/// it did not.
-type Answer = Box<dyn FnOnce(Option<&str>) + Send>;
+/// What running a write's body gave back.
+struct Ran<B: Backend> {
+    conn: PoolConnection<B::Db>,
+    finished: Finished,
+    /// Its changes, to send with the lane's next statement.
+    deferred: Option<B::Changes>,
+}
+
+/// How a write ended, as its answer is told.
+enum Outcome<'a> {
+    /// Its batch committed.
+    Committed,
+    /// Its own changes failed (the batch went on).
+    Failed(Error),
+    /// Its batch did not commit, and why.
+    NotCommitted(&'a str),
+}
+
+/// Gives a write its answer, told how it ended.
+type Answer = Box<dyn FnOnce(Outcome<'_>) + Send>;
 
 /// A write done with, waiting for its batch's end.
 struct Finished {
     keep: bool,
+    /// Its deferred changes failed with this.
+    failed: Option<Error>,
     answer: Answer,
 }
 
-struct Job<DB: Database, R> {
+struct Job<B: Backend, R> {
     lock: Lock,
-    body: Body<DB, R>,
+    body: Body<B, R>,
     reply: oneshot::Sender<Result<R>>,
 }
 
-impl<DB: Database, R: Send + 'static> Work<DB> for Job<DB, R> {
+impl<B: Backend, R: Send + 'static> Work<B> for Job<B, R> {
     fn lock(&self) -> Option<&Lock> {
         Some(&self.lock)
     }
@@ -230,16 +293,12 @@ impl<DB: Database, R: Send + 'static> Work<DB> for Job<DB, R> {
         &self.lock.project
     }
 
-    fn run(
-        self: Box<Self>,
-        conn: PoolConnection<DB>,
-        taken: Option<Taken>,
-    ) -> BoxFuture<'static, (PoolConnection<DB>, Finished)> {
+    fn run(self: Box<Self>, conn: PoolConnection<B::Db>, taken: Option<Taken>) -> BoxFuture<'static, Ran<B>> {
         let Self { lock, body, reply } = *self;
         Box::pin(async move {
             let Some(Taken { locked, first }) = taken else {
                 let error = Error::internal("a write ran without its lock");
-                return (conn, Finished::answered(reply, Err(error)));
+                return Ran { conn, finished: Finished::answered(reply, Err(error)), deferred: None };
             };
             let tx = Tx {
                 conn,
@@ -248,25 +307,27 @@ impl<DB: Database, R: Send + 'static> Work<DB> for Job<DB, R> {
                 now_us: locked.now_us,
                 memory: lock.memory,
                 first,
+                deferred: None,
             };
             let (tx, result) = body(tx, locked).await;
             let keep = matches!(&result, Ok(done) if done.keep);
             let result = result.map(|done| (done.value, if done.keep { done.on_commit } else { None }));
-            let answer = Box::new(move |failed: Option<&str>| {
-                let answer = match (failed, result) {
-                    (Some(why), _) => Err(not_committed(why)),
-                    (None, Ok((value, on_commit))) => {
+            let answer = Box::new(move |outcome: Outcome<'_>| {
+                let answer = match (outcome, result) {
+                    (Outcome::NotCommitted(why), _) => Err(not_committed(why)),
+                    (Outcome::Failed(e), _) | (Outcome::Committed, Err(e)) => Err(e),
+                    (Outcome::Committed, Ok((value, on_commit))) => {
                         if let Some(on_commit) = on_commit {
                             on_commit();
                         }
                         Ok(value)
                     }
-                    (None, Err(e)) => Err(e),
                 };
                 // The request may be gone: the write was made (or not) all the same.
                 let _ = reply.send(answer);
             });
-            (tx.conn, Finished { keep, answer })
+            let deferred = if keep { tx.deferred } else { None };
+            Ran { conn: tx.conn, finished: Finished { keep, failed: None, answer }, deferred }
         })
     }
 
@@ -284,9 +345,9 @@ struct Plain<DB: Database, R> {
     reply: oneshot::Sender<Result<R>>,
 }
 
-impl<DB: Database, R: Send + 'static> Work<DB> for Plain<DB, R>
+impl<B: Backend, R: Send + 'static> Work<B> for Plain<B::Db, R>
 where
-    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'c> &'c mut <B::Db as Database>::Connection: Executor<'c, Database = B::Db>,
 {
     fn lock(&self) -> Option<&Lock> {
         None
@@ -298,14 +359,18 @@ where
 
     fn run(
         self: Box<Self>,
-        conn: PoolConnection<DB>,
+        conn: PoolConnection<B::Db>,
         _taken: Option<Taken>,
-    ) -> BoxFuture<'static, (PoolConnection<DB>, Finished)> {
+    ) -> BoxFuture<'static, Ran<B>> {
         let Self { body, reply } = *self;
         Box::pin(async move {
             let mut conn = conn;
             if let Err(e) = execute(&mut conn, "SAVEPOINT plain").await {
-                return (conn, Finished::answered(reply, Err(Error::from(e))));
+                return Ran {
+                    conn,
+                    finished: Finished::answered(reply, Err(Error::from(e))),
+                    deferred: None,
+                };
             }
             let (mut conn, result) = body(conn).await;
             let end = match result {
@@ -316,7 +381,7 @@ where
                 Ok(()) => result,
                 Err(e) => Err(Error::from(e)),
             };
-            (conn, Finished::answered(reply, result))
+            Ran { conn, finished: Finished::answered(reply, result), deferred: None }
         })
     }
 
@@ -329,29 +394,40 @@ impl Finished {
     /// A write whose answer is known, given once its batch commits (or why it did not).
     fn answered<R: Send + 'static>(reply: oneshot::Sender<Result<R>>, result: Result<R>) -> Self {
         let keep = result.is_ok();
-        let answer = Box::new(move |failed: Option<&str>| {
-            let _ = reply.send(match failed {
-                Some(why) => Err(not_committed(why)),
-                None => result,
+        let answer = Box::new(move |outcome: Outcome<'_>| {
+            let _ = reply.send(match outcome {
+                Outcome::NotCommitted(why) => Err(not_committed(why)),
+                Outcome::Failed(e) => Err(e),
+                Outcome::Committed => result,
             });
         });
-        Self { keep, answer }
+        Self { keep, failed: None, answer }
+    }
+
+    /// Answers the write: `why` if its batch did not commit, else how it ended.
+    fn tell(self, why: Option<&str>) {
+        let outcome = match (why, self.failed) {
+            (Some(why), _) => Outcome::NotCommitted(why),
+            (None, Some(e)) => Outcome::Failed(e),
+            (None, None) => Outcome::Committed,
+        };
+        (self.answer)(outcome);
     }
 }
 
 /// A lane's writer task and what it keeps between batches.
 struct Lane<B: Backend> {
     pool: Pool<B::Db>,
-    messages: mpsc::UnboundedReceiver<Message<B::Db>>,
+    messages: mpsc::UnboundedReceiver<Message<B>>,
     /// The lane keeps its connection between batches (sqlx pings a pool connection when it
     /// is given back).
     held: Option<PoolConnection<B::Db>>,
     /// A write that must start a batch of its own (its bounded lock ran out).
-    carried: Option<Box<dyn Work<B::Db>>>,
+    carried: Option<Box<dyn Work<B>>>,
 }
 
 /// One batch, from its first write to its commit.
-struct Batch<DB: Database> {
+struct Batch<B: Backend> {
     /// Its writes, in order, answered when it ends.
     finished: Vec<Finished>,
     /// Projects whose locks the transaction holds (through writes it keeps).
@@ -359,7 +435,9 @@ struct Batch<DB: Database> {
     /// A close asked for while the batch ran: answered when it ends.
     closing: Option<oneshot::Sender<()>>,
     /// A write taken off the queue that must start a batch of its own.
-    carry: Option<Box<dyn Work<DB>>>,
+    carry: Option<Box<dyn Work<B>>>,
+    /// The last kept write's changes, not sent yet, and that write's place in `finished`.
+    pending: Option<(B::Changes, usize)>,
 }
 
 /// Why a batch cannot go on: the transaction is in doubt, and nothing of it is kept.
@@ -377,7 +455,7 @@ where
 
     /// The next batch's first write, closing the connection when asked while there is none;
     /// `None` once the last handle of the writer is gone.
-    async fn next_first(&mut self) -> Option<Box<dyn Work<B::Db>>> {
+    async fn next_first(&mut self) -> Option<Box<dyn Work<B>>> {
         if let Some(work) = self.carried.take() {
             return Some(work);
         }
@@ -399,29 +477,28 @@ where
     }
 
     /// One transaction: `first`, then the writes that queue while it runs.
-    async fn batch(&mut self, first: Box<dyn Work<B::Db>>) {
+    async fn batch(&mut self, first: Box<dyn Work<B>>) {
         let mut conn = match begin::<B>(&self.pool, self.held.take()).await {
             Ok(conn) => conn,
-            Err(e) => return (first.failed(Error::from(e)).answer)(None),
+            Err(e) => return first.failed(Error::from(e)).tell(None),
         };
-        let mut batch = Batch { finished: Vec::new(), locked: HashSet::new(), closing: None, carry: None };
+        let mut batch =
+            Batch { finished: Vec::new(), locked: HashSet::new(), closing: None, carry: None, pending: None };
         let mut next = Some(first);
         let outcome = loop {
             let Some(work) = next.take() else {
-                // The query fails in a failed transaction, whose COMMIT Postgres would take
-                // as a ROLLBACK without an error.
-                break match execute(&mut conn, "SELECT 1; COMMIT").await {
+                break match batch.commit(&mut conn).await {
                     Ok(()) => {
                         self.held = Some(conn);
                         Ok(())
                     }
-                    Err(e) => {
+                    Err(why) => {
                         abandon(conn).await;
-                        Err(Broken(e.to_string()))
+                        Err(why)
                     }
                 };
             };
-            conn = match batch.step::<B>(conn, work).await {
+            conn = match batch.step(conn, work).await {
                 Ok(back) => back,
                 Err((back, why)) => {
                     if let Some(conn) = back {
@@ -443,7 +520,7 @@ where
     }
 
     /// Answers the batch's writes: in order, once it committed; or with why it did not.
-    async fn end(&mut self, mut batch: Batch<B::Db>, outcome: Result<(), Broken>) {
+    async fn end(&mut self, mut batch: Batch<B>, outcome: Result<(), Broken>) {
         self.carried = batch.carry.take();
         match outcome {
             Ok(()) => {
@@ -451,7 +528,7 @@ where
                     tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
                 }
                 for finished in batch.finished {
-                    (finished.answer)(None);
+                    finished.tell(None);
                 }
             }
             Err(Broken(why)) => {
@@ -461,7 +538,7 @@ where
                     "write transaction failed; its writes are not kept"
                 );
                 for finished in batch.finished {
-                    (finished.answer)(Some(&why));
+                    finished.tell(Some(&why));
                 }
             }
         }
@@ -475,48 +552,72 @@ where
 /// A connection given back by a write step, or lost with it (a body that panicked).
 type StepResult<DB> = std::result::Result<PoolConnection<DB>, (Option<PoolConnection<DB>>, Broken)>;
 
-impl<DB: Database> Batch<DB>
+impl<B: Backend> Batch<B>
 where
-    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'c> &'c mut <B::Db as Database>::Connection: Executor<'c, Database = B::Db>,
 {
-    /// Runs one write: its lock, then its body. Neither changes anything before the body
-    /// applies what it keeps, all or nothing (`Backend`), so a write that fails or is not
-    /// kept leaves nothing to undo; but on Postgres an error ends the transaction, so after
-    /// one the writer checks that the batch can go on.
-    async fn step<B: Backend<Db = DB>>(
-        &mut self,
-        mut conn: PoolConnection<DB>,
-        work: Box<dyn Work<DB>>,
-    ) -> StepResult<DB> {
+    /// Runs one write: its lock (after the previous write's changes), then its body. Neither
+    /// changes anything before the backend sends what the body keeps, all or nothing
+    /// (`Backend`), so a write that fails or is not kept leaves nothing to undo; but on
+    /// Postgres an error ends the transaction, so after one the writer checks that the
+    /// batch can go on.
+    async fn step(&mut self, mut conn: PoolConnection<B::Db>, work: Box<dyn Work<B>>) -> StepResult<B::Db> {
         let project = work.lock().map(|lock| lock.project.clone());
-        let taken = match (work.lock(), &project) {
-            (Some(lock), Some(project)) => {
-                let bounded = !self.locked.is_empty() && !self.locked.contains(project);
-                match B::lock(&mut conn, lock, bounded).await {
-                    Ok(Some(taken)) => Some(taken),
-                    Ok(None) => {
-                        self.carry = Some(work);
-                        return Ok(conn);
-                    }
-                    Err(e) => {
-                        self.finished.push(work.failed(e));
-                        return check(conn).await;
-                    }
+        let (changes, owner) = self.pending.take().unzip();
+        let taken = if let (Some(lock), Some(project)) = (work.lock(), &project) {
+            let bounded = !self.locked.is_empty() && !self.locked.contains(project);
+            let Locking { applied, taken } = B::lock(&mut conn, changes, lock, bounded).await;
+            // A transaction that the changes' failure ended fails the lock too.
+            self.applied(owner, applied);
+            match taken {
+                Ok(Some(taken)) => Some(taken),
+                Ok(None) => {
+                    self.carry = Some(work);
+                    return Ok(conn);
+                }
+                Err(e) => {
+                    self.finished.push(work.failed(e));
+                    return check(conn).await;
                 }
             }
-            _ => None,
+        } else {
+            if let Some(changes) = changes {
+                let applied = B::apply(&mut conn, changes).await;
+                self.applied(owner, applied);
+            }
+            None
         };
-        let Ok((conn, finished)) = AssertUnwindSafe(work.run(conn, taken)).catch_unwind().await else {
+        let Ok(ran) = AssertUnwindSafe(work.run(conn, taken)).catch_unwind().await else {
             // The connection went with the body (closed when dropped, `begin`).
             return Err((None, Broken("a write's body panicked".to_owned())));
         };
+        let Ran { conn, finished, deferred } = ran;
         let keep = finished.keep;
         self.finished.push(finished);
+        self.pending = deferred.map(|changes| (changes, self.finished.len() - 1));
         if keep {
             self.locked.extend(project);
             Ok(conn)
         } else {
             check(conn).await
+        }
+    }
+
+    /// Sends the last write's changes and commits.
+    async fn commit(&mut self, conn: &mut PoolConnection<B::Db>) -> Result<(), Broken> {
+        let (changes, owner) = self.pending.take().unzip();
+        let Committing { applied, committed } = B::commit(conn, changes).await;
+        self.applied(owner, applied);
+        committed.map_err(|e| Broken(e.to_string()))
+    }
+
+    /// Records how a write's deferred changes went: if they failed, the write is answered
+    /// with the error.
+    fn applied(&mut self, owner: Option<usize>, applied: Result<()>) {
+        if let (Some(owner), Err(e)) = (owner, applied)
+            && let Some(finished) = self.finished.get_mut(owner)
+        {
+            finished.failed = Some(e);
         }
     }
 }

@@ -2,11 +2,12 @@
 //! project's lock, changing nothing, and reads the write's first read with it
 //! (`Lock::first_read`; `sql::LOCK`, which says when what it read predates the row it
 //! locked, and is then run again); any other reads; and one call of the write function with
-//! all its changes (`apply.rs`), after the statements of any maintenance changes. A
-//! project's first write makes its row first (`CREATE_PROJECT`).
+//! all its changes (`apply.rs`), sent before the lane's next statement (or at once, after
+//! the statements of any maintenance changes). A project's first write makes its row first
+//! (`CREATE_PROJECT`).
 
 use futures::future::BoxFuture;
-use sqlx::postgres::PgRow;
+use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::{FromRow as _, PgConnection, Postgres, Row as _};
 
 use super::{apply, maintenance, sql};
@@ -18,10 +19,10 @@ use crate::store::model::{
     Checkpoint, EarlierRequest, Entry, FirstRead, FirstReadDone, Lock, Locked, RecordState, Session,
 };
 use crate::store::rows::{MemoryRow, RecordStateRow, record_state};
-use crate::store::writer::{Backend, Taken, Tx};
+use crate::store::writer::{Backend, Committing, Locking, Taken, Tx};
 
 /// A write in progress (see the module header).
-pub type PgTx = Tx<Postgres>;
+pub type PgTx = Tx<Lanes>;
 
 /// Postgres as the writer's backend: row locks per project, so several lanes, each
 /// project always on the same one. At most 32 writes per transaction: each write's
@@ -31,17 +32,51 @@ pub struct Lanes;
 
 impl Backend for Lanes {
     type Db = Postgres;
+    /// The write function's arguments (`apply.rs`).
+    type Changes = PgArguments;
     const BEGIN: &'static str = "BEGIN";
     const LANES: usize = 4;
     const MAX_BATCH: usize = 32;
 
     fn lock<'c>(
         conn: &'c mut PgConnection,
+        changes: Option<PgArguments>,
         lock: &'c Lock,
         bounded: bool,
-    ) -> BoxFuture<'c, Result<Option<Taken>>> {
-        Box::pin(take_lock(conn, lock, bounded))
+    ) -> BoxFuture<'c, Locking> {
+        Box::pin(async move {
+            let applied = match changes {
+                Some(changes) => call(conn, changes).await,
+                None => Ok(()),
+            };
+            Locking { applied, taken: take_lock(conn, lock, bounded).await }
+        })
     }
+
+    fn apply(conn: &mut PgConnection, changes: PgArguments) -> BoxFuture<'_, Result<()>> {
+        Box::pin(call(conn, changes))
+    }
+
+    fn commit(conn: &mut PgConnection, changes: Option<PgArguments>) -> BoxFuture<'_, Committing> {
+        Box::pin(async move {
+            let applied = match changes {
+                Some(changes) => call(conn, changes).await,
+                None => Ok(()),
+            };
+            // The query fails in a failed transaction, whose COMMIT Postgres would take as a
+            // ROLLBACK without an error.
+            let committed =
+                sqlx::raw_sql("SELECT 1; COMMIT").execute(conn).await.map(drop).map_err(Error::from);
+            Committing { applied, committed }
+        })
+    }
+}
+
+/// One call of the write function.
+async fn call(conn: &mut PgConnection, args: PgArguments) -> Result<()> {
+    let refused: (Option<String>, Option<String>) =
+        sqlx::query_as_with(apply::CALL.as_str(), args).fetch_one(conn).await?;
+    refusal(refused)
 }
 
 /// The lock's columns (`sql::LOCK`).
@@ -56,7 +91,7 @@ struct LockRow {
 }
 
 /// What one run of the lock's statement found.
-enum Locking {
+enum LockRead {
     /// Locked, and read with a snapshot that sees every write before the lock.
     Done(Vec<PgRow>, LockRow),
     /// Locked, but read with a snapshot taken before a write that committed while it
@@ -67,7 +102,7 @@ enum Locking {
 }
 
 /// Runs the lock's statement for `lock` (`sql::LOCK`, or `LOCK_BOUNDED`).
-async fn try_lock(conn: &mut PgConnection, lock: &Lock, bounded: bool) -> Result<Locking> {
+async fn try_lock(conn: &mut PgConnection, lock: &Lock, bounded: bool) -> Result<LockRead> {
     let statements = if bounded { &sql::LOCK_BOUNDED } else { &sql::LOCK };
     let (project, request_id) = (&lock.project, lock.request_id.as_deref());
     let query = match &lock.first_read {
@@ -78,9 +113,9 @@ async fn try_lock(conn: &mut PgConnection, lock: &Lock, bounded: bool) -> Result
         Some(FirstRead::Session(id)) => sqlx::query(statements[2]).bind(project).bind(request_id).bind(id),
     };
     let rows = query.fetch_all(conn).await?;
-    let Some(row) = rows.first() else { return Ok(Locking::Absent) };
+    let Some(row) = rows.first() else { return Ok(LockRead::Absent) };
     let lock_row = LockRow::from_row(row)?;
-    Ok(if lock_row.current { Locking::Done(rows, lock_row) } else { Locking::Stale })
+    Ok(if lock_row.current { LockRead::Done(rows, lock_row) } else { LockRead::Stale })
 }
 
 /// Takes the lock: makes the project's row if it has none, and reads again when stale.
@@ -95,12 +130,12 @@ async fn take_row(
     // committed while this one waited for the row it made).
     for _ in 0..3 {
         match try_lock(conn, lock, bounded).await? {
-            Locking::Done(rows, lock_row) => return Ok(Some((rows, lock_row))),
-            Locking::Absent if bounded => return Ok(None),
-            Locking::Absent => {
+            LockRead::Done(rows, lock_row) => return Ok(Some((rows, lock_row))),
+            LockRead::Absent if bounded => return Ok(None),
+            LockRead::Absent => {
                 sqlx::query(sql::CREATE_PROJECT).bind(&lock.project).execute(&mut *conn).await?;
             }
-            Locking::Stale => {}
+            LockRead::Stale => {}
         }
     }
     if bounded {
@@ -139,7 +174,9 @@ async fn take_lock(conn: &mut PgConnection, lock: &Lock, bounded: bool) -> Resul
 }
 
 impl Apply for PgTx {
-    /// Maintenance first (rare: round trips do not count), then the rest as one call.
+    /// One call of the write function, sent with the lane's next statement (`Lanes`); a
+    /// write with maintenance changes (rare: round trips do not count) is applied at once,
+    /// its maintenance first.
     async fn apply(&mut self, kept: Kept) -> Result<()> {
         let Kept { changes, log } = kept;
         let project = self.project.clone();
@@ -152,10 +189,9 @@ impl Apply for PgTx {
         let (changes, maintenance) = apply::Changes::of(changes);
         let args = apply::arguments(&write, changes, log)
             .map_err(|e| Error::internal(format!("the write function's arguments: {e}")))?;
-        let call = sqlx::query_as_with(apply::CALL.as_str(), args);
         if maintenance.is_empty() {
-            let refused: (Option<String>, Option<String>) = call.fetch_one(&mut *self.conn).await?;
-            return refusal(refused);
+            self.defer(args);
+            return Ok(());
         }
         // Maintenance (rare: round trips do not count) goes first, in a savepoint of its own:
         // its statements are outside the function's subtransaction.
@@ -168,7 +204,7 @@ impl Apply for PgTx {
             }
         }
         if done.is_ok() {
-            done = refusal(call.fetch_one(&mut *self.conn).await?);
+            done = call(&mut self.conn, args).await;
         }
         let end = if done.is_ok() {
             "RELEASE SAVEPOINT maintenance"

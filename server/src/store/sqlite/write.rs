@@ -5,7 +5,7 @@
 //! order (`baton-bench`: "small writes over 100 projects" on SQLite).
 
 use futures::future::BoxFuture;
-use sqlx::sqlite::SqliteArguments;
+use sqlx::sqlite::{SqliteArguments, SqliteRow};
 use sqlx::{Arguments as _, FromRow as _, Sqlite, SqliteConnection};
 
 use super::sql;
@@ -19,18 +19,19 @@ use crate::store::model::{
     RecordState, Session,
 };
 use crate::store::rows::{MemoryRow, RecordStateRow, encode_actor, record_state};
-use crate::store::writer::{Backend, Taken, Tx};
+use crate::store::writer::{Backend, Committing, Locking, Taken, Tx};
 
 /// A write in progress (see the module header).
-pub type SqliteTx = Tx<Sqlite>;
+pub type SqliteTx = Tx<Lanes>;
 
 /// SQLite as the writer's backend. One write lock per database: one lane, and
 /// `BEGIN IMMEDIATE`, so a batch takes the lock before it reads anything.
 pub struct Lanes;
 
-/// Statements sent as one query: constant texts, their values bound in order.
+/// Statements sent as one query: constant texts, their values bound in order (a write's
+/// changes, as the writer holds them until its next statement).
 #[derive(Default)]
-pub(super) struct Statements {
+pub struct Statements {
     sql: String,
     args: SqliteArguments,
     count: usize,
@@ -71,26 +72,91 @@ struct LockRow {
 
 impl Backend for Lanes {
     type Db = Sqlite;
+    /// The write's changes as one query in a savepoint (`Apply`), sent in front of the
+    /// lane's next statement.
+    type Changes = Statements;
     const BEGIN: &'static str = "BEGIN IMMEDIATE";
     const LANES: usize = 1;
     const MAX_BATCH: usize = 64;
 
     fn lock<'c>(
         conn: &'c mut SqliteConnection,
+        changes: Option<Statements>,
         lock: &'c Lock,
         _bounded: bool,
-    ) -> BoxFuture<'c, Result<Option<Taken>>> {
+    ) -> BoxFuture<'c, Locking> {
         // The database's write lock is the batch's: nothing is ever locked elsewhere.
-        Box::pin(async move { take_lock(conn, lock).await.map(Some) })
+        Box::pin(async move {
+            let (applied, read) = after(conn, changes, |query| locking(query, lock)).await;
+            let taken = match read {
+                Ok(rows) => take_lock(conn, lock, rows).await.map(Some),
+                Err(e) => Err(e),
+            };
+            Locking { applied, taken }
+        })
+    }
+
+    fn apply(conn: &mut SqliteConnection, changes: Statements) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move { after(conn, Some(changes), |_| {}).await.0 })
+    }
+
+    fn commit(conn: &mut SqliteConnection, changes: Option<Statements>) -> BoxFuture<'_, Committing> {
+        Box::pin(async move {
+            let (applied, committed) = after(conn, changes, |query| {
+                query.push("COMMIT");
+            })
+            .await;
+            let committed = committed.map(drop);
+            Committing { applied, committed }
+        })
     }
 }
 
-async fn take_lock(conn: &mut SqliteConnection, lock: &Lock) -> Result<Taken> {
-    let mut rows = read_locked(&mut *conn, lock).await?;
+/// Sends `changes` (a write's, in their savepoint) and then `then`, as one query: whether
+/// the changes were made, and the rows of `then`'s statements. A query stops at its first
+/// failing statement, and the savepoint says where: still open, the changes failed (they
+/// are rolled back, and `then` is sent alone); released, `then` did.
+async fn after(
+    conn: &mut SqliteConnection,
+    changes: Option<Statements>,
+    then: impl Fn(&mut Statements),
+) -> (Result<()>, Result<Vec<Vec<SqliteRow>>>) {
+    let alone = |then: &dyn Fn(&mut Statements)| {
+        let mut query = Statements::default();
+        then(&mut query);
+        query
+    };
+    let Some(mut query) = changes else { return (Ok(()), send(conn, alone(&then)).await) };
+    let skip = query.count;
+    then(&mut query);
+    match send(conn, query).await {
+        Ok(rows) => (Ok(()), Ok(rows.into_iter().skip(skip).collect())),
+        Err(e) => {
+            let undo = "ROLLBACK TO SAVEPOINT apply; RELEASE SAVEPOINT apply";
+            match sqlx::raw_sql(undo).execute(&mut *conn).await {
+                Ok(_) => (Err(e), send(conn, alone(&then)).await),
+                Err(_) => (Ok(()), Err(e)),
+            }
+        }
+    }
+}
+
+/// Sends `query`; rows by statement.
+async fn send(conn: &mut SqliteConnection, query: Statements) -> Result<Vec<Vec<SqliteRow>>> {
+    if query.count == 0 {
+        return Ok(Vec::new());
+    }
+    let query = sqlx::query_with(sqlx::AssertSqlSafe(query.sql), query.args);
+    Ok(super::rows_by_statement(sqlx::Executor::fetch_many(conn, query)).await?)
+}
+
+async fn take_lock(conn: &mut SqliteConnection, lock: &Lock, mut rows: Vec<Vec<SqliteRow>>) -> Result<Taken> {
     if rows.first().is_none_or(Vec::is_empty) {
         // The project's first write makes its row.
         sqlx::query(sql::CREATE_PROJECT).bind(&lock.project).execute(&mut *conn).await?;
-        rows = read_locked(conn, lock).await?;
+        let mut query = Statements::default();
+        locking(&mut query, lock);
+        rows = send(conn, query).await?;
     }
     let of = |i: usize| rows.get(i).map(Vec::as_slice).unwrap_or_default();
     // Rows by statement: the lock, the first read.
@@ -120,9 +186,8 @@ async fn take_lock(conn: &mut SqliteConnection, lock: &Lock) -> Result<Taken> {
     Ok(Taken { locked, first })
 }
 
-/// The lock's row and the write's first read, as one query; rows by statement.
-async fn read_locked(conn: &mut SqliteConnection, lock: &Lock) -> Result<Vec<Vec<sqlx::sqlite::SqliteRow>>> {
-    let mut query = Statements::default();
+/// The lock's row and the write's first read, after `query`'s statements.
+fn locking(query: &mut Statements, lock: &Lock) {
     query.push(sql::LOCK).bind(&lock.project).bind(lock.request_id.as_deref());
     query.bind(&lock.project).bind(lock.request_id.as_deref()).bind(&lock.project);
     match &lock.first_read {
@@ -134,13 +199,12 @@ async fn read_locked(conn: &mut SqliteConnection, lock: &Lock) -> Result<Vec<Vec
         }
         None => {}
     }
-    let query = sqlx::query_with(sqlx::AssertSqlSafe(query.sql), query.args);
-    Ok(super::rows_by_statement(sqlx::Executor::fetch_many(conn, query)).await?)
 }
 
 impl Apply for SqliteTx {
-    /// All of it as one query, in a savepoint: a statement that fails rolls back the write's
-    /// other changes, and no other write's.
+    /// All of it as one query, in a savepoint, sent in front of the lane's next statement
+    /// (`Lanes`): a statement that fails rolls back the write's other changes, and no other
+    /// write's.
     async fn apply(&mut self, kept: Kept) -> Result<()> {
         let mut query = Statements::default();
         query.push("SAVEPOINT apply");
@@ -152,14 +216,7 @@ impl Apply for SqliteTx {
         query.push(sql::SET_PROJECT).bind(head).bind(self.now_us);
         query.bind(self.memory.then_some(self.revision)).bind(&self.project);
         query.push("RELEASE SAVEPOINT apply");
-        let applied =
-            sqlx::query_with(sqlx::AssertSqlSafe(query.sql), query.args).execute(&mut *self.conn).await;
-        if let Err(e) = applied {
-            sqlx::raw_sql("ROLLBACK TO SAVEPOINT apply; RELEASE SAVEPOINT apply")
-                .execute(&mut *self.conn)
-                .await?;
-            return Err(e.into());
-        }
+        self.defer(query);
         Ok(())
     }
 }

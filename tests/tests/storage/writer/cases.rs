@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use baton_server::error::{Error, Result};
 use baton_server::store::model::{Lock, Locked};
-use baton_server::store::writer::{Backend, Done, OnCommit, Taken, Tx, Writer};
+use baton_server::store::writer::{Backend, Committing, Done, Locking, OnCommit, Taken, Tx, Writer};
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
 use sqlx::Pool;
@@ -14,29 +14,48 @@ use tokio::sync::oneshot;
 
 use super::{BEGIN, Db, fresh};
 
-/// The writer's backend for these cases: the table `t` is all there is, and the project
-/// lock reads nothing. The project "elsewhere" is locked by another server: a bounded lock
-/// of it runs out. The revision a write is given says whether its lock was bounded.
+type Conn = <Db as sqlx::Database>::Connection;
+
+/// The writer's backend for these cases: the table `t` is all there is, a write's changes
+/// are the values it inserts, and the project lock reads nothing. The project "elsewhere"
+/// is locked by another server: a bounded lock of it runs out. The revision a write is
+/// given says whether its lock was bounded.
 pub(super) struct Test;
 
 impl Backend for Test {
     type Db = Db;
+    type Changes = Vec<&'static str>;
     const BEGIN: &'static str = BEGIN;
     const LANES: usize = 1;
     const MAX_BATCH: usize = 64;
 
     fn lock<'c>(
-        _conn: &'c mut <Db as sqlx::Database>::Connection,
+        conn: &'c mut Conn,
+        changes: Option<Vec<&'static str>>,
         lock: &'c Lock,
         bounded: bool,
-    ) -> BoxFuture<'c, Result<Option<Taken>>> {
+    ) -> BoxFuture<'c, Locking> {
         Box::pin(async move {
+            let applied = insert(conn, &changes.unwrap_or_default()).await;
             if bounded && lock.project == "elsewhere" {
-                return Ok(None);
+                return Locking { applied, taken: Ok(None) };
             }
             let locked =
                 Locked { revision: i64::from(bounded), now_us: 0, memory_caps: String::new(), earlier: None };
-            Ok(Some(Taken { locked, first: None }))
+            Locking { applied, taken: Ok(Some(Taken { locked, first: None })) }
+        })
+    }
+
+    fn apply<'c>(conn: &'c mut Conn, changes: Vec<&'static str>) -> BoxFuture<'c, Result<()>> {
+        Box::pin(async move { insert(conn, &changes).await })
+    }
+
+    fn commit<'c>(conn: &'c mut Conn, changes: Option<Vec<&'static str>>) -> BoxFuture<'c, Committing> {
+        Box::pin(async move {
+            let applied = insert(conn, &changes.unwrap_or_default()).await;
+            let committed =
+                sqlx::raw_sql("SELECT 1; COMMIT").execute(conn).await.map(drop).map_err(Error::from);
+            Committing { applied, committed }
         })
     }
 }
@@ -63,18 +82,21 @@ pub(super) fn lock(project: &str) -> Lock {
 }
 
 /// Inserts `values`, all or nothing, as a backend applies a write's changes.
-pub(super) async fn insert(tx: &mut Tx<Db>, values: &[&str]) -> Result<()> {
-    sqlx::raw_sql("SAVEPOINT t").execute(tx.conn()).await?;
+pub(super) async fn insert(conn: &mut Conn, values: &[&str]) -> Result<()> {
+    if values.is_empty() {
+        return Ok(());
+    }
+    sqlx::raw_sql("SAVEPOINT t").execute(&mut *conn).await?;
     let mut inserted = Ok(());
     for v in values {
-        if let Err(e) = sqlx::query("INSERT INTO t (v) VALUES ($1)").bind(*v).execute(tx.conn()).await {
+        if let Err(e) = sqlx::query("INSERT INTO t (v) VALUES ($1)").bind(*v).execute(&mut *conn).await {
             inserted = Err(e);
             break;
         }
     }
     let end =
         if inserted.is_ok() { "RELEASE SAVEPOINT t" } else { "ROLLBACK TO SAVEPOINT t; RELEASE SAVEPOINT t" };
-    sqlx::raw_sql(end).execute(tx.conn()).await?;
+    sqlx::raw_sql(end).execute(&mut *conn).await?;
     Ok(inserted?)
 }
 
@@ -85,6 +107,8 @@ pub(super) struct Plan {
     pub inserts: Vec<&'static str>,
     /// Whether it keeps what it did (a write not kept inserts nothing).
     pub keep: bool,
+    /// Inserts at once, instead of leaving its rows to go with the lane's next statement.
+    pub at_once: bool,
     /// Waits for this before it ends (holding the lane, so writes queue behind it).
     pub wait: Option<oneshot::Receiver<()>>,
     /// Runs once the write is kept and its batch committed.
@@ -102,7 +126,7 @@ pub(super) struct Seen {
 
 /// Runs a write of `project` as `plan` says.
 pub(super) async fn write(writer: &Writer<Test>, project: &str, plan: Plan) -> Result<Seen> {
-    let body = Box::new(move |mut tx: Tx<Db>, locked: Locked| -> BoxFuture<'static, _> {
+    let body = Box::new(move |mut tx: Tx<Test>, locked: Locked| -> BoxFuture<'static, _> {
         Box::pin(async move {
             let result = run(&mut tx, locked, plan).await;
             (tx, result)
@@ -111,13 +135,15 @@ pub(super) async fn write(writer: &Writer<Test>, project: &str, plan: Plan) -> R
     writer.run(lock(project), body).await
 }
 
-async fn run(tx: &mut Tx<Db>, locked: Locked, plan: Plan) -> Result<Done<Seen>> {
+async fn run(tx: &mut Tx<Test>, locked: Locked, plan: Plan) -> Result<Done<Seen>> {
     let committed = match &plan.look {
         Some(pool) => values(pool).await,
         None => Vec::new(),
     };
-    if plan.keep {
-        insert(tx, &plan.inserts).await?;
+    if plan.keep && plan.at_once {
+        insert(tx.conn(), &plan.inserts).await?;
+    } else if plan.keep {
+        tx.defer(plan.inserts);
     }
     if let Some(wait) = plan.wait {
         let _ = wait.await;
@@ -171,8 +197,8 @@ async fn each_write_rolls_back_alone_within_a_batch() {
     let look = |plan: Plan| Plan { look: Some(pool.clone()), ..plan };
     let b = spawn_write(&writer, "p", look(keep(&["b"])));
     let c = spawn_write(&writer, "p", Plan { inserts: vec!["c"], keep: false, ..Plan::default() });
-    // Its second row fails it, and its first goes with it.
-    let e = spawn_write(&writer, "p", keep(&["e", "e"]));
+    // Its second row fails it at once, and its first goes with it.
+    let e = spawn_write(&writer, "p", Plan { at_once: true, ..keep(&["e", "e"]) });
     // A failing statement after a good one: the whole write goes.
     let d = spawn_write(&writer, "p", keep(&["d", "a"]));
     let f = spawn_write(&writer, "p", look(keep(&["f"])));
@@ -293,12 +319,13 @@ async fn a_body_that_panics_fails_its_batch_and_the_writer_carries_on() {
     let panics = {
         let writer = writer.clone();
         queued(async move {
-            let body = Box::new(|tx: Tx<Db>, _: Locked| -> BoxFuture<'static, (Tx<Db>, Result<Done<()>>)> {
-                Box::pin(async move {
-                    assert!(tx.revision < 0, "a bug in a write's body");
-                    (tx, Err(Error::internal("unreachable")))
-                })
-            });
+            let body =
+                Box::new(|tx: Tx<Test>, _: Locked| -> BoxFuture<'static, (Tx<Test>, Result<Done<()>>)> {
+                    Box::pin(async move {
+                        assert!(tx.revision < 0, "a bug in a write's body");
+                        (tx, Err(Error::internal("unreachable")))
+                    })
+                });
             writer.run(lock("p"), body).await
         })
     };

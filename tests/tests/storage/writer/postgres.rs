@@ -89,7 +89,7 @@ async fn a_failed_statement_outside_a_savepoint_fails_its_batch() {
     let failing = {
         let writer = writer.clone();
         let mut failing = Box::pin(async move {
-            let body = Box::new(|mut tx: Tx<Db>, _: Locked| -> BoxFuture<'static, (Tx<Db>, _)> {
+            let body = Box::new(|mut tx: Tx<Test>, _: Locked| -> BoxFuture<'static, (Tx<Test>, _)> {
                 Box::pin(async move {
                     let failed = sqlx::query("SELECT 1 / 0").execute(tx.conn()).await;
                     let result: Result<Done<()>, Error> =
