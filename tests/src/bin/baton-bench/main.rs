@@ -35,6 +35,7 @@ mod memory;
 mod scenarios;
 mod search;
 mod stats;
+mod targets;
 
 use std::time::Duration;
 
