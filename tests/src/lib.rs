@@ -63,6 +63,8 @@ pub struct Server {
     /// Extra environment for the process (e.g. FAILPOINTS), kept across restarts.
     pub env: Vec<(String, String)>,
     log: Arc<Mutex<Vec<String>>>,
+    /// The thread copying the process's stderr into `log`: done once it read the last line.
+    reader: Option<std::thread::JoinHandle<()>>,
     dir: Arc<tempfile::TempDir>,
 }
 
@@ -125,7 +127,7 @@ impl Server {
         let log = Arc::new(Mutex::new(Vec::new()));
         let (tx, rx) = std::sync::mpsc::channel();
         let sink = log.clone();
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             let mut tx = Some(tx);
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 let addr = line
@@ -149,7 +151,8 @@ impl Server {
             let log = log.lock().map(|l| l.join("\n")).unwrap_or_default();
             bail!("baton-server did not report its address; its log:\n{log}");
         };
-        Ok(Self { child: Some(child), addr, database_url, backend, args, env, log, dir })
+        let reader = Some(reader);
+        Ok(Self { child: Some(child), addr, database_url, backend, args, env, log, reader, dir })
     }
 
     pub fn url(&self) -> String {
@@ -196,6 +199,10 @@ impl Server {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if let Some(status) = child.try_wait()? {
+                // What it logged last (its shutdown) is read by the time this returns.
+                while self.reader.as_ref().is_some_and(|r| !r.is_finished()) && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
                 return Ok(status);
             }
             if Instant::now() > deadline {
@@ -219,6 +226,7 @@ impl Server {
         self.child = next.child.take();
         self.addr = next.addr;
         self.log = next.log.clone();
+        self.reader = next.reader.take();
         Ok(())
     }
 }
