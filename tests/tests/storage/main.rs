@@ -573,9 +573,8 @@ async fn a_write_after_the_writers_connection_broke_while_idle_succeeds() {
 }
 
 /// Postgres only: a write that waited for its project's lock while another server's write
-/// of the same project committed reads what that write made (the lock's statement took its
-/// snapshot before the wait, and reads again when the row it locked is newer): here the
-/// conflict with it is reported.
+/// of the same project committed reads what that write made (its first read is read after
+/// the wait, not with a snapshot taken before it): here the conflict with it is reported.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_that_waited_for_the_lock_reads_what_committed_meanwhile() {
     let url = baton_tests::postgres::fresh_database().await.unwrap();

@@ -1,8 +1,7 @@
-//! A write's changes and log applied in one round trip: one call of a PL/pgSQL function
-//! whose text is here (`FUNCTION`), installed at start under a name made of its text's
-//! hash, with the write's rows as arrays of the composite types the migrations declare.
-//! Without it a write's changes are a round trip per table (`baton-bench`: "small memory
-//! writes, one hot project" and "small writes over 100 projects" on Postgres).
+//! A write's changes and the next write's lock in one round trip: one call of a PL/pgSQL
+//! function whose text is here (`FUNCTION`), installed at start under a name made of its
+//! text's hash, with the write's rows as arrays of the composite types the migrations
+//! declare. Serves `baton-bench`'s etcd rows and "50 KB checkpoints" on Postgres.
 
 use std::sync::LazyLock;
 
@@ -12,7 +11,7 @@ use sqlx::error::BoxDynError;
 use sqlx::postgres::PgArguments;
 
 use crate::core::search::tokens::tsvector_literal;
-use crate::store::model::{Change, Checkpoint, Index, Log, Maintenance, SearchDoc, Session};
+use crate::store::model::{Change, Checkpoint, FirstRead, Index, Lock, Log, Maintenance, SearchDoc, Session};
 use crate::store::rows::encode_actor;
 
 /// What the lock gave the write, as the function records it on the project.
@@ -351,127 +350,172 @@ pub(super) fn arguments(write: &Write<'_>, c: Changes, log: Log) -> Result<PgArg
     Ok(args)
 }
 
-/// The function: a write's changes in the order they must go (a record's documents while
-/// its entries are still there; deletions before the rows that may take their keys), in a
-/// subtransaction of their own, which rolls back alone when one fails (its SQLSTATE and
-/// message are then the answer); then, in the batch's transaction, which holds the row's
+/// The function, in two parts, each skipped when its arguments are NULL.
+///
+/// A write's changes, in the order they must go (a record's documents while its entries are
+/// still there; deletions before the rows that may take their keys), in a subtransaction of
+/// their own, which rolls back alone when one fails (its SQLSTATE and message are then
+/// `out_code` and `out_message`); then, in the batch's transaction, which holds the row's
 /// lock, the project's head, time, memory revision and caps. Updated in the subtransaction,
 /// the row would get a MultiXact as its locker, which every later lock and read of it must
 /// look up.
+///
+/// The next write's lock (`p_lock`, its project), which changes nothing but may make the
+/// project's row: the write's revision and time (never before the project's last write, the
+/// clock read once the row is locked), the memory caps, an earlier reply to its request id
+/// and its first read (a record's version and live entries, or a session). With
+/// `p_bounded` (`SKIP LOCKED`) a row locked elsewhere, or none, leaves `out_revision` NULL.
+/// Each statement of a function takes a new snapshot, so the reads after the lock see every
+/// write before it, the changes just made included.
 const FUNCTION: &str = r"(p_project TEXT, p_head BIGINT, p_now_us BIGINT, p_memory_revision BIGINT, p_caps TEXT,
     p_deleted_records TEXT[], p_deleted_entries TEXT[], p_evicted TEXT[], p_entries baton_entry[],
     p_versions baton_record_version[], p_added_sessions baton_session[], p_put_sessions baton_session[],
     p_events baton_event[], p_conflicts baton_conflict[], p_request_id TEXT, p_request_hash BYTEA,
     p_reply BYTEA, p_checkpoints baton_checkpoint[], p_search_edits baton_search_edit[],
-    p_search_docs baton_search_doc[], OUT out_code TEXT, OUT out_message TEXT)
+    p_search_docs baton_search_doc[], p_lock TEXT, p_lock_request TEXT, p_bounded BOOLEAN, p_record TEXT,
+    p_session TEXT, OUT out_code TEXT, OUT out_message TEXT, OUT out_revision BIGINT, OUT out_now_us BIGINT,
+    OUT out_caps TEXT, OUT out_hash BYTEA, OUT out_reply BYTEA, OUT out_record records,
+    OUT out_entries memory[], OUT out_session sessions)
 LANGUAGE plpgsql VOLATILE AS $$
 #variable_conflict use_column
 DECLARE
     v_record TEXT;
     v_edit baton_search_edit;
 BEGIN
-  BEGIN
-    FOREACH v_edit IN ARRAY p_search_edits LOOP
-        IF v_edit.op = 2 THEN
-            DELETE FROM search_docs WHERE project = p_project AND kind = 1 AND record_id IN
-                (SELECT id FROM memory WHERE project = p_project AND record = v_edit.record);
+    IF p_project IS NOT NULL THEN
+      BEGIN
+        FOREACH v_edit IN ARRAY p_search_edits LOOP
+            IF v_edit.op = 2 THEN
+                DELETE FROM search_docs WHERE project = p_project AND kind = 1 AND record_id IN
+                    (SELECT id FROM memory WHERE project = p_project AND record = v_edit.record);
+            END IF;
+        END LOOP;
+        -- One record at a time, by equality: with `record = ANY(...)` the planner, knowing
+        -- nothing of a new project, filtered the project's entries through another index.
+        FOREACH v_record IN ARRAY p_deleted_records LOOP
+            DELETE FROM memory WHERE project = p_project AND record = v_record;
+        END LOOP;
+        IF cardinality(p_deleted_entries) > 0 THEN
+            DELETE FROM memory WHERE project = p_project AND id = ANY(p_deleted_entries);
         END IF;
-    END LOOP;
-    -- One record at a time, by equality: with `record = ANY(...)` the planner, knowing
-    -- nothing of a new project, filtered the project's entries through another index.
-    FOREACH v_record IN ARRAY p_deleted_records LOOP
-        DELETE FROM memory WHERE project = p_project AND record = v_record;
-    END LOOP;
-    IF cardinality(p_deleted_entries) > 0 THEN
-        DELETE FROM memory WHERE project = p_project AND id = ANY(p_deleted_entries);
-    END IF;
-    IF cardinality(p_evicted) > 0 THEN
-        UPDATE memory SET evicted = TRUE WHERE project = p_project AND id = ANY(p_evicted);
-    END IF;
-    IF cardinality(p_entries) > 0 THEN
-        INSERT INTO memory (id, project, category, branch, key, record, content, rationale, author, revision,
-            seq, created_us, evicted)
-        SELECT e.id, p_project, e.category, e.branch, e.key, e.record, e.content, e.rationale, e.author,
-            e.revision, e.seq, e.created_us, e.evicted FROM unnest(p_entries) e;
-    END IF;
-    IF cardinality(p_versions) > 0 THEN
-        INSERT INTO records (project, record, revision, written_us, author)
-        SELECT p_project, v.record, v.revision, v.written_us, v.author FROM unnest(p_versions) v
-        ON CONFLICT (project, record) DO UPDATE SET revision = excluded.revision,
-            written_us = excluded.written_us, author = excluded.author;
-    END IF;
-    IF cardinality(p_added_sessions) > 0 THEN
-        INSERT INTO sessions (id, project, agent, agent_session_id, host, user_name, cwd, branch, goal, status,
-            lease_ttl_ms, last_seen_us, head_checkpoint_id, git_base, git_head, summary, tool_count,
-            resumed_from, resumed_by, metadata, created_us, updated_us, revision, written_us, author,
-            head_revision, head_written_us, head_author, start_revision)
-        SELECT s.id, p_project, s.agent, s.agent_session_id, s.host, s.user_name, s.cwd, s.branch, s.goal,
-            s.status, s.lease_ttl_ms, s.last_seen_us, s.head_checkpoint_id, s.git_base, s.git_head, s.summary,
-            s.tool_count, s.resumed_from, s.resumed_by, s.metadata, s.created_us, s.updated_us, s.revision,
-            s.written_us, s.author, s.head_revision, s.head_written_us, s.head_author, s.revision
-        FROM unnest(p_added_sessions) s;
-    END IF;
-    IF cardinality(p_checkpoints) > 0 THEN
-        INSERT INTO checkpoints (id, session_id, project, parent_id, kind, reason, state, payload,
-            payload_content_type, compression, size_bytes, digest, state_digest, created_us, revision, author,
-            blobs)
-        SELECT c.id, c.session_id, p_project, c.parent_id, c.kind, c.reason, c.state, c.payload,
-            c.payload_content_type, c.compression, c.size_bytes, c.digest, c.state_digest, c.created_us,
-            c.revision, c.author, c.blobs
-        FROM unnest(p_checkpoints) c;
-    END IF;
-    IF cardinality(p_put_sessions) > 0 THEN
-        -- Liveness only forward: heartbeats move it without the project's lock.
-        UPDATE sessions t SET agent_session_id = s.agent_session_id, branch = s.branch, goal = s.goal,
-            status = s.status, last_seen_us = GREATEST(t.last_seen_us, s.last_seen_us),
-            head_checkpoint_id = s.head_checkpoint_id, git_head = s.git_head, summary = s.summary,
-            tool_count = GREATEST(t.tool_count, s.tool_count), resumed_by = s.resumed_by,
-            metadata = s.metadata, updated_us = s.updated_us, revision = s.revision,
-            written_us = s.written_us, author = s.author, head_revision = s.head_revision,
-            head_written_us = s.head_written_us, head_author = s.head_author
-        FROM unnest(p_put_sessions) s WHERE t.id = s.id AND t.project = p_project;
-    END IF;
-    INSERT INTO events (project, revision, kind, body)
-    SELECT p_project, e.revision, e.kind, e.body FROM unnest(p_events) e;
-    IF cardinality(p_conflicts) > 0 THEN
-        INSERT INTO conflicts (id, project, revision, body)
-        SELECT c.id, p_project, c.revision, c.body FROM unnest(p_conflicts) c;
-    END IF;
-    IF p_request_id IS NOT NULL THEN
-        INSERT INTO requests (project, request_id, request_hash, reply, created_us)
-        VALUES (p_project, p_request_id, p_request_hash, p_reply, p_now_us);
-    END IF;
-    -- The index's other changes: 1 drops a document, 3 replaces a document's text (a
-    -- purge's mask).
-    FOREACH v_edit IN ARRAY p_search_edits LOOP
-        IF v_edit.op = 1 THEN
-            DELETE FROM search_docs WHERE project = p_project AND kind = v_edit.kind
-                AND record_id = v_edit.record_id;
-        ELSIF v_edit.op = 3 THEN
-            UPDATE search_docs SET body = v_edit.body, words = v_edit.words::tsvector
-            WHERE project = p_project AND kind = v_edit.kind AND record_id = v_edit.record_id;
+        IF cardinality(p_evicted) > 0 THEN
+            UPDATE memory SET evicted = TRUE WHERE project = p_project AND id = ANY(p_evicted);
         END IF;
-    END LOOP;
-    IF cardinality(p_search_docs) > 0 THEN
-        INSERT INTO search_docs AS t (project, kind, record_id, record, session_id, branch, author, created_us,
-            revision, body, words)
-        SELECT p_project, d.kind, d.record_id, d.record, d.session_id, d.branch, d.author, d.created_us,
-            d.revision, d.body, d.words::tsvector FROM unnest(p_search_docs) d
-        ON CONFLICT (project, kind, record_id) DO UPDATE SET record = excluded.record,
-            session_id = excluded.session_id, branch = excluded.branch, author = excluded.author,
-            revision = excluded.revision, body = excluded.body, words = excluded.words
-        WHERE t.body <> excluded.body OR t.branch <> excluded.branch OR t.author <> excluded.author;
+        IF cardinality(p_entries) > 0 THEN
+            INSERT INTO memory (id, project, category, branch, key, record, content, rationale, author, revision,
+                seq, created_us, evicted)
+            SELECT e.id, p_project, e.category, e.branch, e.key, e.record, e.content, e.rationale, e.author,
+                e.revision, e.seq, e.created_us, e.evicted FROM unnest(p_entries) e;
+        END IF;
+        IF cardinality(p_versions) > 0 THEN
+            INSERT INTO records (project, record, revision, written_us, author)
+            SELECT p_project, v.record, v.revision, v.written_us, v.author FROM unnest(p_versions) v
+            ON CONFLICT (project, record) DO UPDATE SET revision = excluded.revision,
+                written_us = excluded.written_us, author = excluded.author;
+        END IF;
+        IF cardinality(p_added_sessions) > 0 THEN
+            INSERT INTO sessions (id, project, agent, agent_session_id, host, user_name, cwd, branch, goal, status,
+                lease_ttl_ms, last_seen_us, head_checkpoint_id, git_base, git_head, summary, tool_count,
+                resumed_from, resumed_by, metadata, created_us, updated_us, revision, written_us, author,
+                head_revision, head_written_us, head_author, start_revision)
+            SELECT s.id, p_project, s.agent, s.agent_session_id, s.host, s.user_name, s.cwd, s.branch, s.goal,
+                s.status, s.lease_ttl_ms, s.last_seen_us, s.head_checkpoint_id, s.git_base, s.git_head, s.summary,
+                s.tool_count, s.resumed_from, s.resumed_by, s.metadata, s.created_us, s.updated_us, s.revision,
+                s.written_us, s.author, s.head_revision, s.head_written_us, s.head_author, s.revision
+            FROM unnest(p_added_sessions) s;
+        END IF;
+        IF cardinality(p_checkpoints) > 0 THEN
+            INSERT INTO checkpoints (id, session_id, project, parent_id, kind, reason, state, payload,
+                payload_content_type, compression, size_bytes, digest, state_digest, created_us, revision, author,
+                blobs)
+            SELECT c.id, c.session_id, p_project, c.parent_id, c.kind, c.reason, c.state, c.payload,
+                c.payload_content_type, c.compression, c.size_bytes, c.digest, c.state_digest, c.created_us,
+                c.revision, c.author, c.blobs
+            FROM unnest(p_checkpoints) c;
+        END IF;
+        IF cardinality(p_put_sessions) > 0 THEN
+            -- Liveness only forward: heartbeats move it without the project's lock.
+            UPDATE sessions t SET agent_session_id = s.agent_session_id, branch = s.branch, goal = s.goal,
+                status = s.status, last_seen_us = GREATEST(t.last_seen_us, s.last_seen_us),
+                head_checkpoint_id = s.head_checkpoint_id, git_head = s.git_head, summary = s.summary,
+                tool_count = GREATEST(t.tool_count, s.tool_count), resumed_by = s.resumed_by,
+                metadata = s.metadata, updated_us = s.updated_us, revision = s.revision,
+                written_us = s.written_us, author = s.author, head_revision = s.head_revision,
+                head_written_us = s.head_written_us, head_author = s.head_author
+            FROM unnest(p_put_sessions) s WHERE t.id = s.id AND t.project = p_project;
+        END IF;
+        INSERT INTO events (project, revision, kind, body)
+        SELECT p_project, e.revision, e.kind, e.body FROM unnest(p_events) e;
+        IF cardinality(p_conflicts) > 0 THEN
+            INSERT INTO conflicts (id, project, revision, body)
+            SELECT c.id, p_project, c.revision, c.body FROM unnest(p_conflicts) c;
+        END IF;
+        IF p_request_id IS NOT NULL THEN
+            INSERT INTO requests (project, request_id, request_hash, reply, created_us)
+            VALUES (p_project, p_request_id, p_request_hash, p_reply, p_now_us);
+        END IF;
+        -- The index's other changes: 1 drops a document, 3 replaces a document's text (a
+        -- purge's mask).
+        FOREACH v_edit IN ARRAY p_search_edits LOOP
+            IF v_edit.op = 1 THEN
+                DELETE FROM search_docs WHERE project = p_project AND kind = v_edit.kind
+                    AND record_id = v_edit.record_id;
+            ELSIF v_edit.op = 3 THEN
+                UPDATE search_docs SET body = v_edit.body, words = v_edit.words::tsvector
+                WHERE project = p_project AND kind = v_edit.kind AND record_id = v_edit.record_id;
+            END IF;
+        END LOOP;
+        IF cardinality(p_search_docs) > 0 THEN
+            INSERT INTO search_docs AS t (project, kind, record_id, record, session_id, branch, author, created_us,
+                revision, body, words)
+            SELECT p_project, d.kind, d.record_id, d.record, d.session_id, d.branch, d.author, d.created_us,
+                d.revision, d.body, d.words::tsvector FROM unnest(p_search_docs) d
+            ON CONFLICT (project, kind, record_id) DO UPDATE SET record = excluded.record,
+                session_id = excluded.session_id, branch = excluded.branch, author = excluded.author,
+                revision = excluded.revision, body = excluded.body, words = excluded.words
+            WHERE t.body <> excluded.body OR t.branch <> excluded.branch OR t.author <> excluded.author;
+        END IF;
+      EXCEPTION WHEN OTHERS THEN
+        out_code := SQLSTATE;
+        out_message := SQLERRM;
+      END;
+      IF out_code IS NULL THEN
+        UPDATE projects SET head_revision = GREATEST(head_revision, p_head),
+            last_write_us = GREATEST(last_write_us, p_now_us),
+            memory_revision = COALESCE(p_memory_revision, memory_revision),
+            memory_caps = COALESCE(p_caps, memory_caps)
+        WHERE key = p_project;
+      END IF;
     END IF;
-  EXCEPTION WHEN OTHERS THEN
-    out_code := SQLSTATE;
-    out_message := SQLERRM;
-    RETURN;
-  END;
-    UPDATE projects SET head_revision = GREATEST(head_revision, p_head),
-        last_write_us = GREATEST(last_write_us, p_now_us),
-        memory_revision = COALESCE(p_memory_revision, memory_revision),
-        memory_caps = COALESCE(p_caps, memory_caps)
-    WHERE key = p_project;
+    IF p_lock IS NULL THEN
+        RETURN;
+    END IF;
+    -- At most: the project made, then locked.
+    FOR v_try IN 1..2 LOOP
+        IF p_bounded THEN
+            SELECT head_revision + 1, GREATEST(last_write_us, baton_now_us()), memory_caps
+            INTO out_revision, out_now_us, out_caps FROM projects WHERE key = p_lock FOR UPDATE SKIP LOCKED;
+        ELSE
+            SELECT head_revision + 1, GREATEST(last_write_us, baton_now_us()), memory_caps
+            INTO out_revision, out_now_us, out_caps FROM projects WHERE key = p_lock FOR UPDATE;
+        END IF;
+        EXIT WHEN FOUND OR p_bounded;
+        INSERT INTO projects (key, head_revision, last_write_us, created_us, memory_revision)
+        VALUES (p_lock, 0, baton_now_us(), baton_now_us(), 0) ON CONFLICT (key) DO NOTHING;
+    END LOOP;
+    IF out_revision IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT request_hash, reply INTO out_hash, out_reply FROM requests
+    WHERE project = p_lock AND request_id = p_lock_request;
+    IF p_record IS NOT NULL THEN
+        SELECT * INTO out_record FROM records WHERE project = p_lock AND record = p_record;
+        SELECT array_agg(m ORDER BY m.revision, m.seq) INTO out_entries FROM memory m
+        WHERE m.project = p_lock AND m.record = p_record AND m.evicted = FALSE;
+    END IF;
+    IF p_session IS NOT NULL THEN
+        SELECT * INTO out_session FROM sessions WHERE id = p_session AND project = p_lock;
+    END IF;
 END;
 $$";
 
@@ -480,11 +524,63 @@ $$";
 static NAME: LazyLock<String> =
     LazyLock::new(|| format!("baton_apply_{}", &hex::encode(Sha256::digest(FUNCTION))[..16]));
 
-/// The statement that calls it: the SQLSTATE and message of what failed, NULL if nothing.
-pub(super) static CALL: LazyLock<String> = LazyLock::new(|| {
-    let args: Vec<String> = (1..=20).map(|n| format!("${n}")).collect();
-    format!("SELECT out_code, out_message FROM {}({})", *NAME, args.join(", "))
-});
+/// The function's arguments: a write's changes (`arguments`), then a lock's (`lock_arguments`).
+const CHANGES: usize = 20;
+const LOCK: usize = 5;
+
+/// The statements that call it, with a write's changes, a lock, or both (the others NULL):
+/// the SQLSTATE and message of what failed (NULL if nothing), the lock's columns, and its
+/// first read as `RecordStateRow`'s columns (a row per entry) and `SessionRow`'s.
+pub(super) static CALL: LazyLock<[String; 3]> =
+    LazyLock::new(|| [call(true, false), call(false, true), call(true, true)]);
+
+/// Which of `CALL` sends these arguments.
+pub(super) fn call_for(changes: bool, lock: bool) -> &'static str {
+    match (changes, lock) {
+        (true, false) => &CALL[0],
+        (false, _) => &CALL[1],
+        (true, true) => &CALL[2],
+    }
+}
+
+fn call(changes: bool, lock: bool) -> String {
+    let mut n = 0;
+    let mut params = |count: usize, given: bool| {
+        (0..count)
+            .map(|_| {
+                n += usize::from(given);
+                if given { format!("${n}") } else { "NULL".to_owned() }
+            })
+            .collect::<Vec<_>>()
+    };
+    let args = [params(CHANGES, changes), params(LOCK, lock)].concat().join(", ");
+    format!(
+        "SELECT w.out_code, w.out_message, w.out_revision, w.out_now_us, w.out_caps, w.out_hash, w.out_reply, \
+         {record}, s.* FROM {name}({args}) w \
+         LEFT JOIN LATERAL (SELECT (w.out_record).*) r ON TRUE \
+         LEFT JOIN LATERAL unnest(w.out_entries) WITH ORDINALITY m ON TRUE \
+         LEFT JOIN LATERAL (SELECT {session} FROM (SELECT (w.out_session).*) o) s ON TRUE \
+         ORDER BY m.ordinality",
+        record = super::sql::record_state_columns!(),
+        session = crate::store::rows::session_columns!(),
+        name = *NAME,
+    )
+}
+
+/// A lock's arguments, after a write's changes if any (`CALL`).
+pub(super) fn lock_arguments(args: &mut PgArguments, lock: &Lock, bounded: bool) -> Result<(), BoxDynError> {
+    let (record, session) = match &lock.first_read {
+        None => (None, None),
+        Some(FirstRead::Record(record)) => (Some(record.as_str()), None),
+        Some(FirstRead::Session(id)) => (None, Some(id.as_str())),
+    };
+    args.add(lock.project.as_str())?;
+    args.add(lock.request_id.as_deref())?;
+    args.add(bounded)?;
+    args.add(record)?;
+    args.add(session)?;
+    Ok(())
+}
 
 /// Installs the function if this database has no function of that name yet (a server
 /// starting beside another may find it made meanwhile).

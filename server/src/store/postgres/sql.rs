@@ -1,6 +1,6 @@
 //! The SQL of Postgres writes: one statement each, every value a bound parameter. A write
-//! is the project lock with its first read (`LOCK`), any reads it makes besides, and a call
-//! of the write function with its changes (`apply.rs`).
+//! is its lock with its first read and its changes, both through the write function
+//! (`apply.rs`), and the reads it makes besides, which are here.
 
 use crate::store::rows::{checkpoint_columns, checkpoint_light_columns, entry_columns, session_columns};
 
@@ -13,75 +13,7 @@ macro_rules! record_state_columns {
          m.created_us AS m_created_us"
     };
 }
-
-/// The project lock, which changes nothing, as one statement with the write's first read
-/// (`write.rs`): the write's revision and time (never before the project's last write, the
-/// clock read once the row is locked), the memory caps and an earlier reply to the request
-/// id ($1 project, $2 request id). No row: the project does not exist yet, or (`SKIP
-/// LOCKED`, a bounded lock) its row is locked elsewhere.
-///
-/// The statement's snapshot is taken before it waits for the lock, so what it reads may
-/// predate a write that committed while it waited. `current` says it did not: the row it
-/// locked is the version its snapshot sees (`xmin`, the transaction that wrote it; every
-/// write under the lock updates the row, `apply.rs`). A stale result is read again,
-/// lock held, by the same statement, whose new snapshot then sees everything before it.
-macro_rules! lock_with {
-    ($wait:literal, $columns:expr, $joins:expr) => {
-        concat!(
-            "WITH seen AS (SELECT p.xmin AS seen_version FROM projects p WHERE p.key = $1), ",
-            "locked AS (SELECT p.xmin AS locked_version, p.head_revision AS lock_head, ",
-            "p.last_write_us AS lock_last_write_us, p.memory_caps AS lock_caps FROM projects p ",
-            "WHERE p.key = $1 FOR UPDATE",
-            $wait,
-            "), earlier AS (SELECT q.request_hash, q.reply FROM requests q WHERE q.project = $1 ",
-            "AND q.request_id = $2) ",
-            "SELECT seen_version = locked_version AS current, lock_head + 1 AS out_revision, ",
-            "GREATEST(lock_last_write_us, baton_now_us()) AS out_now_us, lock_caps AS out_caps, ",
-            "request_hash AS out_hash, reply AS out_reply",
-            $columns,
-            " FROM locked JOIN seen ON TRUE LEFT JOIN earlier ON TRUE",
-            $joins
-        )
-    };
-}
-
-/// With a memory record's state, one row per live entry in order. $3 record.
-macro_rules! lock_record {
-    ($wait:literal) => {
-        lock_with!(
-            $wait,
-            concat!(", ", record_state_columns!()),
-            " LEFT JOIN records r ON r.project = $1 AND r.record = $3 \
-             LEFT JOIN memory m ON m.project = $1 AND m.record = $3 AND m.evicted = FALSE \
-             ORDER BY m.revision, m.seq"
-        )
-    };
-}
-
-/// With a session of the project (`SessionRow`'s columns, NULL if absent). $3 session id.
-macro_rules! lock_session {
-    ($wait:literal) => {
-        lock_with!(
-            $wait,
-            concat!(", ", session_columns!()),
-            concat!(
-                " LEFT JOIN (SELECT ",
-                session_columns!(),
-                " FROM sessions WHERE id = $3 AND project = $1) s ON TRUE"
-            )
-        )
-    };
-}
-
-/// The lock, waiting for the row (`LOCK`) or not (`LOCK_BOUNDED`), with no first read, a
-/// record's state or a session (see `lock_with`).
-pub const LOCK: [&str; 3] = [lock_with!("", "", ""), lock_record!(""), lock_session!("")];
-pub const LOCK_BOUNDED: [&str; 3] =
-    [lock_with!(" SKIP LOCKED", "", ""), lock_record!(" SKIP LOCKED"), lock_session!(" SKIP LOCKED")];
-
-/// A project's row, made on its first write (then locked by `LOCK`). $1 project.
-pub const CREATE_PROJECT: &str = "INSERT INTO projects (key, head_revision, last_write_us, created_us, \
-     memory_revision) VALUES ($1, 0, baton_now_us(), baton_now_us(), 0) ON CONFLICT (key) DO NOTHING";
+pub(super) use record_state_columns;
 
 /// A memory record's LWW version (NULL columns if never written) and its live entries in
 /// order (NULL entry columns if none), one row per entry. $1 project, $2 record.

@@ -1,10 +1,8 @@
-//! A write on Postgres, as the writer runs it (`store::writer`): one statement takes the
-//! project's lock, changing nothing, and reads the write's first read with it
-//! (`Lock::first_read`; `sql::LOCK`, which says when what it read predates the row it
-//! locked, and is then run again); any other reads; and one call of the write function with
-//! all its changes (`apply.rs`), sent before the lane's next statement (or at once, after
-//! the statements of any maintenance changes). A project's first write makes its row first
-//! (`CREATE_PROJECT`).
+//! A write on Postgres, as the writer runs it (`store::writer`): one call of the write
+//! function (`apply.rs`) takes the write's lock and reads its first read
+//! (`Lock::first_read`), sending the previous write's changes first; then any other reads;
+//! its changes go with the lane's next statement (the next write's lock, or the commit),
+//! or at once after the statements of any maintenance changes.
 
 use futures::future::BoxFuture;
 use sqlx::postgres::{PgArguments, PgRow};
@@ -32,7 +30,7 @@ pub struct Lanes;
 
 impl Backend for Lanes {
     type Db = Postgres;
-    /// The write function's arguments (`apply.rs`).
+    /// The write function's arguments for a write's changes (`apply.rs`).
     type Changes = PgArguments;
     const BEGIN: &'static str = "BEGIN";
     const LANES: usize = 4;
@@ -45,22 +43,19 @@ impl Backend for Lanes {
         bounded: bool,
     ) -> BoxFuture<'c, Locking> {
         Box::pin(async move {
-            let applied = match changes {
-                Some(changes) => call(conn, changes).await,
-                None => Ok(()),
-            };
-            Locking { applied, taken: take_lock(conn, lock, bounded).await }
+            let (applied, taken) = call(conn, changes, Some((lock, bounded))).await;
+            Locking { applied, taken }
         })
     }
 
     fn apply(conn: &mut PgConnection, changes: PgArguments) -> BoxFuture<'_, Result<()>> {
-        Box::pin(call(conn, changes))
+        Box::pin(async move { call(conn, Some(changes), None).await.0 })
     }
 
     fn commit(conn: &mut PgConnection, changes: Option<PgArguments>) -> BoxFuture<'_, Committing> {
         Box::pin(async move {
             let applied = match changes {
-                Some(changes) => call(conn, changes).await,
+                Some(changes) => call(conn, Some(changes), None).await.0,
                 None => Ok(()),
             };
             // The query fails in a failed transaction, whose COMMIT Postgres would take as a
@@ -72,81 +67,63 @@ impl Backend for Lanes {
     }
 }
 
-/// One call of the write function.
-async fn call(conn: &mut PgConnection, args: PgArguments) -> Result<()> {
-    let refused: (Option<String>, Option<String>) =
-        sqlx::query_as_with(apply::CALL.as_str(), args).fetch_one(conn).await?;
-    refusal(refused)
-}
-
-/// The lock's columns (`sql::LOCK`).
+/// The write function's answer (`apply::CALL`): whether the changes were made, and the
+/// lock's columns (NULL when a bounded lock ran out).
 #[derive(sqlx::FromRow)]
-struct LockRow {
-    current: bool,
-    out_revision: i64,
-    out_now_us: i64,
-    out_caps: String,
+struct Answer {
+    out_code: Option<String>,
+    out_message: Option<String>,
+    out_revision: Option<i64>,
+    out_now_us: Option<i64>,
+    out_caps: Option<String>,
     out_hash: Option<Vec<u8>>,
     out_reply: Option<Vec<u8>>,
 }
 
-/// What one run of the lock's statement found.
-enum LockRead {
-    /// Locked, and read with a snapshot that sees every write before the lock.
-    Done(Vec<PgRow>, LockRow),
-    /// Locked, but read with a snapshot taken before a write that committed while it
-    /// waited: read again (the lock is held, so the next snapshot sees it).
-    Stale,
-    /// The project has no row yet, or (bounded) its row is locked elsewhere.
-    Absent,
-}
-
-/// Runs the lock's statement for `lock` (`sql::LOCK`, or `LOCK_BOUNDED`).
-async fn try_lock(conn: &mut PgConnection, lock: &Lock, bounded: bool) -> Result<LockRead> {
-    let statements = if bounded { &sql::LOCK_BOUNDED } else { &sql::LOCK };
-    let (project, request_id) = (&lock.project, lock.request_id.as_deref());
-    let query = match &lock.first_read {
-        None => sqlx::query(statements[0]).bind(project).bind(request_id),
-        Some(FirstRead::Record(record)) => {
-            sqlx::query(statements[1]).bind(project).bind(request_id).bind(record)
-        }
-        Some(FirstRead::Session(id)) => sqlx::query(statements[2]).bind(project).bind(request_id).bind(id),
-    };
-    let rows = query.fetch_all(conn).await?;
-    let Some(row) = rows.first() else { return Ok(LockRead::Absent) };
-    let lock_row = LockRow::from_row(row)?;
-    Ok(if lock_row.current { LockRead::Done(rows, lock_row) } else { LockRead::Stale })
-}
-
-/// Takes the lock: makes the project's row if it has none, and reads again when stale.
-/// `None`: a bounded lock ran out (the row is locked elsewhere, or the project is new), and
-/// the write starts again in a batch of its own.
-async fn take_row(
+/// One call of the write function: a write's changes, a lock, or both, changes first. A
+/// call that fails as a whole ends the transaction, and with it the batch.
+async fn call(
     conn: &mut PgConnection,
-    lock: &Lock,
-    bounded: bool,
-) -> Result<Option<(Vec<PgRow>, LockRow)>> {
-    // At most: the project made, then read again once stale (another server's write
-    // committed while this one waited for the row it made).
-    for _ in 0..3 {
-        match try_lock(conn, lock, bounded).await? {
-            LockRead::Done(rows, lock_row) => return Ok(Some((rows, lock_row))),
-            LockRead::Absent if bounded => return Ok(None),
-            LockRead::Absent => {
-                sqlx::query(sql::CREATE_PROJECT).bind(&lock.project).execute(&mut *conn).await?;
-            }
-            LockRead::Stale => {}
-        }
+    changes: Option<PgArguments>,
+    lock: Option<(&Lock, bool)>,
+) -> (Result<()>, Result<Option<Taken>>) {
+    let statement = apply::call_for(changes.is_some(), lock.is_some());
+    let mut args = changes.unwrap_or_default();
+    if let Some((lock, bounded)) = lock
+        && let Err(e) = apply::lock_arguments(&mut args, lock, bounded)
+    {
+        return (Ok(()), Err(Error::internal(format!("the write function's arguments: {e}"))));
     }
-    if bounded {
-        return Ok(None);
-    }
-    Err(Error::internal("the project lock found no row it could read"))
+    let rows = match sqlx::query_with(statement, args).fetch_all(conn).await {
+        Ok(rows) => rows,
+        Err(e) => return (Ok(()), Err(e.into())),
+    };
+    let answer = match rows.first().map(Answer::from_row).transpose() {
+        Ok(Some(answer)) => answer,
+        Ok(None) => return (Ok(()), Err(Error::internal("the write function returned no row"))),
+        Err(e) => return (Ok(()), Err(e.into())),
+    };
+    let applied = match &answer.out_code {
+        Some(code) => Err(Error::postgres(code, answer.out_message.as_deref().unwrap_or_default())),
+        None => Ok(()),
+    };
+    let taken = match lock {
+        Some((lock, bounded)) => taken(lock, bounded, answer, &rows),
+        None => Ok(None),
+    };
+    (applied, taken)
 }
 
-/// Takes the lock (`Backend::lock`).
-async fn take_lock(conn: &mut PgConnection, lock: &Lock, bounded: bool) -> Result<Option<Taken>> {
-    let Some((rows, lock_row)) = take_row(conn, lock, bounded).await? else { return Ok(None) };
+/// What the lock gave the write, from the function's answer and rows.
+fn taken(lock: &Lock, bounded: bool, answer: Answer, rows: &[PgRow]) -> Result<Option<Taken>> {
+    let (Some(revision), Some(now_us), Some(memory_caps)) =
+        (answer.out_revision, answer.out_now_us, answer.out_caps)
+    else {
+        if bounded {
+            return Ok(None);
+        }
+        return Err(Error::internal("the project lock found no row it could read"));
+    };
     let first = match &lock.first_read {
         None => None,
         Some(FirstRead::Record(record)) => {
@@ -154,23 +131,17 @@ async fn take_lock(conn: &mut PgConnection, lock: &Lock, bounded: bool) -> Resul
             Some(FirstReadDone::Record(record.to_owned(), record_state(state)))
         }
         Some(FirstRead::Session(id)) => {
-            let row = rows.first().ok_or_else(|| Error::internal("the project lock returned no row"))?;
+            let row = rows.first().ok_or_else(|| Error::internal("the write function returned no row"))?;
             let present: Option<String> = row.try_get("id")?;
             let session = present.map(|_| Session::from_row(row)).transpose()?.map(Box::new);
             Some(FirstReadDone::Session(id.to_owned(), session))
         }
     };
-    let earlier = match (lock_row.out_hash, lock_row.out_reply) {
+    let earlier = match (answer.out_hash, answer.out_reply) {
         (Some(request_hash), Some(reply)) => Some(EarlierRequest { request_hash, reply }),
         _ => None,
     };
-    let locked = Locked {
-        revision: lock_row.out_revision,
-        now_us: lock_row.out_now_us,
-        memory_caps: lock_row.out_caps,
-        earlier,
-    };
-    Ok(Some(Taken { locked, first }))
+    Ok(Some(Taken { locked: Locked { revision, now_us, memory_caps, earlier }, first }))
 }
 
 impl Apply for PgTx {
@@ -204,7 +175,7 @@ impl Apply for PgTx {
             }
         }
         if done.is_ok() {
-            done = call(&mut self.conn, args).await;
+            done = call(&mut self.conn, Some(args), None).await.0;
         }
         let end = if done.is_ok() {
             "RELEASE SAVEPOINT maintenance"
@@ -213,14 +184,6 @@ impl Apply for PgTx {
         };
         sqlx::raw_sql(end).execute(&mut *self.conn).await?;
         done
-    }
-}
-
-/// What the write function answered: nothing, or the SQLSTATE and message of what failed.
-fn refusal((code, message): (Option<String>, Option<String>)) -> Result<()> {
-    match code {
-        Some(code) => Err(Error::postgres(&code, &message.unwrap_or_default())),
-        None => Ok(()),
     }
 }
 
