@@ -24,23 +24,22 @@ macro_rules! session_columns {
 }
 pub(crate) use session_columns;
 
-/// A checkpoint's columns (`CheckpointRow`).
-macro_rules! checkpoint_columns {
-    () => {
-        "id, session_id, project, parent_id, kind, reason, state, payload, payload_content_type, compression, \
-         size_bytes, digest, state_digest, created_us, revision, author, blobs"
-    };
-}
-pub(crate) use checkpoint_columns;
-
 /// A checkpoint's columns but its payload (`CheckpointRow`, whose payload is then empty).
 macro_rules! checkpoint_light_columns {
     () => {
         "id, session_id, project, parent_id, kind, reason, state, payload_content_type, compression, size_bytes, \
-         digest, state_digest, created_us, revision, author, blobs"
+         digest, created_us, revision, author, blobs, state_digest"
     };
 }
 pub(crate) use checkpoint_light_columns;
+
+/// A checkpoint's columns (`CheckpointRow`).
+macro_rules! checkpoint_columns {
+    () => {
+        concat!(checkpoint_light_columns!(), ", payload")
+    };
+}
+pub(crate) use checkpoint_columns;
 
 /// A memory entry with its record's revision (`MemoryRow`), from `memory m`.
 macro_rules! entry_columns {
@@ -141,7 +140,10 @@ impl SessionRow {
     }
 }
 
-#[derive(Debug, Clone, sqlx::FromRow)]
+/// A row of `checkpoints`, its fields in the table's column order: on Postgres it is the
+/// table's row type too, which the write function inserts as it is (`postgres/apply.rs`).
+#[derive(Debug, Clone, sqlx::FromRow, sqlx::Type)]
+#[sqlx(type_name = "checkpoints")]
 pub struct CheckpointRow {
     pub id: String,
     pub session_id: String,
@@ -157,12 +159,12 @@ pub struct CheckpointRow {
     pub compression: String,
     pub size_bytes: i64,
     pub digest: String,
-    /// Set for every row once the server has started (see the state digest migration).
-    pub state_digest: Option<String>,
     pub created_us: i64,
     pub revision: i64,
     pub author: Vec<u8>,
     pub blobs: Vec<u8>,
+    /// Set for every row once the server has started (`jobs::backfill`).
+    pub state_digest: Option<String>,
 }
 
 impl CheckpointRow {

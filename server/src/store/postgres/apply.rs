@@ -119,51 +119,6 @@ impl From<Session> for SessionArg {
     }
 }
 
-/// `baton_checkpoint`: a checkpoint's columns but its project.
-#[derive(sqlx::Type)]
-#[sqlx(type_name = "baton_checkpoint")]
-struct CheckpointArg {
-    id: String,
-    session_id: String,
-    parent_id: Option<String>,
-    kind: i32,
-    reason: String,
-    state: Vec<u8>,
-    payload: Vec<u8>,
-    payload_content_type: String,
-    compression: String,
-    size_bytes: i64,
-    digest: String,
-    state_digest: Option<String>,
-    created_us: i64,
-    revision: i64,
-    author: Vec<u8>,
-    blobs: Vec<u8>,
-}
-
-impl From<Checkpoint> for CheckpointArg {
-    fn from(c: Checkpoint) -> Self {
-        Self {
-            id: c.id,
-            session_id: c.session_id,
-            parent_id: c.parent_id,
-            kind: c.kind,
-            reason: c.reason,
-            state: c.state,
-            payload: c.payload,
-            payload_content_type: c.payload_content_type,
-            compression: c.compression,
-            size_bytes: c.size_bytes,
-            digest: c.digest,
-            state_digest: c.state_digest,
-            created_us: c.created_us,
-            revision: c.revision,
-            author: c.author,
-            blobs: c.blobs,
-        }
-    }
-}
-
 /// `baton_search_doc`.
 #[derive(sqlx::Type)]
 #[sqlx(type_name = "baton_search_doc")]
@@ -261,7 +216,8 @@ pub(super) struct Changes {
     versions: Vec<VersionArg>,
     added_sessions: Vec<SessionArg>,
     put_sessions: Vec<SessionArg>,
-    checkpoints: Vec<CheckpointArg>,
+    /// As the table's rows (`CheckpointRow` is its row type).
+    checkpoints: Vec<Checkpoint>,
     search_edits: Vec<SearchEditArg>,
     search_docs: Vec<SearchDocArg>,
 }
@@ -303,7 +259,7 @@ impl Changes {
                 Change::SetMemoryCaps { json } => c.caps = Some(json),
                 Change::InsertSession(session) => c.added_sessions.push((*session).into()),
                 Change::PutSession(session) => c.put_sessions.push((*session).into()),
-                Change::InsertCheckpoint(checkpoint) => c.checkpoints.push((*checkpoint).into()),
+                Change::InsertCheckpoint(checkpoint) => c.checkpoints.push(*checkpoint),
                 Change::Maintenance(m) => maintenance.push(m),
                 Change::Index(Index::Put(doc)) => c.search_docs.push((*doc).into()),
                 Change::Index(index) => c.search_edits.extend(SearchEditArg::of(index)),
@@ -371,7 +327,7 @@ const FUNCTION: &str = r"(p_project TEXT, p_head BIGINT, p_now_us BIGINT, p_memo
     p_deleted_records TEXT[], p_deleted_entries TEXT[], p_evicted TEXT[], p_entries baton_entry[],
     p_versions baton_record_version[], p_added_sessions baton_session[], p_put_sessions baton_session[],
     p_events baton_event[], p_conflicts baton_conflict[], p_request_id TEXT, p_request_hash BYTEA,
-    p_reply BYTEA, p_checkpoints baton_checkpoint[], p_search_edits baton_search_edit[],
+    p_reply BYTEA, p_checkpoints checkpoints[], p_search_edits baton_search_edit[],
     p_search_docs baton_search_doc[], p_lock TEXT, p_lock_request TEXT, p_bounded BOOLEAN, p_record TEXT,
     p_session TEXT, OUT out_code TEXT, OUT out_message TEXT, OUT out_revision BIGINT, OUT out_now_us BIGINT,
     OUT out_caps TEXT, OUT out_hash BYTEA, OUT out_reply BYTEA, OUT out_record records,
@@ -425,13 +381,7 @@ BEGIN
             FROM unnest(p_added_sessions) s;
         END IF;
         IF cardinality(p_checkpoints) > 0 THEN
-            INSERT INTO checkpoints (id, session_id, project, parent_id, kind, reason, state, payload,
-                payload_content_type, compression, size_bytes, digest, state_digest, created_us, revision, author,
-                blobs)
-            SELECT c.id, c.session_id, p_project, c.parent_id, c.kind, c.reason, c.state, c.payload,
-                c.payload_content_type, c.compression, c.size_bytes, c.digest, c.state_digest, c.created_us,
-                c.revision, c.author, c.blobs
-            FROM unnest(p_checkpoints) c;
+            INSERT INTO checkpoints SELECT c.* FROM unnest(p_checkpoints) c;
         END IF;
         IF cardinality(p_put_sessions) > 0 THEN
             -- Liveness only forward: heartbeats move it without the project's lock.

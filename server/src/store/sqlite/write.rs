@@ -107,7 +107,8 @@ impl Backend for Lanes {
             })
             .await;
             let committed = committed.map(drop);
-            Committing { applied, committed }
+            // `BEGIN IMMEDIATE` takes the database's write lock: nothing is begun ahead.
+            Committing { applied, committed, begun: false }
         })
     }
 }
@@ -432,13 +433,14 @@ fn push_put_session(query: &mut Statements, s: &Session) {
 }
 
 fn push_insert_checkpoint(query: &mut Statements, c: &Checkpoint) {
+    // In `checkpoint_columns!`'s order.
     query
         .push(sql::INSERT_CHECKPOINT)
         .bind(c.id.as_str())
         .bind(c.session_id.as_str())
         .bind(c.project.as_str());
     query.bind(c.parent_id.as_deref()).bind(c.kind).bind(c.reason.as_str()).bind(c.state.as_slice());
-    query.bind(c.payload.as_slice()).bind(c.payload_content_type.as_str()).bind(c.compression.as_str());
-    query.bind(c.size_bytes).bind(c.digest.as_str()).bind(c.state_digest.as_deref()).bind(c.created_us);
-    query.bind(c.revision).bind(c.author.as_slice()).bind(c.blobs.as_slice());
+    query.bind(c.payload_content_type.as_str()).bind(c.compression.as_str()).bind(c.size_bytes);
+    query.bind(c.digest.as_str()).bind(c.created_us).bind(c.revision).bind(c.author.as_slice());
+    query.bind(c.blobs.as_slice()).bind(c.state_digest.as_deref()).bind(c.payload.as_slice());
 }
