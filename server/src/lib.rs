@@ -224,6 +224,7 @@ fn build_api<S: Store>(config: &Config, store: &S, wakers: Wakers, stop: &watch:
         limits: Arc::new(limits),
         shutdown: stop.clone(),
         auth: auth::Auth::new(store.clone(), rates),
+        memory_cache: service::memory_cache::MemoryCache::default(),
         watch_slots: limits::Slots::new(config.max_watches_per_token.max(1), &limits::WATCHES),
         search_slots: limits::Slots::new(config.max_searches_per_token.max(1), &limits::SEARCHES),
     }

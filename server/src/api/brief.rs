@@ -32,7 +32,7 @@ impl<S: Store> BriefService for Api<S> {
             validate::optional("changes[]", c, limits::PATH)?;
         }
         let q = BriefFor { project: req.project, session_id: session, branch: req.branch, resuming: None };
-        let brief = build_brief(&self.store, q, budget, &req.changes).await?;
+        let brief = build_brief(&self.store, &self.memory_cache, q, budget, &req.changes).await?;
         Ok(Response::new(GetBriefResponse { brief: Some(brief) }))
     }
 }

@@ -57,6 +57,8 @@ pub struct Api<S: Store> {
     pub limits: Arc<Limits>,
     pub shutdown: watch::Receiver<bool>,
     pub auth: Auth<S>,
+    /// The brief's memory sections, kept while a project's memory is unchanged.
+    pub memory_cache: crate::service::memory_cache::MemoryCache,
     pub watch_slots: Arc<crate::limits::Slots>,
     pub search_slots: Arc<crate::limits::Slots>,
 }

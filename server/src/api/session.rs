@@ -252,7 +252,15 @@ impl<S: Store> SessionService for Api<S> {
         let mut hash_view = req.clone();
         without_clock(&mut hash_view.write);
         let ctx = write_ctx("ResumeSession", &hash_view, req.write.as_ref(), 0, &who)?;
-        let reply = crate::service::resume::resume_with_brief(&self.store, ctx, req, new_id, budget).await?;
+        let reply = crate::service::resume::resume_with_brief(
+            &self.store,
+            &self.memory_cache,
+            ctx,
+            req,
+            new_id,
+            budget,
+        )
+        .await?;
         Ok(Response::new(reply))
     }
 }

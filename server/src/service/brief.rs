@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use baton_proto::v1::{Brief, CheckpointState, Conflict, MemoryEntry};
 
+use super::memory_cache::MemoryCache;
 use crate::core::brief::{self, PreviousBy};
 use crate::error::{Error, Result};
 use crate::store::brief::BriefKeys;
@@ -16,12 +17,13 @@ use crate::store::{BriefData, BriefFor, Store};
 /// Reads what the brief is made of and fits it to `budget` characters.
 pub async fn build_brief<S: Store>(
     store: &S,
+    cache: &MemoryCache,
     q: BriefFor,
     budget: usize,
     changes: &[String],
 ) -> Result<Brief> {
     let project = q.project.clone();
-    Ok(fit_brief(&project, data(store, q).await?, budget, changes))
+    Ok(fit_brief(&project, data(store, cache, q).await?, budget, changes))
 }
 
 /// Fits what was read to `budget` characters.
@@ -39,7 +41,7 @@ const MEMORY_LIMIT: i64 = 500;
 /// everything read after it is at least as new as `as_of_revision` (and the memory section
 /// at least as new as its cache key).
 #[tracing::instrument(level = "debug", skip_all, fields(project = %q.project))]
-pub async fn data<S: Store>(store: &S, q: BriefFor) -> Result<BriefData> {
+pub async fn data<S: Store>(store: &S, cache: &MemoryCache, q: BriefFor) -> Result<BriefData> {
     let caller = q.session_id.map(|s| s.to_string()).unwrap_or_default();
     let keys = BriefKeys {
         project: q.project.clone(),
@@ -50,7 +52,7 @@ pub async fn data<S: Store>(store: &S, q: BriefFor) -> Result<BriefData> {
     };
     let rows = store.brief_rows(keys).await?;
     let head = rows.head.ok_or_else(|| Error::internal("the brief's head read returned no row"))?;
-    let memory = memory(store, &q, head.memory_revision, head.branch).await?;
+    let memory = memory(store, cache, &q, head.memory_revision, head.branch).await?;
     let mut heads: HashMap<String, Checkpoint> = rows.heads.into_iter().map(|r| (r.id.clone(), r)).collect();
     // The head checkpoints were read by a statement of their own: a checkpoint written
     // between the two reads moved a session's head, and the one its row names is read now.
@@ -113,11 +115,11 @@ fn state_of(checkpoint: &Checkpoint) -> Option<CheckpointState> {
 }
 
 /// The brief's memory section: the newest live entries, project-wide and of the branch
-/// (when resuming with no branch given, the resumed session's), from the store's cache
-/// while the project's memory is unchanged (`store::MemoryCache`, for `baton-bench`'s row
-/// "resume p99").
+/// (when resuming with no branch given, the resumed session's), from the server's cache
+/// while the project's memory is unchanged (`MemoryCache`).
 async fn memory<S: Store>(
     store: &S,
+    cache: &MemoryCache,
     q: &BriefFor,
     memory_revision: Option<i64>,
     resumed_branch: Option<String>,
@@ -126,7 +128,6 @@ async fn memory<S: Store>(
         (Some(_), true) => resumed_branch.unwrap_or_default(),
         _ => q.branch.clone(),
     };
-    let cache = store.memory_cache();
     if let Some(entries) = memory_revision.and_then(|m| cache.get(&q.project, &branch, m)) {
         return Ok(entries);
     }

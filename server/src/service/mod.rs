@@ -9,6 +9,7 @@ pub mod import;
 pub mod index;
 pub mod log;
 pub mod memory;
+pub mod memory_cache;
 pub mod purge;
 pub mod resume;
 pub mod retention;

@@ -5,15 +5,15 @@
 //! The brief of a named session is read beside the write instead of after it (it would be
 //! about half of a resume's latency; `baton-bench`'s row "resume p99"): it leaves out the
 //! session being resumed and takes it as the previous one, which is what the write makes
-//! true. When it starts is the backend's call (`Store::RESUME_BRIEF_WAITS`).
+//! true.
 
 use baton_proto::v1::{
     Checkpoint as CheckpointMessage, EventKind, ResumeSessionRequest, ResumeSessionResponse, SessionStatus,
     resume_session_request,
 };
-use tokio::sync::oneshot;
 
 use super::brief::{build_brief, fit_brief};
+use super::memory_cache::MemoryCache;
 use super::session::{self, NewSession};
 use super::write::{self, Write, event};
 use crate::core::conflict;
@@ -28,6 +28,7 @@ use crate::store::{BriefFor, Store, WriteCtx, WriteTx};
 #[tracing::instrument(level = "debug", skip_all, fields(project = %req.project))]
 pub async fn resume_with_brief<S: Store>(
     store: &S,
+    cache: &MemoryCache,
     ctx: WriteCtx,
     req: ResumeSessionRequest,
     new_id: uuid::Uuid,
@@ -45,17 +46,11 @@ pub async fn resume_with_brief<S: Store>(
     };
     let (mut reply, ahead) = match ahead {
         Some(q) => {
-            let (read_ready, committing) = oneshot::channel();
-            let (reply, data) = tokio::join!(resume(store, ctx, req, new_id, Some(read_ready)), async {
-                // Told only if the write gets that far.
-                match committing.await {
-                    Ok(()) => Some(super::brief::data(store, q).await),
-                    Err(_) => None,
-                }
-            });
-            (reply?, data)
+            let (reply, data) =
+                tokio::join!(resume(store, ctx, req, new_id), super::brief::data(store, cache, q));
+            (reply?, Some(data))
         }
-        None => (resume(store, ctx, req, new_id, None).await?, None),
+        None => (resume(store, ctx, req, new_id).await?, None),
     };
     let (session_id, branch) =
         reply.session.as_ref().map(|s| (s.id.clone(), s.branch.clone())).unwrap_or_default();
@@ -72,6 +67,7 @@ pub async fn resume_with_brief<S: Store>(
             let session_id = validate::uuid("session_id", &session_id).ok();
             build_brief(
                 store,
+                cache,
                 BriefFor { project: project.clone(), session_id, branch, resuming: None },
                 budget,
                 &[],
@@ -83,19 +79,13 @@ pub async fn resume_with_brief<S: Store>(
     Ok(reply)
 }
 
-/// The write: claims the target and starts the successor. `read_ready` is told when the brief
-/// may be read beside it (`Store::RESUME_BRIEF_WAITS`); never, if the write fails first or
-/// replays an earlier reply.
+/// The write: claims the target and starts the successor.
 async fn resume<S: Store>(
     store: &S,
     ctx: WriteCtx,
     req: ResumeSessionRequest,
     new_id: uuid::Uuid,
-    mut read_ready: Option<oneshot::Sender<()>>,
 ) -> Result<ResumeSessionResponse> {
-    if !S::RESUME_BRIEF_WAITS {
-        tell(&mut read_ready);
-    }
     // A named session is read with the lock.
     let first_read = match &req.target {
         Some(resume_session_request::Target::SessionId(id)) => Some(FirstRead::Session(id.clone())),
@@ -149,8 +139,6 @@ async fn resume<S: Store>(
                     Error::AlreadyExists(format!("new_session_id: session {new_id} already exists"))
                 })?
                 .to_proto();
-            // Only the log and the commit are left: mostly a wait for the disk.
-            tell(&mut read_ready);
             let mut ev = event(EventKind::SessionStarted, "session", &new_id, &ctx.actor);
             ev.value = Some(baton_proto::v1::event::Value::Session(session.clone()));
             let revision = w.emit(ev)?.revision;
@@ -168,13 +156,6 @@ async fn resume<S: Store>(
         })
     });
     ran.await?.or_replayed(|r| r.result.as_mut())
-}
-
-fn tell(read_ready: &mut Option<oneshot::Sender<()>>) {
-    if let Some(read_ready) = read_ready.take() {
-        // The brief's side may be gone (the request was dropped): nothing to tell then.
-        let _ = read_ready.send(());
-    }
 }
 
 /// The session the resume takes over, or NOT_FOUND saying what was missing.

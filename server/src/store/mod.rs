@@ -5,12 +5,13 @@
 //! A write is a body the writer runs (`Store::write`, `writer`): the project's lock gives
 //! it its revision and time, the service layer (`crate::service`) reads through the write's
 //! transaction and lets `core` decide, and the backend applies what was decided in one go
-//! (`apply::Apply`). The writer batches writes: a savepoint each, one commit for the batch.
+//! (`apply::Apply`), all or nothing. The writer batches writes: one commit for the batch.
 //!
-//! Reads outside a write are thin too: one statement each (`reads.rs`, `admin.rs`,
-//! `export.rs` of each backend), returning Baton's rows; the service layer pages them and
-//! builds the API's replies. Maintenance writes (retention, compaction, purge, import) read
-//! through `maintenance::MaintenanceTx` and apply `model::Maintenance` changes.
+//! Reads outside a write are thin too: one statement each (`reads.rs` and `admin.rs` of
+//! each backend; `export.rs`, one text for both), returning Baton's rows; the service
+//! layer pages them and builds the API's replies. Maintenance writes (retention,
+//! compaction, purge, import) read through `maintenance::MaintenanceTx` and apply
+//! `model::Maintenance` changes.
 //!
 //! Performance devices are listed, with the `baton-bench` row each serves, in
 //! docs/performance.md ("Performance devices"); each one's module names its row.
@@ -28,13 +29,12 @@ use crate::core::checkpoint::StoredContent;
 use crate::core::lww::WriteIntent;
 use crate::error::Result;
 pub use commits::Commits;
-pub use memory_cache::MemoryCache;
 
 pub(crate) mod apply;
 pub mod brief;
 mod commits;
+mod export;
 pub mod maintenance;
-mod memory_cache;
 pub mod model;
 /// Whose brief, of what.
 #[derive(Debug, Clone, Default)]
@@ -200,9 +200,6 @@ pub trait WriteTx: Send {
 /// The storage contract. `impl Future + Send` so that tonic services can await it.
 pub trait Store: Clone + Send + Sync + 'static {
     type Tx: WriteTx + maintenance::MaintenanceTx;
-    /// Whether a resume's brief, read beside its write, waits until the write has read all
-    /// it needs (`service::resume`): where reads and writes compete for the same cores.
-    const RESUME_BRIEF_WAITS: bool;
     /// Runs `body` as one write of `lock`'s project (see `writer`): takes the lock (creating
     /// the project on first use), which allocates the write's revision and reads its time,
     /// caps and any earlier reply to its request id; runs the body; applies the changes it
@@ -274,8 +271,6 @@ pub trait Store: Clone + Send + Sync + 'static {
     fn search_rows(&self, ids: Vec<i64>) -> impl Future<Output = Result<Vec<model::SearchRow>>> + Send;
     /// The projects whose records from before search are still to be indexed.
     fn search_backfill(&self) -> impl Future<Output = Result<Vec<String>>> + Send;
-    /// The brief's memory sections kept while a project's memory is unchanged.
-    fn memory_cache(&self) -> &MemoryCache;
     /// The revisions and body sizes of a log's rows after a revision, in order, at most
     /// `limit`; events of these kinds only (all when empty).
     fn log_sizes(

@@ -36,7 +36,7 @@ pub(crate) use checkpoint_light_columns;
 /// A checkpoint's columns (`CheckpointRow`).
 macro_rules! checkpoint_columns {
     () => {
-        concat!(checkpoint_light_columns!(), ", payload")
+        concat!($crate::store::rows::checkpoint_light_columns!(), ", payload")
     };
 }
 pub(crate) use checkpoint_columns;

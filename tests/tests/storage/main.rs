@@ -252,13 +252,14 @@ async fn only_one_of_concurrent_resumes_claims_a_session<S: Store>(store: &S) {
     service::session::end(store, ctx(None), end, session.parse().unwrap(), SessionStatus::Crashed, None)
         .await
         .unwrap();
+    let cache = baton_server::service::memory_cache::MemoryCache::default();
     let resume = || {
         let req = ResumeSessionRequest {
             project: "p".into(),
             target: Some(resume_session_request::Target::SessionId(session.clone())),
             ..Default::default()
         };
-        service::resume::resume_with_brief(store, ctx(None), req, uuid::Uuid::now_v7(), 4000)
+        service::resume::resume_with_brief(store, &cache, ctx(None), req, uuid::Uuid::now_v7(), 4000)
     };
     let results = futures::future::join_all((0..4).map(|_| resume())).await;
     let won: Vec<_> = results.iter().filter_map(|r| r.as_ref().ok()).collect();

@@ -14,7 +14,6 @@ use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use sqlx::{PgConnection as Conn, PgPool as Pool, Postgres as Db};
 
 use crate::store::Commits;
-use crate::store::memory_cache::MemoryCache;
 use crate::store::writer::Writer;
 
 /// How long the server waits for Postgres to answer a new connection.
@@ -46,7 +45,6 @@ pub const CHANNEL: &str = "baton_events";
 
 mod admin;
 mod apply;
-mod export;
 mod liveness;
 mod maintenance;
 mod reads;
@@ -68,7 +66,6 @@ pub struct PgStore {
     notifier: Notifier,
     /// Every revisioned write goes through it (see `writer.rs`); reads use the pool.
     writer: Writer<write::Lanes>,
-    memory_cache: MemoryCache,
 }
 
 impl PgStore {
@@ -93,14 +90,7 @@ impl PgStore {
         let pool = pool_options(16).connect_with(options).await?;
         let notifier = Notifier::spawn(pool.clone());
         let writer = Writer::spawn(&pool);
-        let store = Self {
-            pool,
-            search_pool,
-            commits: Arc::new(commits),
-            notifier,
-            writer,
-            memory_cache: MemoryCache::default(),
-        };
+        let store = Self { pool, search_pool, commits: Arc::new(commits), notifier, writer };
         store.spawn_listener();
         spawn_analyzer(store.pool.clone());
         Ok(store)
@@ -278,8 +268,3 @@ async fn notify(
     .await
     .map(drop)
 }
-
-/// A resume's brief is read side by side with the whole write (`service::resume`): a
-/// Postgres statement mostly waits for its round trip, and waiting for the write's reads
-/// made resumes slower (resume's row, docs/performance.md).
-const RESUME_BRIEF_WAITS: bool = false;

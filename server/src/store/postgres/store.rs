@@ -1,20 +1,18 @@
 //! `Store` for Postgres: each method one of this folder's statements (`reads.rs`, `admin.rs`,
-//! `export.rs`, `liveness.rs`, `write.rs`), each a span at debug (off at the default
+//! `liveness.rs`, `write.rs`), each a span at debug (off at the default
 //! level).
 
 use baton_proto::v1::SessionStatus;
 
-use super::{PgStore, PgTx, RESUME_BRIEF_WAITS};
+use super::{PgStore, PgTx};
 use crate::error::Result;
 use crate::store::writer::OnCommit;
 use crate::store::{
-    Entity, Expiry, MemoryCache, SessionQuery, Store, TokenRow, Within, WriteBody, apply, brief, model,
-    transfer,
+    Entity, Expiry, SessionQuery, Store, TokenRow, Within, WriteBody, apply, brief, model, transfer,
 };
 
 impl Store for PgStore {
     type Tx = PgTx;
-    const RESUME_BRIEF_WAITS: bool = RESUME_BRIEF_WAITS;
     #[tracing::instrument(level = "debug", skip_all)]
     async fn write<R: Send + 'static>(&self, lock: model::Lock, body: WriteBody<PgTx, R>) -> Result<R> {
         let (notifier, project) = (self.notifier.clone(), lock.project.clone());
@@ -95,9 +93,6 @@ impl Store for PgStore {
     #[tracing::instrument(level = "debug", skip_all)]
     async fn search_backfill(&self) -> Result<Vec<String>> {
         self.search_backfill_projects().await
-    }
-    fn memory_cache(&self) -> &MemoryCache {
-        &self.memory_cache
     }
     #[tracing::instrument(level = "debug", skip_all)]
     async fn log_sizes(
@@ -198,7 +193,7 @@ impl Store for PgStore {
     }
     #[tracing::instrument(level = "debug", skip_all)]
     async fn checkpoint_sizes(&self, project: String, after: i64, limit: i64) -> Result<Vec<i64>> {
-        self.export_sizes(project, after, limit).await
+        crate::store::export::sizes(&self.pool, project, after, limit).await
     }
     #[tracing::instrument(level = "debug", skip_all)]
     async fn export_rows(
@@ -208,7 +203,7 @@ impl Store for PgStore {
         after: transfer::Cursor,
         limit: i64,
     ) -> Result<Vec<(transfer::Cursor, transfer::Line)>> {
-        self.export(project, table, after, limit).await
+        crate::store::export::rows(&self.pool, project, table, after, limit).await
     }
     #[tracing::instrument(level = "debug", skip_all)]
     async fn import_unrevisioned(

@@ -14,11 +14,9 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Sqlite as Db, SqlitePool as Pool};
 
 use crate::store::Commits;
-use crate::store::memory_cache::MemoryCache;
 use crate::store::writer::Writer;
 
 mod admin;
-mod export;
 mod files;
 mod liveness;
 mod maintenance;
@@ -43,7 +41,6 @@ pub struct SqliteStore {
     /// Searches read through connections of their own, each keeping a larger page cache
     /// (`SEARCH_CACHE`).
     search_pool: Pool,
-    memory_cache: MemoryCache,
 }
 
 /// The page cache of a search connection (KiB): a search looks up each of its up to
@@ -110,14 +107,7 @@ impl SqliteStore {
             .await?;
         crate::store::schema::migrate_sqlite(&mut *pool.acquire().await?, &MIGRATOR).await?;
         let writer = Writer::spawn(&writer_pool);
-        let store = Self {
-            pool,
-            commits: Arc::new(commits),
-            writer,
-            writer_pool,
-            search_pool,
-            memory_cache: MemoryCache::default(),
-        };
+        let store = Self { pool, commits: Arc::new(commits), writer, writer_pool, search_pool };
         Ok(store)
     }
 }
@@ -141,8 +131,3 @@ where
     rows.push(current);
     Ok(rows)
 }
-
-/// A resume's brief is read once the write has read all it needs (`service::resume`):
-/// SQLite's reads and writes all compete for the same cores, and read side by side they
-/// slowed each other.
-const RESUME_BRIEF_WAITS: bool = true;

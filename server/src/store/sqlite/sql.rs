@@ -165,12 +165,12 @@ pub static LATEST_ENDED: std::sync::LazyLock<String> = std::sync::LazyLock::new(
 pub const CHECKPOINT: &str =
     concat!("SELECT ", checkpoint_columns!(), " FROM checkpoints WHERE id = ? AND project = ?");
 
-/// Binds: the columns in order.
-pub const INSERT_CHECKPOINT: &str = concat!(
-    "INSERT INTO checkpoints (",
-    checkpoint_columns!(),
-    ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-);
+/// Binds: the columns in order (`checkpoint_columns!`).
+pub static INSERT_CHECKPOINT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let columns = checkpoint_columns!();
+    let values = vec!["?"; columns.split(',').count()].join(", ");
+    format!("INSERT INTO checkpoints ({columns}) VALUES ({values})")
+});
 
 /// The project and session of a checkpoint of any project. Binds: id.
 pub const CHECKPOINT_OWNER: &str = "SELECT project, session_id FROM checkpoints WHERE id = ?";

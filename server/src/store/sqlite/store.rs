@@ -1,19 +1,17 @@
 //! `Store` for SQLite: each method one of this folder's statements (`reads.rs`, `admin.rs`,
-//! `export.rs`, `liveness.rs`, `write.rs`), each a span at debug (off at the default
+//! `liveness.rs`, `write.rs`), each a span at debug (off at the default
 //! level).
 
 use baton_proto::v1::SessionStatus;
 
-use super::{RESUME_BRIEF_WAITS, SqliteStore, SqliteTx};
+use super::{SqliteStore, SqliteTx};
 use crate::error::Result;
 use crate::store::{
-    Entity, Expiry, MemoryCache, SessionQuery, Store, TokenRow, Within, WriteBody, apply, brief, model,
-    transfer,
+    Entity, Expiry, SessionQuery, Store, TokenRow, Within, WriteBody, apply, brief, model, transfer,
 };
 
 impl Store for SqliteStore {
     type Tx = SqliteTx;
-    const RESUME_BRIEF_WAITS: bool = RESUME_BRIEF_WAITS;
     #[tracing::instrument(level = "debug", skip_all)]
     async fn write<R: Send + 'static>(&self, lock: model::Lock, body: WriteBody<SqliteTx, R>) -> Result<R> {
         apply::write(&self.writer, &self.commits, lock, body, |_| None).await
@@ -88,9 +86,6 @@ impl Store for SqliteStore {
     #[tracing::instrument(level = "debug", skip_all)]
     async fn search_backfill(&self) -> Result<Vec<String>> {
         self.search_backfill_projects().await
-    }
-    fn memory_cache(&self) -> &MemoryCache {
-        &self.memory_cache
     }
     #[tracing::instrument(level = "debug", skip_all)]
     async fn log_sizes(
@@ -191,7 +186,7 @@ impl Store for SqliteStore {
     }
     #[tracing::instrument(level = "debug", skip_all)]
     async fn checkpoint_sizes(&self, project: String, after: i64, limit: i64) -> Result<Vec<i64>> {
-        self.export_sizes(project, after, limit).await
+        crate::store::export::sizes(&self.pool, project, after, limit).await
     }
     #[tracing::instrument(level = "debug", skip_all)]
     async fn export_rows(
@@ -201,7 +196,7 @@ impl Store for SqliteStore {
         after: transfer::Cursor,
         limit: i64,
     ) -> Result<Vec<(transfer::Cursor, transfer::Line)>> {
-        self.export(project, table, after, limit).await
+        crate::store::export::rows(&self.pool, project, table, after, limit).await
     }
     #[tracing::instrument(level = "debug", skip_all)]
     async fn import_unrevisioned(

@@ -435,7 +435,7 @@ fn push_put_session(query: &mut Statements, s: &Session) {
 fn push_insert_checkpoint(query: &mut Statements, c: &Checkpoint) {
     // In `checkpoint_columns!`'s order.
     query
-        .push(sql::INSERT_CHECKPOINT)
+        .push(&sql::INSERT_CHECKPOINT)
         .bind(c.id.as_str())
         .bind(c.session_id.as_str())
         .bind(c.project.as_str());

@@ -2,11 +2,11 @@
 //! branch), kept while the project's memory is unchanged.
 //!
 //! Every brief needs it, and it is the brief's biggest read (up to 500 rows). Entries are
-//! keyed by the project's `memory_revision`, which each write that touches memory sets to
-//! its own revision in the same statement that locks the project (see `Write`), and which a
-//! brief reads from the database before anything else. So a cached section is used only while
-//! no write, from this server or another instance, has changed the project's memory since it
-//! was read.
+//! keyed by the project's `memory_revision`, which each write that may touch memory sets to
+//! its own revision with its changes (`Lock::memory`), and which a brief reads from the
+//! database before anything else. So a cached section is used only while no write, from this
+//! server or another instance, has changed the project's memory since it was read. Serves
+//! `baton-bench`'s "resume p99" and `hook-bench`'s SessionStart.
 
 use std::sync::{Arc, Mutex, PoisonError};
 

@@ -1,0 +1,109 @@
+//! Export reads (`service::export`), one text for both backends: one table's rows after a
+//! keyset cursor.
+
+use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Pool, Type};
+
+use crate::error::Result;
+use crate::store::rows::checkpoint_columns;
+use crate::store::transfer::{
+    CheckpointLine, ChunkLine, Cursor, Line, MemoryLine, RecordLine, SessionLine, Table,
+};
+
+/// $1 project, $2 after (digest), $3 limit.
+const CHUNKS: &str = "SELECT digest, data, size_bytes, created_us FROM chunks WHERE project = $1 \
+     AND digest > $2 ORDER BY digest LIMIT $3";
+/// $1 project, $2 after (id), $3 limit.
+const SESSIONS: &str = concat!(
+    "SELECT ",
+    crate::store::rows::session_columns!(),
+    " FROM sessions WHERE project = $1 AND id > $2 ORDER BY id LIMIT $3"
+);
+/// By revision: a parent is always older than its children. $1 project, $2 after
+/// (revision), $3 limit.
+const CHECKPOINT_SIZES: &str = "SELECT CAST(length(state) + length(payload) AS BIGINT) FROM checkpoints \
+     WHERE project = $1 AND revision > $2 ORDER BY revision LIMIT $3";
+const CHECKPOINTS: &str = concat!(
+    "SELECT ",
+    checkpoint_columns!(),
+    " FROM checkpoints WHERE project = $1 AND revision > $2 ORDER BY revision LIMIT $3"
+);
+/// $1 project, $2 after (revision), $3 after (seq), $4 limit.
+const MEMORY: &str = "SELECT revision, id, category, branch, key, record, content, rationale, author, seq, \
+     created_us, evicted FROM memory WHERE project = $1 AND (revision > $2 OR (revision = $2 AND seq > $3)) \
+     ORDER BY revision, seq LIMIT $4";
+/// $1 project, $2 after (record), $3 limit.
+const RECORDS: &str = "SELECT record, written_us, author FROM records WHERE project = $1 AND record > $2 ORDER BY record LIMIT $3";
+
+/// A checkpoint or memory line with the revision its cursor holds.
+#[derive(sqlx::FromRow)]
+pub(crate) struct WithRevision<T> {
+    revision: i64,
+    #[sqlx(flatten)]
+    line: T,
+}
+
+/// The sizes of a project's checkpoints after `after` (a revision), in export order.
+pub(crate) async fn sizes<DB>(pool: &Pool<DB>, project: String, after: i64, limit: i64) -> Result<Vec<i64>>
+where
+    DB: Database,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'q> String: Encode<'q, DB> + Type<DB>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'r> (i64,): FromRow<'r, DB::Row>,
+{
+    let query = sqlx::query_scalar(CHECKPOINT_SIZES).bind(project).bind(after).bind(limit);
+    Ok(query.fetch_all(pool).await?)
+}
+
+/// A project's rows of `table` after `after`, each with its cursor.
+pub(crate) async fn rows<DB>(
+    pool: &Pool<DB>,
+    project: String,
+    table: Table,
+    after: Cursor,
+    limit: i64,
+) -> Result<Vec<(Cursor, Line)>>
+where
+    DB: Database,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'q> String: Encode<'q, DB> + Type<DB>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'r> ChunkLine: FromRow<'r, DB::Row>,
+    for<'r> SessionLine: FromRow<'r, DB::Row>,
+    for<'r> WithRevision<CheckpointLine>: FromRow<'r, DB::Row>,
+    for<'r> WithRevision<MemoryLine>: FromRow<'r, DB::Row>,
+    for<'r> RecordLine: FromRow<'r, DB::Row>,
+{
+    let key = |key: &str| Cursor { key: key.to_owned(), ..Cursor::default() };
+    Ok(match table {
+        Table::Chunks => {
+            let query = sqlx::query_as::<_, ChunkLine>(CHUNKS).bind(project).bind(after.key).bind(limit);
+            let rows = query.fetch_all(pool).await?;
+            rows.into_iter().map(|c| (key(&c.digest), Line::Chunk(c))).collect()
+        }
+        Table::Sessions => {
+            let query = sqlx::query_as::<_, SessionLine>(SESSIONS).bind(project).bind(after.key).bind(limit);
+            let rows = query.fetch_all(pool).await?;
+            rows.into_iter().map(|s| (key(&s.id), Line::Session(Box::new(s)))).collect()
+        }
+        Table::Checkpoints => {
+            let query = sqlx::query_as::<_, WithRevision<CheckpointLine>>(CHECKPOINTS);
+            let rows = query.bind(project).bind(after.n).bind(limit).fetch_all(pool).await?;
+            let cursor = |n| Cursor { n, ..Cursor::default() };
+            rows.into_iter().map(|r| (cursor(r.revision), Line::Checkpoint(Box::new(r.line)))).collect()
+        }
+        Table::Memory => {
+            let query = sqlx::query_as::<_, WithRevision<MemoryLine>>(MEMORY).bind(project).bind(after.n);
+            let rows = query.bind(after.m).bind(limit).fetch_all(pool).await?;
+            let cursor = |n, m| Cursor { n, m, ..Cursor::default() };
+            rows.into_iter().map(|r| (cursor(r.revision, r.line.seq), Line::Memory(r.line))).collect()
+        }
+        Table::Records => {
+            let query = sqlx::query_as::<_, RecordLine>(RECORDS).bind(project).bind(after.key).bind(limit);
+            let rows = query.fetch_all(pool).await?;
+            rows.into_iter().map(|r| (key(&r.record), Line::Record(r))).collect()
+        }
+    })
+}
