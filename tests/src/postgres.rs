@@ -48,12 +48,12 @@ pub async fn terminate_idle_in_transaction(pool: &sqlx::PgPool) -> Result<Vec<bo
 }
 
 /// Terminates the idle connections to `pool`'s database whose last statement was `last`
-/// (a connection kept between uses, as the writer keeps its own, in a transaction or not),
-/// as a restart would; one `true` per connection ended.
+/// (a connection kept between uses, as the writer keeps its own), as a restart would; one
+/// `true` per connection ended.
 pub async fn terminate_idle_after(pool: &sqlx::PgPool, last: &str) -> Result<Vec<bool>> {
     Ok(sqlx::query_scalar(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-         WHERE datname = current_database() AND state IN ('idle', 'idle in transaction') AND query = $1",
+         WHERE datname = current_database() AND state = 'idle' AND query = $1",
     )
     .bind(last)
     .fetch_all(pool)

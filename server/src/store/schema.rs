@@ -80,9 +80,7 @@ enum History {
 
 /// Reads `applied` (version, success), oldest first.
 fn history(applied: &[(i64, bool)], before: &[i64], migrator: &Migrator) -> anyhow::Result<History> {
-    let Some(baseline) = migrator.iter().next().map(|m| m.version) else {
-        bail!("this server carries no migrations");
-    };
+    let baseline = baseline(migrator)?.version;
     let versions: Vec<i64> = applied.iter().map(|(version, _)| *version).collect();
     if versions.is_empty() {
         return Ok(History::New);
@@ -112,33 +110,56 @@ fn baseline(migrator: &Migrator) -> anyhow::Result<&sqlx::migrate::Migration> {
     migrator.iter().next().ok_or_else(|| anyhow::anyhow!("this server carries no migrations"))
 }
 
+/// The applied migrations recorded in place of the history: the baseline's row alone.
+async fn record_baseline<DB>(conn: &mut DB::Connection, migrator: &Migrator) -> anyhow::Result<()>
+where
+    DB: sqlx::Database,
+    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
+    DB::Arguments: sqlx::IntoArguments<DB>,
+    for<'q> i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    for<'q> &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    for<'q> &'q [u8]: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+{
+    let baseline = baseline(migrator)?;
+    sqlx::query("DELETE FROM _sqlx_migrations").execute(&mut *conn).await?;
+    sqlx::query(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+         VALUES ($1, $2, TRUE, $3, 0)",
+    )
+    .bind(baseline.version)
+    .bind(&*baseline.description)
+    .bind(&*baseline.checksum)
+    .execute(&mut *conn)
+    .await?;
+    tracing::info!(version = baseline.version, "adopted a database made before the schema baseline");
+    Ok(())
+}
+
+/// The recorded migrations (version, success), oldest first, if sqlx's table exists.
+async fn applied<DB>(conn: &mut DB::Connection, recorded: bool) -> anyhow::Result<Vec<(i64, bool)>>
+where
+    DB: sqlx::Database,
+    for<'c> &'c mut DB::Connection: sqlx::Executor<'c, Database = DB>,
+    DB::Arguments: sqlx::IntoArguments<DB>,
+    for<'r> (i64, bool): sqlx::FromRow<'r, DB::Row>,
+{
+    if !recorded {
+        return Ok(Vec::new());
+    }
+    let query = sqlx::query_as("SELECT version, success FROM _sqlx_migrations ORDER BY version");
+    Ok(query.fetch_all(&mut *conn).await?)
+}
+
 /// Adopts a Postgres database made before the baseline, if it is one, then migrates it.
 pub(crate) async fn migrate_postgres(conn: &mut PgConnection, migrator: &Migrator) -> anyhow::Result<()> {
     let mut tx = conn.begin().await?;
     sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(ADOPTION_LOCK).execute(&mut *tx).await?;
     let recorded: bool =
         sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL").fetch_one(&mut *tx).await?;
-    let applied: Vec<(i64, bool)> = if recorded {
-        sqlx::query_as("SELECT version, success FROM _sqlx_migrations ORDER BY version")
-            .fetch_all(&mut *tx)
-            .await?
-    } else {
-        Vec::new()
-    };
+    let applied = applied::<sqlx::Postgres>(&mut tx, recorded).await?;
     if history(&applied, POSTGRES_BEFORE, migrator)? == History::Adoptable {
         sqlx::raw_sql(DROP_POSTGRES_FUNCTIONS).execute(&mut *tx).await?;
-        let baseline = baseline(migrator)?;
-        sqlx::query("DELETE FROM _sqlx_migrations").execute(&mut *tx).await?;
-        sqlx::query(
-            "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
-             VALUES ($1, $2, TRUE, $3, 0)",
-        )
-        .bind(baseline.version)
-        .bind(&*baseline.description)
-        .bind(&*baseline.checksum)
-        .execute(&mut *tx)
-        .await?;
-        tracing::info!(version = baseline.version, "adopted a database made before the schema baseline");
+        record_baseline::<sqlx::Postgres>(&mut tx, migrator).await?;
     }
     tx.commit().await?;
     migrator.run(conn).await?;
@@ -153,26 +174,9 @@ pub(crate) async fn migrate_sqlite(conn: &mut SqliteConnection, migrator: &Migra
     )
     .fetch_one(&mut *tx)
     .await?;
-    let applied: Vec<(i64, bool)> = if recorded {
-        sqlx::query_as("SELECT version, success FROM _sqlx_migrations ORDER BY version")
-            .fetch_all(&mut *tx)
-            .await?
-    } else {
-        Vec::new()
-    };
+    let applied = applied::<sqlx::Sqlite>(&mut tx, recorded).await?;
     if history(&applied, SQLITE_BEFORE, migrator)? == History::Adoptable {
-        let baseline = baseline(migrator)?;
-        sqlx::query("DELETE FROM _sqlx_migrations").execute(&mut *tx).await?;
-        sqlx::query(
-            "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
-             VALUES (?, ?, TRUE, ?, 0)",
-        )
-        .bind(baseline.version)
-        .bind(&*baseline.description)
-        .bind(&*baseline.checksum)
-        .execute(&mut *tx)
-        .await?;
-        tracing::info!(version = baseline.version, "adopted a database made before the schema baseline");
+        record_baseline::<sqlx::Sqlite>(&mut tx, migrator).await?;
     }
     tx.commit().await?;
     migrator.run(conn).await?;

@@ -36,13 +36,6 @@
 //! different servers. The price of lanes: a write that waits for a lock held outside Baton
 //! (an open psql transaction on a project row) holds up its lane, not only its project.
 //!
-//! On Postgres a batch's commit begins the next batch's transaction too
-//! ([`Committing::begun`]), which holds nothing until its first statement: a batch then
-//! sends no BEGIN of its own (`baton-bench`: "vs etcd: small writes, 1 client" on
-//! Postgres, whose batches hold one write each). A lane rolls it back after `IDLE`, and a
-//! batch's first write whose lock fails on it starts again on a new connection: it may
-//! have broken while idle (a database restart).
-//!
 //! Its cases run on both backends in the storage conformance suite
 //! (`tests/tests/storage/writer/`), which is why this module is public.
 
@@ -50,7 +43,6 @@ use std::collections::HashSet;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
@@ -97,8 +89,7 @@ pub trait Backend: Send + Sync + 'static {
     ) -> BoxFuture<'_, Result<()>>;
 
     /// Sends `changes`, all or nothing, then commits the batch's transaction (even when they
-    /// fail: the batch's other writes are kept), and may begin the next
-    /// ([`Committing::begun`]).
+    /// fail: the batch's other writes are kept).
     fn commit(
         conn: &mut <Self::Db as Database>::Connection,
         changes: Option<Self::Changes>,
@@ -117,8 +108,6 @@ pub struct Committing {
     /// Whether the last write's changes were made (`Ok` if there were none).
     pub applied: Result<()>,
     pub committed: Result<()>,
-    /// Whether the next batch's transaction began with the commit, in the same query.
-    pub begun: bool,
 }
 
 /// What a write's lock gave it.
@@ -432,21 +421,10 @@ struct Lane<B: Backend> {
     messages: mpsc::UnboundedReceiver<Message<B>>,
     /// The lane keeps its connection between batches (sqlx pings a pool connection when it
     /// is given back).
-    held: Option<Held<B::Db>>,
+    held: Option<PoolConnection<B::Db>>,
     /// A write that must start a batch of its own (its bounded lock ran out).
     carried: Option<Box<dyn Work<B>>>,
 }
-
-/// The lane's connection between batches.
-struct Held<DB: Database> {
-    conn: PoolConnection<DB>,
-    /// When the previous batch's commit began the next transaction, if it did.
-    begun: Option<Instant>,
-}
-
-/// How long a lane keeps a transaction begun ahead while no write comes: an idle server's
-/// connections are not left in a transaction.
-const IDLE: Duration = Duration::from_secs(2);
 
 /// One batch, from its first write to its commit.
 struct Batch<B: Backend> {
@@ -460,10 +438,6 @@ struct Batch<B: Backend> {
     carry: Option<Box<dyn Work<B>>>,
     /// The last kept write's changes, not sent yet, and that write's place in `finished`.
     pending: Option<(B::Changes, usize)>,
-    /// Whether its transaction was begun by the previous batch's commit.
-    begun_ahead: bool,
-    /// Whether its commit began the next batch's transaction.
-    begins_next: bool,
 }
 
 /// Why a batch cannot go on: the transaction is in doubt, and nothing of it is kept.
@@ -486,19 +460,7 @@ where
             return Some(work);
         }
         loop {
-            let idle_until = self.held.as_ref().and_then(|held| held.begun).map(|begun| begun + IDLE);
-            let message = match idle_until {
-                Some(until) => {
-                    let Ok(message) = tokio::time::timeout_at(until.into(), self.messages.recv()).await
-                    else {
-                        self.end_begun().await;
-                        continue;
-                    };
-                    message?
-                }
-                None => self.messages.recv().await?,
-            };
-            match message {
+            match self.messages.recv().await? {
                 Message::Write(work) => return Some(work),
                 Message::Close(done) => {
                     self.close().await;
@@ -509,47 +471,25 @@ where
     }
 
     async fn close(&mut self) {
-        if let Some(held) = self.held.take() {
-            let _ = held.conn.close().await;
+        if let Some(conn) = self.held.take() {
+            let _ = conn.close().await;
         }
-    }
-
-    /// Rolls back the transaction begun ahead on the held connection; one that cannot is
-    /// closed.
-    async fn end_begun(&mut self) {
-        let Some(mut held) = self.held.take() else { return };
-        if let Err(e) = execute(&mut held.conn, "ROLLBACK").await {
-            tracing::debug!(error = %e, "the writer's idle connection broke; closing it");
-            let _ = held.conn.close().await;
-            return;
-        }
-        held.begun = None;
-        self.held = Some(held);
     }
 
     /// One transaction: `first`, then the writes that queue while it runs.
     async fn batch(&mut self, first: Box<dyn Work<B>>) {
-        let begun_ahead = self.held.as_ref().is_some_and(|held| held.begun.is_some());
         let mut conn = match begin::<B>(&self.pool, self.held.take()).await {
             Ok(conn) => conn,
             Err(e) => return first.failed(Error::from(e)).tell(None),
         };
-        let mut batch = Batch {
-            finished: Vec::new(),
-            locked: HashSet::new(),
-            closing: None,
-            carry: None,
-            pending: None,
-            begun_ahead,
-            begins_next: false,
-        };
+        let mut batch =
+            Batch { finished: Vec::new(), locked: HashSet::new(), closing: None, carry: None, pending: None };
         let mut next = Some(first);
         let outcome = loop {
             let Some(work) = next.take() else {
                 break match batch.commit(&mut conn).await {
                     Ok(()) => {
-                        let begun = batch.begins_next.then(Instant::now);
-                        self.held = Some(Held { conn, begun });
+                        self.held = Some(conn);
                         Ok(())
                     }
                     Err(why) => {
@@ -585,14 +525,11 @@ where
         match outcome {
             Ok(()) => {
                 if let Some(ms) = held_report() {
-                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
                 }
                 for finished in batch.finished {
                     finished.tell(None);
                 }
-            }
-            Err(Broken(why)) if batch.finished.is_empty() => {
-                tracing::debug!(error = why, "a batch ended before any write, which starts again");
             }
             Err(Broken(why)) => {
                 tracing::warn!(
@@ -638,12 +575,6 @@ where
                     self.carry = Some(work);
                     return Ok(conn);
                 }
-                Err(e) if self.begun_ahead && self.finished.is_empty() => {
-                    // The connection may have broken while idle: the write starts again, on a
-                    // new one. Nothing was sent before its lock.
-                    self.carry = Some(work);
-                    return Err((Some(conn), Broken(e.to_string())));
-                }
                 Err(e) => {
                     self.finished.push(work.failed(e));
                     return check(conn).await;
@@ -675,9 +606,8 @@ where
     /// Sends the last write's changes and commits.
     async fn commit(&mut self, conn: &mut PoolConnection<B::Db>) -> Result<(), Broken> {
         let (changes, owner) = self.pending.take().unzip();
-        let Committing { applied, committed, begun } = B::commit(conn, changes).await;
+        let Committing { applied, committed } = B::commit(conn, changes).await;
         self.applied(owner, applied);
-        self.begins_next = begun;
         committed.map_err(|e| Broken(e.to_string()))
     }
 
@@ -704,21 +634,18 @@ where
     }
 }
 
-/// Begins a batch on the lane's connection (as it is if the previous batch's commit began
-/// it), or on a new one if it has none or it broke while idle (a database restart). The lane's connections are
+/// Begins a batch on the lane's connection, or on a new one if it
+/// has none or it broke while idle (a database restart). The lane's connections are
 /// closed, never given back to the pool, when dropped: one dropped in a transaction (by a
 /// write's body that panicked) must not serve reads.
 async fn begin<B: Backend>(
     pool: &Pool<B::Db>,
-    held: Option<Held<B::Db>>,
+    held: Option<PoolConnection<B::Db>>,
 ) -> std::result::Result<PoolConnection<B::Db>, sqlx::Error>
 where
     for<'c> &'c mut <B::Db as Database>::Connection: Executor<'c, Database = B::Db>,
 {
-    if let Some(Held { mut conn, begun }) = held {
-        if begun.is_some() {
-            return Ok(conn);
-        }
+    if let Some(mut conn) = held {
         match execute(&mut conn, B::BEGIN).await {
             Ok(()) => return Ok(conn),
             Err(e) => {

@@ -59,12 +59,10 @@ impl Backend for Lanes {
                 None => Ok(()),
             };
             // The query fails in a failed transaction, whose COMMIT Postgres would take as a
-            // ROLLBACK without an error. The next batch's transaction begins with it: it holds
-            // nothing (no snapshot, no lock) until its first statement.
+            // ROLLBACK without an error.
             let committed =
-                sqlx::raw_sql("SELECT 1; COMMIT; BEGIN").execute(conn).await.map(drop).map_err(Error::from);
-            let begun = committed.is_ok();
-            Committing { applied, committed, begun }
+                sqlx::raw_sql("SELECT 1; COMMIT").execute(conn).await.map(drop).map_err(Error::from);
+            Committing { applied, committed }
         })
     }
 }

@@ -107,8 +107,7 @@ impl Backend for Lanes {
             })
             .await;
             let committed = committed.map(drop);
-            // `BEGIN IMMEDIATE` takes the database's write lock: nothing is begun ahead.
-            Committing { applied, committed, begun: false }
+            Committing { applied, committed }
         })
     }
 }

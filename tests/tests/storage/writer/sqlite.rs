@@ -2,8 +2,6 @@
 
 pub type Db = sqlx::Sqlite;
 pub const BEGIN: &str = "BEGIN IMMEDIATE";
-/// `BEGIN IMMEDIATE` takes the database's write lock: nothing is begun ahead.
-pub const BEGINS_AHEAD: bool = false;
 
 /// A new database in a folder of its own (kept while the first value lives).
 pub async fn fresh() -> (tempfile::TempDir, sqlx::SqlitePool) {
