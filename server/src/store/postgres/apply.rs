@@ -1,7 +1,7 @@
 //! A write's changes and the next write's lock in one round trip: one call of a PL/pgSQL
 //! function whose text is here (`FUNCTION`), installed at start under a name made of its
 //! text's hash, with the write's rows as arrays of the composite types the migrations
-//! declare. Serves `baton-bench`'s etcd rows and "50 KB checkpoints" on Postgres.
+//! declare (checkpoints: the table's own row type). Serves `baton-bench`'s etcd rows and "50 KB checkpoints" on Postgres.
 
 use std::sync::LazyLock;
 

@@ -81,27 +81,29 @@ struct Answer {
 }
 
 /// One call of the write function: a write's changes, a lock, or both, changes first. A
-/// call that fails as a whole ends the transaction, and with it the batch.
+/// call that fails as a whole ends the transaction, and with it the batch: its error goes to
+/// the lock if there is one, else to the changes.
 async fn call(
     conn: &mut PgConnection,
     changes: Option<PgArguments>,
     lock: Option<(&Lock, bool)>,
 ) -> (Result<()>, Result<Option<Taken>>) {
+    let failed = |e: Error| if lock.is_some() { (Ok(()), Err(e)) } else { (Err(e), Ok(None)) };
     let statement = apply::call_for(changes.is_some(), lock.is_some());
     let mut args = changes.unwrap_or_default();
     if let Some((lock, bounded)) = lock
         && let Err(e) = apply::lock_arguments(&mut args, lock, bounded)
     {
-        return (Ok(()), Err(Error::internal(format!("the write function's arguments: {e}"))));
+        return failed(Error::internal(format!("the write function's arguments: {e}")));
     }
     let rows = match sqlx::query_with(statement, args).fetch_all(conn).await {
         Ok(rows) => rows,
-        Err(e) => return (Ok(()), Err(e.into())),
+        Err(e) => return failed(e.into()),
     };
     let answer = match rows.first().map(Answer::from_row).transpose() {
         Ok(Some(answer)) => answer,
-        Ok(None) => return (Ok(()), Err(Error::internal("the write function returned no row"))),
-        Err(e) => return (Ok(()), Err(e.into())),
+        Ok(None) => return failed(Error::internal("the write function returned no row")),
+        Err(e) => return failed(e.into()),
     };
     let applied = match &answer.out_code {
         Some(code) => Err(Error::postgres(code, answer.out_message.as_deref().unwrap_or_default())),
