@@ -170,7 +170,7 @@ impl<S: Store> Auth<S> {
                 None => {}
             }
         }
-        let any = self.store.any_tokens().await?;
+        let any = crate::store::any_tokens(&self.store).await?;
         let mut cache = self.cache();
         if !matches!(cache.any, Some((true, _))) {
             cache.any = Some((any, Instant::now()));
@@ -187,7 +187,7 @@ impl<S: Store> Auth<S> {
     }
 
     async fn lookup(&self, hash: &str) -> Result<Option<TokenRow>, Error> {
-        let row = self.store.token_by_hash(hash.to_owned()).await?;
+        let row = self.store.tokens(crate::store::model::TokenKey::SecretHash(hash.to_owned())).await?.pop();
         let mut cache = self.cache();
         if cache.tokens.len() > 10_000 {
             cache.tokens.retain(|_, (_, at)| at.elapsed() < TTL);
@@ -274,7 +274,8 @@ impl<S: Store> Auth<S> {
         let id = row.id.clone();
         let now = crate::store::rows::us(&prost_types::Timestamp::from(std::time::SystemTime::now()));
         tokio::spawn(async move {
-            if let Err(e) = store.touch_token(id, now).await {
+            if let Err(e) = store.write_token(crate::store::model::TokenWrite::Used { id, now_us: now }).await
+            {
                 tracing::debug!(error = %e, "could not record token use");
             }
         });

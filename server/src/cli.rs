@@ -179,7 +179,7 @@ async fn tokens<S: Store>(store: &S, command: &config::TokenCommand) -> anyhow::
     match command {
         TokenCommand::Create { name, role, project } => {
             let secret = core::access::new_secret();
-            let first = !store.any_tokens().await?;
+            let first = !crate::store::any_tokens(store).await?;
             let hash = core::access::hash_secret(&secret);
             crate::service::tokens::create(store, name.clone(), role.clone(), project.clone(), hash).await?;
             println!("{secret}");
@@ -194,7 +194,7 @@ async fn tokens<S: Store>(store: &S, command: &config::TokenCommand) -> anyhow::
             }
         }
         TokenCommand::List => {
-            for t in store.list_tokens().await? {
+            for t in store.tokens(crate::store::model::TokenKey::All).await? {
                 let state = if t.revoked_us.is_some() { "revoked" } else { "active" };
                 let used = t.last_used_us.map_or("never used".to_owned(), |u| {
                     chrono::DateTime::from_timestamp_micros(u)
@@ -205,7 +205,13 @@ async fn tokens<S: Store>(store: &S, command: &config::TokenCommand) -> anyhow::
             }
         }
         TokenCommand::Revoke { name } => {
-            if store.revoke_token(name.clone()).await? {
+            if store
+                .write_token(crate::store::model::TokenWrite::Revoke {
+                    name: name.clone(),
+                    now_us: crate::core::time::now_us(),
+                })
+                .await?
+            {
                 eprintln!(
                     "revoked token {name:?} (servers stop accepting it within {} s)",
                     auth::TTL.as_secs()

@@ -78,7 +78,7 @@ async fn prepare_access<S: Store>(
     addr: std::net::SocketAddr,
 ) -> anyhow::Result<()> {
     if let Some(secret) = &config.bootstrap_admin_token
-        && !store.any_tokens().await?
+        && !crate::store::any_tokens(store).await?
     {
         if secret.len() < 16 {
             anyhow::bail!("BATON_BOOTSTRAP_ADMIN_TOKEN is too short: use at least 16 random characters");
@@ -87,7 +87,7 @@ async fn prepare_access<S: Store>(
         service::tokens::create(store, "bootstrap-admin".into(), "admin".into(), None, hash).await?;
         tracing::info!("created the first admin token (bootstrap-admin) from BATON_BOOTSTRAP_ADMIN_TOKEN");
     }
-    let open = !store.any_tokens().await?;
+    let open = !crate::store::any_tokens(store).await?;
     if open && !addr.ip().is_loopback() && !config.allow_open_network {
         anyhow::bail!(
             "refusing to listen on {addr}: this server has no access tokens, so anyone who can reach it could read \

@@ -78,9 +78,10 @@ pub fn set_active_watchers(n: usize) {
 /// Samples sessions by status and the pool every `every` until shutdown.
 pub async fn sample<S: Store>(store: S, every: Duration, mut shutdown: tokio::sync::watch::Receiver<bool>) {
     loop {
-        match store.session_counts().await {
+        let sampled = store.metrics().await;
+        match sampled.sessions {
             Ok(counts) => {
-                for (status, n) in counts {
+                for crate::store::model::StatusCount { status, count: n } in counts {
                     let status = baton_proto::v1::SessionStatus::try_from(status)
                         .map_or("unknown", |s| s.as_str_name());
                     metrics::gauge!("baton_sessions", "status" => label(status, "SESSION_STATUS_"))
@@ -89,7 +90,7 @@ pub async fn sample<S: Store>(store: S, every: Duration, mut shutdown: tokio::sy
             }
             Err(e) => tracing::debug!(error = %e, "cannot sample session counts"),
         }
-        let (open, idle) = store.pool_stats();
+        let (open, idle) = (sampled.connections, sampled.idle_connections);
         metrics::gauge!("baton_db_pool_connections", "state" => "open").set(f64::from(open));
         metrics::gauge!("baton_db_pool_connections", "state" => "idle").set(idle as f64);
         tokio::select! {

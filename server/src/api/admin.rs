@@ -15,6 +15,7 @@ use crate::core::validate::{self, invalid};
 use crate::error::Error;
 use crate::jobs::retention::{self, Policy};
 use crate::store::Store;
+use crate::store::model::{TokenKey, TokenWrite};
 
 fn actor(who: &crate::auth::Principal) -> Actor {
     Actor { token: who.name().to_owned(), ..Actor::default() }
@@ -112,7 +113,7 @@ impl<S: Store> AdminService for Api<S> {
         let who = self.auth.principal(&request).await?;
         who.allow(Need::Admin)?;
         who.all_projects()?;
-        let tokens = self.store.list_tokens().await?.into_iter().map(token_proto).collect();
+        let tokens = self.store.tokens(TokenKey::All).await?.into_iter().map(token_proto).collect();
         Ok(Response::new(ListTokensResponse { tokens }))
     }
 
@@ -124,7 +125,8 @@ impl<S: Store> AdminService for Api<S> {
         who.allow(Need::Admin)?;
         who.all_projects()?;
         let name = request.into_inner().name;
-        if !self.store.revoke_token(name.clone()).await? {
+        let revoke = TokenWrite::Revoke { name: name.clone(), now_us: crate::core::time::now_us() };
+        if !self.store.write_token(revoke).await? {
             return Err(Error::NotFound(format!("name: no active token named {name:?}")).into());
         }
         tracing::info!(token = %name, by = %who.name(), "token revoked");
@@ -146,7 +148,7 @@ impl<S: Store> AdminService for Api<S> {
         } else {
             match &who {
                 crate::auth::Principal::Token { project: Some(p), .. } => vec![p.clone()],
-                _ => self.store.list_projects().await?.into_iter().map(|(p, _)| p).collect(),
+                _ => self.store.projects(None).await?.into_iter().map(|p| p.key).collect(),
             }
         };
         let mut out = Vec::with_capacity(projects.len());
@@ -171,7 +173,7 @@ fn stats(project: String, c: crate::store::model::ProjectCounts) -> baton_proto:
     baton_proto::v1::ProjectStats {
         project,
         head_revision: c.head_revision,
-        sessions: c.statuses.into_iter().map(|(status, n)| (name(status), n)).collect(),
+        sessions: c.statuses.into_iter().map(|s| (name(s.status), s.count)).collect(),
         checkpoints: c.checkpoints,
         checkpoint_bytes: c.checkpoint_bytes,
         memory_entries: c.memory_entries,

@@ -17,7 +17,8 @@ use crate::core::checkpoint::{self, Header};
 use crate::core::redact::Redactor;
 use crate::core::validate::{self, limits};
 use crate::error::Error;
-use crate::store::{Entity, NewCheckpoint, Store};
+use crate::store::{Entity, NewCheckpoint, Store, model};
+use std::collections::HashMap;
 
 /// Size rules for the structured state: bounded lists of bounded strings.
 pub(crate) fn check_state(state: &CheckpointState) -> Result<(), Error> {
@@ -228,7 +229,7 @@ impl<S: Store> CheckpointService for Api<S> {
         for (i, d) in req.digests.iter().enumerate() {
             check_digest(&format!("digests[{i}]"), d)?;
         }
-        let missing = self.store.missing_chunks(req.project, req.digests).await?;
+        let missing = crate::store::missing_chunks(&self.store, req.project, req.digests).await?;
         Ok(Response::new(MissingChunksResponse { missing }))
     }
 
@@ -272,10 +273,11 @@ impl<S: Store> CheckpointService for Api<S> {
             }
             let packed = crate::core::chunk::pack(&c.data)
                 .map_err(|e| Error::internal(format!("compressing a chunk: {e}")))?;
-            stored.push((c.digest.clone(), packed, i64::try_from(c.data.len()).unwrap_or(i64::MAX)));
+            let size_bytes = i64::try_from(c.data.len()).unwrap_or(i64::MAX);
+            stored.push(model::Chunk { digest: c.digest.clone(), data: packed, size_bytes });
         }
         let stored = self.store.put_chunks(req.project, stored).await?;
-        Ok(Response::new(PutChunksResponse { stored }))
+        Ok(Response::new(PutChunksResponse { stored: i32::try_from(stored).unwrap_or(i32::MAX) }))
     }
 
     async fn get_chunks(
@@ -289,10 +291,14 @@ impl<S: Store> CheckpointService for Api<S> {
         for (i, d) in req.digests.iter().enumerate() {
             check_digest(&format!("digests[{i}]"), d)?;
         }
-        let found = self.store.get_chunks(req.project.clone(), req.digests.clone()).await?;
+        let stored = self.store.chunks(req.project.clone(), req.digests.clone(), true).await?;
+        let stored: HashMap<String, model::Chunk> =
+            stored.into_iter().map(|c| (c.digest.clone(), c)).collect();
+        // In the order asked, each as often as asked.
+        let found: Vec<&model::Chunk> = req.digests.iter().filter_map(|d| stored.get(d)).collect();
         // A reply is bounded in bytes as well as in count (by the sizes the chunks were
         // stored with, before anything is decompressed).
-        let total: i64 = found.iter().map(|(_, _, size)| (*size).max(0)).sum();
+        let total: i64 = found.iter().map(|c| c.size_bytes.max(0)).sum();
         if total > i64::try_from(MAX_CHUNKS_BYTES).unwrap_or(i64::MAX) {
             return Err(Error::ResourceExhausted(format!(
                 "digests: these {} chunks hold {total} bytes, over the {MAX_CHUNKS_BYTES} bytes one GetChunks reply \
@@ -302,13 +308,16 @@ impl<S: Store> CheckpointService for Api<S> {
             .into());
         }
         let mut chunks = Vec::with_capacity(found.len());
-        for (digest, packed, size) in found {
-            let data = crate::core::chunk::unpack(&digest, &packed, size).map_err(|e| Error::DataLoss {
-                id: format!("chunk {digest}"),
-                source: crate::core::checkpoint::IntegrityError::Digest {
-                    expected: digest.clone(),
-                    computed: e.to_string(),
-                },
+        for stored in found {
+            let digest = stored.digest.clone();
+            let data = crate::core::chunk::unpack(&digest, &stored.data, stored.size_bytes).map_err(|e| {
+                Error::DataLoss {
+                    id: format!("chunk {digest}"),
+                    source: crate::core::checkpoint::IntegrityError::Digest {
+                        expected: digest.clone(),
+                        computed: e.to_string(),
+                    },
+                }
             })?;
             chunks.push(Chunk { digest, data });
         }

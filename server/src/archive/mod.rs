@@ -34,14 +34,15 @@ pub async fn export<S: Store>(
     };
     write_line(&mut out, &header)?;
     let mut report = Vec::new();
-    let projects = store.list_projects().await?;
+    let projects = store.projects(None).await?;
     if let Some(only) = only
-        && !projects.iter().any(|(p, _)| p == only)
+        && !projects.iter().any(|p| p.key == only)
     {
         anyhow::bail!("no project {only:?} in this database");
     }
-    for (project, memory_caps) in projects.into_iter().filter(|(p, _)| only.is_none_or(|o| o == p)) {
-        write_line(&mut out, &Line::Project { key: project.clone(), memory_caps })?;
+    for row in projects.into_iter().filter(|p| only.is_none_or(|o| o == p.key)) {
+        let project = row.key;
+        write_line(&mut out, &Line::Project { key: project.clone(), memory_caps: row.memory_caps })?;
         let mut lines = 0;
         for table in Table::ALL {
             let mut after = Cursor::default();

@@ -274,7 +274,9 @@ impl<S: Store> Resolve<'_, '_, S> {
         }
         let mut missing = 0;
         for page in unique.chunks(CHUNK_PAGE) {
-            missing += self.lookup.store.missing_chunks(self.key().to_owned(), page.to_vec()).await?.len();
+            missing += crate::store::missing_chunks(self.lookup.store, self.key().to_owned(), page.to_vec())
+                .await?
+                .len();
         }
         self.counts.imported += missing as u64;
         self.counts.skipped += (self.project.chunks.len() - missing) as u64;
@@ -367,7 +369,7 @@ impl<S: Store> Resolve<'_, '_, S> {
         }
         for page in needed.chunks(CHUNK_PAGE) {
             let digests = page.iter().map(|(_, _, d)| (*d).to_owned()).collect();
-            let missing = self.lookup.store.missing_chunks(key.to_owned(), digests).await?;
+            let missing = crate::store::missing_chunks(self.lookup.store, key.to_owned(), digests).await?;
             if let Some(gone) = missing.first()
                 && let Some((line, id, _)) = page.iter().find(|(_, _, d)| d == gone)
             {

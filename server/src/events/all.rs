@@ -33,7 +33,7 @@ pub async fn watch_all<S: Store>(
     let kinds = Arc::new(kinds);
     let mut followed = HashSet::new();
     for project in initial {
-        let head = store.head_revision(project.clone()).await?;
+        let head = crate::store::head_revision(&store, project.clone()).await?;
         spawn_follower(&store, &hub, project.clone(), head, kinds.clone(), out.clone(), shutdown.clone());
         followed.insert(project);
     }
@@ -43,10 +43,10 @@ pub async fn watch_all<S: Store>(
 
 async fn projects<S: Store>(store: &S, scope: Option<&str>) -> Result<Vec<String>, Error> {
     Ok(store
-        .list_projects()
+        .projects(None)
         .await?
         .into_iter()
-        .map(|(key, _)| key)
+        .map(|p| p.key)
         .filter(|key| scope.is_none_or(|s| s == key))
         .collect())
 }

@@ -104,7 +104,7 @@ impl<S: Store> Hub<S> {
     /// Reads the head and starts the reader from it (see `subscribe`).
     async fn start_reader(&self, project: &str) -> broadcast::Receiver<Arc<Event>> {
         fail::fail_point!("hub.before_reader_head");
-        let head = match self.store.head_revision(project.to_owned()).await {
+        let head = match crate::store::head_revision(&self.store, project.to_owned()).await {
             Ok(head) => head,
             Err(e) => {
                 tracing::warn!(%project, error = %e, "reader cannot read the head revision; starting from 0");
@@ -161,11 +161,11 @@ impl<S: Store> Hub<S> {
             };
             for batch in keys.chunks(DORMANT_BATCH) {
                 fail::fail_point!("hub.dormant_check");
-                match self.store.existing_projects(batch.to_vec()).await {
+                match self.store.projects(Some(batch.to_vec())).await {
                     Ok(existing) => {
                         let mut dormant = self.dormant.lock().unwrap_or_else(PoisonError::into_inner);
-                        for key in existing {
-                            if let Some(d) = dormant.remove(&key) {
+                        for project in existing {
+                            if let Some(d) = dormant.remove(&project.key) {
                                 d.reader.wake();
                             }
                         }

@@ -13,8 +13,8 @@ use crate::store::Store;
 /// Indexes every listed project, a batch (one short write) at a time; a failed batch is
 /// tried again after a pause. Ends when none is left or the server stops.
 pub async fn backfill<S: Store>(store: S, mut stop: watch::Receiver<bool>) {
-    let projects = match store.search_backfill().await {
-        Ok(p) => p,
+    let projects = match store.projects(None).await {
+        Ok(p) => p.into_iter().filter(|p| p.indexing).map(|p| p.key).collect::<Vec<_>>(),
         Err(e) => {
             tracing::warn!(error = %e, "cannot list the projects to index for search");
             return;

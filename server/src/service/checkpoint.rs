@@ -211,7 +211,7 @@ pub async fn get<S: Store>(
     let missing = || Error::NotFound(format!("checkpoint_id: no checkpoint {id}"));
     let project = store.project_of(Entity::Checkpoint, id.clone()).await?.filter(|p| is_within(p, &within));
     let project = project.ok_or_else(missing)?;
-    let as_of_revision = store.head_revision(project).await?;
+    let as_of_revision = crate::store::head_revision(store, project).await?;
     let row = store.checkpoint(id.clone(), include_payload).await?.ok_or_else(missing)?;
     let checkpoint = if include_payload { row.verified(true)? } else { row.verified_state()? };
     Ok(GetCheckpointResponse { checkpoint: Some(checkpoint), as_of_revision })
@@ -235,7 +235,7 @@ pub async fn list<S: Store>(
         store.project_of(Entity::Session, session_id.clone()).await?.filter(|p| is_within(p, &within));
     let project = project.ok_or_else(missing)?;
     // Head revision first, then the data: what is read is at least as new as as_of.
-    let as_of_revision = store.head_revision(project.clone()).await?;
+    let as_of_revision = crate::store::head_revision(store, project.clone()).await?;
     let head = store.session(session_id.clone()).await?.ok_or_else(missing)?.head_checkpoint_id;
     let nodes = store.checkpoint_nodes(session_id).await?;
     let order = tree::order(nodes.iter().map(|n| (n.id.as_str(), n.parent_id.as_deref())));

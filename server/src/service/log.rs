@@ -7,7 +7,7 @@ use baton_proto::v1::{Conflict, Event, ListConflictsResponse, ListEventsResponse
 use crate::core::page::{self, Budget, REPLY_BUDGET};
 use crate::error::{Error, Result};
 use crate::store::Store;
-use crate::store::model::LogTable;
+use crate::store::model::{LogRow, LogTable};
 use crate::store::rows::{decode_conflict, decode_event};
 
 /// Events after a revision, for watchers (no kind filter, no head read): up to `limit`
@@ -20,7 +20,7 @@ pub async fn events_after<S: Store>(
     budget: usize,
 ) -> Result<(Vec<Event>, bool)> {
     let (rows, more) = page(store, LogTable::Events, &project, after, limit, budget, &[]).await?;
-    let events: Vec<Event> = rows.iter().map(|(_, body)| decode_event(body)).collect::<Result<_>>()?;
+    let events: Vec<Event> = rows.iter().map(|r| decode_event(&r.body)).collect::<Result<_>>()?;
     // Revisions are gapless, so a first event past after + 1 means compaction removed some
     // (the latest compaction's own event is always there to show it).
     if events.first().is_some_and(|e| e.revision > after + 1) {
@@ -38,11 +38,11 @@ pub async fn list_events<S: Store>(
     limit: i64,
     kinds: Vec<i32>,
 ) -> Result<ListEventsResponse> {
-    let as_of_revision = store.head_revision(project.clone()).await?;
+    let as_of_revision = crate::store::head_revision(store, project.clone()).await?;
     check_not_compacted(store, &project, after).await?;
     let (rows, more) = page(store, LogTable::Events, &project, after, limit, REPLY_BUDGET, &kinds).await?;
     let next_page_token = next_token(&rows, more);
-    let events = rows.iter().map(|(_, body)| decode_event(body)).collect::<Result<_>>()?;
+    let events = rows.iter().map(|r| decode_event(&r.body)).collect::<Result<_>>()?;
     Ok(ListEventsResponse { events, as_of_revision, next_page_token })
 }
 
@@ -54,15 +54,14 @@ pub async fn list_conflicts<S: Store>(
     after: i64,
     limit: i64,
 ) -> Result<ListConflictsResponse> {
-    let as_of_revision = store.head_revision(project.clone()).await?;
+    let as_of_revision = crate::store::head_revision(store, project.clone()).await?;
     let (rows, more) = page(store, LogTable::Conflicts, &project, after, limit, REPLY_BUDGET, &[]).await?;
     let next_page_token = next_token(&rows, more);
-    let conflicts: Vec<Conflict> =
-        rows.iter().map(|(_, body)| decode_conflict(body)).collect::<Result<_>>()?;
+    let conflicts: Vec<Conflict> = rows.iter().map(|r| decode_conflict(&r.body)).collect::<Result<_>>()?;
     Ok(ListConflictsResponse { conflicts, as_of_revision, next_page_token })
 }
 
-/// One page of a log after `after`, as (revision, body), and whether rows follow it.
+/// One page of a log after `after`, and whether rows follow it.
 async fn page<S: Store>(
     store: &S,
     table: LogTable,
@@ -71,31 +70,31 @@ async fn page<S: Store>(
     limit: i64,
     budget: usize,
     kinds: &[i32],
-) -> Result<(Vec<(i64, Vec<u8>)>, bool)> {
+) -> Result<(Vec<LogRow>, bool)> {
     let sizes =
         store.log_sizes(table, project.to_owned(), after, limit.saturating_add(1), kinds.to_vec()).await?;
     let mut page = Budget::with_bytes(limit, budget);
     let taken =
-        sizes.iter().take_while(|(_, size)| page.take(usize::try_from(*size).unwrap_or(usize::MAX))).count();
-    let Some(&(last, _)) = taken.checked_sub(1).and_then(|i| sizes.get(i)) else {
+        sizes.iter().take_while(|s| page.take(usize::try_from(s.bytes).unwrap_or(usize::MAX))).count();
+    let Some(last) = taken.checked_sub(1).and_then(|i| sizes.get(i)).map(|s| s.revision) else {
         return Ok((Vec::new(), false));
     };
-    let more = sizes[taken..].iter().any(|(revision, _)| *revision > last);
+    let more = sizes[taken..].iter().any(|s| s.revision > last);
     let rows = store.log_rows(table, project.to_owned(), after, last, kinds.to_vec()).await?;
     Ok((rows, more))
 }
 
 /// The token of the page after these rows, when there is one: the last revision.
-fn next_token(rows: &[(i64, Vec<u8>)], more: bool) -> String {
+fn next_token(rows: &[LogRow], more: bool) -> String {
     match rows.last() {
-        Some((revision, _)) if more => page::token(revision),
+        Some(row) if more => page::token(&row.revision),
         _ => String::new(),
     }
 }
 
 /// OUT_OF_RANGE when events after `after` were compacted away.
 async fn check_not_compacted<S: Store>(store: &S, project: &str, after: i64) -> Result<()> {
-    match store.events_from(project.to_owned()).await? {
+    match crate::store::project(store, project.to_owned()).await?.map(|p| p.events_from) {
         Some(from) if from > 0 && after + 1 < from => Err(Error::OutOfRange(format!(
             "events of project {project:?} before revision {from} were compacted; the oldest kept is {from}: re-read \
              the state (replies carry as_of_revision) and list or watch from there"

@@ -511,8 +511,9 @@ pub async fn list<S: Store>(
     after: Option<MemoryPosition>,
 ) -> Result<ListMemoryResponse> {
     // The head first: what is read after it is at least that new.
-    let as_of_revision = store.head_revision(req.project.clone()).await?;
-    let caps_json = store.memory_caps(req.project.clone()).await?;
+    let project = crate::store::project(store, req.project.clone()).await?;
+    let as_of_revision = project.as_ref().map_or(0, |p| p.head_revision);
+    let caps_json = project.map(|p| p.memory_caps);
     let caps =
         rules::effective_caps(&caps_json.map(|j| parse_caps(&j)).unwrap_or_default()).into_iter().collect();
     let mut record_revisions = HashMap::new();

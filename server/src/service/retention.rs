@@ -25,7 +25,7 @@ where
     R: Send + 'static,
     F: for<'c> FnOnce(&'c mut Write<S::Tx>, &'c WriteCtx) -> BoxFuture<'c, Result<R>> + Send + 'static,
 {
-    if store.head_revision(project.to_owned()).await? == 0 {
+    if crate::store::head_revision(store, project.to_owned()).await? == 0 {
         return Err(Error::NotFound(format!("project: no project {project:?}")));
     }
     let lock =

@@ -14,7 +14,7 @@ use crate::core::lww::{self, Decision, RecordVersion};
 use crate::core::status;
 use crate::core::time::ts;
 use crate::error::{Error, Result};
-use crate::store::model::{Change, FirstRead, Lock, Session};
+use crate::store::model::{self, Change, FirstRead, Lock, Session};
 use crate::store::rows::encode_actor;
 use crate::store::{Entity, Expiry, SessionQuery, Store, Within, WriteCtx, WriteTx, is_within};
 
@@ -267,7 +267,8 @@ pub async fn heartbeat<S: Store>(
     let tool_count = tool_count.unwrap_or(0);
     if to == SessionStatus::Active {
         // The common case needs no lock and no revision: liveness is not a write.
-        if let Some((_, seen)) = store.touch_session(id.clone(), tool_count, Some(to), within.clone()).await?
+        if let Some(model::Liveness { last_seen_us: seen, .. }) =
+            store.touch_session(id.clone(), tool_count, Some(to), within.clone()).await?
         {
             return Ok(HeartbeatResponse { status: to as i32, last_seen_at: Some(ts(seen)), revision: 0 });
         }
@@ -301,7 +302,7 @@ pub async fn heartbeat<S: Store>(
     if let Some(reply) = ran.await?.done()? {
         return Ok(reply);
     }
-    let (status, seen) =
+    let model::Liveness { status, last_seen_us: seen } =
         store.touch_session(id.clone(), tool_count, None, within).await?.ok_or_else(|| not_found(&id))?;
     Ok(HeartbeatResponse { status, last_seen_at: Some(ts(seen)), revision: 0 })
 }
@@ -351,7 +352,9 @@ pub async fn end<S: Store>(
 #[tracing::instrument(level = "debug", skip_all)]
 pub async fn expire<S: Store>(store: &S, expiry: Expiry) -> Result<usize> {
     let mut changed = 0;
-    for (id, project, old_status, seen) in store.expired_sessions(expiry).await? {
+    for model::ExpiredSession { id, project, status: old_status, last_seen_us: seen } in
+        store.expired_sessions(expiry).await?
+    {
         let ctx = WriteCtx::default();
         let lock = lock(&project, &ctx, &id);
         let ran = write::run(store, lock, ctx, move |w, ctx| {
@@ -422,7 +425,7 @@ pub async fn get<S: Store>(store: &S, id: uuid::Uuid, within: Within) -> Result<
     let project = store.project_of(Entity::Session, id.clone()).await?.filter(|p| is_within(p, &within));
     let project = project.ok_or_else(missing)?;
     // The head first: what is read after it is at least that new.
-    let as_of_revision = store.head_revision(project).await?;
+    let as_of_revision = crate::store::head_revision(store, project).await?;
     let row = store.session(id.clone()).await?.ok_or_else(missing)?;
     Ok(GetSessionResponse { session: Some(row.to_proto()), as_of_revision })
 }
@@ -430,7 +433,7 @@ pub async fn get<S: Store>(store: &S, id: uuid::Uuid, within: Within) -> Result<
 /// ListSessions: a page of a project's sessions, newest first, within the reply's budget.
 #[tracing::instrument(level = "debug", skip_all, fields(project = %query.project))]
 pub async fn list<S: Store>(store: &S, query: SessionQuery) -> Result<ListSessionsResponse> {
-    let as_of_revision = store.head_revision(query.project.clone()).await?;
+    let as_of_revision = crate::store::head_revision(store, query.project.clone()).await?;
     let mut page = crate::core::page::Budget::new(query.limit);
     let mut sessions = Vec::new();
     let mut more = false;

@@ -2,6 +2,7 @@
 //! names who did what), stored by the hash of their secret only.
 
 use crate::error::{Error, Result};
+use crate::store::model::{TokenKey, TokenWrite};
 use crate::store::{Store, TokenRow};
 
 /// Creates a token; ALREADY_EXISTS if one of that name was ever created.
@@ -12,7 +13,7 @@ pub async fn create<S: Store>(
     project: Option<String>,
     secret_hash: String,
 ) -> Result<TokenRow> {
-    if store.token_named(name.clone()).await?.is_some() {
+    if !store.tokens(TokenKey::Name(name.clone())).await?.is_empty() {
         return Err(Error::AlreadyExists(format!(
             "a token named {name:?} already exists (names stay taken after revocation, for the audit trail); pick \
              another name"
@@ -27,6 +28,6 @@ pub async fn create<S: Store>(
         last_used_us: None,
         revoked_us: None,
     };
-    store.insert_token(token.clone(), secret_hash).await?;
+    store.write_token(TokenWrite::Create { token: token.clone(), secret_hash }).await?;
     Ok(token)
 }

@@ -33,6 +33,7 @@ pub use commits::Commits;
 pub(crate) mod apply;
 pub mod brief;
 mod commits;
+mod engine;
 mod export;
 pub mod maintenance;
 pub mod model;
@@ -54,6 +55,7 @@ pub struct BriefFor {
 pub mod postgres;
 pub(crate) mod rows;
 mod schema;
+mod sql;
 pub mod sqlite;
 pub mod transfer;
 /// Public for the storage conformance suite, which runs its cases on both backends.
@@ -197,7 +199,9 @@ pub trait WriteTx: Send {
     fn entry(&mut self, id: &str) -> impl Future<Output = Result<Option<model::Entry>>> + Send;
 }
 
-/// The storage contract. `impl Future + Send` so that tonic services can await it.
+/// The storage contract, over Baton's model types; `impl Future + Send` so that tonic
+/// services can await it. Implemented once for both backends (`engine.rs`, which runs
+/// `sql.rs`'s statements) over what each backend does its own way (`engine::Engine`).
 pub trait Store: Clone + Send + Sync + 'static {
     type Tx: WriteTx + maintenance::MaintenanceTx;
     /// Runs `body` as one write of `lock`'s project (see `writer`): takes the lock (creating
@@ -212,19 +216,19 @@ pub trait Store: Clone + Send + Sync + 'static {
     ) -> impl Future<Output = Result<R>> + Send;
     /// Liveness without a write: moves a session's `last_seen_at` to now and its
     /// `tool_count` forward, if it is in `status` (any status if `None`) and `within`.
-    /// Returns its status and last-seen time, or `None` if no session matched.
+    /// `None` if no session matched.
     fn touch_session(
         &self,
         id: String,
         tool_count: i64,
         status: Option<SessionStatus>,
         within: Within,
-    ) -> impl Future<Output = Result<Option<(i32, i64)>>> + Send;
-    /// Sessions whose liveness ran out (id, project, status, last seen), at most 500.
+    ) -> impl Future<Output = Result<Option<model::Liveness>>> + Send;
+    /// Sessions whose liveness ran out, at most 500.
     fn expired_sessions(
         &self,
         expiry: Expiry,
-    ) -> impl Future<Output = Result<Vec<(String, String, i32, i64)>>> + Send;
+    ) -> impl Future<Output = Result<Vec<model::ExpiredSession>>> + Send;
     /// A session of any project, by id.
     fn session(&self, id: String) -> impl Future<Output = Result<Option<model::Session>>> + Send;
     /// The sessions a query selects, the newest id first, at most `limit + 1`.
@@ -244,8 +248,6 @@ pub trait Store: Clone + Send + Sync + 'static {
         project: String,
         ids: Vec<String>,
     ) -> impl Future<Output = Result<Vec<model::Checkpoint>>> + Send;
-    /// A project's memory caps (a JSON object), if the project exists.
-    fn memory_caps(&self, project: String) -> impl Future<Output = Result<Option<String>>> + Send;
     /// A memory record's LWW revision, if it was ever written.
     fn record_revision(
         &self,
@@ -254,9 +256,6 @@ pub trait Store: Clone + Send + Sync + 'static {
     ) -> impl Future<Output = Result<Option<i64>>> + Send;
     /// The memory entries a query selects, in its order, at most `limit + 1`.
     fn memory(&self, query: model::MemoryQuery) -> impl Future<Output = Result<Vec<model::EntryRow>>> + Send;
-    /// What a brief reads (`store::brief`'s statements), each read once the one before it
-    /// began, the head first.
-    fn brief_rows(&self, keys: brief::BriefKeys) -> impl Future<Output = Result<brief::BriefRows>> + Send;
     /// A project's newest live memory entries, project-wide and of a branch, newest first.
     fn newest_memory(
         &self,
@@ -264,13 +263,14 @@ pub trait Store: Clone + Send + Sync + 'static {
         branch: String,
         limit: i64,
     ) -> impl Future<Output = Result<Vec<model::EntryRow>>> + Send;
+    /// What a brief reads (`store::brief`'s statements), each read once the one before it
+    /// began, the head first.
+    fn brief_rows(&self, keys: brief::BriefKeys) -> impl Future<Output = Result<brief::BriefRows>> + Send;
     /// A search's candidates, whether the project's older records are still being indexed,
     /// and the pages' bounds.
     fn search(&self, query: model::SearchQuery) -> impl Future<Output = Result<model::SearchPage>> + Send;
     /// Search documents by id (in any order), for a page of hits.
     fn search_rows(&self, ids: Vec<i64>) -> impl Future<Output = Result<Vec<model::SearchRow>>> + Send;
-    /// The projects whose records from before search are still to be indexed.
-    fn search_backfill(&self) -> impl Future<Output = Result<Vec<String>>> + Send;
     /// The revisions and body sizes of a log's rows after a revision, in order, at most
     /// `limit`; events of these kinds only (all when empty).
     fn log_sizes(
@@ -280,9 +280,9 @@ pub trait Store: Clone + Send + Sync + 'static {
         after: i64,
         limit: i64,
         kinds: Vec<i32>,
-    ) -> impl Future<Output = Result<Vec<(i64, i64)>>> + Send;
-    /// A log's rows (revision, encoded body) after a revision up to another, in order;
-    /// events of these kinds only (all when empty).
+    ) -> impl Future<Output = Result<Vec<model::LogSize>>> + Send;
+    /// A log's rows after a revision up to another, in order; events of these kinds only
+    /// (all when empty).
     fn log_rows(
         &self,
         table: model::LogTable,
@@ -290,46 +290,37 @@ pub trait Store: Clone + Send + Sync + 'static {
         after: i64,
         through: i64,
         kinds: Vec<i32>,
-    ) -> impl Future<Output = Result<Vec<(i64, Vec<u8>)>>> + Send;
-    /// The oldest revision a project's event log keeps (0: none compacted), if the project
-    /// exists.
-    fn events_from(&self, project: String) -> impl Future<Output = Result<Option<i64>>> + Send;
-    /// Which of these chunk digests the project has no chunk for, in their order (the
-    /// statement a write's `WriteTx::missing_chunks` runs, outside a write).
-    fn missing_chunks(
+    ) -> impl Future<Output = Result<Vec<model::LogRow>>> + Send;
+    /// The chunks of these digests the project has, in no order, with their stored bytes
+    /// only if `data`.
+    fn chunks(
         &self,
         project: String,
         digests: Vec<String>,
-    ) -> impl Future<Output = Result<Vec<String>>> + Send;
-    /// Stores verified, compressed chunks `(digest, stored bytes, size)`; returns how many were new.
+        data: bool,
+    ) -> impl Future<Output = Result<Vec<model::Chunk>>> + Send;
+    /// Stores verified, compressed chunks (present ones skipped); returns how many were new.
     fn put_chunks(
         &self,
         project: String,
-        chunks: Vec<(String, Vec<u8>, i64)>,
-    ) -> impl Future<Output = Result<i32>> + Send;
-    /// Stored (compressed) chunk bytes and their declared size by digest (absent ones left out).
-    fn get_chunks(
+        chunks: Vec<model::Chunk>,
+    ) -> impl Future<Output = Result<u64>> + Send;
+    /// The tokens a key selects.
+    fn tokens(&self, key: model::TokenKey) -> impl Future<Output = Result<Vec<TokenRow>>> + Send;
+    /// Changes the token table; whether a row changed.
+    fn write_token(&self, write: model::TokenWrite) -> impl Future<Output = Result<bool>> + Send;
+    /// These projects (all, by key, when `None`), those that exist, by key.
+    fn projects(
+        &self,
+        keys: Option<Vec<String>>,
+    ) -> impl Future<Output = Result<Vec<model::ProjectRow>>> + Send;
+    /// The project of a session, checkpoint or memory entry of any project.
+    fn project_of(&self, kind: Entity, id: String) -> impl Future<Output = Result<Option<String>>> + Send;
+    /// Counts for one project (`None` when it does not exist).
+    fn project_stats(
         &self,
         project: String,
-        digests: Vec<String>,
-    ) -> impl Future<Output = Result<Vec<(String, Vec<u8>, i64)>>> + Send;
-    /// Adds a token (`service::tokens::create` checks its name is free).
-    fn insert_token(&self, token: TokenRow, secret_hash: String) -> impl Future<Output = Result<()>> + Send;
-    /// The token of that name, revoked or not.
-    fn token_named(&self, name: String) -> impl Future<Output = Result<Option<TokenRow>>> + Send;
-    fn list_tokens(&self) -> impl Future<Output = Result<Vec<TokenRow>>> + Send;
-    /// Whether a live token of that name was revoked.
-    fn revoke_token(&self, name: String) -> impl Future<Output = Result<bool>> + Send;
-    fn token_by_hash(&self, secret_hash: String) -> impl Future<Output = Result<Option<TokenRow>>> + Send;
-    /// Whether any token was ever created (then every request needs one).
-    fn any_tokens(&self) -> impl Future<Output = Result<bool>> + Send;
-    fn touch_token(&self, id: String, now_us: i64) -> impl Future<Output = Result<()>> + Send;
-    /// The project of a session or checkpoint.
-    fn project_of(&self, kind: Entity, id: String) -> impl Future<Output = Result<Option<String>>> + Send;
-    /// Which of these project keys exist.
-    fn existing_projects(&self, keys: Vec<String>) -> impl Future<Output = Result<Vec<String>>> + Send;
-    /// The project's current revision (0 for an unknown project).
-    fn head_revision(&self, project: String) -> impl Future<Output = Result<i64>> + Send;
+    ) -> impl Future<Output = Result<Option<model::ProjectCounts>>> + Send;
     /// Projects that have checkpoints older than the cut-off.
     fn projects_with_old_checkpoints(
         &self,
@@ -337,7 +328,6 @@ pub trait Store: Clone + Send + Sync + 'static {
     ) -> impl Future<Output = Result<Vec<String>>> + Send;
     /// Forgets idempotency replies older than `before_us`; returns how many.
     fn prune_requests(&self, before_us: i64) -> impl Future<Output = Result<u64>> + Send;
-    fn list_projects(&self) -> impl Future<Output = Result<Vec<(String, String)>>> + Send;
     /// The stored sizes (state and payload) of a project's checkpoints after a revision,
     /// in revision order, at most `limit`.
     fn checkpoint_sizes(
@@ -364,21 +354,14 @@ pub trait Store: Clone + Send + Sync + 'static {
         memory_caps: Option<String>,
         chunks: Vec<transfer::ChunkLine>,
     ) -> impl Future<Output = Result<transfer::ImportCounts>> + Send;
-    /// Counts for one project (`None` when it does not exist).
-    fn project_stats(
-        &self,
-        project: String,
-    ) -> impl Future<Output = Result<Option<model::ProjectCounts>>> + Send;
-    /// Sessions per status (all projects), for the metrics.
-    fn session_counts(&self) -> impl Future<Output = Result<Vec<(i32, i64)>>> + Send;
     /// Up to 100 ids, after `after` in id order, of checkpoints without a state digest
     /// (written before it existed; `jobs::backfill`).
     fn unstamped_checkpoints(&self, after: String) -> impl Future<Output = Result<Vec<String>>> + Send;
     /// Gives a checkpoint without one its state digest.
     fn stamp_state_digest(&self, id: String, digest: String) -> impl Future<Output = Result<()>> + Send;
-    /// Database pool connections: (open, idle).
-    fn pool_stats(&self) -> (u32, usize);
-    /// Closes the pool (shutdown).
+    /// Sessions per status and the database connections, for the metrics.
+    fn metrics(&self) -> impl Future<Output = model::StoreMetrics> + Send;
+    /// Closes the database's connections (shutdown).
     fn close(&self) -> impl Future<Output = ()> + Send;
 }
 
@@ -392,6 +375,35 @@ pub struct TokenRow {
     pub created_us: i64,
     pub last_used_us: Option<i64>,
     pub revoked_us: Option<i64>,
+}
+
+/// A project's row, if it exists.
+pub async fn project<S: Store>(store: &S, key: String) -> Result<Option<model::ProjectRow>> {
+    Ok(store.projects(Some(vec![key])).await?.pop())
+}
+
+/// A project's current revision (0 for an unknown project).
+pub async fn head_revision<S: Store>(store: &S, key: String) -> Result<i64> {
+    Ok(project(store, key).await?.map_or(0, |p| p.head_revision))
+}
+
+/// Which of these chunk digests the project has no chunk for, in their order.
+pub async fn missing_chunks<S: Store>(
+    store: &S,
+    project: String,
+    digests: Vec<String>,
+) -> Result<Vec<String>> {
+    if digests.is_empty() {
+        return Ok(Vec::new());
+    }
+    let present = store.chunks(project, digests.clone(), false).await?;
+    let present: std::collections::HashSet<String> = present.into_iter().map(|c| c.digest).collect();
+    Ok(digests.into_iter().filter(|d| !present.contains(d)).collect())
+}
+
+/// Whether any token was ever created (then every request needs one).
+pub async fn any_tokens<S: Store>(store: &S) -> Result<bool> {
+    Ok(!store.tokens(model::TokenKey::All).await?.is_empty())
 }
 
 /// Records addressed by id, whose project a scoped token must be checked against.

@@ -106,7 +106,7 @@ pub struct ProjectCounts {
     /// The oldest revision the event log keeps.
     pub events_from: i64,
     /// Sessions per status.
-    pub statuses: Vec<(i32, i64)>,
+    pub statuses: Vec<StatusCount>,
     pub checkpoints: i64,
     pub checkpoint_bytes: i64,
     pub chunks: i64,
@@ -384,4 +384,98 @@ pub struct SearchRow {
     pub created_us: i64,
     pub revision: i64,
     pub body: String,
+}
+
+/// A session's liveness after a heartbeat (`Store::touch_session`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
+pub struct Liveness {
+    pub status: i32,
+    pub last_seen_us: i64,
+}
+
+/// A session whose liveness ran out, as the reaper finds it.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct ExpiredSession {
+    pub id: String,
+    pub project: String,
+    pub status: i32,
+    pub last_seen_us: i64,
+}
+
+/// A log row's revision and the stored size of its body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
+pub struct LogSize {
+    pub revision: i64,
+    pub bytes: i64,
+}
+
+/// A log row: its revision and encoded body.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct LogRow {
+    pub revision: i64,
+    pub body: Vec<u8>,
+}
+
+/// A transcript chunk as stored: compressed bytes (empty when not asked for) and the
+/// declared size of what they hold.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Chunk {
+    pub digest: String,
+    #[sqlx(default)]
+    pub data: Vec<u8>,
+    pub size_bytes: i64,
+}
+
+/// A project as the read paths see it.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct ProjectRow {
+    pub key: String,
+    /// The project's current revision.
+    pub head_revision: i64,
+    /// The oldest revision its event log keeps (0: none compacted).
+    pub events_from: i64,
+    /// Its memory caps (a JSON object).
+    pub memory_caps: String,
+    /// Whether its records from before search are still to be indexed.
+    pub indexing: bool,
+}
+
+/// Which tokens to read.
+#[derive(Debug, Clone)]
+pub enum TokenKey {
+    /// Every token, revoked ones too, oldest first.
+    All,
+    /// The token of that name, revoked or not.
+    Name(String),
+    /// The token whose secret has that hash.
+    SecretHash(String),
+}
+
+/// A change to the token table.
+#[derive(Debug, Clone)]
+pub enum TokenWrite {
+    /// Adds a token (`service::tokens::create` checks its name is free).
+    Create { token: crate::store::TokenRow, secret_hash: String },
+    /// Revokes the live token of that name (false: there was none).
+    Revoke { name: String, now_us: i64 },
+    /// Records a token's use.
+    Used { id: String, now_us: i64 },
+}
+
+/// What the metrics read of the store.
+#[derive(Debug)]
+pub struct StoreMetrics {
+    /// Sessions per status, all projects (the connections are known even when the
+    /// database cannot be read).
+    pub sessions: crate::error::Result<Vec<StatusCount>>,
+    /// Database connections open, and idle among them.
+    pub connections: u32,
+    pub idle_connections: usize,
+}
+
+/// How many sessions are in a status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, sqlx::FromRow)]
+pub struct StatusCount {
+    pub status: i32,
+    pub count: i64,
 }

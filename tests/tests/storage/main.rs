@@ -73,6 +73,8 @@ on_both!(
     a_replaced_note_and_an_eviction_leave_the_rows_and_documents_they_should,
     a_record_written_again_under_the_same_ids_keeps_its_new_rows,
     a_search_stops_at_its_time_limit,
+    reads_by_list_select_only_what_they_name,
+    tokens_are_created_found_used_and_revoked,
 );
 
 fn ctx(request_id: Option<&str>) -> WriteCtx {
@@ -114,9 +116,9 @@ async fn put<S: Store>(
 
 /// The revisions of a project's events, in order.
 async fn revisions<S: Store>(store: &S, project: &str) -> Vec<i64> {
-    let head = store.head_revision(project.into()).await.unwrap();
+    let head = baton_server::store::head_revision(store, project.into()).await.unwrap();
     let rows = store.log_rows(LogTable::Events, project.into(), 0, head, vec![]).await.unwrap();
-    rows.into_iter().map(|(revision, _)| revision).collect()
+    rows.into_iter().map(|r| r.revision).collect()
 }
 
 async fn revisions_are_gapless_under_concurrent_writers<S: Store>(store: &S) {
@@ -130,7 +132,7 @@ async fn revisions_are_gapless_under_concurrent_writers<S: Store>(store: &S) {
     for p in 0..4 {
         let project = format!("p{p}");
         assert_eq!(revisions(store, &project).await, (1..=20).collect::<Vec<_>>(), "{project}");
-        assert_eq!(store.head_revision(project).await.unwrap(), 20);
+        assert_eq!(baton_server::store::head_revision(store, project).await.unwrap(), 20);
     }
 }
 
@@ -140,7 +142,11 @@ async fn a_repeated_request_id_gets_the_stored_reply<S: Store>(store: &S) {
     let (a, b) = (first.result.unwrap(), again.result.unwrap());
     assert!(!a.replayed && b.replayed);
     assert_eq!(a.revision, b.revision);
-    assert_eq!(store.head_revision("p".into()).await.unwrap(), 1, "a replay writes nothing");
+    assert_eq!(
+        baton_server::store::head_revision(store, "p".into()).await.unwrap(),
+        1,
+        "a replay writes nothing"
+    );
     // The same id for another request is refused, and writes nothing either.
     let misuse = WriteCtx { request_hash: b"other".to_vec(), ..ctx(Some("r1")) };
     let err = service::memory::put(store, misuse, note("p", "k", "w")).await.unwrap_err();
@@ -217,6 +223,90 @@ fn checkpoint(session: &str, parent: Option<&str>, summary: &str) -> NewCheckpoi
     }
 }
 
+/// The reads that bind a list (a JSON array on SQLite, an array on Postgres): each gives
+/// what it names, in its project only.
+async fn reads_by_list_select_only_what_they_name<S: Store>(store: &S) {
+    use baton_server::store::model::Chunk;
+    let session = start(store, "p").await;
+    start(store, "q").await;
+    let rows = store.projects(Some(vec!["p".into(), "nope".into()])).await.unwrap();
+    assert_eq!(rows.iter().map(|r| r.key.as_str()).collect::<Vec<_>>(), ["p"]);
+    assert_eq!(rows[0].head_revision, 1);
+    let all = store.projects(None).await.unwrap();
+    assert_eq!(all.iter().map(|r| r.key.as_str()).collect::<Vec<_>>(), ["p", "q"], "all, by key");
+    assert!(store.projects(Some(vec![])).await.unwrap().is_empty(), "an empty list names none");
+
+    let chunk = |digest: &str| Chunk { digest: digest.into(), data: b"packed".to_vec(), size_bytes: 9 };
+    assert_eq!(store.put_chunks("p".into(), vec![chunk("a"), chunk("b")]).await.unwrap(), 2);
+    assert_eq!(store.put_chunks("p".into(), vec![chunk("a")]).await.unwrap(), 0, "present: skipped");
+    let sizes = store.chunks("p".into(), vec!["a".into(), "x".into()], false).await.unwrap();
+    assert_eq!(sizes, [Chunk { digest: "a".into(), data: vec![], size_bytes: 9 }], "no data unless asked");
+    let mut both = store.chunks("p".into(), vec!["b".into(), "a".into()], true).await.unwrap();
+    both.sort_by(|x, y| x.digest.cmp(&y.digest));
+    assert_eq!(both, [chunk("a"), chunk("b")]);
+    assert!(store.chunks("q".into(), vec!["a".into()], true).await.unwrap().is_empty(), "another project's");
+    let asked = ["y", "a", "x"].map(String::from).to_vec();
+    let missing = baton_server::store::missing_chunks(store, "p".into(), asked).await.unwrap();
+    assert_eq!(missing, ["y", "x"], "in the order asked");
+
+    let query = |statuses: Vec<SessionStatus>| baton_server::store::SessionQuery {
+        project: "p".into(),
+        statuses,
+        limit: 10,
+        ..Default::default()
+    };
+    let found = store.sessions(query(vec![SessionStatus::Completed, SessionStatus::Active])).await.unwrap();
+    assert_eq!(found.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(), [session.as_str()]);
+    assert!(store.sessions(query(vec![SessionStatus::Completed])).await.unwrap().is_empty());
+
+    let made =
+        service::checkpoint::create(store, ctx(None), checkpoint(&session, None, "a"), None).await.unwrap();
+    let id = made.checkpoint.unwrap().id;
+    let read = store.checkpoints("p".into(), vec![id.clone(), "nope".into()]).await.unwrap();
+    assert_eq!(read.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), [id.as_str()]);
+    assert!(read[0].payload.is_empty(), "without its payload");
+    assert!(store.checkpoints("q".into(), vec![id]).await.unwrap().is_empty(), "never across projects");
+
+    let events = store.log_rows(LogTable::Events, "p".into(), 0, 100, vec![]).await.unwrap();
+    let kind = |body: &[u8]| <baton_proto::v1::Event as prost::Message>::decode(body).unwrap().kind;
+    let first = kind(&events[0].body);
+    let of_kind: Vec<i64> = events.iter().filter(|e| kind(&e.body) == first).map(|e| e.revision).collect();
+    assert!(of_kind.len() < events.len(), "the case needs events of more than one kind");
+    let rows = store.log_rows(LogTable::Events, "p".into(), 0, 100, vec![first]).await.unwrap();
+    assert_eq!(rows.iter().map(|r| r.revision).collect::<Vec<_>>(), of_kind);
+    let sizes = store.log_sizes(LogTable::Events, "p".into(), 0, 100, vec![first]).await.unwrap();
+    assert_eq!(sizes.iter().map(|s| s.revision).collect::<Vec<_>>(), of_kind);
+    assert!(sizes.iter().all(|s| s.bytes > 0));
+}
+
+async fn tokens_are_created_found_used_and_revoked<S: Store>(store: &S) {
+    use baton_server::store::TokenRow;
+    use baton_server::store::model::{TokenKey, TokenWrite};
+    assert!(!baton_server::store::any_tokens(store).await.unwrap());
+    let token = TokenRow {
+        id: "t1".into(),
+        name: "ci".into(),
+        role: "writer".into(),
+        project: Some("p".into()),
+        created_us: 1,
+        last_used_us: None,
+        revoked_us: None,
+    };
+    let create = TokenWrite::Create { token, secret_hash: "hash".into() };
+    assert!(store.write_token(create).await.unwrap());
+    assert!(baton_server::store::any_tokens(store).await.unwrap());
+    let by_hash = store.tokens(TokenKey::SecretHash("hash".into())).await.unwrap();
+    assert_eq!(by_hash.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["ci"]);
+    assert!(store.tokens(TokenKey::SecretHash("other".into())).await.unwrap().is_empty());
+    assert!(store.write_token(TokenWrite::Used { id: "t1".into(), now_us: 7 }).await.unwrap());
+    let revoke = || TokenWrite::Revoke { name: "ci".into(), now_us: 9 };
+    assert!(store.write_token(revoke()).await.unwrap());
+    assert!(!store.write_token(revoke()).await.unwrap(), "revoked once");
+    let named = store.tokens(TokenKey::Name("ci".into())).await.unwrap();
+    assert_eq!((named[0].last_used_us, named[0].revoked_us), (Some(7), Some(9)));
+    assert_eq!(store.tokens(TokenKey::All).await.unwrap().len(), 1, "revoked tokens are listed");
+}
+
 async fn checkpoints_fork_and_list_in_tree_order<S: Store>(store: &S) {
     let session = start(store, "p").await;
     let id = |r: &baton_proto::v1::CreateCheckpointResponse| r.checkpoint.as_ref().unwrap().id.clone();
@@ -289,10 +379,13 @@ async fn maintenance_prunes_compacts_and_purges<S: Store>(store: &S) {
     assert_eq!(pruned.removed_checkpoints.len(), 1, "{pruned:?}");
     assert_eq!(search(store, "s0 OR s1 OR s2").await.hits[0].matched_checkpoints, 2, "pruned from the index");
     assert_eq!(store.checkpoint_nodes(session.clone()).await.unwrap().len(), 2);
-    let head = store.head_revision("p".into()).await.unwrap();
+    let head = baton_server::store::head_revision(store, "p".into()).await.unwrap();
     let compacted = service::retention::compact(store, "p".into(), head, actor.clone()).await.unwrap();
     assert_eq!(compacted.oldest_kept_revision, head);
-    assert_eq!(store.events_from("p".into()).await.unwrap(), Some(head));
+    assert_eq!(
+        baton_server::store::project(store, "p".into()).await.unwrap().map(|p| p.events_from),
+        Some(head)
+    );
     let purged =
         service::purge::purge(store, "p".into(), "sk-0123456789".into(), false, actor).await.unwrap();
     assert_eq!(purged.records, 1, "{purged:?}");

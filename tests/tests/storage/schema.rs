@@ -62,7 +62,7 @@ macro_rules! counts {
 
 /// What a written project shows after adoption: its head and log kept, a write going on.
 async fn writes_go_on<S: Store>(store: &S) {
-    assert_eq!(store.head_revision("old".into()).await.unwrap(), 3);
+    assert_eq!(baton_server::store::head_revision(store, "old".into()).await.unwrap(), 3);
     put(store, ctx(None), note("old", "k2", "new")).await;
     assert_eq!(revisions(store, "old").await, [1, 2, 3, 4]);
 }

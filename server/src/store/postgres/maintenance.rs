@@ -4,11 +4,11 @@
 
 use sqlx::{PgConnection, Postgres};
 
-use super::admin::{CHECKPOINT_PROJECT, ENTRY_PROJECT, SESSION_PROJECT};
 use super::write::PgTx;
 use crate::error::Result;
 use crate::store::maintenance::{EntryText, MaintenanceTx, Table};
 use crate::store::model::{Maintenance, Session};
+use crate::store::sql::{CHECKPOINT_PROJECT, ENTRY_PROJECT, SESSION_PROJECT};
 
 /// Binds: project, after id, limit.
 const SESSIONS_AFTER: &str = concat!(

@@ -43,13 +43,10 @@ fn pool_options(max: u32) -> PgPoolOptions {
 /// The NOTIFY channel.
 pub const CHANNEL: &str = "baton_events";
 
-mod admin;
 mod apply;
-mod liveness;
+mod engine;
 mod maintenance;
-mod reads;
 mod sql;
-mod store;
 mod write;
 
 pub use write::PgTx;

@@ -2,7 +2,7 @@
 //! is its lock with its first read and its changes, both through the write function
 //! (`apply.rs`), and the reads it makes besides, which are here.
 
-use crate::store::rows::{checkpoint_columns, checkpoint_light_columns, entry_columns, session_columns};
+use crate::store::rows::{checkpoint_columns, entry_columns, session_columns};
 
 /// A memory record's state as `RecordStateRow`'s columns, from `records r` and `memory m`.
 macro_rules! record_state_columns {
@@ -37,25 +37,9 @@ pub const ENTRY: &str = concat!(entry_columns!(), " WHERE m.id = $1 AND m.projec
 pub const PROJECT_SESSIONS: &str =
     concat!("SELECT ", session_columns!(), " FROM sessions WHERE project = $1");
 
-/// The sessions of a project a list selects: the project's value is bound after it, then
-/// the list's filters (`QueryBuilder`).
-pub const LIST_SESSIONS: &str = concat!("SELECT ", session_columns!(), " FROM sessions WHERE project = ");
-
 /// One session of a project. $1 id, $2 project.
 pub const SESSION: &str =
     concat!("SELECT ", session_columns!(), " FROM sessions WHERE id = $1 AND project = $2");
-
-/// Liveness without a write (`Store::touch_session`). $1 id, $2 tool count, $3 status
-/// (NULL: any), $4 project (NULL: any).
-pub const TOUCH_SESSION: &str = "UPDATE sessions SET last_seen_us = baton_now_us(), \
-     tool_count = GREATEST(tool_count, $2) WHERE id = $1 AND status = COALESCE($3, status) \
-     AND project = COALESCE($4, project) RETURNING status, last_seen_us";
-
-/// Sessions whose liveness ran out: a lease that expired, or (without a lease) no
-/// activity for the idle time. $1–$3 the live statuses, $4 active, $5 the idle time (µs).
-pub const EXPIRED_SESSIONS: &str = "SELECT id, project, status, last_seen_us FROM sessions \
-     WHERE status IN ($1, $2, $3) AND ((lease_ttl_ms > 0 AND last_seen_us + lease_ttl_ms * 1000 < baton_now_us()) \
-     OR (lease_ttl_ms = 0 AND status = $4 AND last_seen_us + $5 < baton_now_us())) LIMIT 500";
 
 /// The session of one of the project's checkpoints. $1 project, $2 checkpoint id.
 pub const CHECKPOINT_SESSION: &str = concat!(
@@ -93,56 +77,15 @@ pub const SESSION_TAKEN: &str = "SELECT 1 FROM sessions WHERE id = $1";
 pub const MISSING_CHUNKS: &str = "SELECT u.digest FROM unnest($2::text[]) WITH ORDINALITY AS u (digest, n) \
      WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.project = $1 AND c.digest = u.digest) ORDER BY u.n";
 
-/// A session of any project. $1 id.
-pub const SESSION_BY_ID: &str = concat!("SELECT ", session_columns!(), " FROM sessions WHERE id = $1");
+/// `Engine::TOUCH_SESSION`.
+pub const TOUCH_SESSION: &str = "UPDATE sessions SET last_seen_us = baton_now_us(), \
+     tool_count = GREATEST(tool_count, $2) WHERE id = $1 AND status = COALESCE($3, status) \
+     AND project = COALESCE($4, project) RETURNING status, last_seen_us";
 
-/// A checkpoint of any project. $1 id.
-pub const CHECKPOINT_BY_ID: &str =
-    concat!("SELECT ", checkpoint_columns!(), " FROM checkpoints WHERE id = $1");
-pub const CHECKPOINT_LIGHT_BY_ID: &str =
-    concat!("SELECT ", checkpoint_light_columns!(), " FROM checkpoints WHERE id = $1");
-
-/// A session's checkpoints as tree nodes, with their states' stored sizes (Postgres reads
-/// no value to give its length), in creation order. $1 session id.
-pub const CHECKPOINT_NODES: &str = "SELECT id, parent_id, CAST(length(state) AS BIGINT) AS state_bytes \
-     FROM checkpoints WHERE session_id = $1 ORDER BY revision";
-
-/// Checkpoints without payloads. $1 their ids.
-pub const CHECKPOINTS_LIGHT: &str =
-    concat!("SELECT ", checkpoint_light_columns!(), " FROM checkpoints WHERE id = ANY($1) AND project = $2");
-
-/// $1 project.
-pub const MEMORY_CAPS: &str = "SELECT memory_caps FROM projects WHERE key = $1";
-pub const EVENTS_FROM: &str = "SELECT events_from FROM projects WHERE key = $1";
-
-/// $1 project, $2 record.
-pub const RECORD_REVISION: &str = "SELECT revision FROM records WHERE project = $1 AND record = $2";
-
-/// The memory entries of a project a list selects: the project's value is bound after it,
-/// then the list's filters (`QueryBuilder`).
-pub const LIST_MEMORY: &str = concat!(entry_columns!(), " WHERE m.project = ");
-
-/// A log's revisions and body sizes (Postgres reads no value to give its length). $1
-/// project, $2 after, $3 limit(, $4 kinds).
-pub const EVENT_SIZES: &str = "SELECT revision, CAST(length(body) AS BIGINT) FROM events \
-     WHERE project = $1 AND revision > $2 ORDER BY revision LIMIT $3";
-pub const EVENT_SIZES_OF_KINDS: &str = "SELECT revision, CAST(length(body) AS BIGINT) FROM events \
-     WHERE project = $1 AND revision > $2 AND kind = ANY($4) ORDER BY revision LIMIT $3";
-pub const CONFLICT_SIZES: &str = "SELECT revision, CAST(length(body) AS BIGINT) FROM conflicts \
-     WHERE project = $1 AND revision > $2 ORDER BY revision LIMIT $3";
-
-/// A log's rows. $1 project, $2 after, $3 through(, $4 kinds).
-pub const EVENT_ROWS: &str = "SELECT revision, body FROM events WHERE project = $1 AND revision > $2 AND revision <= $3 ORDER BY revision";
-pub const EVENT_ROWS_OF_KINDS: &str = "SELECT revision, body FROM events WHERE project = $1 AND revision > $2 \
-     AND revision <= $3 AND kind = ANY($4) ORDER BY revision";
-pub const CONFLICT_ROWS: &str = "SELECT revision, body FROM conflicts WHERE project = $1 AND revision > $2 AND revision <= $3 ORDER BY revision";
-
-/// A project's newest live memory entries, project-wide and of a branch. $1 project, $2
-/// branch, $3 limit.
-pub const NEWEST_MEMORY: &str = concat!(
-    entry_columns!(),
-    " WHERE m.project = $1 AND m.evicted = FALSE AND (m.branch = '' OR m.branch = $2) ORDER BY m.revision DESC, m.seq LIMIT $3"
-);
+/// `Engine::EXPIRED_SESSIONS`.
+pub const EXPIRED_SESSIONS: &str = "SELECT id, project, status, last_seen_us FROM sessions \
+     WHERE status IN ($1, $2, $3) AND ((lease_ttl_ms > 0 AND last_seen_us + lease_ttl_ms * 1000 < baton_now_us()) \
+     OR (lease_ttl_ms = 0 AND status = $4 AND last_seen_us + $5 < baton_now_us())) LIMIT 500";
 
 /// A search's candidates (`model::SearchQuery`, values numbered in its field order): the
 /// newest `search::RANKED` matches in the project that pass the filters, with their
@@ -170,6 +113,3 @@ pub const SEARCH_ROWS: &str = "SELECT id, kind::int8 AS kind, record_id, session
 /// indexed. $1 project.
 pub const SEARCH_HEAD: &str = "SELECT COALESCE((SELECT head_revision FROM projects WHERE key = $1), 0)::int8, \
      EXISTS (SELECT 1 FROM search_backfill WHERE project = $1)";
-
-/// The projects whose records from before search are still to be indexed.
-pub const SEARCH_BACKFILL: &str = "SELECT project FROM search_backfill ORDER BY project";

@@ -2,11 +2,11 @@
 //! `model::Maintenance`, sent with the write's other changes. Values are bound in the order
 //! their `?` appear.
 
-use super::admin::{CHECKPOINT_PROJECT, ENTRY_PROJECT, SESSION_PROJECT};
 use super::write::{SqliteTx, Statements};
 use crate::error::Result;
 use crate::store::maintenance::{EntryText, MaintenanceTx, Table};
 use crate::store::model::{Maintenance, Session};
+use crate::store::sql::{CHECKPOINT_PROJECT, ENTRY_PROJECT, SESSION_PROJECT};
 
 /// Binds: project, after id, limit.
 const SESSIONS_AFTER: &str = concat!(

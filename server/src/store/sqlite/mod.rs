@@ -16,13 +16,10 @@ use sqlx::{Sqlite as Db, SqlitePool as Pool};
 use crate::store::Commits;
 use crate::store::writer::Writer;
 
-mod admin;
+mod engine;
 mod files;
-mod liveness;
 mod maintenance;
-mod reads;
 mod sql;
-mod store;
 mod write;
 
 pub use write::SqliteTx;

@@ -1,7 +1,7 @@
 //! The SQL of SQLite writes. Values are bound in the order their `?` appear; several of
 //! these may be sent as one query (`;`-separated), the values of each in turn.
 
-use crate::store::rows::{checkpoint_columns, checkpoint_light_columns, entry_columns, session_columns};
+use crate::store::rows::{checkpoint_columns, entry_columns, session_columns};
 
 /// µs since the epoch by the database clock.
 macro_rules! now_us {
@@ -97,10 +97,6 @@ pub const SESSION: &str =
 /// Every session of a project. Binds: project.
 pub const PROJECT_SESSIONS: &str = concat!("SELECT ", session_columns!(), " FROM sessions WHERE project = ?");
 
-/// The sessions of a project a list selects: the project's value is bound after it, then
-/// the list's filters (`QueryBuilder`).
-pub const LIST_SESSIONS: &str = concat!("SELECT ", session_columns!(), " FROM sessions WHERE project = ");
-
 /// Binds: the columns in order, then the start revision.
 pub const INSERT_SESSION: &str = concat!(
     "INSERT INTO sessions (",
@@ -116,26 +112,6 @@ pub const PUT_SESSION: &str = "UPDATE sessions SET agent_session_id = ?, branch 
      last_seen_us = MAX(last_seen_us, ?), head_checkpoint_id = ?, git_head = ?, summary = ?, \
      tool_count = MAX(tool_count, ?), resumed_by = ?, metadata = ?, updated_us = ?, revision = ?, written_us = ?, \
      author = ?, head_revision = ?, head_written_us = ?, head_author = ? WHERE id = ? AND project = ?";
-
-/// Liveness without a write (`Store::touch_session`). Binds: tool count, id, status (NULL:
-/// any), project (NULL: any).
-pub const TOUCH_SESSION: &str = concat!(
-    "UPDATE sessions SET last_seen_us = ",
-    now_us!(),
-    ", tool_count = MAX(tool_count, ?) WHERE id = ? AND status = COALESCE(?, status) ",
-    "AND project = COALESCE(?, project) RETURNING status, last_seen_us"
-);
-
-/// Sessions whose liveness ran out: a lease that expired, or (without a lease) no
-/// activity for the idle time. Binds: initializing, active, idle, active, idle time (µs).
-pub const EXPIRED_SESSIONS: &str = concat!(
-    "SELECT id, project, status, last_seen_us FROM sessions WHERE status IN (?, ?, ?) AND (",
-    "(lease_ttl_ms > 0 AND last_seen_us + lease_ttl_ms * 1000 < ",
-    now_us!(),
-    ") OR (lease_ttl_ms = 0 AND status = ? AND last_seen_us + ? < ",
-    now_us!(),
-    ")) LIMIT 500"
-);
 
 /// The session of one of the project's checkpoints. Binds: project, checkpoint id,
 /// project.
@@ -183,62 +159,26 @@ pub const SESSION_TAKEN: &str = "SELECT 1 FROM sessions WHERE id = ?";
 pub const MISSING_CHUNKS: &str = "SELECT d.value FROM json_each(?) d WHERE NOT EXISTS \
      (SELECT 1 FROM chunks c WHERE c.project = ? AND c.digest = d.value) ORDER BY d.key";
 
-/// A session of any project. Binds: id.
-pub const SESSION_BY_ID: &str = concat!("SELECT ", session_columns!(), " FROM sessions WHERE id = ?");
-
-/// A checkpoint of any project. Binds: id.
-pub const CHECKPOINT_BY_ID: &str =
-    concat!("SELECT ", checkpoint_columns!(), " FROM checkpoints WHERE id = ?");
-pub const CHECKPOINT_LIGHT_BY_ID: &str =
-    concat!("SELECT ", checkpoint_light_columns!(), " FROM checkpoints WHERE id = ?");
-
-/// A session's checkpoints as tree nodes, with their states' stored sizes (SQLite reads no
-/// value to give its length), in creation order. Binds: session id.
-pub const CHECKPOINT_NODES: &str = "SELECT id, parent_id, CAST(length(state) AS BIGINT) AS state_bytes \
-     FROM checkpoints WHERE session_id = ? ORDER BY revision";
-
-/// Checkpoints without payloads. Binds: their ids as a JSON array.
-pub const CHECKPOINTS_LIGHT: &str = concat!(
-    "SELECT ",
-    checkpoint_light_columns!(),
-    " FROM checkpoints WHERE id IN (SELECT value FROM json_each(?)) AND project = ?"
+/// `Engine::TOUCH_SESSION`.
+pub const TOUCH_SESSION: &str = concat!(
+    "UPDATE sessions SET last_seen_us = ",
+    now_us!(),
+    ", tool_count = MAX(tool_count, $2) WHERE id = $1 AND status = COALESCE($3, status) ",
+    "AND project = COALESCE($4, project) RETURNING status, last_seen_us"
 );
 
-/// Binds: project.
-pub const MEMORY_CAPS: &str = "SELECT memory_caps FROM projects WHERE key = ?";
-pub const EVENTS_FROM: &str = "SELECT events_from FROM projects WHERE key = ?";
-
-/// Binds: project, record.
-pub const RECORD_REVISION: &str = "SELECT revision FROM records WHERE project = ? AND record = ?";
-
-/// The memory entries of a project a list selects: the project's value is bound after it,
-/// then the list's filters (`QueryBuilder`).
-pub const LIST_MEMORY: &str = concat!(entry_columns!(), " WHERE m.project = ");
-
-/// A log's revisions and body sizes (SQLite reads no value to give its length). Binds:
-/// project, after, (kinds as a JSON array,) limit.
-pub const EVENT_SIZES: &str = "SELECT revision, CAST(length(body) AS BIGINT) FROM events \
-     WHERE project = ? AND revision > ? ORDER BY revision LIMIT ?";
-pub const EVENT_SIZES_OF_KINDS: &str = "SELECT revision, CAST(length(body) AS BIGINT) FROM events \
-     WHERE project = ? AND revision > ? AND kind IN (SELECT value FROM json_each(?)) ORDER BY revision LIMIT ?";
-pub const CONFLICT_SIZES: &str = "SELECT revision, CAST(length(body) AS BIGINT) FROM conflicts \
-     WHERE project = ? AND revision > ? ORDER BY revision LIMIT ?";
-
-/// A log's rows. Binds: project, after, through(, kinds as a JSON array).
-pub const EVENT_ROWS: &str = "SELECT revision, body FROM events WHERE project = ? AND revision > ? AND revision <= ? ORDER BY revision";
-pub const EVENT_ROWS_OF_KINDS: &str = "SELECT revision, body FROM events WHERE project = ? AND revision > ? \
-     AND revision <= ? AND kind IN (SELECT value FROM json_each(?)) ORDER BY revision";
-pub const CONFLICT_ROWS: &str = "SELECT revision, body FROM conflicts WHERE project = ? AND revision > ? AND revision <= ? ORDER BY revision";
+/// `Engine::EXPIRED_SESSIONS`.
+pub const EXPIRED_SESSIONS: &str = concat!(
+    "SELECT id, project, status, last_seen_us FROM sessions WHERE status IN ($1, $2, $3) AND (",
+    "(lease_ttl_ms > 0 AND last_seen_us + lease_ttl_ms * 1000 < ",
+    now_us!(),
+    ") OR (lease_ttl_ms = 0 AND status = $4 AND last_seen_us + $5 < ",
+    now_us!(),
+    ")) LIMIT 500"
+);
 
 /// The database clock, for the brief (`store::brief`).
 pub const NOW_US: &str = now_us!();
-
-/// A project's newest live memory entries, project-wide and of a branch. Binds: project,
-/// branch, limit.
-pub const NEWEST_MEMORY: &str = concat!(
-    entry_columns!(),
-    " WHERE m.project = ? AND m.evicted = FALSE AND (m.branch = '' OR m.branch = ?) ORDER BY m.revision DESC, m.seq LIMIT ?"
-);
 
 /// A search document, added or replaced when its text or branch changed (values in the
 /// order of the columns).
@@ -290,6 +230,3 @@ pub const SEARCH_ROWS: &str = "SELECT id, kind, record_id, session_id, branch, a
 /// indexed. ?1 project.
 pub const SEARCH_HEAD: &str = "SELECT COALESCE((SELECT head_revision FROM projects WHERE key = ?1), 0), \
      EXISTS (SELECT 1 FROM search_backfill WHERE project = ?1)";
-
-/// The projects whose records from before search are still to be indexed.
-pub const SEARCH_BACKFILL: &str = "SELECT project FROM search_backfill ORDER BY project";
