@@ -36,7 +36,7 @@ use tonic::transport::Server;
 
 use crate::api::{Api, Limits};
 use crate::config::{Config, redacted_url};
-use crate::events::{Hub, Wakers};
+use crate::events::{Hub, Instances, Wakers};
 use crate::store::{Backend, Expiry, PgStore, SqliteStore, Store};
 
 /// Runs the server on `listener` until `shutdown` completes, then drains: in-flight
@@ -57,11 +57,18 @@ pub async fn run(
             serve(config, store, wakers, listener, shutdown).await
         }
         Some(Backend::Postgres) => {
-            let store = PgStore::connect(&url, wakers.clone())
+            // Other instances on the database hear of this one's commits, and it of theirs,
+            // until the server has stopped (`stop` dropped).
+            let (stop, stopped) = watch::channel(false);
+            let options = url.parse().with_context(|| format!("reading {}", redacted_url(&url)))?;
+            let instances = Instances::start(&options, wakers.clone(), stopped);
+            let store = PgStore::connect(&url, instances)
                 .await
                 .with_context(|| format!("connecting to Postgres {}", redacted_url(&url)))?;
             tracing::info!(database = %redacted_url(&url), "Postgres database ready");
-            serve(config, store, wakers, listener, shutdown).await
+            let served = serve(config, store, wakers, listener, shutdown).await;
+            drop(stop);
+            served
         }
         None => anyhow::bail!(
             "--database-url {} is not understood: use sqlite://PATH or postgres://USER:PASS@HOST/DB",

@@ -3,10 +3,12 @@
 
 mod all;
 mod hub;
+pub mod instances;
 mod wakers;
 mod watch;
 
 pub use all::watch_all;
 pub use hub::Hub;
+pub use instances::Instances;
 pub use wakers::{Hold, Wakers};
 pub use watch::{Delivery, Watch, watch};

@@ -1,5 +1,5 @@
 //! Wake-ups for project readers: a commit in this process, or a Postgres NOTIFY from
-//! another instance, wakes the reader of that project. A wake-up is only a hint: readers
+//! another instance (`instances.rs`), wakes the reader of that project. A wake-up is only a hint: readers
 //! read the event table when a wake-up does not say everything that changed, and poll it
 //! anyway, so a lost wake-up delays but never loses an event.
 //!
@@ -35,14 +35,8 @@ impl crate::store::Commits for Wakers {
     fn copy_for_reader(&self, project: &str, events: &[LoggedEvent]) -> Option<Vec<LoggedEvent>> {
         Wakers::copy_for_reader(self, project, events)
     }
-    fn committed(&self, project: &str, events: Option<Vec<LoggedEvent>>) {
+    fn committed(&self, project: &str, _newest: Option<i64>, events: Option<Vec<LoggedEvent>>) {
         Wakers::committed(self, project, events);
-    }
-    fn announced(&self, project: &str, revision: i64) {
-        Wakers::announced(self, project, revision);
-    }
-    fn wake(&self, project: &str) {
-        Wakers::wake(self, project);
     }
 }
 

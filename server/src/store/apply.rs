@@ -46,13 +46,12 @@ where
 /// A write through `writer`, as both backends' `Store::write` run it: the project's watch
 /// reader held first when the write rewrites the log (`Lock::rewrites_log`), and once the
 /// write's changes are durable, the reader handed the events it wrote (a copy, if a reader
-/// runs), then `also(log)` (a backend's own telling), then the hold ended.
+/// runs), then the hold ended.
 pub(crate) async fn write<B, R>(
     writer: &Writer<B>,
     commits: &Arc<dyn Commits>,
     lock: Lock,
     body: WriteBody<Tx<B>, R>,
-    also: impl FnOnce(&Log) -> Option<OnCommit> + Send + 'static,
 ) -> Result<R>
 where
     B: Backend,
@@ -65,12 +64,9 @@ where
     let (commits, project) = (commits.clone(), lock.project.clone());
     let committed = move |log: &Log| {
         let fed = commits.copy_for_reader(&project, &log.events);
-        let also = also(log);
+        let newest = log.events.iter().map(|e| e.revision).max();
         Box::new(move || {
-            commits.committed(&project, fed);
-            if let Some(also) = also {
-                also();
-            }
+            commits.committed(&project, newest, fed);
             drop(hold);
         }) as OnCommit
     };

@@ -1,7 +1,7 @@
 //! Whom the store tells of commits, without knowing it: the watch fan-out
-//! (`events::Wakers`) implements [`Commits`], and each backend calls it as its writes commit
-//! (and, on Postgres, as other instances announce theirs). So the store depends on nothing
-//! above it.
+//! (`events::Wakers`, and on Postgres `events::Instances`, which tells the other instances
+//! too) implements [`Commits`], and the store calls it as its writes commit. So the store
+//! depends on nothing above it.
 
 use super::model::LoggedEvent;
 
@@ -13,10 +13,7 @@ pub trait Commits: Send + Sync + 'static {
     /// A copy of a write's events, taken before it commits, for a reader that would take
     /// them (`None`: there is none).
     fn copy_for_reader(&self, project: &str, events: &[LoggedEvent]) -> Option<Vec<LoggedEvent>>;
-    /// A write of this process committed, with the copy taken of its events.
-    fn committed(&self, project: &str, events: Option<Vec<LoggedEvent>>);
-    /// Another instance committed `project` up to `revision`.
-    fn announced(&self, project: &str, revision: i64);
-    /// Another instance committed `project`, up to a revision not told.
-    fn wake(&self, project: &str);
+    /// A write of this process committed, up to revision `newest` (`None`: it logged no
+    /// event), with the copy taken of its events.
+    fn committed(&self, project: &str, newest: Option<i64>, events: Option<Vec<LoggedEvent>>);
 }

@@ -1,7 +1,6 @@
 //! What Postgres does its own way (`store::engine`): a write that takes no lock is one
 //! autocommit statement on a pool connection, a list is bound as an array, the brief's
-//! statements run side by side, search on connections of its own under a statement timeout,
-//! and other instances hear of each commit (NOTIFY).
+//! statements run side by side, search on connections of its own under a statement timeout.
 
 use sqlx::postgres::{PgQueryResult, Postgres};
 use sqlx::{PgPool, QueryBuilder};
@@ -10,8 +9,7 @@ use super::{PgStore, PgTx, sql};
 use crate::error::{Error, Result};
 use crate::store::brief::{self, BriefKeys, BriefRows};
 use crate::store::engine::{Engine, List, Unrevisioned};
-use crate::store::model::{Lock, Log, SearchPage, SearchQuery, SearchRow};
-use crate::store::writer::OnCommit;
+use crate::store::model::{Lock, SearchPage, SearchQuery, SearchRow};
 use crate::store::{WriteBody, apply};
 
 /// The brief's statements (`store::brief`).
@@ -49,13 +47,7 @@ impl Engine for PgStore {
     }
 
     async fn write<R: Send + 'static>(&self, lock: Lock, body: WriteBody<PgTx, R>) -> Result<R> {
-        let (notifier, project) = (self.notifier.clone(), lock.project.clone());
-        // Other instances are told of the newest revision (NOTIFY).
-        let announce = move |log: &Log| {
-            let newest = log.events.iter().map(|e| e.revision).max()?;
-            Some(Box::new(move || notifier.announce(&project, newest)) as OnCommit)
-        };
-        apply::write(&self.writer, &self.commits, lock, body, announce).await
+        apply::write(&self.writer, &self.commits, lock, body).await
     }
 
     /// The head first, then the other statements side by side, each on its own connection:

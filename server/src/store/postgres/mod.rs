@@ -1,17 +1,14 @@
 //! The Postgres backend (teams; several server instances may share one database).
 //!
 //! The project-row lock is the row lock of `INSERT … ON CONFLICT DO UPDATE`, held to commit,
-//! so revisions are allocated in commit order across instances. Commits are announced by
-//! `NOTIFY baton_events` (project and newest revision, coalesced at most every 10 ms), which
-//! wakes the other instances' readers: a hint only, as a reader reads the event table for
-//! any revision it has not sent (and polls it).
+//! so revisions are allocated in commit order across instances. The store tells its commits
+//! to `Commits`; the other instances hear of them through `events::Instances`.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
-use sqlx::{PgConnection as Conn, PgPool as Pool, Postgres as Db};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{PgConnection as Conn, PgPool as Pool};
 
 use crate::store::Commits;
 use crate::store::writer::Writer;
@@ -40,9 +37,6 @@ fn pool_options(max: u32) -> PgPoolOptions {
         })
 }
 
-/// The NOTIFY channel.
-pub const CHANNEL: &str = "baton_events";
-
 mod apply;
 mod engine;
 mod maintenance;
@@ -60,14 +54,12 @@ pub struct PgStore {
     /// Searches' own connections (`SEARCH_CONNECTIONS`).
     search_pool: Pool,
     commits: Arc<dyn Commits>,
-    notifier: Notifier,
     /// Every revisioned write goes through it (see `writer.rs`); reads use the pool.
     writer: Writer<write::Lanes>,
 }
 
 impl PgStore {
-    /// Connects to and migrates the database at `url`, and starts listening for other
-    /// instances' commits.
+    /// Connects to and migrates the database at `url`.
     pub async fn connect(url: &str, commits: impl Commits) -> anyhow::Result<Self> {
         let options: PgConnectOptions = url.parse()?;
         // Migrated first, on a connection of its own: the pool's connections prepare
@@ -85,53 +77,10 @@ impl PgStore {
         // each may take (their time limit), the rest of the API keeps its connections.
         let search_pool = pool_options(SEARCH_CONNECTIONS).connect_lazy_with(options.clone());
         let pool = pool_options(16).connect_with(options).await?;
-        let notifier = Notifier::spawn(pool.clone());
         let writer = Writer::spawn(&pool);
-        let store = Self { pool, search_pool, commits: Arc::new(commits), notifier, writer };
-        store.spawn_listener();
+        let store = Self { pool, search_pool, commits: Arc::new(commits), writer };
         spawn_analyzer(store.pool.clone());
         Ok(store)
-    }
-
-    /// Wakes local readers on other instances' commits. Reconnects by itself (PgListener
-    /// does); when it is down, readers still poll.
-    fn spawn_listener(&self) {
-        let pool = self.pool.clone();
-        let commits = self.commits.clone();
-        tokio::spawn(async move {
-            loop {
-                let mut listener = match PgListener::connect_with(&pool).await {
-                    Ok(l) => l,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "cannot LISTEN for other instances' commits; retrying");
-                        tokio::time::sleep(Duration::from_secs(2)).await;
-                        continue;
-                    }
-                };
-                if let Err(e) = listener.listen(CHANNEL).await {
-                    tracing::warn!(error = %e, "LISTEN failed; retrying");
-                    tokio::time::sleep(Duration::from_secs(2)).await;
-                    continue;
-                }
-                loop {
-                    match listener.recv().await {
-                        Ok(n) => {
-                            // "project\nrevision" (`Notifier`): a reader that has it already reads nothing.
-                            match n.payload().rsplit_once('\n').map(|(p, r)| (p, r.parse::<i64>())) {
-                                Some((project, Ok(revision))) => commits.announced(project, revision),
-                                Some((project, Err(_))) => commits.wake(project),
-                                None => commits.wake(n.payload()),
-                            }
-                        }
-                        Err(sqlx::Error::PoolClosed) => return,
-                        Err(e) => {
-                            tracing::warn!(error = %e, "LISTEN connection lost; reconnecting");
-                            break;
-                        }
-                    }
-                }
-            }
-        });
     }
 }
 
@@ -190,78 +139,3 @@ const ANALYZE_AFTER: i64 = 200;
 
 /// A pooled connection idle longer than this is pinged before use.
 const STALE_AFTER: Duration = Duration::from_secs(2);
-
-/// Sends the NOTIFYs that wake other instances' readers, after the commits they announce.
-///
-/// Not inside the write's transaction: Postgres serializes the commits of all transactions
-/// that NOTIFY (a database-wide lock held through the commit), which made every write wait
-/// for every other one. A hint only (readers read the event table for it, and poll), so
-/// one task sends them, coalesced to each project's newest revision, in one statement at
-/// most every `NOTIFY_EVERY`, on a connection of its own, without waiting for its commit
-/// to be flushed: each NOTIFY is a transaction that every listening connection of every
-/// instance must read, which at one per batch cost much of the write throughput (the
-/// write rows of `baton-bench`).
-#[derive(Clone)]
-struct Notifier {
-    queue: tokio::sync::mpsc::UnboundedSender<(String, i64)>,
-}
-
-/// The most often the notifier sends: what another instance's watcher may wait longer.
-const NOTIFY_EVERY: Duration = Duration::from_millis(10);
-
-impl Notifier {
-    fn spawn(pool: Pool) -> Self {
-        let (queue, mut commits) = tokio::sync::mpsc::unbounded_channel::<(String, i64)>();
-        tokio::spawn(async move {
-            // Kept between sends (sqlx pings a pool connection when it is given back), and
-            // given back when the pool closes, which waits for every connection.
-            let mut conn: Option<sqlx::pool::PoolConnection<Db>> = None;
-            let mut closing = pool.close_event();
-            let mut sent_at = tokio::time::Instant::now() - NOTIFY_EVERY;
-            loop {
-                let first = tokio::select! {
-                    first = commits.recv() => first,
-                    () = &mut closing => None,
-                };
-                let Some(first) = first else { return };
-                tokio::time::sleep_until(sent_at + NOTIFY_EVERY).await;
-                sent_at = tokio::time::Instant::now();
-                let mut newest: HashMap<String, i64> = HashMap::from([first]);
-                while let Ok((project, revision)) = commits.try_recv() {
-                    let r = newest.entry(project).or_insert(revision);
-                    *r = (*r).max(revision);
-                }
-                let payloads: Vec<String> = newest.into_iter().map(|(p, r)| format!("{p}\n{r}")).collect();
-                if let Err(e) = notify(&pool, &mut conn, &payloads).await {
-                    tracing::debug!(error = %e, "NOTIFY failed; other instances' readers poll instead");
-                    conn = None;
-                }
-            }
-        });
-        Self { queue }
-    }
-
-    fn announce(&self, project: &str, revision: i64) {
-        let _ = self.queue.send((project.to_owned(), revision));
-    }
-}
-
-/// One NOTIFY per payload, in one statement, on the notifier's connection.
-async fn notify(
-    pool: &Pool,
-    conn: &mut Option<sqlx::pool::PoolConnection<Db>>,
-    payloads: &[String],
-) -> Result<(), sqlx::Error> {
-    let conn = match conn {
-        Some(conn) => conn,
-        None => conn.insert(pool.acquire().await?),
-    };
-    sqlx::query(
-        "SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p, set_config('synchronous_commit', 'off', true)",
-    )
-    .bind(CHANNEL)
-    .bind(payloads)
-    .execute(&mut **conn)
-    .await
-    .map(drop)
-}

@@ -62,7 +62,7 @@ impl Engine for SqliteStore {
     }
 
     async fn write<R: Send + 'static>(&self, lock: Lock, body: WriteBody<SqliteTx, R>) -> Result<R> {
-        apply::write(&self.writer, &self.commits, lock, body, |_| None).await
+        apply::write(&self.writer, &self.commits, lock, body).await
     }
 
     /// Each statement reads the database as its turn comes, so every read sees at least
