@@ -158,9 +158,10 @@ async fn check_parent<T: WriteTx>(
     session_id: &str,
 ) -> Result<()> {
     match w.tx().checkpoint_owner(parent).await? {
-        Some((p, s)) if p == project && s == session_id => Ok(()),
-        Some((p, s)) if p == project => Err(Error::InvalidArgument(format!(
-            "parent_id: checkpoint {parent} belongs to session {s}, not {session_id}"
+        Some(owner) if owner.project == project && owner.session_id == session_id => Ok(()),
+        Some(owner) if owner.project == project => Err(Error::InvalidArgument(format!(
+            "parent_id: checkpoint {parent} belongs to session {}, not {session_id}",
+            owner.session_id
         ))),
         _ => Err(Error::NotFound(format!("parent_id: no checkpoint {parent}"))),
     }

@@ -191,8 +191,10 @@ pub trait WriteTx: Send {
     /// taken id is refused the same way wherever it is taken).
     fn session_taken(&mut self, id: &str) -> impl Future<Output = Result<bool>> + Send;
     /// The project and session of a checkpoint of any project, by id.
-    fn checkpoint_owner(&mut self, id: &str)
-    -> impl Future<Output = Result<Option<(String, String)>>> + Send;
+    fn checkpoint_owner(
+        &mut self,
+        id: &str,
+    ) -> impl Future<Output = Result<Option<model::CheckpointOwner>>> + Send;
     /// Which of these chunk digests the project has no chunk for, in their order.
     fn missing_chunks(&mut self, digests: &[String]) -> impl Future<Output = Result<Vec<String>>> + Send;
     /// One memory entry of the project, by id.

@@ -479,3 +479,10 @@ pub struct StatusCount {
     pub status: i32,
     pub count: i64,
 }
+
+/// The project and session of a checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct CheckpointOwner {
+    pub project: String,
+    pub session_id: String,
+}

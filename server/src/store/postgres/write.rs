@@ -245,7 +245,7 @@ impl crate::store::WriteTx for PgTx {
         Ok(row.is_some())
     }
 
-    async fn checkpoint_owner(&mut self, id: &str) -> Result<Option<(String, String)>> {
+    async fn checkpoint_owner(&mut self, id: &str) -> Result<Option<crate::store::model::CheckpointOwner>> {
         Ok(sqlx::query_as(sql::CHECKPOINT_OWNER).bind(id).fetch_optional(&mut *self.conn).await?)
     }
 
