@@ -10,7 +10,7 @@ use baton_proto::v1::{Actor, CheckpointRef, Event, EventKind, MemoryChange, Memo
 use super::write::{self, Write};
 use crate::core::checkpoint::state_digest_of_stored;
 use crate::error::{Error, Result};
-use crate::store::maintenance::{MaintenanceTx, Table};
+use crate::store::maintenance::{MaintenanceTx, RecordRevisions, Table};
 use crate::store::model::{Change, Checkpoint, Entry, Lock, Session};
 use crate::store::rows::decode_actor;
 use crate::store::transfer::{CheckpointLine, ImportCounts, Line, MemoryLine, RecordLine, SessionLine};
@@ -257,7 +257,8 @@ impl<T: WriteTx + MaintenanceTx> Import<'_, '_, T> {
         if self.seen.records.contains(&r.record) {
             return Ok(false);
         }
-        let (exists, stored) = self.w.tx().record_revisions(&r.record).await?;
+        let RecordRevisions { record: exists, newest_entry: stored } =
+            self.w.tx().record_revisions(&r.record).await?;
         let latest = stored.max(self.seen.record_revision.get(&r.record).copied());
         let (None, Some(revision)) = (exists, latest) else { return Ok(false) };
         self.seen.records.insert(r.record.clone());

@@ -16,8 +16,10 @@ use crate::core::checkpoint::{self as cp, Compression, Header};
 use crate::core::chunk::MAX_CHUNK;
 use crate::core::purge::{mask_bytes, mask_str};
 use crate::error::{Error, Result};
-use crate::store::maintenance::{EntryText, MaintenanceTx};
-use crate::store::model::{Change, Checkpoint, Maintenance};
+use crate::store::maintenance::{
+    BlobsRow, ChunkData, ConflictBody, EntryText, MaintenanceTx, RecordAuthor, StoredReply, TreeRow,
+};
+use crate::store::model::{Change, Checkpoint, LogRow, Maintenance};
 use crate::store::{Store, WriteCtx, WriteTx};
 
 /// Overwrites `value` everywhere in `project` (or, on a dry run, only counts).
@@ -109,7 +111,7 @@ impl Purge<'_> {
             let (content, rationale) = (c.unwrap_or(content), r.unwrap_or(rationale));
             w.apply(Change::Maintenance(Maintenance::MaskEntry { id, content, rationale, author }));
         }
-        for (record, mut author) in w.tx().record_authors().await? {
+        for RecordAuthor { record, mut author } in w.tx().record_authors().await? {
             if mask_bytes(&mut author, self.needle()) > 0 {
                 w.apply(Change::Maintenance(Maintenance::SetRecordAuthor { record, author }));
             }
@@ -121,7 +123,7 @@ impl Purge<'_> {
     async fn checkpoints<T: WriteTx + MaintenanceTx>(&mut self, w: &mut Write<T>) -> Result<()> {
         let mut replaced: HashSet<String> = HashSet::new();
         let mut new_blobs: HashMap<String, Vec<u8>> = HashMap::new();
-        for (id, _, _) in w.tx().checkpoint_tree().await? {
+        for TreeRow { id, .. } in w.tx().checkpoint_tree().await? {
             let Some(row) = w.tx().checkpoint(&id).await? else { continue };
             if let Some(masked) = self.checkpoint(w, row, &mut replaced).await? {
                 self.out.records += 1;
@@ -134,7 +136,7 @@ impl Purge<'_> {
         let mut gone: HashSet<String> = HashSet::new();
         if !replaced.is_empty() {
             let mut still = HashSet::new();
-            for (id, blobs) in w.tx().checkpoint_blobs().await? {
+            for BlobsRow { id, blobs } in w.tx().checkpoint_blobs().await? {
                 let blobs = new_blobs.get(&id).unwrap_or(&blobs);
                 let refs = BlobRefs::decode(blobs.as_slice())
                     .map_err(|e| Error::internal(format!("checkpoint {id} blob refs do not decode: {e}")))?;
@@ -143,7 +145,7 @@ impl Purge<'_> {
             gone.extend(replaced.into_iter().filter(|d| !still.contains(d)));
         }
         // Chunks that hold it whole.
-        for (digest, packed) in w.tx().chunks().await? {
+        for ChunkData { digest, data: packed } in w.tx().chunks().await? {
             if gone.contains(&digest) {
                 continue;
             }
@@ -285,7 +287,7 @@ impl Purge<'_> {
 
     /// The log, conflicts and stored replies: masked in place; each must still decode.
     async fn log<T: WriteTx + MaintenanceTx>(&mut self, w: &mut Write<T>) -> Result<()> {
-        for (revision, mut body) in w.tx().event_bodies().await? {
+        for LogRow { revision, mut body } in w.tx().event_bodies().await? {
             if mask_bytes(&mut body, self.needle()) == 0 {
                 continue;
             }
@@ -293,7 +295,7 @@ impl Purge<'_> {
             self.out.events += 1;
             w.apply(Change::Maintenance(Maintenance::SetEventBody { revision, body }));
         }
-        for (id, mut body) in w.tx().conflict_bodies().await? {
+        for ConflictBody { id, mut body } in w.tx().conflict_bodies().await? {
             if mask_bytes(&mut body, self.needle()) == 0 {
                 continue;
             }
@@ -301,7 +303,7 @@ impl Purge<'_> {
             self.out.conflicts += 1;
             w.apply(Change::Maintenance(Maintenance::SetConflictBody { id, body }));
         }
-        for (request_id, mut reply) in w.tx().replies().await? {
+        for StoredReply { request_id, mut reply } in w.tx().replies().await? {
             if mask_bytes(&mut reply, self.needle()) > 0 {
                 self.out.replies += 1;
                 w.apply(Change::Maintenance(Maintenance::SetReply { request_id, reply }));

@@ -13,7 +13,7 @@ use prost::Message;
 use super::write::{self, Write};
 use crate::core::retention::{self, Node};
 use crate::error::{Error, Result};
-use crate::store::maintenance::MaintenanceTx;
+use crate::store::maintenance::{BlobsRow, MaintenanceTx};
 use crate::store::model::{Change, Lock, Maintenance};
 use crate::store::{Store, WriteCtx, WriteTx};
 
@@ -60,7 +60,7 @@ pub async fn prune<S: Store>(
                 .checkpoint_tree()
                 .await?
                 .into_iter()
-                .map(|(id, parent, created_us)| (id, Node { parent, created_us }))
+                .map(|r| (r.id, Node { parent: r.parent_id, created_us: r.created_us }))
                 .collect();
             let heads = w.tx().session_heads().await?;
             let keep = keep_set(w, &nodes, &heads, cutoff_us, keep_ancestors).await?;
@@ -144,7 +144,7 @@ async fn unreferenced_chunks<T: WriteTx + MaintenanceTx>(
     going: &[String],
 ) -> Result<Vec<String>> {
     let mut referenced = HashSet::new();
-    for (id, blobs) in w.tx().checkpoint_blobs().await? {
+    for BlobsRow { id, blobs } in w.tx().checkpoint_blobs().await? {
         if going.contains(&id) {
             continue;
         }

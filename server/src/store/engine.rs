@@ -419,7 +419,7 @@ where
         export::rows(self.pool(), project, table, after, limit).await
     }
 
-    /// The caps and the chunks of a batch go in together.
+    /// Each statement may be repeated: an import run again skips what is present.
     #[tracing::instrument(level = "debug", skip_all)]
     async fn import_unrevisioned(
         &self,

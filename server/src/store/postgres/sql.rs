@@ -33,10 +33,6 @@ pub const RECORD_ENTRIES: &str = concat!(
 /// One entry. $1 id, $2 project.
 pub const ENTRY: &str = concat!(entry_columns!(), " WHERE m.id = $1 AND m.project = $2");
 
-/// Every session of a project. $1 project.
-pub const PROJECT_SESSIONS: &str =
-    concat!("SELECT ", session_columns!(), " FROM sessions WHERE project = $1");
-
 /// One session of a project. $1 id, $2 project.
 pub const SESSION: &str =
     concat!("SELECT ", session_columns!(), " FROM sessions WHERE id = $1 AND project = $2");

@@ -94,9 +94,6 @@ pub const INSERT_REQUEST: &str =
 pub const SESSION: &str =
     concat!("SELECT ", session_columns!(), " FROM sessions WHERE id = ? AND project = ?");
 
-/// Every session of a project. Binds: project.
-pub const PROJECT_SESSIONS: &str = concat!("SELECT ", session_columns!(), " FROM sessions WHERE project = ?");
-
 /// Binds: the columns in order, then the start revision.
 pub const INSERT_SESSION: &str = concat!(
     "INSERT INTO sessions (",
