@@ -13,6 +13,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "baton/v1/event.proto",
         "baton/v1/admin.proto",
         "baton/v1/search.proto",
+        "baton/v1/thread.proto",
     ];
     for file in files {
         println!("cargo:rerun-if-changed={file}");

@@ -30,6 +30,7 @@ use baton_proto::v1::event_service_server::EventServiceServer;
 use baton_proto::v1::memory_service_server::MemoryServiceServer;
 use baton_proto::v1::search_service_server::SearchServiceServer;
 use baton_proto::v1::session_service_server::SessionServiceServer;
+use baton_proto::v1::thread_service_server::ThreadServiceServer;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tonic::transport::Server;
@@ -181,6 +182,7 @@ async fn serve<S: Store>(
         .add_service(BriefServiceServer::new(api.clone()).max_decoding_message_size(max_message))
         .add_service(EventServiceServer::new(api.clone()).max_decoding_message_size(max_message))
         .add_service(SearchServiceServer::new(api.clone()).max_decoding_message_size(max_message))
+        .add_service(ThreadServiceServer::new(api.clone()).max_decoding_message_size(max_message))
         .add_service(AdminServiceServer::new(api).max_decoding_message_size(max_message))
         // Connection caps and deadlines (limits::conn); TCP_NODELAY, or a multi-segment reply
         // (a brief) waits on the client's delayed ACK on every call.
@@ -271,6 +273,7 @@ async fn standard_services() -> anyhow::Result<(
         "baton.v1.EventService",
         "baton.v1.AdminService",
         "baton.v1.SearchService",
+        "baton.v1.ThreadService",
     ] {
         health_reporter.set_service_status(name, tonic_health::ServingStatus::Serving).await;
     }

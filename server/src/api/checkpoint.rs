@@ -159,6 +159,7 @@ impl<S: Store> CheckpointService for Api<S> {
             reason: &req.reason,
             payload_content_type: &req.payload_content_type,
             blobs: &blobs,
+            thread: None,
         };
         let content = checkpoint::encode(&header, &state, &req.payload)
             .map_err(|e| Error::internal(format!("compressing a checkpoint: {e}")))?;

@@ -21,6 +21,7 @@ mod event;
 pub(crate) mod memory;
 mod search;
 pub(crate) mod session;
+mod thread;
 
 pub use crate::service::brief::build_brief;
 pub use checkpoint::MAX_CHUNKS_BYTES;

@@ -66,6 +66,24 @@ pub struct Header<'a> {
     /// The encoded blob references (empty when none; then the digest is as before blobs
     /// existed).
     pub blobs: &'a [u8],
+    /// A thread's checkpoint's key and metadata (`None` for other checkpoints; then the
+    /// digest is as before threads existed).
+    pub thread: Option<ThreadPart<'a>>,
+}
+
+/// What a thread's checkpoint adds to the digested header: the orchestrator's key for it and
+/// its metadata document (canonical JSON), whose "run_id" lists are read by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadPart<'a> {
+    pub key: &'a str,
+    pub metadata: &'a str,
+}
+
+impl<'a> ThreadPart<'a> {
+    /// The part of a stored row: a row with a key is a thread's.
+    pub fn of(key: Option<&'a str>, metadata: Option<&'a str>) -> Option<Self> {
+        key.map(|key| Self { key, metadata: metadata.unwrap_or_default() })
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -138,6 +156,13 @@ fn blobs_hash(h: &mut Sha256, header: &Header<'_>) {
         h.update(b"blobs\0");
         h.update((header.blobs.len() as u64).to_le_bytes());
         h.update(header.blobs);
+    }
+    if let Some(thread) = header.thread {
+        h.update(b"thread\0");
+        for part in [thread.key.as_bytes(), thread.metadata.as_bytes()] {
+            h.update((part.len() as u64).to_le_bytes());
+            h.update(part);
+        }
     }
 }
 
@@ -297,7 +322,14 @@ mod tests {
     }
 
     fn header() -> Header<'static> {
-        Header { session_id: "s", kind: 1, reason: "r", payload_content_type: "application/json", blobs: b"" }
+        Header {
+            session_id: "s",
+            kind: 1,
+            reason: "r",
+            payload_content_type: "application/json",
+            blobs: b"",
+            thread: None,
+        }
     }
 
     #[test]
@@ -351,6 +383,11 @@ mod tests {
         assert_ne!(a, digest(&other, b"s", b"p"));
         assert_ne!(a, digest(&header(), b"s", b"q"));
         assert_ne!(a, digest(&Header { blobs: b"x", ..header() }, b"s", b"p"));
+        let thread = |key, metadata| Some(ThreadPart { key, metadata });
+        let keyed = digest(&Header { thread: thread("k", "{}"), ..header() }, b"s", b"p");
+        assert_ne!(a, keyed);
+        assert_ne!(keyed, digest(&Header { thread: thread("k2", "{}"), ..header() }, b"s", b"p"));
+        assert_ne!(keyed, digest(&Header { thread: thread("k", r#"{"a":1}"#), ..header() }, b"s", b"p"));
     }
 
     /// A few hundred stored bytes that claim megabytes decompress no further than the

@@ -16,6 +16,7 @@ pub mod retention;
 pub mod search;
 pub mod set_item;
 pub mod status;
+pub mod thread;
 pub mod time;
 pub mod tree;
 pub mod validate;

@@ -31,6 +31,8 @@ impl SizeLimits {
                 ("/baton.v1.CheckpointService/CreateCheckpoint", checkpoint, "--max-checkpoint-bytes"),
                 ("/baton.v1.CheckpointService/PutChunks", chunks, "the chunk upload limit"),
                 ("/baton.v1.MemoryService/PutMemory", memory, "--max-memory-request-bytes"),
+                ("/baton.v1.ThreadService/PutThreadCheckpoint", checkpoint, "--max-checkpoint-bytes"),
+                ("/baton.v1.ThreadService/PutThreadWrites", checkpoint, "--max-checkpoint-bytes"),
             ],
             default: other,
         }

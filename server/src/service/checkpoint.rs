@@ -78,6 +78,7 @@ pub async fn create<S: Store>(
                 digest: checkpoint.digest.clone(),
                 kind,
                 is_head,
+                ..Default::default()
             }));
             ev.conflict = conflict;
             let conflict = w.emit(ev)?.conflict;
@@ -123,7 +124,7 @@ async fn check<T: WriteTx>(
 
 /// What the checkpoint does to its session's head (`core::head`), and the conflict it
 /// reports.
-fn head_move(
+pub(crate) fn head_move(
     row: &Session,
     parent: Option<&str>,
     id: &str,
@@ -196,6 +197,9 @@ fn stored(
         revision,
         author: encode_actor(&ctx.actor),
         blobs,
+        ordered_key: None,
+        metadata: None,
+        run_id: None,
     }
 }
 

@@ -147,6 +147,8 @@ impl<T: WriteTx + MaintenanceTx> Import<'_, '_, T> {
             head_revision: revision,
             head_written_us: s.head_written_us,
             head_author: s.head_author,
+            thread_key: s.thread_key,
+            thread_ns: s.thread_ns,
         };
         let mut ev = write::event(EventKind::SessionStarted, "session", &row.id, &decode_actor(&row.author));
         ev.value = Some(baton_proto::v1::event::Value::Session(row.to_proto()));
@@ -189,6 +191,9 @@ impl<T: WriteTx + MaintenanceTx> Import<'_, '_, T> {
             digest: c.digest.clone(),
             kind: c.kind,
             is_head: head.as_deref() == Some(c.id.as_str()),
+            key: c.ordered_key.clone().unwrap_or_default(),
+            metadata_json: c.metadata.clone().unwrap_or_default(),
+            ..Default::default()
         }));
         self.seen.checkpoints.insert(c.id.clone());
         self.w.apply(Change::InsertCheckpoint(Box::new(Checkpoint {
@@ -209,6 +214,9 @@ impl<T: WriteTx + MaintenanceTx> Import<'_, '_, T> {
             revision,
             author: c.author,
             blobs: c.blobs,
+            ordered_key: c.ordered_key,
+            metadata: c.metadata,
+            run_id: c.run_id,
         })));
         self.emit(ev)?;
         Ok(true)

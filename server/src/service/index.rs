@@ -42,6 +42,7 @@ pub fn follow(changes: &[Change], read: &[Session]) -> Vec<Change> {
             }
             Change::Maintenance(m) => out.extend(maintenance(m)),
             Change::Evict { .. }
+            | Change::PutWrites(_)
             | Change::PutRecordVersion { .. }
             | Change::SetMemoryCaps { .. }
             | Change::Index(_) => {}
@@ -53,6 +54,8 @@ pub fn follow(changes: &[Change], read: &[Session]) -> Vec<Change> {
 fn maintenance(m: &Maintenance) -> Vec<Change> {
     match m {
         Maintenance::DeleteCheckpoints { ids } => vec![drop(Kind::Checkpoint, ids.clone())],
+        // Their checkpoints go by `DeleteCheckpoints`, which the write lists too.
+        Maintenance::DeleteSessions { ids } => vec![drop(Kind::Session, ids.clone())],
         Maintenance::MaskSession(s) => vec![session_change(s)],
         Maintenance::MaskCheckpoint(c) => {
             // The masked text replaces the old; the rest of the document stays.

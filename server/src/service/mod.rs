@@ -15,5 +15,6 @@ pub mod resume;
 pub mod retention;
 pub mod search;
 pub mod session;
+pub mod thread;
 pub mod tokens;
 pub(crate) mod write;

@@ -215,6 +215,7 @@ impl Purge<'_> {
             reason: &row.reason,
             payload_content_type: &row.payload_content_type,
             blobs: &row.blobs,
+            thread: cp::ThreadPart::of(row.ordered_key.as_deref(), row.metadata.as_deref()),
         };
         if was_valid {
             row.digest = cp::digest(&header, &state, &payload);

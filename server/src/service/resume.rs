@@ -132,6 +132,7 @@ async fn resume<S: Store>(
                 resumed_from: Some(&resumed_from.id),
                 metadata: &std::collections::HashMap::new(),
                 generated: req.new_session_id.is_empty(),
+                thread: None,
             };
             let session = session::insert(w, &new, ctx)
                 .await?

@@ -37,6 +37,8 @@ pub(crate) struct NewSession<'a> {
     /// The server made the id (a uuid v7): no session can have it yet, so it is not looked
     /// up (a round trip of each resume: `baton-bench`'s row "resume p99").
     pub generated: bool,
+    /// An orchestrator's thread and checkpoint namespace (`service::thread`).
+    pub thread: Option<(&'a str, &'a str)>,
 }
 
 fn not_found(id: &str) -> Error {
@@ -103,6 +105,7 @@ pub async fn start<S: Store>(
                 metadata: &req.metadata,
                 // Read with the lock either way (`lock`): checking costs nothing.
                 generated: false,
+                thread: None,
             };
             let session = insert(w, &new, ctx)
                 .await?
@@ -167,6 +170,8 @@ pub(crate) async fn insert<T: WriteTx>(
         head_revision: 0,
         head_written_us: 0,
         head_author: author,
+        thread_key: s.thread.map(|(key, _)| key.to_owned()),
+        thread_ns: s.thread.map(|(_, ns)| ns.to_owned()),
     };
     fail::fail_point!("session.insert", |_| Err(write::injected("session.insert")));
     w.apply(Change::InsertSession(Box::new(row.clone())));

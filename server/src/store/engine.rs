@@ -34,7 +34,7 @@ pub enum List {
 /// What each backend does its own way.
 pub trait Engine: Clone + Send + Sync + 'static {
     type Db: Database;
-    type Tx: WriteTx + MaintenanceTx;
+    type Tx: WriteTx + MaintenanceTx + super::threads::ThreadTx;
     /// Liveness without a write (`Store::touch_session`), by the database clock. $1 id,
     /// $2 tool count, $3 status (NULL: any), $4 project (NULL: any).
     const TOUCH_SESSION: &'static str;
@@ -46,6 +46,9 @@ pub trait Engine: Clone + Send + Sync + 'static {
     fn pool(&self) -> &Pool<Self::Db>;
     /// Appends ` IN` a list of values, bound as one value.
     fn push_in(query: &mut QueryBuilder<Self::Db>, list: List);
+    /// Appends ` AND` a condition that a checkpoint's metadata has `key` with a value equal to
+    /// `value` (canonical JSON), both bound.
+    fn push_metadata_eq(query: &mut QueryBuilder<Self::Db>, key: String, value: String);
     /// How many rows a statement changed.
     fn rows_affected(done: &<Self::Db as Database>::QueryResult) -> u64;
     /// Runs a write that takes no lock, all or nothing.
@@ -96,6 +99,8 @@ where
     for<'r> TokenRow: FromRow<'r, DB::Row>,
     for<'r> ProjectRow: FromRow<'r, DB::Row>,
     for<'r> StatusCount: FromRow<'r, DB::Row>,
+    for<'r> model::ThreadRow: FromRow<'r, DB::Row>,
+    for<'r> model::PendingWrite: FromRow<'r, DB::Row>,
     for<'r> (i64, i64): FromRow<'r, DB::Row>,
     for<'r> (i64,): FromRow<'r, DB::Row>,
     for<'r> (String,): FromRow<'r, DB::Row>,
@@ -184,6 +189,57 @@ where
         let mut query = QueryBuilder::new(sql::CHECKPOINTS_LIGHT);
         query.push_bind(project).push(" AND id");
         E::push_in(&mut query, List::Text(ids));
+        Ok(query.build_query_as().fetch_all(self.pool()).await?)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn thread_sessions(&self, project: String, thread: String) -> Result<Vec<Session>> {
+        let query = sqlx::query_as(super::threads::THREAD_SESSIONS).bind(project).bind(thread);
+        Ok(query.fetch_all(self.pool()).await?)
+    }
+
+    /// The filters that are set, each a bound value.
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn thread_checkpoints(&self, q: model::ThreadQuery) -> Result<Vec<model::ThreadRow>> {
+        let text = if q.payload { sql::THREAD_CHECKPOINTS } else { sql::THREAD_CHECKPOINTS_LIGHT };
+        let mut query = QueryBuilder::new(text);
+        query.push_bind(q.project.clone()).push(" AND ordered_key IS NOT NULL");
+        if let Some(sessions) = q.sessions {
+            query.push(" AND session_id");
+            E::push_in(&mut query, List::Text(sessions));
+        }
+        if let Some(namespace) = q.namespace {
+            query
+                .push(" AND session_id IN (SELECT id FROM sessions WHERE project = ")
+                .push_bind(q.project.clone());
+            query.push(" AND thread_ns = ").push_bind(namespace).push(")");
+        }
+        if let Some(key) = q.key {
+            query.push(" AND ordered_key = ").push_bind(key);
+        }
+        if let Some(before) = q.before_key {
+            query.push(" AND ordered_key < ").push_bind(before);
+        }
+        if let Some((key, id)) = q.after {
+            query.push(" AND (ordered_key < ").push_bind(key.clone());
+            query.push(" OR (ordered_key = ").push_bind(key).push(" AND id < ").push_bind(id).push("))");
+        }
+        for (key, value) in q.filter {
+            E::push_metadata_eq(&mut query, key, value);
+        }
+        query.push(" ORDER BY ordered_key DESC, id DESC LIMIT ").push_bind(q.limit.saturating_add(1));
+        Ok(query.build_query_as().fetch_all(self.pool()).await?)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn pending_writes(&self, project: String, ids: Vec<String>) -> Result<Vec<model::PendingWrite>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut query = QueryBuilder::new(sql::PENDING_WRITES);
+        query.push_bind(project).push(" AND checkpoint_id");
+        E::push_in(&mut query, List::Text(ids));
+        query.push(" ORDER BY checkpoint_id, task_path, task_id, idx");
         Ok(query.build_query_as().fetch_all(self.pool()).await?)
     }
 

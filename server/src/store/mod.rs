@@ -57,6 +57,7 @@ pub(crate) mod rows;
 mod schema;
 mod sql;
 pub mod sqlite;
+pub mod threads;
 pub mod transfer;
 /// Public for the storage conformance suite, which runs its cases on both backends.
 pub mod writer;
@@ -205,7 +206,7 @@ pub trait WriteTx: Send {
 /// services can await it. Implemented once for both backends (`engine.rs`, which runs
 /// `sql.rs`'s statements) over what each backend does its own way (`engine::Engine`).
 pub trait Store: Clone + Send + Sync + 'static {
-    type Tx: WriteTx + maintenance::MaintenanceTx;
+    type Tx: WriteTx + maintenance::MaintenanceTx + threads::ThreadTx;
     /// Runs `body` as one write of `lock`'s project (see `writer`): takes the lock (creating
     /// the project on first use), which allocates the write's revision and reads its time,
     /// caps and any earlier reply to its request id; runs the body; applies the changes it
@@ -250,6 +251,24 @@ pub trait Store: Clone + Send + Sync + 'static {
         project: String,
         ids: Vec<String>,
     ) -> impl Future<Output = Result<Vec<model::Checkpoint>>> + Send;
+    /// The sessions of an orchestrator's thread (one per namespace), by namespace.
+    fn thread_sessions(
+        &self,
+        project: String,
+        thread: String,
+    ) -> impl Future<Output = Result<Vec<model::Session>>> + Send;
+    /// The thread checkpoints a query selects, the greatest key first, at most `limit + 1`.
+    fn thread_checkpoints(
+        &self,
+        query: model::ThreadQuery,
+    ) -> impl Future<Output = Result<Vec<model::ThreadRow>>> + Send;
+    /// The pending writes of these checkpoints of `project`, by checkpoint, task path, task
+    /// and index.
+    fn pending_writes(
+        &self,
+        project: String,
+        checkpoint_ids: Vec<String>,
+    ) -> impl Future<Output = Result<Vec<model::PendingWrite>>> + Send;
     /// A memory record's LWW revision, if it was ever written.
     fn record_revision(
         &self,

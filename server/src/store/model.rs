@@ -209,6 +209,54 @@ pub enum Change {
     Maintenance(Maintenance),
     /// The search index following the write's other changes (`service::index`).
     Index(Index),
+    /// Stores a thread's pending writes (after the checkpoints they belong to), each
+    /// replacing any stored under its (checkpoint, task, index).
+    PutWrites(Vec<PendingWrite>),
+}
+
+/// What a list of thread checkpoints selects, newest (greatest key) first.
+#[derive(Debug, Clone, Default)]
+pub struct ThreadQuery {
+    pub project: String,
+    /// Checkpoints of these sessions (a thread's namespaces); `None`: every thread's.
+    pub sessions: Option<Vec<String>>,
+    /// Only the checkpoints of threads' namespaces of this name.
+    pub namespace: Option<String>,
+    /// Only the checkpoint with this key.
+    pub key: Option<String>,
+    /// Only keys below this one.
+    pub before_key: Option<String>,
+    /// A page's continuation: after this (key, id), in the list's order.
+    pub after: Option<(String, String)>,
+    /// Top-level metadata keys and the canonical JSON their value must equal.
+    pub filter: Vec<(String, String)>,
+    /// At most this many (and one more, to tell whether more follow).
+    pub limit: i64,
+    pub payload: bool,
+}
+
+/// A thread's checkpoint as a list reads it, with its parent's key.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ThreadRow {
+    #[sqlx(flatten)]
+    pub checkpoint: Checkpoint,
+    pub parent_key: Option<String>,
+    /// Its session's thread and namespace.
+    pub thread_key: Option<String>,
+    pub thread_ns: Option<String>,
+}
+
+/// A pending write as stored (`service::thread`).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct PendingWrite {
+    pub checkpoint_id: String,
+    pub task_id: String,
+    pub idx: i32,
+    pub channel: String,
+    pub task_path: String,
+    pub value_type: String,
+    pub value: Vec<u8>,
+    pub revision: i64,
 }
 
 /// A change of the search index.
@@ -249,7 +297,12 @@ pub struct SearchDoc {
 /// The changes only maintenance writes make.
 #[derive(Debug, Clone)]
 pub enum Maintenance {
+    /// Checkpoints, with their pending writes.
     DeleteCheckpoints {
+        ids: Vec<String>,
+    },
+    /// Sessions, with their checkpoints and pending writes (a thread deleted by its caller).
+    DeleteSessions {
         ids: Vec<String>,
     },
     SetParent {

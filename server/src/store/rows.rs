@@ -19,7 +19,8 @@ macro_rules! session_columns {
     () => {
         "id, project, agent, agent_session_id, host, user_name, cwd, branch, goal, status, lease_ttl_ms, \
          last_seen_us, head_checkpoint_id, git_base, git_head, summary, tool_count, resumed_from, resumed_by, \
-         metadata, created_us, updated_us, revision, written_us, author, head_revision, head_written_us, head_author"
+         metadata, created_us, updated_us, revision, written_us, author, head_revision, head_written_us, head_author, \
+         thread_key, thread_ns"
     };
 }
 pub(crate) use session_columns;
@@ -28,7 +29,7 @@ pub(crate) use session_columns;
 macro_rules! checkpoint_light_columns {
     () => {
         "id, session_id, project, parent_id, kind, reason, state, payload_content_type, compression, size_bytes, \
-         digest, created_us, revision, author, blobs, state_digest"
+         digest, created_us, revision, author, blobs, state_digest, ordered_key, metadata, run_id"
     };
 }
 pub(crate) use checkpoint_light_columns;
@@ -101,6 +102,10 @@ pub struct SessionRow {
     pub head_revision: i64,
     pub head_written_us: i64,
     pub head_author: Vec<u8>,
+    /// An orchestrator's thread and checkpoint namespace (`service::thread`); `None` for
+    /// other sessions.
+    pub thread_key: Option<String>,
+    pub thread_ns: Option<String>,
 }
 
 impl SessionRow {
@@ -136,6 +141,8 @@ impl SessionRow {
             head_revision: self.head_revision,
             metadata,
             author: Some(decode_actor(&self.author)),
+            thread: self.thread_key.clone().unwrap_or_default(),
+            thread_namespace: self.thread_ns.clone().unwrap_or_default(),
         }
     }
 }
@@ -165,6 +172,11 @@ pub struct CheckpointRow {
     pub blobs: Vec<u8>,
     /// Set for every row once the server has started (`jobs::backfill`).
     pub state_digest: Option<String>,
+    /// A thread's checkpoint (`service::thread`): the orchestrator's key for it, its
+    /// metadata document (a canonical JSON object) and that document's "run_id".
+    pub ordered_key: Option<String>,
+    pub metadata: Option<String>,
+    pub run_id: Option<String>,
 }
 
 impl CheckpointRow {
@@ -197,6 +209,10 @@ impl CheckpointRow {
             reason: &self.reason,
             payload_content_type: &self.payload_content_type,
             blobs: &self.blobs,
+            thread: crate::core::checkpoint::ThreadPart::of(
+                self.ordered_key.as_deref(),
+                self.metadata.as_deref(),
+            ),
         }
     }
 

@@ -112,3 +112,26 @@ pub const UNSTAMPED: &str =
     "SELECT id FROM checkpoints WHERE state_digest IS NULL AND id > $1 ORDER BY id LIMIT 100";
 /// $1 digest, $2 id.
 pub const STAMP: &str = "UPDATE checkpoints SET state_digest = $1 WHERE id = $2 AND state_digest IS NULL";
+
+/// A project's thread checkpoints with their parents' keys, with payloads or without: the
+/// project is bound after it, then the list's filters (`QueryBuilder`).
+pub const THREAD_CHECKPOINTS: &str = concat!(
+    "SELECT ",
+    checkpoint_columns!(),
+    ", (SELECT p.ordered_key FROM checkpoints p WHERE p.id = checkpoints.parent_id) AS parent_key, \
+     (SELECT s.thread_key FROM sessions s WHERE s.id = checkpoints.session_id) AS thread_key, \
+     (SELECT s.thread_ns FROM sessions s WHERE s.id = checkpoints.session_id) AS thread_ns \
+     FROM checkpoints WHERE project = "
+);
+pub const THREAD_CHECKPOINTS_LIGHT: &str = concat!(
+    "SELECT ",
+    checkpoint_light_columns!(),
+    ", (SELECT p.ordered_key FROM checkpoints p WHERE p.id = checkpoints.parent_id) AS parent_key, \
+     (SELECT s.thread_key FROM sessions s WHERE s.id = checkpoints.session_id) AS thread_key, \
+     (SELECT s.thread_ns FROM sessions s WHERE s.id = checkpoints.session_id) AS thread_ns \
+     FROM checkpoints WHERE project = "
+);
+
+/// Pending writes: the project is bound after it, then the checkpoints' list.
+pub const PENDING_WRITES: &str = "SELECT checkpoint_id, task_id, idx, channel, task_path, value_type, value, \
+     revision FROM pending_writes WHERE project = ";

@@ -81,6 +81,11 @@ pub struct SessionLine {
     pub head_written_us: i64,
     #[serde(with = "b64")]
     pub head_author: Vec<u8>,
+    /// An orchestrator's thread (absent in archives from before threads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_ns: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
@@ -103,6 +108,14 @@ pub struct CheckpointLine {
     pub author: Vec<u8>,
     #[serde(with = "b64")]
     pub blobs: Vec<u8>,
+    /// A thread's checkpoint's key, metadata and run id (absent in archives from before
+    /// threads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ordered_key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
 }
 
 impl CheckpointLine {
@@ -114,6 +127,10 @@ impl CheckpointLine {
             reason: &self.reason,
             payload_content_type: &self.payload_content_type,
             blobs: &self.blobs,
+            thread: crate::core::checkpoint::ThreadPart::of(
+                self.ordered_key.as_deref(),
+                self.metadata.as_deref(),
+            ),
         }
     }
 

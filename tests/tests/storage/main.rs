@@ -210,6 +210,7 @@ fn checkpoint(session: &str, parent: Option<&str>, summary: &str) -> NewCheckpoi
         reason: &request.reason,
         payload_content_type: &request.payload_content_type,
         blobs: &[],
+        thread: None,
     };
     let content = baton_server::core::checkpoint::encode(&header, &state, &[]).unwrap();
     NewCheckpoint {

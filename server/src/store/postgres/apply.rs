@@ -11,7 +11,9 @@ use sqlx::error::BoxDynError;
 use sqlx::postgres::PgArguments;
 
 use crate::core::search::tokens::tsvector_literal;
-use crate::store::model::{Change, Checkpoint, FirstRead, Index, Lock, Log, Maintenance, SearchDoc, Session};
+use crate::store::model::{
+    Change, Checkpoint, FirstRead, Index, Lock, Log, Maintenance, PendingWrite, SearchDoc, Session,
+};
 use crate::store::rows::encode_actor;
 
 /// What the lock gave the write, as the function records it on the project.
@@ -83,6 +85,8 @@ struct SessionArg {
     head_revision: i64,
     head_written_us: i64,
     head_author: Vec<u8>,
+    thread_key: Option<String>,
+    thread_ns: Option<String>,
 }
 
 impl From<Session> for SessionArg {
@@ -115,6 +119,37 @@ impl From<Session> for SessionArg {
             head_revision: s.head_revision,
             head_written_us: s.head_written_us,
             head_author: s.head_author,
+            thread_key: s.thread_key,
+            thread_ns: s.thread_ns,
+        }
+    }
+}
+
+/// `baton_pending_write`.
+#[derive(sqlx::Type)]
+#[sqlx(type_name = "baton_pending_write")]
+struct PendingWriteArg {
+    checkpoint_id: String,
+    task_id: String,
+    idx: i32,
+    channel: String,
+    task_path: String,
+    value_type: String,
+    value: Vec<u8>,
+    revision: i64,
+}
+
+impl From<PendingWrite> for PendingWriteArg {
+    fn from(w: PendingWrite) -> Self {
+        Self {
+            checkpoint_id: w.checkpoint_id,
+            task_id: w.task_id,
+            idx: w.idx,
+            channel: w.channel,
+            task_path: w.task_path,
+            value_type: w.value_type,
+            value: w.value,
+            revision: w.revision,
         }
     }
 }
@@ -220,6 +255,7 @@ pub(super) struct Changes {
     checkpoints: Vec<Checkpoint>,
     search_edits: Vec<SearchEditArg>,
     search_docs: Vec<SearchDocArg>,
+    writes: Vec<PendingWriteArg>,
 }
 
 impl Changes {
@@ -263,6 +299,7 @@ impl Changes {
                 Change::Maintenance(m) => maintenance.push(m),
                 Change::Index(Index::Put(doc)) => c.search_docs.push((*doc).into()),
                 Change::Index(index) => c.search_edits.extend(SearchEditArg::of(index)),
+                Change::PutWrites(writes) => c.writes.extend(writes.into_iter().map(PendingWriteArg::from)),
             }
         }
         (c, maintenance)
@@ -303,6 +340,7 @@ pub(super) fn arguments(write: &Write<'_>, c: Changes, log: Log) -> Result<PgArg
     args.add(c.checkpoints)?;
     args.add(c.search_edits)?;
     args.add(c.search_docs)?;
+    args.add(c.writes)?;
     Ok(args)
 }
 
@@ -328,7 +366,7 @@ const FUNCTION: &str = r"(p_project TEXT, p_head BIGINT, p_now_us BIGINT, p_memo
     p_versions baton_record_version[], p_added_sessions baton_session[], p_put_sessions baton_session[],
     p_events baton_event[], p_conflicts baton_conflict[], p_request_id TEXT, p_request_hash BYTEA,
     p_reply BYTEA, p_checkpoints checkpoints[], p_search_edits baton_search_edit[],
-    p_search_docs baton_search_doc[], p_lock TEXT, p_lock_request TEXT, p_bounded BOOLEAN, p_record TEXT,
+    p_search_docs baton_search_doc[], p_writes baton_pending_write[], p_lock TEXT, p_lock_request TEXT, p_bounded BOOLEAN, p_record TEXT,
     p_session TEXT, OUT out_code TEXT, OUT out_message TEXT, OUT out_revision BIGINT, OUT out_now_us BIGINT,
     OUT out_caps TEXT, OUT out_hash BYTEA, OUT out_reply BYTEA, OUT out_record records,
     OUT out_entries memory[], OUT out_session sessions)
@@ -373,15 +411,25 @@ BEGIN
             INSERT INTO sessions (id, project, agent, agent_session_id, host, user_name, cwd, branch, goal, status,
                 lease_ttl_ms, last_seen_us, head_checkpoint_id, git_base, git_head, summary, tool_count,
                 resumed_from, resumed_by, metadata, created_us, updated_us, revision, written_us, author,
-                head_revision, head_written_us, head_author, start_revision)
+                head_revision, head_written_us, head_author, thread_key, thread_ns, start_revision)
             SELECT s.id, p_project, s.agent, s.agent_session_id, s.host, s.user_name, s.cwd, s.branch, s.goal,
                 s.status, s.lease_ttl_ms, s.last_seen_us, s.head_checkpoint_id, s.git_base, s.git_head, s.summary,
                 s.tool_count, s.resumed_from, s.resumed_by, s.metadata, s.created_us, s.updated_us, s.revision,
-                s.written_us, s.author, s.head_revision, s.head_written_us, s.head_author, s.revision
+                s.written_us, s.author, s.head_revision, s.head_written_us, s.head_author, s.thread_key, s.thread_ns,
+                s.revision
             FROM unnest(p_added_sessions) s;
         END IF;
         IF cardinality(p_checkpoints) > 0 THEN
             INSERT INTO checkpoints SELECT c.* FROM unnest(p_checkpoints) c;
+        END IF;
+        IF cardinality(p_writes) > 0 THEN
+            INSERT INTO pending_writes (checkpoint_id, task_id, idx, project, channel, task_path, value_type, value,
+                revision)
+            SELECT w.checkpoint_id, w.task_id, w.idx, p_project, w.channel, w.task_path, w.value_type, w.value,
+                w.revision FROM unnest(p_writes) w
+            ON CONFLICT (checkpoint_id, task_id, idx) DO UPDATE SET channel = excluded.channel,
+                task_path = excluded.task_path, value_type = excluded.value_type, value = excluded.value,
+                revision = excluded.revision;
         END IF;
         IF cardinality(p_put_sessions) > 0 THEN
             -- Liveness only forward: heartbeats move it without the project's lock.
@@ -475,7 +523,7 @@ static NAME: LazyLock<String> =
     LazyLock::new(|| format!("baton_apply_{}", &hex::encode(Sha256::digest(FUNCTION))[..16]));
 
 /// The function's arguments: a write's changes (`arguments`), then a lock's (`lock_arguments`).
-const CHANGES: usize = 20;
+const CHANGES: usize = 21;
 const LOCK: usize = 5;
 
 /// The statements that call it, with a write's changes, a lock, or both (the others NULL):

@@ -35,6 +35,11 @@ impl Engine for PgStore {
         query.push(")");
     }
 
+    fn push_metadata_eq(query: &mut QueryBuilder<Postgres>, key: String, value: String) {
+        query.push(" AND (CAST(metadata AS jsonb) -> CAST(").push_bind(key).push(" AS text)) = CAST(");
+        query.push_bind(value).push(" AS jsonb)");
+    }
+
     fn rows_affected(done: &PgQueryResult) -> u64 {
         done.rows_affected()
     }

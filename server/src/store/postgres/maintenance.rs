@@ -9,6 +9,10 @@ use crate::store::model::Maintenance;
 
 /// $1 project, $2 ids.
 const DELETE_CHECKPOINTS: &str = "DELETE FROM checkpoints WHERE project = $1 AND id = ANY($2)";
+/// $1 project, $2 session ids (checkpoints first: they refer to their session).
+const DELETE_SESSION_CHECKPOINTS: &str =
+    "DELETE FROM checkpoints WHERE project = $1 AND session_id = ANY($2)";
+const DELETE_SESSIONS: &str = "DELETE FROM sessions WHERE project = $1 AND id = ANY($2)";
 /// $1 project, $2 id, $3 parent.
 const SET_PARENT: &str = "UPDATE checkpoints SET parent_id = $3 WHERE project = $1 AND id = $2";
 /// $1 project, $2 digest, $3 data, $4 size, $5 created_us.
@@ -45,6 +49,10 @@ pub(super) async fn run(
     let query = |sql: &'static str| sqlx::query::<Postgres>(sql).bind(project.to_owned());
     let query = match change {
         Maintenance::DeleteCheckpoints { ids } => query(DELETE_CHECKPOINTS).bind(ids),
+        Maintenance::DeleteSessions { ids } => {
+            query(DELETE_SESSION_CHECKPOINTS).bind(ids.clone()).execute(&mut *conn).await?;
+            query(DELETE_SESSIONS).bind(ids)
+        }
         Maintenance::SetParent { checkpoint, parent } => query(SET_PARENT).bind(checkpoint).bind(parent),
         Maintenance::PutChunk { digest, data, size_bytes, created_us } => {
             query(PUT_CHUNK).bind(digest).bind(data).bind(size_bytes).bind(created_us)

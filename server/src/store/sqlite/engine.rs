@@ -45,6 +45,12 @@ impl Engine for SqliteStore {
         query.push(" IN (SELECT value FROM json_each(").push_bind(json.unwrap_or_default()).push("))");
     }
 
+    fn push_metadata_eq(query: &mut QueryBuilder<Sqlite>, key: String, value: String) {
+        // The stored document and the value are both canonical: SQLite renders each the same.
+        query.push(" AND (metadata -> ").push_bind(format!("$.\"{key}\"")).push(") = json(");
+        query.push_bind(value).push(")");
+    }
+
     fn rows_affected(done: &SqliteQueryResult) -> u64 {
         done.rows_affected()
     }

@@ -7,6 +7,9 @@ use crate::store::model::Maintenance;
 
 /// Binds: project, id.
 const DELETE_CHECKPOINT: &str = "DELETE FROM checkpoints WHERE project = ? AND id = ?";
+/// Binds: project, session id (checkpoints first: they refer to their session).
+const DELETE_SESSION_CHECKPOINTS: &str = "DELETE FROM checkpoints WHERE project = ? AND session_id = ?";
+const DELETE_SESSION: &str = "DELETE FROM sessions WHERE project = ? AND id = ?";
 /// Binds: parent, project, id.
 const SET_PARENT: &str = "UPDATE checkpoints SET parent_id = ? WHERE project = ? AND id = ?";
 /// Binds: project, digest, data, size, created_us.
@@ -36,6 +39,12 @@ pub(super) fn push(query: &mut Statements, project: &str, change: &Maintenance) 
         Maintenance::DeleteCheckpoints { ids } => {
             for id in ids {
                 query.push(DELETE_CHECKPOINT).bind(project).bind(id.as_str());
+            }
+        }
+        Maintenance::DeleteSessions { ids } => {
+            for id in ids {
+                query.push(DELETE_SESSION_CHECKPOINTS).bind(project).bind(id.as_str());
+                query.push(DELETE_SESSION).bind(project).bind(id.as_str());
             }
         }
         Maintenance::SetParent { checkpoint, parent } => {

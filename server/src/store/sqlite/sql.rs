@@ -98,7 +98,7 @@ pub const SESSION: &str =
 pub const INSERT_SESSION: &str = concat!(
     "INSERT INTO sessions (",
     session_columns!(),
-    ", start_revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    ", start_revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 );
 
 /// Every column a write may change; liveness only forward (heartbeats move it without the
@@ -227,3 +227,11 @@ pub const SEARCH_ROWS: &str = "SELECT id, kind, record_id, session_id, branch, a
 /// indexed. ?1 project.
 pub const SEARCH_HEAD: &str = "SELECT COALESCE((SELECT head_revision FROM projects WHERE key = ?1), 0), \
      EXISTS (SELECT 1 FROM search_backfill WHERE project = ?1)";
+
+/// A thread's pending write, replacing any stored under its key (the service decides which
+/// to write). Binds: checkpoint id, task id, idx, project, channel, task path, value type,
+/// value, revision.
+pub const PUT_WRITE: &str = "INSERT INTO pending_writes (checkpoint_id, task_id, idx, project, channel, task_path, \
+     value_type, value, revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (checkpoint_id, task_id, idx) \
+     DO UPDATE SET channel = excluded.channel, task_path = excluded.task_path, value_type = excluded.value_type, \
+     value = excluded.value, revision = excluded.revision";

@@ -16,7 +16,7 @@ use crate::store::Kept;
 use crate::store::apply::Apply;
 use crate::store::model::{
     Change, Checkpoint, EarlierRequest, Entry, FirstRead, FirstReadDone, Index, Lock, Locked, Log,
-    RecordState, Session,
+    PendingWrite, RecordState, Session,
 };
 use crate::store::rows::{MemoryRow, RecordStateRow, encode_actor, record_state};
 use crate::store::writer::{Backend, Committing, Locking, Taken, Tx};
@@ -344,6 +344,7 @@ fn push_change(query: &mut Statements, project: &str, change: &Change) {
         Change::InsertCheckpoint(c) => push_insert_checkpoint(query, c),
         Change::Maintenance(m) => super::maintenance::push(query, project, m),
         Change::Index(index) => push_index(query, project, index),
+        Change::PutWrites(writes) => push_put_writes(query, project, writes),
     }
 }
 
@@ -411,7 +412,7 @@ fn push_insert_session(query: &mut Statements, s: &Session) {
         .bind(s.head_revision)
         .bind(s.head_written_us)
         .bind(s.head_author.as_slice());
-    query.bind(s.revision);
+    query.bind(s.thread_key.as_deref()).bind(s.thread_ns.as_deref()).bind(s.revision);
 }
 
 fn push_put_session(query: &mut Statements, s: &Session) {
@@ -441,5 +442,14 @@ fn push_insert_checkpoint(query: &mut Statements, c: &Checkpoint) {
     query.bind(c.parent_id.as_deref()).bind(c.kind).bind(c.reason.as_str()).bind(c.state.as_slice());
     query.bind(c.payload_content_type.as_str()).bind(c.compression.as_str()).bind(c.size_bytes);
     query.bind(c.digest.as_str()).bind(c.created_us).bind(c.revision).bind(c.author.as_slice());
-    query.bind(c.blobs.as_slice()).bind(c.state_digest.as_deref()).bind(c.payload.as_slice());
+    query.bind(c.blobs.as_slice()).bind(c.state_digest.as_deref()).bind(c.ordered_key.as_deref());
+    query.bind(c.metadata.as_deref()).bind(c.run_id.as_deref()).bind(c.payload.as_slice());
+}
+
+fn push_put_writes(query: &mut Statements, project: &str, writes: &[PendingWrite]) {
+    for w in writes {
+        query.push(sql::PUT_WRITE).bind(w.checkpoint_id.as_str()).bind(w.task_id.as_str()).bind(w.idx);
+        query.bind(project).bind(w.channel.as_str()).bind(w.task_path.as_str()).bind(w.value_type.as_str());
+        query.bind(w.value.as_slice()).bind(w.revision);
+    }
 }
