@@ -28,6 +28,7 @@ use baton_proto::v1::event_service_client::EventServiceClient;
 use baton_proto::v1::memory_service_client::MemoryServiceClient;
 use baton_proto::v1::search_service_client::SearchServiceClient;
 use baton_proto::v1::session_service_client::SessionServiceClient;
+use baton_proto::v1::thread_service_client::ThreadServiceClient;
 use tonic::transport::Channel;
 
 /// Which storage a test server runs on.
@@ -250,6 +251,7 @@ pub struct Clients {
     pub events: EventServiceClient<Channel>,
     pub admin: AdminServiceClient<Channel>,
     pub search: SearchServiceClient<Channel>,
+    pub threads: ThreadServiceClient<Channel>,
     pub channel: Channel,
 }
 
@@ -258,6 +260,7 @@ impl Clients {
         Self {
             sessions: SessionServiceClient::new(channel.clone()),
             checkpoints: CheckpointServiceClient::new(channel.clone()),
+            threads: ThreadServiceClient::new(channel.clone()),
             memory: MemoryServiceClient::new(channel.clone()),
             brief: BriefServiceClient::new(channel.clone()),
             events: EventServiceClient::new(channel.clone()),

@@ -48,6 +48,7 @@ mod search;
 mod search_attacks;
 mod sessions;
 mod sqlite_files;
+mod threads;
 mod tls;
 mod watch;
 mod writes;
