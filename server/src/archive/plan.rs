@@ -42,6 +42,8 @@ struct SessionRef {
     id: String,
     head: Option<String>,
     resumed: [Option<String>; 2],
+    /// A thread's session: its key and namespace.
+    thread: Option<(String, String)>,
 }
 
 struct CheckpointRef {
@@ -62,6 +64,8 @@ struct Project {
     /// (line, id, record)
     entries: Vec<(usize, String, String)>,
     records: Vec<String>,
+    /// Pending writes: (line, checkpoint, task, index).
+    writes: Vec<(usize, String, String, i32)>,
 }
 
 #[derive(Default)]
@@ -145,6 +149,9 @@ pub fn what(line: &Line) -> String {
         Line::Checkpoint(c) => format!("checkpoint {}", c.id),
         Line::Memory(m) => format!("memory entry {}", m.id),
         Line::Record(r) => format!("memory record {:?}", r.record),
+        Line::Write(w) => {
+            format!("pending write ({}, {}) of checkpoint {}", w.task_id, w.idx, w.checkpoint_id)
+        }
     }
 }
 
@@ -161,6 +168,7 @@ impl Archive {
                     id: s.id,
                     head: s.head_checkpoint_id,
                     resumed: [s.resumed_from, s.resumed_by],
+                    thread: s.thread_key.zip(s.thread_ns),
                 });
             }
             Line::Checkpoint(c) => {
@@ -179,6 +187,7 @@ impl Archive {
                 project.entries.push((n, m.id, m.record));
             }
             Line::Record(r) => project.records.push(r.record),
+            Line::Write(w) => project.writes.push((n, w.checkpoint_id, w.task_id, w.idx)),
         }
     }
 
@@ -247,6 +256,7 @@ async fn resolve<S: Store>(
     r.chunks().await?;
     r.sessions().await?;
     r.checkpoints().await?;
+    r.writes().await?;
     r.memory().await?;
     Ok(r.counts)
 }
@@ -304,6 +314,9 @@ impl<S: Store> Resolve<'_, '_, S> {
                         elsewhere(home.as_deref())
                     );
                 }
+            }
+            if let Some((thread, ns)) = &s.thread {
+                self.thread(s.line, &s.id, thread, ns).await?;
             }
             for resumed in s.resumed.iter().flatten() {
                 let home = self.lookup.home(archive, Entity::Session, resumed).await?;
@@ -377,6 +390,53 @@ impl<S: Store> Resolve<'_, '_, S> {
                     "line {line}: checkpoint {id}'s transcript needs chunk {gone}, which neither the archive nor this database has for project {key:?}"
                 );
             }
+        }
+        Ok(())
+    }
+
+    /// A thread's namespace has one session: an imported one may not take a key another
+    /// session of the project has, in the database or earlier in the archive.
+    async fn thread(&mut self, line: usize, id: &str, thread: &str, ns: &str) -> anyhow::Result<()> {
+        let key = self.key().to_owned();
+        let taken = self.lookup.store.thread_sessions(key.clone(), thread.to_owned()).await?;
+        let earlier = self.project.sessions.iter().take_while(|s| s.line < line);
+        let in_archive = earlier.filter_map(|s| s.thread.as_ref().map(|t| (s.id.as_str(), t)));
+        let holder = taken
+            .iter()
+            .filter(|s| s.thread_ns.as_deref() == Some(ns))
+            .map(|s| s.id.as_str())
+            .chain(in_archive.filter(|(_, (t, n))| t == thread && n == ns).map(|(i, _)| i))
+            .find(|holder| *holder != id);
+        if let Some(holder) = holder {
+            bail!(
+                "line {line}: session {id} is thread {thread:?} namespace {ns:?}, which session {holder} already is in \
+                 project {key:?}; delete one of the threads (DeleteThreads) first"
+            );
+        }
+        Ok(())
+    }
+
+    /// Pending writes: on a checkpoint of this project (listed before them, or in the
+    /// database); imported unless their checkpoint has a write of that key.
+    async fn writes(&mut self) -> anyhow::Result<()> {
+        let (archive, project) = (self.archive, self.project);
+        let key = project.key.clone();
+        let mut stored: HashMap<&str, HashSet<(String, i32)>> = HashMap::new();
+        for (line, checkpoint, task, idx) in &project.writes {
+            let home = self.lookup.home(archive, Entity::Checkpoint, checkpoint).await?;
+            if home.as_deref() != Some(key.as_str()) {
+                bail!(
+                    "line {line}: a pending write's checkpoint {checkpoint} is {}",
+                    elsewhere(home.as_deref())
+                );
+            }
+            if !stored.contains_key(checkpoint.as_str()) {
+                let rows = self.lookup.store.pending_writes(key.clone(), vec![checkpoint.clone()]).await?;
+                stored.insert(checkpoint, rows.into_iter().map(|w| (w.task_id, w.idx)).collect());
+            }
+            let keys = stored.entry(checkpoint).or_default();
+            let imported = keys.insert((task.clone(), *idx));
+            self.count(imported);
         }
         Ok(())
     }

@@ -9,9 +9,12 @@ use prost::Message;
 use crate::api::{checkpoint as checkpoint_rpc, memory as memory_rpc, session as session_rpc};
 use crate::core::checkpoint as cp;
 use crate::core::memory;
+use crate::core::thread;
 use crate::core::validate::{self, invalid, limits};
 use crate::error::Error;
-use crate::store::transfer::{CheckpointLine, ChunkLine, Line, MemoryLine, RecordLine, SessionLine};
+use crate::store::transfer::{
+    CheckpointLine, ChunkLine, Line, MemoryLine, RecordLine, SessionLine, WriteLine,
+};
 
 /// Checks one line after its project's `project` line; `max_checkpoint_bytes` is this
 /// server's checkpoint limit.
@@ -22,6 +25,7 @@ pub fn check(line: &Line, max_checkpoint_bytes: usize) -> Result<(), Error> {
         Line::Session(s) => session(s),
         Line::Checkpoint(c) => checkpoint(c, max_checkpoint_bytes),
         Line::Memory(m) => entry(m),
+        Line::Write(w) => write(w, max_checkpoint_bytes),
         Line::Record(r) => record(r),
     }
 }
@@ -104,8 +108,52 @@ fn session(s: &SessionLine) -> Result<(), Error> {
             id(field, value)?;
         }
     }
+    match (&s.thread_key, &s.thread_ns) {
+        (None, None) => {}
+        (Some(key), Some(ns)) => {
+            thread::thread("thread_key", key)?;
+            thread::namespace("thread_ns", ns)?;
+        }
+        _ => return Err(invalid("thread_key", "a thread's session has both its key and namespace").into()),
+    }
     actor("author", &s.author)?;
     actor("head_author", &s.head_author)
+}
+
+/// As `PutThreadWrites` checks a write.
+fn write(w: &WriteLine, max_bytes: usize) -> Result<(), Error> {
+    id("checkpoint_id", &w.checkpoint_id)?;
+    validate::required("task_id", &w.task_id, thread::MAX_TASK)?;
+    validate::optional("task_path", &w.task_path, thread::MAX_TASK)?;
+    validate::required("channel", &w.channel, thread::MAX_CHANNEL)?;
+    validate::single_line("value_type", &w.value_type, thread::MAX_CHANNEL)?;
+    if w.value.len() > max_bytes {
+        return Err(Error::ResourceExhausted(format!(
+            "value: {} bytes is over this server's checkpoint limit of {max_bytes} bytes (--max-checkpoint-bytes)",
+            w.value.len()
+        )));
+    }
+    Ok(())
+}
+
+/// A thread's checkpoint as `PutThreadCheckpoint` stores it: its key, its metadata in
+/// canonical form, and that metadata's run id.
+fn thread_part(c: &CheckpointLine) -> Result<(), Error> {
+    let Some(key) = &c.ordered_key else {
+        if c.metadata.is_some() || c.run_id.is_some() {
+            return Err(invalid("metadata", "only a thread's checkpoint (with a key) has metadata").into());
+        }
+        return Ok(());
+    };
+    thread::key("ordered_key", key)?;
+    let text = c.metadata.as_deref().unwrap_or_default();
+    let parsed = thread::metadata("metadata", text, |_| {})?;
+    if parsed.json != text || parsed.run_id != c.run_id {
+        return Err(
+            invalid("metadata", "is not in the canonical form the server stores, with its run_id").into()
+        );
+    }
+    Ok(())
 }
 
 /// As `CreateCheckpoint` checks its request, and the stored bytes as it would have stored
@@ -120,6 +168,7 @@ fn checkpoint(c: &CheckpointLine, max_bytes: usize) -> Result<(), Error> {
     validate::enum_value::<CheckpointKind>("kind", c.kind, false)?;
     validate::optional("reason", &c.reason, limits::TEXT)?;
     validate::single_line("payload_content_type", &c.payload_content_type, 256)?;
+    thread_part(c)?;
     let size = usize::try_from(c.size_bytes).ok().filter(|s| *s <= max_bytes).ok_or_else(|| {
         Error::ResourceExhausted(format!(
             "size_bytes: {} is outside 0..={max_bytes}, this server's checkpoint limit (--max-checkpoint-bytes)",

@@ -13,7 +13,10 @@ use crate::error::{Error, Result};
 use crate::store::maintenance::{MaintenanceTx, RecordRevisions, Table};
 use crate::store::model::{Change, Checkpoint, Entry, Lock, Session};
 use crate::store::rows::decode_actor;
-use crate::store::transfer::{CheckpointLine, ImportCounts, Line, MemoryLine, RecordLine, SessionLine};
+use crate::store::threads::ThreadTx;
+use crate::store::transfer::{
+    CheckpointLine, ImportCounts, Line, MemoryLine, RecordLine, SessionLine, WriteLine,
+};
 use crate::store::{Store, WriteCtx, WriteTx};
 
 /// Imports one batch of a project's lines: chunks and settings first (they carry no
@@ -59,6 +62,7 @@ pub async fn batch<S: Store>(
                     Line::Checkpoint(c) => import.checkpoint(*c).await?,
                     Line::Memory(m) => import.memory(m).await?,
                     Line::Record(r) => import.record(r).await?,
+                    Line::Write(w) => import.write(w).await?,
                 };
                 if imported {
                     counts.imported += 1;
@@ -87,6 +91,8 @@ struct Seen {
     records: HashSet<String>,
     /// The newest revision among a record's imported entries.
     record_revision: HashMap<String, i64>,
+    /// Pending writes by checkpoint: the keys it has (stored, or imported by this batch).
+    writes: HashMap<String, HashSet<(String, i32)>>,
 }
 
 struct Import<'a, 'w, T> {
@@ -96,7 +102,7 @@ struct Import<'a, 'w, T> {
     events: usize,
 }
 
-impl<T: WriteTx + MaintenanceTx> Import<'_, '_, T> {
+impl<T: WriteTx + MaintenanceTx + ThreadTx> Import<'_, '_, T> {
     /// Whether a row with this id exists, here or in any project.
     async fn exists(&mut self, table: Table, id: &str) -> Result<bool> {
         let seen = match table {
@@ -218,6 +224,42 @@ impl<T: WriteTx + MaintenanceTx> Import<'_, '_, T> {
             metadata: c.metadata,
             run_id: c.run_id,
         })));
+        self.emit(ev)?;
+        Ok(true)
+    }
+
+    /// A pending write, unless its checkpoint has one of that key (its checkpoint is the
+    /// project's: the import's first pass checked that).
+    async fn write(&mut self, line: WriteLine) -> Result<bool> {
+        if !self.seen.writes.contains_key(&line.checkpoint_id) {
+            let stored = self.w.tx().checkpoint_writes(&line.checkpoint_id).await?;
+            let keys = stored.into_iter().map(|w| (w.task_id, w.idx)).collect();
+            self.seen.writes.insert(line.checkpoint_id.clone(), keys);
+        }
+        let keys = self.seen.writes.entry(line.checkpoint_id.clone()).or_default();
+        if !keys.insert((line.task_id.clone(), line.idx)) {
+            return Ok(false);
+        }
+        let revision = self.w.revision();
+        let write = crate::store::model::PendingWrite {
+            checkpoint_id: line.checkpoint_id,
+            task_id: line.task_id,
+            idx: line.idx,
+            channel: line.channel,
+            task_path: line.task_path,
+            value_type: line.value_type,
+            value: line.value,
+            revision,
+        };
+        let actor = Actor { token: "baton-server import".into(), ..Actor::default() };
+        let mut ev = write::event(EventKind::ThreadWrites, "checkpoint", &write.checkpoint_id, &actor);
+        ev.value = Some(baton_proto::v1::event::Value::ThreadWrites(baton_proto::v1::ThreadWrites {
+            session_id: String::new(),
+            checkpoint_id: write.checkpoint_id.clone(),
+            key: String::new(),
+            writes: vec![crate::service::thread::write_message(write.clone())],
+        }));
+        self.w.apply(Change::PutWrites(vec![write]));
         self.emit(ev)?;
         Ok(true)
     }

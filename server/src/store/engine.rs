@@ -106,6 +106,7 @@ where
     for<'r> (String,): FromRow<'r, DB::Row>,
     for<'r> ChunkLine: FromRow<'r, DB::Row>,
     for<'r> RecordLine: FromRow<'r, DB::Row>,
+    for<'r> super::transfer::WriteLine: FromRow<'r, DB::Row>,
     for<'r> crate::store::transfer::SessionLine: FromRow<'r, DB::Row>,
     for<'r> export::WithRevision<CheckpointLine>: FromRow<'r, DB::Row>,
     for<'r> export::WithRevision<MemoryLine>: FromRow<'r, DB::Row>,

@@ -6,7 +6,7 @@ use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Pool, Type};
 use crate::error::Result;
 use crate::store::rows::checkpoint_columns;
 use crate::store::transfer::{
-    CheckpointLine, ChunkLine, Cursor, Line, MemoryLine, RecordLine, SessionLine, Table,
+    CheckpointLine, ChunkLine, Cursor, Line, MemoryLine, RecordLine, SessionLine, Table, WriteLine,
 };
 
 /// $1 project, $2 after (digest), $3 limit.
@@ -31,6 +31,10 @@ const CHECKPOINTS: &str = concat!(
 const MEMORY: &str = "SELECT revision, id, category, branch, key, record, content, rationale, author, seq, \
      created_us, evicted FROM memory WHERE project = $1 AND (revision > $2 OR (revision = $2 AND seq > $3)) \
      ORDER BY revision, seq LIMIT $4";
+/// By (checkpoint, task, index). $1 project, $2–$4 after (checkpoint, task, index), $5 limit.
+const WRITES: &str = "SELECT checkpoint_id, task_id, idx, channel, task_path, value_type, value FROM pending_writes \
+     WHERE project = $1 AND (checkpoint_id > $2 OR (checkpoint_id = $2 AND (task_id > $3 OR (task_id = $3 \
+     AND idx > $4)))) ORDER BY checkpoint_id, task_id, idx LIMIT $5";
 /// $1 project, $2 after (record), $3 limit.
 const RECORDS: &str = "SELECT record, written_us, author FROM records WHERE project = $1 AND record > $2 ORDER BY record LIMIT $3";
 
@@ -75,6 +79,7 @@ where
     for<'r> WithRevision<CheckpointLine>: FromRow<'r, DB::Row>,
     for<'r> WithRevision<MemoryLine>: FromRow<'r, DB::Row>,
     for<'r> RecordLine: FromRow<'r, DB::Row>,
+    for<'r> WriteLine: FromRow<'r, DB::Row>,
 {
     let key = |key: &str| Cursor { key: key.to_owned(), ..Cursor::default() };
     Ok(match table {
@@ -99,6 +104,19 @@ where
             let rows = query.bind(after.m).bind(limit).fetch_all(pool).await?;
             let cursor = |n, m| Cursor { n, m, ..Cursor::default() };
             rows.into_iter().map(|r| (cursor(r.revision, r.line.seq), Line::Memory(r.line))).collect()
+        }
+        Table::Writes => {
+            // The cursor: the checkpoint id, NUL (which no task id holds), the task id.
+            let (checkpoint, task) = after.key.split_once('\0').unwrap_or((after.key.as_str(), ""));
+            let query = sqlx::query_as::<_, WriteLine>(WRITES).bind(project).bind(checkpoint.to_owned());
+            let idx = if after.key.is_empty() { i64::MIN } else { after.n };
+            let rows = query.bind(task.to_owned()).bind(idx).bind(limit).fetch_all(pool).await?;
+            let cursor = |w: &WriteLine| Cursor {
+                n: i64::from(w.idx),
+                m: 0,
+                key: format!("{}\0{}", w.checkpoint_id, w.task_id),
+            };
+            rows.into_iter().map(|w| (cursor(&w), Line::Write(w))).collect()
         }
         Table::Records => {
             let query = sqlx::query_as::<_, RecordLine>(RECORDS).bind(project).bind(after.key).bind(limit);

@@ -26,6 +26,8 @@ pub enum Line {
     Checkpoint(Box<CheckpointLine>),
     Memory(MemoryLine),
     Record(RecordLine),
+    /// A thread's pending write (`ThreadService`), after its checkpoint.
+    Write(WriteLine),
 }
 
 mod b64 {
@@ -145,6 +147,19 @@ impl CheckpointLine {
     }
 }
 
+/// A pending write on a thread's checkpoint (its revision is renumbered on import).
+#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
+pub struct WriteLine {
+    pub checkpoint_id: String,
+    pub task_id: String,
+    pub idx: i32,
+    pub channel: String,
+    pub task_path: String,
+    pub value_type: String,
+    #[serde(with = "b64")]
+    pub value: Vec<u8>,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
 pub struct MemoryLine {
     pub id: String,
@@ -178,12 +193,14 @@ pub enum Table {
     Checkpoints,
     Memory,
     Records,
+    Writes,
 }
 
 impl Table {
     /// Import order: chunks before the checkpoints that use them, sessions before their
-    /// checkpoints, memory before its records.
-    pub const ALL: [Self; 5] = [Self::Chunks, Self::Sessions, Self::Checkpoints, Self::Memory, Self::Records];
+    /// checkpoints, checkpoints before their pending writes, memory before its records.
+    pub const ALL: [Self; 6] =
+        [Self::Chunks, Self::Sessions, Self::Checkpoints, Self::Writes, Self::Memory, Self::Records];
 }
 
 /// Keyset position within a table: (revision-like number, sequence, text key).

@@ -490,3 +490,74 @@ async fn thread_bad_input_and_scope(backend: Backend) {
     c.threads.put_thread_checkpoint(with(own, &scoped)).await.unwrap();
 }
 both!(thread_bad_input_and_scope);
+
+/// A listed checkpoint's namespace, key, parent's key, metadata and writes.
+type Shape = (String, String, String, String, Vec<(String, i32, String)>);
+
+/// A laptop's threads move to a team server: keys, metadata, parents and pending writes,
+/// digests verifying; importing again changes nothing; a thread key taken there is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn threads_export_and_import() {
+    let laptop = Server::start(Backend::Sqlite).await.unwrap();
+    let mut c = laptop.clients().await;
+    let p = project();
+    put(&mut c, &p, "t", "k1", "", r#"{"run_id": "r1", "step": 0}"#).await;
+    put(&mut c, &p, "t", "k2", "k1", r#"{"run_id": "r1", "step": 1}"#).await;
+    c.threads.put_thread_checkpoint(put_request(&p, "t", "sub", "s1", "", "{}")).await.unwrap();
+    put_writes(
+        &mut c,
+        &p,
+        "",
+        "k2",
+        vec![pending("a", 0, "ch", "v"), pending("a", -3, "__interrupt__", "i")],
+    )
+    .await;
+    let before = c.threads.list_thread_checkpoints(in_thread(&p, "t", None)).await.unwrap().into_inner();
+
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("threads.baton").display().to_string();
+    let (ok, _, err) = laptop.admin_command(&["export", "--output", &archive]);
+    assert!(ok, "{err}");
+    let team = Server::start(Backend::Postgres).await.unwrap();
+    let mut t = team.clients().await;
+    let (ok, out, err) = team.admin_command(&["import", "--input", &archive]);
+    assert!(ok, "{err}");
+    // 2 sessions, 3 checkpoints, 2 pending writes.
+    assert!(out.contains(&format!("{p}: imported 7, already present 0")), "{out}");
+    let after = t.threads.list_thread_checkpoints(in_thread(&p, "t", None)).await.unwrap().into_inner();
+    let shape = |page: &baton_proto::v1::ListThreadCheckpointsResponse| -> Vec<Shape> {
+        page.checkpoints
+            .iter()
+            .map(|c| {
+                (
+                    c.namespace.clone(),
+                    c.key.clone(),
+                    c.parent_key.clone(),
+                    c.metadata_json.clone(),
+                    written(c),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(shape(&after), shape(&before));
+    assert!(after.checkpoints.iter().all(|c| !c.checkpoint.as_ref().unwrap().corrupt));
+    let filtered = ListThreadCheckpointsRequest {
+        metadata_filter_json: r#"{"step": 1}"#.into(),
+        ..in_thread(&p, "t", None)
+    };
+    assert_eq!(keys(&list(&mut t, filtered).await), ["k2"]);
+    let runs = DeleteThreadRunsRequest { project: p.clone(), run_ids: vec!["r1".into()], write: write() };
+    assert_eq!(t.threads.delete_thread_runs(runs).await.unwrap().into_inner().removed_checkpoints, 2);
+    assert_gapless(&all_events(&mut t, &p).await);
+
+    // Again: nothing new. Into a server where the thread key is another session's: refused.
+    let (ok, out, err) = laptop.admin_command(&["import", "--input", &archive]);
+    assert!(ok, "{err}");
+    assert!(out.contains(&format!("{p}: imported 0, already present 7")), "{out}");
+    let other = Server::start(Backend::Sqlite).await.unwrap();
+    let mut o = other.clients().await;
+    put(&mut o, &p, "t", "x", "", "{}").await;
+    let (ok, _, err) = other.admin_command(&["import", "--input", &archive]);
+    assert!(!ok);
+    assert!(err.contains("thread \"t\"") && err.contains("already"), "{err}");
+}

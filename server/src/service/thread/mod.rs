@@ -136,7 +136,7 @@ pub async fn open<S: Store>(
 }
 
 /// A pending write as the API shows it.
-fn write_message(w: PendingWrite) -> WriteMessage {
+pub(crate) fn write_message(w: PendingWrite) -> WriteMessage {
     WriteMessage {
         task_id: w.task_id,
         index: w.idx,
