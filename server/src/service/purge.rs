@@ -39,6 +39,7 @@ pub async fn purge<S: Store>(
             p.sessions(w).await?;
             p.memory(w).await?;
             p.checkpoints(w).await?;
+            p.pending_writes(w).await?;
             p.log(w).await?;
             let mut out = p.out;
             let touched = out.records + out.events + out.conflicts + out.chunks + out.replies;
@@ -95,6 +96,24 @@ impl Purge<'_> {
             if hit > 0 {
                 self.out.records += 1;
                 w.apply(Change::Maintenance(Maintenance::MaskSession(Box::new(s))));
+            }
+        }
+        Ok(())
+    }
+
+    /// Threads' pending writes: their values (stored as given, like payloads) and labels.
+    async fn pending_writes<T: WriteTx + MaintenanceTx>(&mut self, w: &mut Write<T>) -> Result<()> {
+        for mut p in w.tx().pending_writes().await? {
+            let mut hit = mask_bytes(&mut p.value, self.needle());
+            for text in [&mut p.channel, &mut p.task_path, &mut p.value_type] {
+                if let Some(masked) = mask_str(text, self.value) {
+                    *text = masked;
+                    hit += 1;
+                }
+            }
+            if hit > 0 {
+                self.out.records += 1;
+                w.apply(Change::Maintenance(Maintenance::MaskWrite(Box::new(p))));
             }
         }
         Ok(())
@@ -203,6 +222,21 @@ impl Purge<'_> {
             }
             if rewrote {
                 row.blobs = refs.encode_to_vec();
+                changed = true;
+            }
+        }
+        if let Some(text) = &row.metadata {
+            let mut hit = 0;
+            let masked = crate::core::thread::metadata("metadata", text, |s| {
+                if let Some(m) = mask_str(s, self.value) {
+                    *s = m;
+                    hit += 1;
+                }
+            });
+            if hit > 0 {
+                let masked = masked.map_err(|_| refused(&format!("checkpoint {} metadata", row.id)))?;
+                row.metadata = Some(masked.json);
+                row.run_id = masked.run_id;
                 changed = true;
             }
         }

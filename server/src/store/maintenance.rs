@@ -7,7 +7,7 @@ use std::future::Future;
 
 use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Type};
 
-use super::model::{Checkpoint, LogRow, Session};
+use super::model::{Checkpoint, LogRow, PendingWrite, Session};
 use super::rows::MemoryRow;
 use super::sql::{CHECKPOINT_PROJECT, ENTRY_PROJECT, SESSION_PROJECT};
 use super::writer::{Backend, Tx};
@@ -130,6 +130,8 @@ pub trait MaintenanceTx: Send {
         after: &str,
         limit: i64,
     ) -> impl Future<Output = Result<Vec<MemoryRow>>> + Send;
+    /// Every pending write.
+    fn pending_writes(&mut self) -> impl Future<Output = Result<Vec<PendingWrite>>> + Send;
     /// A memory record's LWW revision, and the newest revision among its entries.
     fn record_revisions(&mut self, record: &str) -> impl Future<Output = Result<RecordRevisions>> + Send;
 }
@@ -163,6 +165,8 @@ const CHUNKS: &str = "SELECT digest, data FROM chunks WHERE project = $1";
 const EVENT_BODIES: &str = "SELECT revision, body FROM events WHERE project = $1";
 const CONFLICT_BODIES: &str = "SELECT id, body FROM conflicts WHERE project = $1";
 const REPLIES: &str = "SELECT request_id, reply FROM requests WHERE project = $1";
+const PENDING_WRITES: &str = "SELECT checkpoint_id, task_id, idx, channel, task_path, value_type, value, revision \
+     FROM pending_writes WHERE project = $1";
 /// $1 project, $2 revision.
 const EVENTS_BELOW: &str = "SELECT COUNT(*) FROM events WHERE project = $1 AND revision < $2";
 /// $1 project, $2 time.
@@ -193,6 +197,7 @@ where
     for<'r> ConflictBody: FromRow<'r, DB::Row>,
     for<'r> StoredReply: FromRow<'r, DB::Row>,
     for<'r> RecordRevisions: FromRow<'r, DB::Row>,
+    for<'r> PendingWrite: FromRow<'r, DB::Row>,
     for<'r> (String,): FromRow<'r, DB::Row>,
     for<'r> (i64,): FromRow<'r, DB::Row>,
     for<'r> (Vec<u8>,): FromRow<'r, DB::Row>,
@@ -278,6 +283,10 @@ where
     async fn entries_after(&mut self, after: &str, limit: i64) -> Result<Vec<MemoryRow>> {
         let query = sqlx::query_as(ENTRIES_AFTER).bind(self.project.clone()).bind(after.to_owned());
         Ok(query.bind(limit).fetch_all(self.conn()).await?)
+    }
+
+    async fn pending_writes(&mut self) -> Result<Vec<PendingWrite>> {
+        Ok(sqlx::query_as(PENDING_WRITES).bind(self.project.clone()).fetch_all(self.conn()).await?)
     }
 
     async fn record_revisions(&mut self, record: &str) -> Result<RecordRevisions> {

@@ -327,6 +327,8 @@ pub enum Maintenance {
     MaskSession(Box<Session>),
     /// A checkpoint's content, as masked by a purge (with new digests where it verified).
     MaskCheckpoint(Box<Checkpoint>),
+    /// A pending write's value and labels, as masked by a purge.
+    MaskWrite(Box<PendingWrite>),
     /// A memory entry's text and author (encoded), as masked by a purge.
     MaskEntry {
         id: String,

@@ -561,3 +561,38 @@ async fn threads_export_and_import() {
     assert!(!ok);
     assert!(err.contains("thread \"t\"") && err.contains("already"), "{err}");
 }
+
+/// A purge reaches a thread's metadata and pending writes, and its checkpoints still verify.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn purge_reaches_threads() {
+    let server = Server::start(Backend::Sqlite).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    let secret = "hunter2-leaked-value";
+    put(&mut c, &p, "t", "k1", "", &format!(r#"{{"run_id": "r1", "note": "key {secret} here"}}"#)).await;
+    put_writes(&mut c, &p, "", "k1", vec![pending("a", 0, "ch", &format!("msg {secret}"))]).await;
+    let purged = c
+        .admin
+        .purge(baton_proto::v1::PurgeRequest { project: p.clone(), value: secret.into(), dry_run: false })
+        .await
+        .unwrap()
+        .into_inner();
+    // The checkpoint and the write, and the events and stored replies that carried them.
+    assert_eq!(purged.records, 2, "{purged:?}");
+    let got = get(&mut c, &p, "t", "", "").await.unwrap();
+    assert!(!got.checkpoint.as_ref().unwrap().corrupt);
+    assert!(
+        !got.metadata_json.contains(secret) && got.metadata_json.contains("key ****"),
+        "{}",
+        got.metadata_json
+    );
+    assert_eq!(written(&got)[0].2, format!("msg {}", "*".repeat(secret.len())));
+    let filtered = ListThreadCheckpointsRequest {
+        metadata_filter_json: r#"{"run_id": "r1"}"#.into(),
+        ..in_thread(&p, "t", None)
+    };
+    assert_eq!(keys(&list(&mut c, filtered).await), ["k1"]);
+    for e in all_events(&mut c, &p).await {
+        assert!(!format!("{e:?}").contains(secret), "{e:?}");
+    }
+}

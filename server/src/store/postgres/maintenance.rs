@@ -28,7 +28,10 @@ const MASK_SESSION: &str = "UPDATE sessions SET agent_session_id = $3, host = $4
      branch = $7, goal = $8, summary = $9, metadata = $10, author = $11, head_author = $12 \
      WHERE project = $1 AND id = $2";
 const MASK_CHECKPOINT: &str = "UPDATE checkpoints SET reason = $3, state = $4, payload = $5, digest = $6, \
-     blobs = $7, author = $8, state_digest = $9 WHERE project = $1 AND id = $2";
+     blobs = $7, author = $8, state_digest = $9, metadata = $10, run_id = $11 WHERE project = $1 AND id = $2";
+/// $1 project, $2 checkpoint, $3 task, $4 index, then the columns in order.
+const MASK_WRITE: &str = "UPDATE pending_writes SET channel = $5, task_path = $6, value_type = $7, value = $8 \
+     WHERE project = $1 AND checkpoint_id = $2 AND task_id = $3 AND idx = $4";
 const MASK_ENTRY: &str =
     "UPDATE memory SET content = $3, rationale = $4, author = $5 WHERE project = $1 AND id = $2";
 /// $1 project, $2 key, $3 the value.
@@ -88,6 +91,13 @@ pub(super) async fn run(
                 .bind(c.blobs)
                 .bind(c.author)
                 .bind(c.state_digest)
+                .bind(c.metadata)
+                .bind(c.run_id)
+        }
+        Maintenance::MaskWrite(p) => {
+            let p = *p;
+            let query = query(MASK_WRITE).bind(p.checkpoint_id).bind(p.task_id).bind(p.idx);
+            query.bind(p.channel).bind(p.task_path).bind(p.value_type).bind(p.value)
         }
         Maintenance::MaskEntry { id, content, rationale, author } => {
             query(MASK_ENTRY).bind(id).bind(content).bind(rationale).bind(author)

@@ -24,7 +24,10 @@ const SET_EVENTS_FROM: &str = "UPDATE projects SET events_from = ? WHERE key = ?
 const MASK_SESSION: &str = "UPDATE sessions SET agent_session_id = ?, host = ?, user_name = ?, cwd = ?, \
      branch = ?, goal = ?, summary = ?, metadata = ?, author = ?, head_author = ? WHERE project = ? AND id = ?";
 const MASK_CHECKPOINT: &str = "UPDATE checkpoints SET reason = ?, state = ?, payload = ?, digest = ?, \
-     blobs = ?, author = ?, state_digest = ? WHERE project = ? AND id = ?";
+     blobs = ?, author = ?, state_digest = ?, metadata = ?, run_id = ? WHERE project = ? AND id = ?";
+/// Binds: channel, task path, value type, value, project, checkpoint, task, index.
+const MASK_WRITE: &str = "UPDATE pending_writes SET channel = ?, task_path = ?, value_type = ?, value = ? \
+     WHERE project = ? AND checkpoint_id = ? AND task_id = ? AND idx = ?";
 const MASK_ENTRY: &str =
     "UPDATE memory SET content = ?, rationale = ?, author = ? WHERE project = ? AND id = ?";
 /// Binds: the value, project, key.
@@ -80,7 +83,21 @@ pub(super) fn push(query: &mut Statements, project: &str, change: &Maintenance) 
                 .bind(c.state.as_slice())
                 .bind(c.payload.as_slice());
             query.bind(c.digest.as_str()).bind(c.blobs.as_slice()).bind(c.author.as_slice());
-            query.bind(c.state_digest.as_deref()).bind(project).bind(c.id.as_str());
+            query.bind(c.state_digest.as_deref()).bind(c.metadata.as_deref()).bind(c.run_id.as_deref());
+            query.bind(project).bind(c.id.as_str());
+        }
+        Maintenance::MaskWrite(p) => {
+            query
+                .push(MASK_WRITE)
+                .bind(p.channel.as_str())
+                .bind(p.task_path.as_str())
+                .bind(p.value_type.as_str());
+            query
+                .bind(p.value.as_slice())
+                .bind(project)
+                .bind(p.checkpoint_id.as_str())
+                .bind(p.task_id.as_str());
+            query.bind(p.idx);
         }
         Maintenance::MaskEntry { id, content, rationale, author } => {
             query.push(MASK_ENTRY).bind(content.as_str()).bind(rationale.as_str()).bind(author.as_slice());
