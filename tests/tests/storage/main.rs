@@ -75,6 +75,7 @@ on_both!(
     a_search_stops_at_its_time_limit,
     reads_by_list_select_only_what_they_name,
     tokens_are_created_found_used_and_revoked,
+    thread_checkpoints_order_by_bytes_and_filter_alike,
 );
 
 fn ctx(request_id: Option<&str>) -> WriteCtx {
@@ -887,4 +888,85 @@ async fn waiting_for_locks(admin: &sqlx::PgPool, n: i64) {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     panic!("{n} connections never waited for a lock");
+}
+
+/// A thread's checkpoints: keys ordered by their bytes (whatever the database's collation),
+/// metadata filters meaning the same on both backends, pending writes by key.
+async fn thread_checkpoints_order_by_bytes_and_filter_alike<S: Store>(store: &S) {
+    use baton_server::core::thread::{filter, metadata};
+    use baton_server::service::thread::{self, Labels, NewThreadCheckpoint, ThreadName};
+    let name = ThreadName { project: "p".into(), thread: "t".into(), namespace: String::new() };
+    let docs = [
+        ("B-2", r#"{"flag": true, "n": 1, "dotted.key": "x", "o": {"b": [1, 2], "a": null}}"#),
+        ("a-1", r#"{"flag": 1, "n": 1.5, "text": "żółw 🐢", "with space": "y"}"#),
+        ("a_1", r#"{"flag": false, "n": -1, "o": {"a": null, "b": [1, 2]}}"#),
+        ("Z", r#"{"none": null}"#),
+    ];
+    for (key, doc) in docs {
+        let new = NewThreadCheckpoint {
+            name: name.clone(),
+            key: key.into(),
+            parent_key: String::new(),
+            metadata: metadata("metadata_json", doc, |_| {}).unwrap(),
+            state: baton_proto::v1::CheckpointState::default(),
+            payload: key.as_bytes().to_vec(),
+            payload_content_type: String::new(),
+            blobs: Vec::new(),
+            chunk_digests: Vec::new(),
+            id: uuid::Uuid::now_v7(),
+            labels: Labels::default(),
+        };
+        thread::put(store, ctx(None), new).await.unwrap();
+    }
+    let listed = |text: &str| {
+        let query = thread::ListQuery {
+            project: "p".into(),
+            filter: filter("f", text).unwrap(),
+            page_size: 100,
+            ..thread::ListQuery::default()
+        };
+        async move {
+            let page = thread::list(store, query).await.unwrap();
+            page.checkpoints.into_iter().map(|c| c.key).collect::<Vec<_>>()
+        }
+    };
+    // Byte order: 'B' < 'Z' < 'a'; '-' < '_'.
+    assert_eq!(listed("").await, ["a_1", "a-1", "Z", "B-2"]);
+    assert_eq!(listed(r#"{"flag": true}"#).await, ["B-2"], "true is not 1");
+    assert_eq!(listed(r#"{"flag": 1}"#).await, ["a-1"]);
+    assert_eq!(listed(r#"{"flag": false}"#).await, ["a_1"]);
+    assert_eq!(listed(r#"{"n": 1}"#).await, ["B-2"]);
+    assert_eq!(listed(r#"{"n": 1.5}"#).await, ["a-1"]);
+    assert_eq!(
+        listed(r#"{"o": {"a": null, "b": [1, 2]}}"#).await,
+        ["a_1", "B-2"],
+        "key order does not matter"
+    );
+    assert!(listed(r#"{"o": {"b": [2, 1], "a": null}}"#).await.is_empty(), "array order does");
+    assert_eq!(listed(r#"{"none": null}"#).await, ["Z"], "null matches a present null only");
+    assert_eq!(listed(r#"{"dotted.key": "x"}"#).await, ["B-2"]);
+    assert_eq!(listed(r#"{"with space": "y", "text": "żółw 🐢"}"#).await, ["a-1"]);
+    assert!(listed(r#"{"text": "zolw"}"#).await.is_empty());
+    // Pending writes: by task path, task and index; the first regular write of a key kept.
+    let write = |task: &str, idx: i32, value: &str| baton_server::store::model::PendingWrite {
+        checkpoint_id: String::new(),
+        task_id: task.into(),
+        idx,
+        channel: "c".into(),
+        task_path: String::new(),
+        value_type: "bytes".into(),
+        value: value.as_bytes().to_vec(),
+        revision: 0,
+    };
+    let writes = vec![write("b", 0, "1"), write("a", 1, "2"), write("a", -1, "3")];
+    thread::put_writes(store, ctx(None), name.clone(), "Z".into(), writes).await.unwrap();
+    let again = vec![write("b", 0, "other"), write("a", -1, "4")];
+    thread::put_writes(store, ctx(None), name.clone(), "Z".into(), again).await.unwrap();
+    let got = thread::get(store, name, Some("Z".into())).await.unwrap().checkpoint.unwrap();
+    let shown: Vec<(String, i32, Vec<u8>)> =
+        got.writes.into_iter().map(|w| (w.task_id, w.index, w.value)).collect();
+    assert_eq!(
+        shown,
+        [("a".into(), -1, b"4".to_vec()), ("a".into(), 1, b"2".to_vec()), ("b".into(), 0, b"1".to_vec())]
+    );
 }
