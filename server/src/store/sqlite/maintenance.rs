@@ -3,7 +3,7 @@
 //! their `?` appear.
 
 use super::write::Statements;
-use crate::store::model::Maintenance;
+use crate::store::model::{Checkpoint, Maintenance, PendingWrite};
 
 /// Binds: project, id.
 const DELETE_CHECKPOINT: &str = "DELETE FROM checkpoints WHERE project = ? AND id = ?";
@@ -76,29 +76,8 @@ pub(super) fn push(query: &mut Statements, project: &str, change: &Maintenance) 
             query.bind(s.summary.as_str()).bind(s.metadata.as_str()).bind(s.author.as_slice());
             query.bind(s.head_author.as_slice()).bind(project).bind(s.id.as_str());
         }
-        Maintenance::MaskCheckpoint(c) => {
-            query
-                .push(MASK_CHECKPOINT)
-                .bind(c.reason.as_str())
-                .bind(c.state.as_slice())
-                .bind(c.payload.as_slice());
-            query.bind(c.digest.as_str()).bind(c.blobs.as_slice()).bind(c.author.as_slice());
-            query.bind(c.state_digest.as_deref()).bind(c.metadata.as_deref()).bind(c.run_id.as_deref());
-            query.bind(project).bind(c.id.as_str());
-        }
-        Maintenance::MaskWrite(p) => {
-            query
-                .push(MASK_WRITE)
-                .bind(p.channel.as_str())
-                .bind(p.task_path.as_str())
-                .bind(p.value_type.as_str());
-            query
-                .bind(p.value.as_slice())
-                .bind(project)
-                .bind(p.checkpoint_id.as_str())
-                .bind(p.task_id.as_str());
-            query.bind(p.idx);
-        }
+        Maintenance::MaskCheckpoint(c) => push_mask_checkpoint(query, project, c),
+        Maintenance::MaskWrite(p) => push_mask_write(query, project, p),
         Maintenance::MaskEntry { id, content, rationale, author } => {
             query.push(MASK_ENTRY).bind(content.as_str()).bind(rationale.as_str()).bind(author.as_slice());
             query.bind(project).bind(id.as_str());
@@ -119,6 +98,19 @@ pub(super) fn push(query: &mut Statements, project: &str, change: &Maintenance) 
             query.push(SEARCH_BACKFILLED).bind(project);
         }
     }
+}
+
+fn push_mask_checkpoint(query: &mut Statements, project: &str, c: &Checkpoint) {
+    query.push(MASK_CHECKPOINT).bind(c.reason.as_str()).bind(c.state.as_slice()).bind(c.payload.as_slice());
+    query.bind(c.digest.as_str()).bind(c.blobs.as_slice()).bind(c.author.as_slice());
+    query.bind(c.state_digest.as_deref()).bind(c.metadata.as_deref()).bind(c.run_id.as_deref());
+    query.bind(project).bind(c.id.as_str());
+}
+
+fn push_mask_write(query: &mut Statements, project: &str, p: &PendingWrite) {
+    query.push(MASK_WRITE).bind(p.channel.as_str()).bind(p.task_path.as_str()).bind(p.value_type.as_str());
+    query.bind(p.value.as_slice()).bind(project).bind(p.checkpoint_id.as_str()).bind(p.task_id.as_str());
+    query.bind(p.idx);
 }
 
 /// Binds: project.
