@@ -15,14 +15,15 @@ CREATE UNIQUE INDEX checkpoints_ordered_key ON checkpoints (session_id, ordered_
 CREATE INDEX checkpoints_project_key ON checkpoints (project, ordered_key, id) WHERE ordered_key IS NOT NULL;
 CREATE INDEX checkpoints_run ON checkpoints (project, run_id) WHERE run_id IS NOT NULL;
 
--- A task's write to a channel, pending on a checkpoint; gone with its checkpoint.
+-- A task's write to a channel, pending on a checkpoint; gone with its checkpoint. Read in
+-- (task_path, task_id, idx) order by their bytes, the order LangGraph replays them in.
 CREATE TABLE pending_writes (
     checkpoint_id TEXT NOT NULL REFERENCES checkpoints (id) ON DELETE CASCADE,
-    task_id       TEXT NOT NULL,
+    task_id       TEXT COLLATE "C" NOT NULL,
     idx           INTEGER NOT NULL,
     project       TEXT NOT NULL,
     channel       TEXT NOT NULL,
-    task_path     TEXT NOT NULL,
+    task_path     TEXT COLLATE "C" NOT NULL,
     value_type    TEXT NOT NULL,
     value         BYTEA NOT NULL,
     revision      BIGINT NOT NULL,
