@@ -130,6 +130,27 @@ enum Command {
         #[arg(long, default_value_t = 50)]
         limit: u32,
     },
+    /// An orchestrator's threads in a project (LangGraph's, through baton-client's
+    /// checkpointer): their checkpoints newest first; `baton threads delete T` removes threads.
+    Threads {
+        #[command(subcommand)]
+        command: Option<ThreadsCommand>,
+        /// The project (default: this directory's, as for every command).
+        #[arg(long, global = true)]
+        project: Option<String>,
+        /// Only this thread.
+        #[arg(long)]
+        thread: Option<String>,
+        /// Only this checkpoint namespace ("" = the root).
+        #[arg(long)]
+        namespace: Option<String>,
+        /// Only checkpoints whose metadata has these values, a JSON object: '{"source": "loop"}'.
+        #[arg(long)]
+        filter: Option<String>,
+        /// At most this many checkpoints, newest first.
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
     /// Show one session.
     Session {
         /// The session's full id or any unique part (as `baton sessions` shows).
@@ -213,6 +234,16 @@ enum Command {
     /// Send the offline queue now, in order. Writes another baton process is sending at
     /// that moment are waited for (up to 40 s) and sent here if that process gave up.
     Sync,
+}
+
+#[derive(Debug, Subcommand)]
+enum ThreadsCommand {
+    /// Delete threads: every namespace, checkpoint and pending write of each.
+    Delete {
+        /// The threads' keys.
+        #[arg(required = true)]
+        threads: Vec<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -392,6 +423,13 @@ async fn dispatch(ctx: &Ctx, dir: &std::path::Path, command: Command, json: bool
             cmd::sessions::list(ctx, dir, cmd::sessions::Filters { status, agent, host, limit }, json).await
         }
         Command::Session { id } => cmd::sessions::show(ctx, dir, &id, json).await,
+        Command::Threads { command: Some(ThreadsCommand::Delete { threads }), project, .. } => {
+            cmd::threads::delete(ctx, dir, project, threads, json).await
+        }
+        Command::Threads { command: None, project, thread, namespace, filter, limit } => {
+            let filters = cmd::threads::Filters { project, thread, namespace, filter, limit };
+            cmd::threads::list(ctx, dir, filters, json).await
+        }
         Command::Checkpoints { session, tree } => {
             cmd::checkpoints::list(ctx, dir, session.as_deref(), tree, json).await
         }

@@ -10,5 +10,6 @@ pub mod search;
 pub mod sessions;
 pub mod status;
 pub mod sync;
+pub mod threads;
 pub mod warmup;
 pub mod words;

@@ -9,6 +9,7 @@ use baton_proto::v1::event_service_client::EventServiceClient;
 use baton_proto::v1::memory_service_client::MemoryServiceClient;
 use baton_proto::v1::search_service_client::SearchServiceClient;
 use baton_proto::v1::session_service_client::SessionServiceClient;
+use baton_proto::v1::thread_service_client::ThreadServiceClient;
 use tonic::metadata::MetadataValue;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
@@ -40,6 +41,8 @@ pub struct Hub {
     pub brief: BriefServiceClient<Ch>,
     pub events: EventServiceClient<Ch>,
     pub search: SearchServiceClient<Ch>,
+    /// Orchestrators' threads: a page may hold checkpoints with large payloads.
+    pub threads: ThreadServiceClient<Ch>,
     pub channel: Channel,
 }
 
@@ -127,6 +130,7 @@ pub async fn connect(settings: &Settings, timeouts: Timeouts) -> Result<Hub, Con
         brief: BriefServiceClient::new(ch()),
         events: EventServiceClient::new(ch()),
         search: SearchServiceClient::new(ch()),
+        threads: ThreadServiceClient::new(ch()).max_decoding_message_size(64 * 1024 * 1024),
         channel,
     })
 }

@@ -596,3 +596,41 @@ async fn purge_reaches_threads() {
         assert!(!format!("{e:?}").contains(secret), "{e:?}");
     }
 }
+
+/// `baton threads`: a project's thread checkpoints newest first, filtered; and delete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_lists_and_deletes_threads() {
+    let server = Server::start(Backend::Sqlite).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    put(&mut c, &p, "support-42", "k1", "", r#"{"source": "input", "step": -1}"#).await;
+    put(&mut c, &p, "support-42", "k2", "k1", r#"{"source": "loop", "step": 0}"#).await;
+    put(&mut c, &p, "billing-7", "k3", "", r#"{"source": "loop", "step": 0}"#).await;
+    let env = baton_tests::ClientEnv::new(&server.url());
+    let dir = tempfile::tempdir().unwrap();
+    let out = env.run(dir.path(), &["threads", "--project", &p], "");
+    assert_eq!(out.code, 0, "{out:?}");
+    let rows: Vec<&str> =
+        out.stdout.lines().filter(|l| l.contains("support-42") || l.contains("billing-7")).collect();
+    assert_eq!(rows.len(), 3, "{}", out.stdout);
+    assert!(rows[0].contains("billing-7") && rows[0].contains("k3"), "newest key first: {}", out.stdout);
+    let out =
+        env.run(dir.path(), &["threads", "--project", &p, "--filter", r#"{"source": "loop"}"#, "--json"], "");
+    assert_eq!(out.code, 0, "{out:?}");
+    let listed: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let keys: Vec<&str> =
+        listed["checkpoints"].as_array().unwrap().iter().map(|c| c["key"].as_str().unwrap()).collect();
+    assert_eq!(keys, ["k3", "k2"]);
+    assert_eq!(listed["checkpoints"][1]["metadata"]["step"], 0);
+    let out = env.run(dir.path(), &["threads", "--project", &p, "--filter", "[1]"], "");
+    assert_ne!(out.code, 0);
+    assert!(out.stderr.contains("metadata_filter_json"), "{out:?}");
+    let out = env.run(dir.path(), &["threads", "delete", "support-42", "--project", &p], "");
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("deleted 1 namespace(s) with 2 checkpoint(s)"), "{}", out.stdout);
+    assert_eq!(keys_of(&mut c, &p).await, ["k3"]);
+}
+
+async fn keys_of(c: &mut Clients, p: &str) -> Vec<String> {
+    list(c, in_thread(p, "", None)).await.into_iter().map(|(_, _, k)| k).collect()
+}
