@@ -11,7 +11,7 @@ use anyhow::{Context as _, bail};
 use sha2::{Digest, Sha256};
 
 /// The workspace's `target/` directory (the test executable is in target/<profile>/deps).
-fn target_dir() -> PathBuf {
+pub fn target_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
         return PathBuf::from(dir);
     }
@@ -21,7 +21,7 @@ fn target_dir() -> PathBuf {
         .map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"), Path::to_path_buf)
 }
 
-fn run(command: &mut Command, what: &str) -> anyhow::Result<()> {
+pub fn run(command: &mut Command, what: &str) -> anyhow::Result<()> {
     let out = command.output().with_context(|| format!("{what}: cannot start {command:?}"))?;
     if !out.status.success() {
         bail!(
@@ -38,16 +38,21 @@ pub fn python() -> anyhow::Result<PathBuf> {
     if let Some(python) = std::env::var_os("BATON_TEST_PYTHON") {
         return Ok(PathBuf::from(python));
     }
-    let requirements = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/requirements.txt");
+    environment("python-venv", &Path::new(env!("CARGO_MANIFEST_DIR")).join("python/requirements.txt"))
+}
+
+/// The interpreter of the environment `target/<name>`, with the pinned packages of
+/// `requirements`, made (or made again, when the file changed) if needed.
+pub fn environment(name: &str, requirements: &Path) -> anyhow::Result<PathBuf> {
     let pinned =
-        std::fs::read(&requirements).with_context(|| format!("reading {}", requirements.display()))?;
+        std::fs::read(requirements).with_context(|| format!("reading {}", requirements.display()))?;
     let target = target_dir();
     std::fs::create_dir_all(&target)?;
-    let venv = target.join("python-venv");
+    let venv = target.join(name);
     let python = venv.join("bin/python");
     // A new requirements file makes a new environment.
     let ready = venv.join(format!(".baton-ready-{}", &hex::encode(Sha256::digest(&pinned))[..16]));
-    let lock = std::fs::File::create(target.join("python-venv.lock"))?;
+    let lock = std::fs::File::create(target.join(format!("{name}.lock")))?;
     lock.lock()?;
     if ready.exists() && python.exists() {
         return Ok(python);
@@ -61,7 +66,7 @@ pub fn python() -> anyhow::Result<PathBuf> {
     run(
         Command::new(&python)
             .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
-            .arg(&requirements),
+            .arg(requirements),
         "installing the test's Python packages",
     )?;
     std::fs::write(&ready, b"")?;

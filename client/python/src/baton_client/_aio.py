@@ -1,0 +1,646 @@
+"""The asyncio client (grpc.aio): the same methods as :class:`~baton_client.Client`."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Generic, TypeVar
+
+import grpc
+import grpc.aio
+from google.protobuf.message import Message
+
+from baton_client import _rpc as R
+from baton_client._blobs import batches, make_blob
+from baton_client._config import Settings, load_settings
+from baton_client._errors import BatonError, Unavailable, from_rpc_error, is_transient
+from baton_client._proto.baton.v1 import (
+    admin_pb2,
+    brief_pb2,
+    checkpoint_pb2,
+    event_pb2,
+    memory_pb2,
+    model_pb2,
+    search_pb2,
+    session_pb2,
+    thread_pb2,
+)
+from baton_client._rpc import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_RETRY, DEFAULT_TIMEOUT, DEFAULT_WATCH_RETRY, RetryPolicy
+
+T = TypeVar("T")
+
+__all__ = ["AsyncClient", "AsyncPages", "AsyncWatch"]
+
+_HEALTHY_STREAM_SECONDS = 30.0
+
+
+class AsyncPages(Generic[T]):
+    """The items of a paged list as an async iterator (``async for``); see :class:`Pages`."""
+
+    def __init__(self, fetch: Callable[[Any], Awaitable[Any]], rpc: R.Rpc, request: Any, limit: int | None) -> None:
+        self.response: Any = None
+        self._fetch = fetch
+        self._rpc = rpc
+        self._request = request
+        self._limit = limit
+        self._items = self._run()
+
+    async def _run(self) -> AsyncIterator[T]:
+        if self._limit == 0:
+            return
+        count = 0
+        assert self._rpc.items is not None
+        while True:
+            reply = await self._fetch(self._request)
+            self.response = reply
+            for item in getattr(reply, self._rpc.items):
+                yield item
+                count += 1
+                if self._limit is not None and count >= self._limit:
+                    return
+            token = R.has_next_page(reply)
+            if not token:
+                return
+            self._request.page_token = token
+
+    def __aiter__(self) -> AsyncIterator[T]:
+        return self
+
+    async def __anext__(self) -> T:
+        return await self._items.__anext__()
+
+    async def to_list(self) -> list[T]:
+        """Every remaining item."""
+        return [item async for item in self]
+
+
+class AsyncWatch:
+    """Events as they happen (``async for``), resumed across reconnects; see :class:`Watch`."""
+
+    def __init__(
+        self,
+        method: Callable[..., Any],
+        request: event_pb2.WatchRequest,
+        metadata: Sequence[tuple[str, str]],
+        policy: RetryPolicy,
+    ) -> None:
+        self._method = method
+        self._metadata = tuple(metadata)
+        self._policy = policy
+        self._all = len(request.cursors) == 0
+        self._cursors: dict[str, int] = {}
+        for cursor in request.cursors:
+            self._cursors[cursor.project] = cursor.after_revision
+        self._kinds = list(request.kinds)
+        self._call: Any = None
+        self._closed = False
+        self._wake: asyncio.Event | None = None
+        self._failures = 0
+        self._opened_at = 0.0
+        #: How many times the stream was reopened after a failure.
+        self.reconnects = 0
+
+    @property
+    def cursors(self) -> dict[str, int]:
+        """Project -> the revision of the last event delivered (or the starting cursor)."""
+        return dict(self._cursors)
+
+    def _next_request(self) -> event_pb2.WatchRequest:
+        if self._all:
+            return event_pb2.WatchRequest(kinds=self._kinds)
+        return event_pb2.WatchRequest(
+            cursors=[event_pb2.WatchCursor(project=p, after_revision=r) for p, r in self._cursors.items()],
+            kinds=self._kinds,
+        )
+
+    def __aiter__(self) -> AsyncWatch:
+        return self
+
+    async def __anext__(self) -> model_pb2.Event:
+        while True:
+            if self._closed:
+                raise StopAsyncIteration
+            if self._call is None:
+                self._call = self._method(self._next_request(), metadata=self._metadata)
+                self._opened_at = time.monotonic()
+            error: BatonError
+            try:
+                event = await self._call.read()
+            except asyncio.CancelledError:
+                if self._closed:
+                    raise StopAsyncIteration from None
+                raise
+            except grpc.RpcError as e:
+                if self._closed:
+                    raise StopAsyncIteration from None
+                error = from_rpc_error(e)
+            else:
+                if event is grpc.aio.EOF:
+                    error = Unavailable("the watch stream ended")
+                else:
+                    last = self._cursors.get(event.project)
+                    if last is not None and event.revision <= last:
+                        continue  # delivered before a reconnect
+                    self._cursors[event.project] = event.revision
+                    self._failures = 0
+                    return event
+            self._call = None
+            await self._after_failure(error)
+
+    async def _after_failure(self, error: BatonError) -> None:
+        if not is_transient(error):
+            raise error
+        if self._all:
+            error.add_note("a watch of every project cannot resume without a gap: name projects in cursors")
+            raise error
+        if time.monotonic() - self._opened_at > _HEALTHY_STREAM_SECONDS:
+            self._failures = 0
+        if self._failures + 1 >= self._policy.attempts:
+            raise error
+        delay = self._policy.backoff(self._failures)
+        self._failures += 1
+        self.reconnects += 1
+        if self._wake is None:
+            self._wake = asyncio.Event()
+        try:
+            await asyncio.wait_for(self._wake.wait(), delay)
+        except TimeoutError:
+            pass
+        if self._closed:
+            raise StopAsyncIteration
+
+    def close(self) -> None:
+        """Stops the watch; the iteration ends (a pending ``__anext__`` returns)."""
+        self._closed = True
+        if self._wake is not None:
+            self._wake.set()
+        call = self._call
+        if call is not None:
+            call.cancel()
+
+    async def aclose(self) -> None:
+        self.close()
+
+    async def __aenter__(self) -> AsyncWatch:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncClient:
+    """An asyncio Baton client (grpc.aio) with the same methods as :class:`~baton_client.Client`.
+
+    Unary methods are coroutines; ``list_*``, ``search`` and ``watch`` return async
+    iterators (``async for``). Create it inside a running event loop (grpc.aio binds the
+    channel to it); close it with ``await client.close()`` or ``async with``. Retries,
+    errors and configuration are as for :class:`~baton_client.Client`.
+    """
+
+    def __init__(
+        self,
+        server: str | None = None,
+        token: str | None = None,
+        ca_cert: str | os.PathLike[str] | None = None,
+        *,
+        settings: Settings | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        retry: RetryPolicy = DEFAULT_RETRY,
+        watch_retry: RetryPolicy = DEFAULT_WATCH_RETRY,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        interceptors: Sequence[Any] = (),
+        options: Sequence[tuple[str, Any]] = (),
+    ) -> None:
+        self.settings = settings if settings is not None else load_settings(server, token, ca_cert)
+        self.timeout = timeout
+        self.retry = retry
+        self.watch_retry = watch_retry
+        creds = R.credentials(self.settings)
+        opts = R.channel_options(max_message_bytes, options)
+        ics = list(interceptors) or None
+        if creds is None:
+            self.channel: grpc.aio.Channel = grpc.aio.insecure_channel(
+                self.settings.target, options=opts, interceptors=ics
+            )
+        else:
+            self.channel = grpc.aio.secure_channel(self.settings.target, creds, options=opts, interceptors=ics)
+        #: The raw generated stubs on the aio channel (``await stubs.sessions.GetSession(...)``).
+        #: Pass ``metadata=client.metadata`` for the token.
+        self.stubs = R.Stubs(self.channel)
+        self.metadata: tuple[tuple[str, str], ...] = R.auth_metadata(self.settings)
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self, grace: float | None = None) -> None:
+        """Closes the channel (calls in flight are cancelled after ``grace`` seconds)."""
+        await self.channel.close(grace)
+
+    def __repr__(self) -> str:
+        return f"AsyncClient({self.settings.server!r})"
+
+    def _timeout(self, timeout: float | None) -> float | None:
+        return self.timeout if timeout is None else timeout
+
+    async def _invoke(self, rpc: R.Rpc, request: Any, timeout: float | None) -> Any:
+        method = self.stubs.method(rpc)
+        deadline = self._timeout(timeout)
+        retry = 0
+        while True:
+            try:
+                return await method(request, timeout=deadline, metadata=self.metadata)
+            except grpc.RpcError as e:
+                error = from_rpc_error(e)
+                if rpc.retried and error.code == grpc.StatusCode.UNAVAILABLE and retry + 1 < self.retry.attempts:
+                    await asyncio.sleep(self.retry.backoff(retry))
+                    retry += 1
+                    continue
+                raise error from None
+
+    async def _call(self, rpc: R.Rpc, request: Message | None, fields: dict[str, Any], timeout: float | None) -> Any:
+        return await self._invoke(rpc, R.build_request(rpc, request, fields), timeout)
+
+    def _pages(
+        self,
+        rpc: R.Rpc,
+        request: Message | None,
+        fields: dict[str, Any],
+        timeout: float | None,
+        limit: int | None,
+        page_size: int | None,
+    ) -> Any:
+        built = R.first_page_request(rpc, R.build_request(rpc, request, fields), limit, page_size)
+        return AsyncPages(lambda r: self._invoke(rpc, r, timeout), rpc, built, limit)
+
+    # -- sessions -------------------------------------------------------------------------
+
+    async def start_session(
+        self, request: session_pb2.StartSessionRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> session_pb2.StartSessionResponse:
+        """StartSession: starts a session in a project (created on first use). Write."""
+        return await self._call(R.START_SESSION, request, fields, timeout)
+
+    async def get_session(
+        self, request: session_pb2.GetSessionRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> session_pb2.GetSessionResponse:
+        """GetSession (``session_id``). Read."""
+        return await self._call(R.GET_SESSION, request, fields, timeout)
+
+    def list_sessions(
+        self,
+        request: session_pb2.ListSessionsRequest | None = None,
+        /,
+        *,
+        limit: int | None = None,
+        page_size: int | None = None,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> AsyncPages[model_pb2.Session]:
+        """ListSessions: a project's sessions, newest first, every page. Read."""
+        return self._pages(R.LIST_SESSIONS, request, fields, timeout, limit, page_size)
+
+    async def update_session(
+        self, request: session_pb2.UpdateSessionRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> session_pb2.UpdateSessionResponse:
+        """UpdateSession: goal, branch, summary, metadata (last-write-wins). Write."""
+        return await self._call(R.UPDATE_SESSION, request, fields, timeout)
+
+    async def heartbeat(
+        self, request: session_pb2.HeartbeatRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> session_pb2.HeartbeatResponse:
+        """Heartbeat: liveness (``session_id``, ``status``, ``tool_count``). Safe to retry."""
+        return await self._call(R.HEARTBEAT, request, fields, timeout)
+
+    async def end_session(
+        self, request: session_pb2.EndSessionRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> session_pb2.EndSessionResponse:
+        """EndSession: completed (or crashed), with summary and git head. Write."""
+        return await self._call(R.END_SESSION, request, fields, timeout)
+
+    async def resume_session(
+        self, request: session_pb2.ResumeSessionRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> session_pb2.ResumeSessionResponse:
+        """ResumeSession: claims a crashed or idle session and starts its successor. Write."""
+        return await self._call(R.RESUME_SESSION, request, fields, timeout)
+
+    # -- checkpoints ----------------------------------------------------------------------
+
+    async def create_checkpoint(
+        self,
+        request: checkpoint_pb2.CreateCheckpointRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> checkpoint_pb2.CreateCheckpointResponse:
+        """CreateCheckpoint: stores a checkpoint and moves the session's head to it. Write."""
+        return await self._call(R.CREATE_CHECKPOINT, request, fields, timeout)
+
+    async def get_checkpoint(
+        self, request: checkpoint_pb2.GetCheckpointRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> checkpoint_pb2.GetCheckpointResponse:
+        """GetCheckpoint (``checkpoint_id``, ``include_payload``); DataLoss when corrupt. Read."""
+        return await self._call(R.GET_CHECKPOINT, request, fields, timeout)
+
+    def list_checkpoints(
+        self,
+        request: checkpoint_pb2.ListCheckpointsRequest | None = None,
+        /,
+        *,
+        limit: int | None = None,
+        page_size: int | None = None,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> AsyncPages[model_pb2.Checkpoint]:
+        """ListCheckpoints: a session's checkpoints in tree order, every page. Read."""
+        return self._pages(R.LIST_CHECKPOINTS, request, fields, timeout, limit, page_size)
+
+    async def missing_chunks(
+        self, request: checkpoint_pb2.MissingChunksRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> checkpoint_pb2.MissingChunksResponse:
+        """MissingChunks: which of these chunk digests the project lacks. Read."""
+        return await self._call(R.MISSING_CHUNKS, request, fields, timeout)
+
+    async def put_chunks(
+        self, request: checkpoint_pb2.PutChunksRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> checkpoint_pb2.PutChunksResponse:
+        """PutChunks: stores content-addressed chunks (1 MiB each, 8 MiB a call). Safe to retry."""
+        return await self._call(R.PUT_CHUNKS, request, fields, timeout)
+
+    async def get_chunks(
+        self, request: checkpoint_pb2.GetChunksRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> checkpoint_pb2.GetChunksResponse:
+        """GetChunks: reads chunks back, each verified (DataLoss when damaged). Read."""
+        return await self._call(R.GET_CHUNKS, request, fields, timeout)
+
+    async def upload_blob(
+        self,
+        project: str,
+        data: bytes,
+        *,
+        role: str = "transcript",
+        content_type: str = "",
+        agent_session_id: str = "",
+        cwd: str = "",
+        timeout: float | None = None,
+    ) -> model_pb2.BlobRef:
+        """Uploads a blob's chunks the project lacks (MissingChunks, then PutChunks in
+        batches) and returns the BlobRef to put in ``create_checkpoint(blobs=[...])``."""
+        ref, chunks = make_blob(
+            data, role=role, content_type=content_type, agent_session_id=agent_session_id, cwd=cwd
+        )
+        if chunks:
+            reply = await self.missing_chunks(project=project, digests=list(ref.chunks), timeout=timeout)
+            missing = set(reply.missing)
+            todo = [c for c in chunks if c.digest in missing]
+            for batch in batches(todo):
+                await self.put_chunks(project=project, chunks=batch, timeout=timeout)
+        return ref
+
+    # -- memory ---------------------------------------------------------------------------
+
+    async def put_memory(
+        self, request: memory_pb2.PutMemoryRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> memory_pb2.PutMemoryResponse:
+        """PutMemory: replace a set, add/remove items, append history, upsert a note. Write."""
+        return await self._call(R.PUT_MEMORY, request, fields, timeout)
+
+    def list_memory(
+        self,
+        request: memory_pb2.ListMemoryRequest | None = None,
+        /,
+        *,
+        limit: int | None = None,
+        page_size: int | None = None,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> AsyncPages[model_pb2.MemoryEntry]:
+        """ListMemory: a project's memory entries, every page (``response.caps``,
+        ``response.record_revisions`` on the iterator). Read."""
+        return self._pages(R.LIST_MEMORY, request, fields, timeout, limit, page_size)
+
+    async def delete_memory(
+        self, request: memory_pb2.DeleteMemoryRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> memory_pb2.DeleteMemoryResponse:
+        """DeleteMemory: one entry (``entry_id``) or a whole record (``record``). Write."""
+        return await self._call(R.DELETE_MEMORY, request, fields, timeout)
+
+    async def set_memory_caps(
+        self, request: memory_pb2.SetMemoryCapsRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> memory_pb2.SetMemoryCapsResponse:
+        """SetMemoryCaps: caps per category for a project. Write."""
+        return await self._call(R.SET_MEMORY_CAPS, request, fields, timeout)
+
+    # -- brief ----------------------------------------------------------------------------
+
+    async def get_brief(
+        self, request: brief_pb2.GetBriefRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> brief_pb2.GetBriefResponse:
+        """GetBrief: the warmup brief, ranked sections within ``budget_chars``. Read."""
+        return await self._call(R.GET_BRIEF, request, fields, timeout)
+
+    # -- events ---------------------------------------------------------------------------
+
+    def list_events(
+        self,
+        request: event_pb2.ListEventsRequest | None = None,
+        /,
+        *,
+        limit: int | None = None,
+        page_size: int | None = None,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> AsyncPages[model_pb2.Event]:
+        """ListEvents: a project's events after ``after_revision``, every page. Read.
+
+        ``page_size`` is sent as the request's ``limit`` field (its page size); ``limit``
+        here stops the iteration after that many events, as for every list.
+        """
+        return self._pages(R.LIST_EVENTS, request, fields, timeout, limit, page_size)
+
+    def list_conflicts(
+        self,
+        request: event_pb2.ListConflictsRequest | None = None,
+        /,
+        *,
+        limit: int | None = None,
+        page_size: int | None = None,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> AsyncPages[model_pb2.Conflict]:
+        """ListConflicts: a project's conflicts, oldest first, every page. Read.
+
+        ``page_size`` is sent as the request's ``limit`` field, as for ``list_events``.
+        """
+        return self._pages(R.LIST_CONFLICTS, request, fields, timeout, limit, page_size)
+
+    def watch(self, request: event_pb2.WatchRequest | None = None, /, **fields: Any) -> AsyncWatch:
+        """Watch: events after each cursor, then live ones, resumed across reconnects.
+
+        ``cursors`` may be a mapping ``{project: after_revision}`` besides a list of
+        ``WatchCursor``. See :class:`AsyncWatch`. The stream has no deadline.
+        """
+        cursors = fields.get("cursors")
+        if isinstance(cursors, Mapping):
+            fields["cursors"] = [event_pb2.WatchCursor(project=p, after_revision=r) for p, r in cursors.items()]
+        built = R.build_request(R.WATCH, request, fields)
+        return AsyncWatch(self.stubs.method(R.WATCH), built, self.metadata, self.watch_retry)
+
+    # -- search ---------------------------------------------------------------------------
+
+    def search(
+        self,
+        request: search_pb2.SearchRequest | None = None,
+        /,
+        *,
+        limit: int | None = None,
+        page_size: int | None = None,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> AsyncPages[search_pb2.SearchHit]:
+        """Search: full text over memory, checkpoints and sessions (``query``), every page. Read."""
+        return self._pages(R.SEARCH, request, fields, timeout, limit, page_size)
+
+    # -- admin ----------------------------------------------------------------------------
+
+    async def prune(
+        self, request: admin_pb2.PruneRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> admin_pb2.PruneResponse:
+        """Prune: removes old checkpoints by the retention rules (admin). Not retried."""
+        return await self._call(R.PRUNE, request, fields, timeout)
+
+    async def compact_events(
+        self, request: admin_pb2.CompactEventsRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> admin_pb2.CompactEventsResponse:
+        """CompactEvents: deletes a project's events below a revision (admin). Not retried."""
+        return await self._call(R.COMPACT_EVENTS, request, fields, timeout)
+
+    async def purge(
+        self, request: admin_pb2.PurgeRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> admin_pb2.PurgeResponse:
+        """Purge: overwrites a leaked value everywhere a project stores it (admin). Not retried."""
+        return await self._call(R.PURGE, request, fields, timeout)
+
+    async def create_token(
+        self, request: admin_pb2.CreateTokenRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> admin_pb2.CreateTokenResponse:
+        """CreateToken (``name``, ``role``, ``project``): the secret is in the reply, once.
+        Not retried."""
+        return await self._call(R.CREATE_TOKEN, request, fields, timeout)
+
+    def list_tokens(
+        self,
+        request: admin_pb2.ListTokensRequest | None = None,
+        /,
+        *,
+        limit: int | None = None,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> AsyncPages[admin_pb2.AccessToken]:
+        """ListTokens: every access token (never their secrets). Read."""
+        return self._pages(R.LIST_TOKENS, request, fields, timeout, limit, None)
+
+    async def revoke_token(
+        self, request: admin_pb2.RevokeTokenRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> admin_pb2.RevokeTokenResponse:
+        """RevokeToken (``name``). Not retried."""
+        return await self._call(R.REVOKE_TOKEN, request, fields, timeout)
+
+    async def get_stats(
+        self, request: admin_pb2.GetStatsRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> admin_pb2.GetStatsResponse:
+        """GetStats: per-project counts (``project``, or every project). Read."""
+        return await self._call(R.GET_STATS, request, fields, timeout)
+
+    # -- threads --------------------------------------------------------------------------
+
+    async def open_thread(
+        self, request: thread_pb2.OpenThreadRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> thread_pb2.OpenThreadResponse:
+        """OpenThread: the session of a thread's namespace, created when there is none. Write."""
+        return await self._call(R.OPEN_THREAD, request, fields, timeout)
+
+    async def put_thread_checkpoint(
+        self,
+        request: thread_pb2.PutThreadCheckpointRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> thread_pb2.PutThreadCheckpointResponse:
+        """PutThreadCheckpoint: stores a checkpoint under the orchestrator's key. Write."""
+        return await self._call(R.PUT_THREAD_CHECKPOINT, request, fields, timeout)
+
+    async def get_thread_checkpoint(
+        self,
+        request: thread_pb2.GetThreadCheckpointRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> thread_pb2.GetThreadCheckpointResponse:
+        """GetThreadCheckpoint: one checkpoint by key, or the newest. Read."""
+        return await self._call(R.GET_THREAD_CHECKPOINT, request, fields, timeout)
+
+    def list_thread_checkpoints(
+        self,
+        request: thread_pb2.ListThreadCheckpointsRequest | None = None,
+        /,
+        *,
+        limit: int | None = None,
+        page_size: int | None = None,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> AsyncPages[thread_pb2.ThreadCheckpoint]:
+        """ListThreadCheckpoints: newest first, filtered by metadata, every page. Read."""
+        return self._pages(R.LIST_THREAD_CHECKPOINTS, request, fields, timeout, limit, page_size)
+
+    async def put_thread_writes(
+        self,
+        request: thread_pb2.PutThreadWritesRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> thread_pb2.PutThreadWritesResponse:
+        """PutThreadWrites: a task's pending writes on a checkpoint. Write."""
+        return await self._call(R.PUT_THREAD_WRITES, request, fields, timeout)
+
+    async def delete_threads(
+        self, request: thread_pb2.DeleteThreadsRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> thread_pb2.DeleteThreadsResponse:
+        """DeleteThreads: every namespace of these threads. Write."""
+        return await self._call(R.DELETE_THREADS, request, fields, timeout)
+
+    async def delete_thread_runs(
+        self,
+        request: thread_pb2.DeleteThreadRunsRequest | None = None,
+        /,
+        *,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> thread_pb2.DeleteThreadRunsResponse:
+        """DeleteThreadRuns: the checkpoints whose metadata ``run_id`` is one of these. Write."""
+        return await self._call(R.DELETE_THREAD_RUNS, request, fields, timeout)
+
+    async def copy_thread(
+        self, request: thread_pb2.CopyThreadRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> thread_pb2.CopyThreadResponse:
+        """CopyThread: a thread to a new thread key. Write."""
+        return await self._call(R.COPY_THREAD, request, fields, timeout)
+
+    async def prune_threads(
+        self, request: thread_pb2.PruneThreadsRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> thread_pb2.PruneThreadsResponse:
+        """PruneThreads: keeps each namespace's newest ``keep_latest`` checkpoints. Write."""
+        return await self._call(R.PRUNE_THREADS, request, fields, timeout)
