@@ -198,6 +198,15 @@ impl<S: Store> ThreadService for Api<S> {
             validate::required(&format!("writes[{i}].channel"), &w.channel, MAX_CHANNEL)?;
             validate::single_line(&format!("writes[{i}].value_type"), &w.value_type, MAX_CHANNEL)?;
         }
+        let size: usize = req.writes.iter().map(|w| w.value.len()).sum();
+        if size > self.limits.max_checkpoint_bytes {
+            return Err(Error::ResourceExhausted(format!(
+                "writes: {size} bytes of values is over this server's checkpoint limit of {} bytes \
+                 (--max-checkpoint-bytes); write large values as chunks (PutChunks) and reference them",
+                self.limits.max_checkpoint_bytes
+            ))
+            .into());
+        }
         let mut hash_view = req.clone();
         without_clock(&mut hash_view.write);
         let ctx = write_ctx("PutThreadWrites", &hash_view, req.write.as_ref(), 0, &who)?;

@@ -20,10 +20,12 @@ Needs the ``langgraph`` extra: ``pip install "baton-client[langgraph]"``.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import random
 import threading
+import time
 import warnings
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
@@ -44,7 +46,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from baton_client._aio import AsyncClient
 from baton_client._client import Client
-from baton_client._errors import FailedPrecondition, WriteRejected
+from baton_client._errors import FailedPrecondition, NotFound, WriteRejected
 from baton_client._proto.baton.v1 import checkpoint_pb2, model_pb2, thread_pb2
 
 __all__ = ["BatonSaver", "ThreadForkWarning", "ThreadForked"]
@@ -508,8 +510,19 @@ class BatonSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        if writes:
-            self.client.put_thread_writes(self._writes_request(config, writes, task_id, task_path))
+        if not writes:
+            return
+        request = self._writes_request(config, writes, task_id, task_path)
+        # LangGraph's loop may hand a checkpoint's writes over before the checkpoint itself
+        # (its puts run in the background, each after the one before): wait for it.
+        for pause in _WAITS:
+            try:
+                self.client.put_thread_writes(request)
+                return
+            except NotFound:
+                if pause is None:
+                    raise
+                time.sleep(pause)
 
     def delete_thread(self, thread_id: str) -> None:
         self.client.delete_threads(project=self.project, threads=[str(thread_id)])
@@ -612,8 +625,17 @@ class BatonSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        if writes:
-            await self.aclient.put_thread_writes(self._writes_request(config, writes, task_id, task_path))
+        if not writes:
+            return
+        request = self._writes_request(config, writes, task_id, task_path)
+        for pause in _WAITS:
+            try:
+                await self.aclient.put_thread_writes(request)
+                return
+            except NotFound:
+                if pause is None:
+                    raise
+                await asyncio.sleep(pause)
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self.aclient.delete_threads(project=self.project, threads=[str(thread_id)])
@@ -632,6 +654,11 @@ class BatonSaver(BaseCheckpointSaver[str]):
             await self.aclient.prune_threads(
                 project=self.project, threads=[str(t) for t in thread_ids], keep_latest=_keep(strategy)
             )
+
+
+#: How long a checkpoint's writes wait for the checkpoint (NOT_FOUND until it is stored),
+#: about 15 s in all; ``None``: give up and raise.
+_WAITS: tuple[float | None, ...] = (0.01, 0.02, 0.05, 0.1, 0.2, 0.4, *([0.8] * 17), None)
 
 
 def _keep(strategy: str) -> int:
