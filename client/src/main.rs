@@ -136,7 +136,7 @@ enum Command {
         #[command(subcommand)]
         command: Option<ThreadsCommand>,
         /// The project (default: this directory's, as for every command).
-        #[arg(long, global = true)]
+        #[arg(long)]
         project: Option<String>,
         /// Only this thread.
         #[arg(long)]
@@ -243,6 +243,9 @@ enum ThreadsCommand {
         /// The threads' keys.
         #[arg(required = true)]
         threads: Vec<String>,
+        /// The project (default: this directory's).
+        #[arg(long)]
+        project: Option<String>,
     },
 }
 
@@ -423,9 +426,9 @@ async fn dispatch(ctx: &Ctx, dir: &std::path::Path, command: Command, json: bool
             cmd::sessions::list(ctx, dir, cmd::sessions::Filters { status, agent, host, limit }, json).await
         }
         Command::Session { id } => cmd::sessions::show(ctx, dir, &id, json).await,
-        Command::Threads { command: Some(ThreadsCommand::Delete { threads }), project, .. } => {
-            cmd::threads::delete(ctx, dir, project, threads, json).await
-        }
+        Command::Threads {
+            command: Some(ThreadsCommand::Delete { threads, project: own }), project, ..
+        } => cmd::threads::delete(ctx, dir, own.or(project), threads, json).await,
         Command::Threads { command: None, project, thread, namespace, filter, limit } => {
             let filters = cmd::threads::Filters { project, thread, namespace, filter, limit };
             cmd::threads::list(ctx, dir, filters, json).await
