@@ -260,7 +260,7 @@ impl Clients {
         Self {
             sessions: SessionServiceClient::new(channel.clone()),
             checkpoints: CheckpointServiceClient::new(channel.clone()),
-            threads: ThreadServiceClient::new(channel.clone()),
+            threads: ThreadServiceClient::new(channel.clone()).max_decoding_message_size(64 << 20),
             memory: MemoryServiceClient::new(channel.clone()),
             brief: BriefServiceClient::new(channel.clone()),
             events: EventServiceClient::new(channel.clone()),

@@ -175,3 +175,15 @@ def test_refusals_stay_refused(server: Any, admin_token: str, project: str) -> N
     own = BatonSaver(other, client=Client(settings=Settings(server=server.url, token=scoped)))
     own.put(config("t"), checkpoint({"n": 1}), metadata(0), {})
     assert own.get_tuple(config("t")).checkpoint["channel_values"] == {"n": 1}
+
+
+def test_many_large_channels_and_no_cache(server: Any, admin_token: str, project: str) -> None:
+    settings = Settings(server=server.url, token=admin_token)
+    # 40 channels each over the inline size: one blob each.
+    values = {f"doc{i}": f"document {i} " + "text " * 2000 for i in range(40)}
+    writer = BatonSaver(project, client=Client(settings=settings))
+    writer.put(config("t"), checkpoint(values), metadata(0), {})
+    # A reader that keeps nothing in memory reads them from what it fetched.
+    reader = BatonSaver(project, client=Client(settings=settings), cache_bytes=0)
+    assert reader.get_tuple(config("t")).checkpoint["channel_values"] == values
+    assert [t.checkpoint["channel_values"] for t in reader.list(config("t"))] == [values]

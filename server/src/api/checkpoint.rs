@@ -71,8 +71,13 @@ fn check_digest(field: &str, digest: &str) -> Result<(), Error> {
     Ok(())
 }
 
-pub(crate) fn check_blobs(blobs: &[BlobRef]) -> Result<Vec<String>, Error> {
-    validate::count("blobs", blobs.len(), 16)?;
+/// Blob references of an agent's checkpoint (its transcript and the files beside it).
+pub const MAX_BLOBS: usize = 16;
+/// Of a thread's checkpoint: one per large channel value.
+pub const MAX_THREAD_BLOBS: usize = 1024;
+
+pub(crate) fn check_blobs(blobs: &[BlobRef], most: usize) -> Result<Vec<String>, Error> {
+    validate::count("blobs", blobs.len(), most)?;
     let mut chunks = Vec::new();
     for (i, b) in blobs.iter().enumerate() {
         check_digest(&format!("blobs[{i}].digest"), &b.digest)?;
@@ -146,7 +151,7 @@ impl<S: Store> CheckpointService for Api<S> {
         redactor.field(&mut req.reason);
         redactor.fields(crate::core::redact::state_texts(&mut state));
         let ctx = write_ctx("CreateCheckpoint", &hash_view, req.write.as_ref(), redactor.count, &auth.who)?;
-        let chunk_digests = check_blobs(&req.blobs)?;
+        let chunk_digests = check_blobs(&req.blobs, MAX_BLOBS)?;
         let blobs = if req.blobs.is_empty() {
             Vec::new()
         } else {

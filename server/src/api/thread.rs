@@ -111,7 +111,7 @@ impl<S: Store> ThreadService for Api<S> {
         redactor.fields(crate::core::redact::state_texts(&mut state));
         let metadata = rules::metadata("metadata_json", &req.metadata_json, |s| redactor.field(s))?;
         let ctx = write_ctx("PutThreadCheckpoint", &hash_view, req.write.as_ref(), redactor.count, &who)?;
-        let chunk_digests = check_blobs(&req.blobs)?;
+        let chunk_digests = check_blobs(&req.blobs, super::checkpoint::MAX_THREAD_BLOBS)?;
         let new = thread::NewThreadCheckpoint {
             name,
             key: req.key,
@@ -224,7 +224,8 @@ impl<S: Store> ThreadService for Api<S> {
                 revision: 0,
             })
             .collect();
-        Ok(Response::new(thread::put_writes(&self.store, ctx, name, req.key, writes).await?))
+        let max = self.limits.max_checkpoint_bytes;
+        Ok(Response::new(thread::put_writes(&self.store, ctx, name, req.key, writes, max).await?))
     }
 
     async fn delete_threads(

@@ -195,7 +195,12 @@ fn checkpoint(c: &CheckpointLine, max_bytes: usize) -> Result<(), Error> {
     checkpoint_rpc::check_state(&state)?;
     if !c.blobs.is_empty() {
         let refs = BlobRefs::decode(c.blobs.as_slice()).map_err(|_| invalid("blobs", "do not decode"))?;
-        checkpoint_rpc::check_blobs(&refs.blobs)?;
+        let most = if c.ordered_key.is_some() {
+            checkpoint_rpc::MAX_THREAD_BLOBS
+        } else {
+            checkpoint_rpc::MAX_BLOBS
+        };
+        checkpoint_rpc::check_blobs(&refs.blobs, most)?;
     }
     actor("author", &c.author)
 }

@@ -106,6 +106,13 @@ async fn resume<S: Store>(
                 None => Asked::Latest,
             };
             let target = target(w, asked, &req.project).await?;
+            if let Some(thread) = &target.thread_key {
+                return Err(Error::FailedPrecondition(format!(
+                    "session {} is thread {thread:?} of an orchestrator (ThreadService): it is continued by putting \
+                     its next checkpoint, not resumed",
+                    target.id
+                )));
+            }
             resume::check_resumable(&target.id, target.status(), target.resumed_by.as_deref())?;
             let start = match asked {
                 Asked::Checkpoint(id) => Some(id.to_owned()),

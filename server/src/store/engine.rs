@@ -102,6 +102,7 @@ where
     for<'r> model::ThreadRow: FromRow<'r, DB::Row>,
     for<'r> model::PendingWrite: FromRow<'r, DB::Row>,
     for<'r> (i64, i64): FromRow<'r, DB::Row>,
+    for<'r> (String, i64): FromRow<'r, DB::Row>,
     for<'r> (i64,): FromRow<'r, DB::Row>,
     for<'r> (String,): FromRow<'r, DB::Row>,
     for<'r> ChunkLine: FromRow<'r, DB::Row>,
@@ -215,6 +216,10 @@ where
                 .push_bind(q.project.clone());
             query.push(" AND thread_ns = ").push_bind(namespace).push(")");
         }
+        if let Some(ids) = q.ids {
+            query.push(" AND id");
+            E::push_in(&mut query, List::Text(ids));
+        }
         if let Some(key) = q.key {
             query.push(" AND ordered_key = ").push_bind(key);
         }
@@ -229,6 +234,18 @@ where
             E::push_metadata_eq(&mut query, key, value);
         }
         query.push(" ORDER BY ordered_key DESC, id DESC LIMIT ").push_bind(q.limit.saturating_add(1));
+        Ok(query.build_query_as().fetch_all(self.pool()).await?)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn pending_write_sizes(&self, project: String, ids: Vec<String>) -> Result<Vec<(String, i64)>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut query = QueryBuilder::new(sql::PENDING_WRITE_SIZES);
+        query.push_bind(project).push(" AND checkpoint_id");
+        E::push_in(&mut query, List::Text(ids));
+        query.push(" GROUP BY checkpoint_id");
         Ok(query.build_query_as().fetch_all(self.pool()).await?)
     }
 

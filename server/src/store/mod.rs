@@ -262,6 +262,13 @@ pub trait Store: Clone + Send + Sync + 'static {
         &self,
         query: model::ThreadQuery,
     ) -> impl Future<Output = Result<Vec<model::ThreadRow>>> + Send;
+    /// The stored bytes of the pending writes of each of these checkpoints of `project` that
+    /// has any.
+    fn pending_write_sizes(
+        &self,
+        project: String,
+        checkpoint_ids: Vec<String>,
+    ) -> impl Future<Output = Result<Vec<(String, i64)>>> + Send;
     /// The pending writes of these checkpoints of `project`, by checkpoint, task path, task
     /// and index.
     fn pending_writes(

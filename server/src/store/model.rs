@@ -224,6 +224,8 @@ pub struct ThreadQuery {
     pub namespace: Option<String>,
     /// Only the checkpoint with this key.
     pub key: Option<String>,
+    /// Only these checkpoints (by Baton id).
+    pub ids: Option<Vec<String>>,
     /// Only keys below this one.
     pub before_key: Option<String>,
     /// A page's continuation: after this (key, id), in the list's order.

@@ -135,3 +135,8 @@ pub const THREAD_CHECKPOINTS_LIGHT: &str = concat!(
 /// Pending writes: the project is bound after it, then the checkpoints' list.
 pub const PENDING_WRITES: &str = "SELECT checkpoint_id, task_id, idx, channel, task_path, value_type, value, \
      revision FROM pending_writes WHERE project = ";
+
+/// The bytes of pending writes per checkpoint: the project is bound after it, then the
+/// checkpoints' list.
+pub const PENDING_WRITE_SIZES: &str =
+    "SELECT checkpoint_id, CAST(SUM(length(value)) AS BIGINT) FROM pending_writes WHERE project = ";

@@ -634,3 +634,71 @@ async fn the_cli_lists_and_deletes_threads() {
 async fn keys_of(c: &mut Clients, p: &str) -> Vec<String> {
     list(c, in_thread(p, "", None)).await.into_iter().map(|(_, _, k)| k).collect()
 }
+
+/// A thread's session is its orchestrator's: a resume never takes it (a fenced thread
+/// could take no more checkpoints); its pending writes stay within a checkpoint's size;
+/// a page of large checkpoints ends within the reply budget.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn threads_are_not_resumed_and_stay_within_limits() {
+    let server = Server::start(Backend::Sqlite).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    let thread =
+        put(&mut c, &p, "t", "k1", "", "{}").await.checkpoint.unwrap().checkpoint.unwrap().session_id;
+    crate::go_idle(&mut c, &thread).await;
+    let resume = |target| baton_proto::v1::ResumeSessionRequest {
+        project: p.clone(),
+        target,
+        write: write(),
+        ..Default::default()
+    };
+    // The project's latest idle session is the thread's, and it is not taken.
+    let (got, msg) = code(c.sessions.resume_session(resume(None)).await);
+    assert_eq!(got, Code::NotFound, "{msg}");
+    let named = Some(baton_proto::v1::resume_session_request::Target::SessionId(thread.clone()));
+    let (got, msg) = code(c.sessions.resume_session(resume(named)).await);
+    assert_eq!(got, Code::FailedPrecondition, "{msg}");
+    assert!(msg.contains("thread"), "{msg}");
+    put(&mut c, &p, "t", "k2", "k1", "{}").await;
+
+    // Writes: over the checkpoint limit in all is refused, replacing a special one is not.
+    let big = |task: &str, index: i32| PendingWrite {
+        value: vec![b'x'; 5 * 1024 * 1024],
+        ..pending(task, index, "ch", "")
+    };
+    put_writes(&mut c, &p, "", "k2", vec![big("a", -1)]).await;
+    put_writes(&mut c, &p, "", "k2", vec![big("a", -1)]).await;
+    let request = PutThreadWritesRequest {
+        project: p.clone(),
+        thread: "t".into(),
+        key: "k2".into(),
+        writes: vec![big("b", 0)],
+        write: write(),
+        ..Default::default()
+    };
+    let (got, msg) = code(c.threads.put_thread_writes(request).await);
+    assert_eq!(got, Code::ResourceExhausted, "{msg}");
+
+    // Checkpoints of 2 MiB each: a page holds what fits 3 MiB, the rest follow.
+    let mut parent = "k2".to_owned();
+    for i in 3..7 {
+        let key = format!("k{i}");
+        let mut request = put_request(&p, "t", "", &key, &parent, "{}");
+        request.payload =
+            (0..2 * 1024 * 1024).map(|n: u32| (n.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
+        c.threads.put_thread_checkpoint(request).await.unwrap();
+        parent = key;
+    }
+    let mut request = in_thread(&p, "t", Some(""));
+    let mut pages = Vec::new();
+    loop {
+        let page = c.threads.list_thread_checkpoints(request.clone()).await.unwrap().into_inner();
+        pages.push(page.checkpoints.iter().map(|t| t.key.clone()).collect::<Vec<_>>());
+        if page.next_page_token.is_empty() {
+            break;
+        }
+        request.page_token = page.next_page_token;
+    }
+    assert_eq!(pages.concat(), ["k6", "k5", "k4", "k3", "k2", "k1"]);
+    assert!(pages.iter().all(|p| p.len() <= 2), "{pages:?}");
+}

@@ -959,9 +959,9 @@ async fn thread_checkpoints_order_by_bytes_and_filter_alike<S: Store>(store: &S)
         revision: 0,
     };
     let writes = vec![write("b", 0, "1"), write("a", 1, "2"), write("a", -1, "3")];
-    thread::put_writes(store, ctx(None), name.clone(), "Z".into(), writes).await.unwrap();
+    thread::put_writes(store, ctx(None), name.clone(), "Z".into(), writes, 1 << 20).await.unwrap();
     let again = vec![write("b", 0, "other"), write("a", -1, "4")];
-    thread::put_writes(store, ctx(None), name.clone(), "Z".into(), again).await.unwrap();
+    thread::put_writes(store, ctx(None), name.clone(), "Z".into(), again, 1 << 20).await.unwrap();
     let got = thread::get(store, name, Some("Z".into())).await.unwrap().checkpoint.unwrap();
     let shown: Vec<(String, i32, Vec<u8>)> =
         got.writes.into_iter().map(|w| (w.task_id, w.index, w.value)).collect();

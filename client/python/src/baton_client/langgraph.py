@@ -185,6 +185,9 @@ class BatonSaver(BaseCheckpointSaver[str]):
         self.chunk_bytes = chunk_bytes
         self._client = client
         self._aclient = aclient
+        # Only the clients this saver makes are its to close.
+        self._own_client = client is None
+        self._own_aclient = aclient is None
         self._client_options = client_options
         self._chunks = _Chunks(cache_bytes)
         self._lock = threading.Lock()
@@ -207,12 +210,12 @@ class BatonSaver(BaseCheckpointSaver[str]):
 
     def close(self) -> None:
         """Closes the sync client this saver made (not one it was given)."""
-        if self._client is not None and "client" not in self._client_options:
+        if self._client is not None and self._own_client:
             self._client.close()
 
     async def aclose(self) -> None:
         """Closes the async client this saver made."""
-        if self._aclient is not None:
+        if self._aclient is not None and self._own_aclient:
             await self._aclient.close()
 
     # -- what both kinds of method share ----------------------------------------------------
@@ -360,9 +363,11 @@ class BatonSaver(BaseCheckpointSaver[str]):
             request.metadata_filter_json = json.dumps(_strip_nul(filter), ensure_ascii=False, default=_json_default)
         return request
 
-    def _needed(self, found: Iterable[thread_pb2.ThreadCheckpoint]) -> list[list[str]]:
-        """The chunks these checkpoints need that this process does not hold, in GetChunks batches."""
+    def _needed(self, found: Iterable[thread_pb2.ThreadCheckpoint]) -> tuple[list[list[str]], dict[str, bytes]]:
+        """The chunks these checkpoints need: those this process holds (taken now, so that
+        the cache may drop them meanwhile), and the others in GetChunks batches."""
         batches: list[list[str]] = []
+        held: dict[str, bytes] = {}
         batch: list[str] = []
         size = 0
         seen: set[str] = set()
@@ -370,13 +375,15 @@ class BatonSaver(BaseCheckpointSaver[str]):
             for blob in t.checkpoint.blobs:
                 if blob.role != CHANNEL_ROLE:
                     continue
-                for i, digest in enumerate(blob.chunks):
-                    if digest in seen or self._chunks.get(digest) is not None:
+                for digest in blob.chunks:
+                    if digest in seen:
                         continue
                     seen.add(digest)
-                    piece = max(1, -(-blob.size_bytes // max(1, len(blob.chunks))))
-                    if i < len(blob.chunks) - 1:
-                        piece = max(piece, min(self.chunk_bytes, blob.size_bytes))
+                    cached = self._chunks.get(digest)
+                    if cached is not None:
+                        held[digest] = cached
+                        continue
+                    piece = _largest_chunk(blob)
                     if batch and (size + piece > GET_BATCH_BYTES or len(batch) >= GET_BATCH_CHUNKS):
                         batches.append(batch)
                         batch, size = [], 0
@@ -384,14 +391,15 @@ class BatonSaver(BaseCheckpointSaver[str]):
                     size += piece
         if batch:
             batches.append(batch)
-        return batches
+        return batches, held
 
-    def _keep_chunks(self, reply: checkpoint_pb2.GetChunksResponse) -> None:
+    def _keep_chunks(self, reply: checkpoint_pb2.GetChunksResponse, fetched: dict[str, bytes]) -> None:
         for chunk in reply.chunks:
             if hashlib.sha256(chunk.data).hexdigest() == chunk.digest:
+                fetched[chunk.digest] = chunk.data
                 self._chunks.put(chunk.digest, chunk.data)
 
-    def _tuple(self, t: thread_pb2.ThreadCheckpoint) -> CheckpointTuple:
+    def _tuple(self, t: thread_pb2.ThreadCheckpoint, fetched: dict[str, bytes]) -> CheckpointTuple:
         stored = t.checkpoint
         if stored.corrupt:
             raise ValueError(
@@ -405,7 +413,8 @@ class BatonSaver(BaseCheckpointSaver[str]):
             values[channel] = self.serde.loads_typed((value_kind, data))
         for channel, index in envelope.get("blobs", {}).items():
             blob = stored.blobs[index]
-            pieces = [self._chunks.get(d) for d in blob.chunks]
+            # What this read fetched or took from the cache (which may drop a chunk at any time).
+            pieces = [fetched.get(d) for d in blob.chunks]
             if any(p is None for p in pieces):
                 raise RuntimeError(f"checkpoint {t.key}: a chunk of channel {channel!r} could not be read from the hub")
             data = b"".join(p for p in pieces if p is not None)
@@ -437,9 +446,11 @@ class BatonSaver(BaseCheckpointSaver[str]):
         for d in wanted:
             self._chunks.put(d, encoded.chunks[d])
 
-    def _fetch(self, found: Sequence[thread_pb2.ThreadCheckpoint]) -> None:
-        for batch in self._needed(found):
-            self._keep_chunks(self.client.get_chunks(project=self.project, digests=batch))
+    def _fetch(self, found: Sequence[thread_pb2.ThreadCheckpoint]) -> dict[str, bytes]:
+        batches, fetched = self._needed(found)
+        for batch in batches:
+            self._keep_chunks(self.client.get_chunks(project=self.project, digests=batch), fetched)
+        return fetched
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         conf = config["configurable"]
@@ -451,8 +462,8 @@ class BatonSaver(BaseCheckpointSaver[str]):
         )
         if not reply.HasField("checkpoint"):
             return None
-        self._fetch([reply.checkpoint])
-        return self._tuple(reply.checkpoint)
+        fetched = self._fetch([reply.checkpoint])
+        return self._tuple(reply.checkpoint, fetched)
 
     def list(
         self,
@@ -467,9 +478,9 @@ class BatonSaver(BaseCheckpointSaver[str]):
         while left is None or left > 0:
             request.page_size = min(left, 100) if left is not None else 100
             page = self._list_page(request)
-            self._fetch(page.checkpoints)
+            fetched = self._fetch(page.checkpoints)
             for t in page.checkpoints:
-                yield self._tuple(t)
+                yield self._tuple(t, fetched)
             if left is not None:
                 left -= len(page.checkpoints)
             if not page.next_page_token:
@@ -556,9 +567,11 @@ class BatonSaver(BaseCheckpointSaver[str]):
         for d in wanted:
             self._chunks.put(d, encoded.chunks[d])
 
-    async def _afetch(self, found: Sequence[thread_pb2.ThreadCheckpoint]) -> None:
-        for batch in self._needed(found):
-            self._keep_chunks(await self.aclient.get_chunks(project=self.project, digests=batch))
+    async def _afetch(self, found: Sequence[thread_pb2.ThreadCheckpoint]) -> dict[str, bytes]:
+        batches, fetched = self._needed(found)
+        for batch in batches:
+            self._keep_chunks(await self.aclient.get_chunks(project=self.project, digests=batch), fetched)
+        return fetched
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         conf = config["configurable"]
@@ -570,8 +583,8 @@ class BatonSaver(BaseCheckpointSaver[str]):
         )
         if not reply.HasField("checkpoint"):
             return None
-        await self._afetch([reply.checkpoint])
-        return self._tuple(reply.checkpoint)
+        fetched = await self._afetch([reply.checkpoint])
+        return self._tuple(reply.checkpoint, fetched)
 
     async def alist(
         self,
@@ -586,9 +599,9 @@ class BatonSaver(BaseCheckpointSaver[str]):
         while left is None or left > 0:
             request.page_size = min(left, 100) if left is not None else 100
             page = await self.aclient._invoke(_list_rpc(), request, None)
-            await self._afetch(page.checkpoints)
+            fetched = await self._afetch(page.checkpoints)
             for t in page.checkpoints:
-                yield self._tuple(t)
+                yield self._tuple(t, fetched)
             if left is not None:
                 left -= len(page.checkpoints)
             if not page.next_page_token:
@@ -657,8 +670,18 @@ class BatonSaver(BaseCheckpointSaver[str]):
 
 
 #: How long a checkpoint's writes wait for the checkpoint (NOT_FOUND until it is stored),
-#: about 15 s in all; ``None``: give up and raise.
-_WAITS: tuple[float | None, ...] = (0.01, 0.02, 0.05, 0.1, 0.2, 0.4, *([0.8] * 17), None)
+#: about two minutes in all (its put may upload chunks, after the put before it); ``None``:
+#: give up and raise.
+_WAITS: tuple[float | None, ...] = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, *([1.0] * 120), None)
+
+
+def _largest_chunk(blob: model_pb2.BlobRef) -> int:
+    """The most one chunk of a blob can hold, whatever chunk size its writer used: a blob of
+    S bytes in n fixed-size chunks has chunks of at most (S - 1) // (n - 1) bytes."""
+    n, size = len(blob.chunks), max(0, blob.size_bytes)
+    if n <= 1:
+        return max(1, size)
+    return max(1, min(1024 * 1024, (size - 1) // (n - 1)))
 
 
 def _keep(strategy: str) -> int:

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use baton_proto::v1::{GetThreadCheckpointResponse, ListThreadCheckpointsResponse, ThreadCheckpoint};
 
 use super::{ThreadName, write_message};
-use crate::core::page::{self, Budget};
+use crate::core::page::{self, Budget, REPLY_BUDGET};
 use crate::error::Result;
 use crate::store::Store;
 use crate::store::model::{PendingWrite, ThreadQuery, ThreadRow};
@@ -76,24 +76,44 @@ pub async fn list<S: Store>(store: &S, q: ListQuery) -> Result<ListThreadCheckpo
         }
         Some(ids)
     };
-    let rows = store
-        .thread_checkpoints(ThreadQuery {
-            project: q.project.clone(),
-            namespace: if sessions.is_none() { q.namespace.clone() } else { None },
-            sessions,
-            key: q.key,
-            before_key: q.before_key,
-            after: q.after,
-            filter: q.filter,
-            limit: q.page_size,
-            payload: !q.metadata_only,
-        })
-        .await?;
-    let more = i64::try_from(rows.len()).unwrap_or(i64::MAX) > q.page_size;
-    let rows: Vec<ThreadRow> = rows.into_iter().take(usize::try_from(q.page_size).unwrap_or(0)).collect();
+    // The page's rows without their payloads first: a page reads the payloads and writes of
+    // only the checkpoints that fit its reply, so memory is that of one reply.
+    let light = ThreadQuery {
+        project: q.project.clone(),
+        namespace: if sessions.is_none() { q.namespace.clone() } else { None },
+        sessions,
+        key: q.key,
+        before_key: q.before_key,
+        after: q.after,
+        filter: q.filter,
+        limit: q.page_size,
+        ..ThreadQuery::default()
+    };
+    let rows = store.thread_checkpoints(light.clone()).await?;
+    let mut more = i64::try_from(rows.len()).unwrap_or(i64::MAX) > q.page_size;
+    let mut rows: Vec<ThreadRow> = rows.into_iter().take(usize::try_from(q.page_size).unwrap_or(0)).collect();
     let mut writes: HashMap<String, Vec<PendingWrite>> = HashMap::new();
-    if !q.metadata_only {
-        let ids = rows.iter().map(|r| r.checkpoint.id.clone()).collect();
+    if !q.metadata_only && !rows.is_empty() {
+        let ids: Vec<String> = rows.iter().map(|r| r.checkpoint.id.clone()).collect();
+        let sizes: HashMap<String, i64> =
+            store.pending_write_sizes(q.project.clone(), ids).await?.into_iter().collect();
+        let mut left = i64::try_from(REPLY_BUDGET).unwrap_or(i64::MAX);
+        let fits = rows
+            .iter()
+            .enumerate()
+            .take_while(|(n, r)| {
+                let c = &r.checkpoint;
+                left -= c.size_bytes + sizes.get(&c.id).copied().unwrap_or(0) + 512;
+                *n == 0 || left >= 0
+            })
+            .count();
+        if fits < rows.len() {
+            rows.truncate(fits);
+            more = true;
+        }
+        let ids: Vec<String> = rows.iter().map(|r| r.checkpoint.id.clone()).collect();
+        let full = ThreadQuery { ids: Some(ids.clone()), payload: true, limit: q.page_size, ..light };
+        rows = store.thread_checkpoints(full).await?;
         for w in store.pending_writes(q.project.clone(), ids).await? {
             writes.entry(w.checkpoint_id.clone()).or_default().push(w);
         }

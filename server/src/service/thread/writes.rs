@@ -25,6 +25,7 @@ pub async fn put_writes<S: Store>(
     name: ThreadName,
     key: String,
     writes: Vec<PendingWrite>,
+    max_bytes: usize,
 ) -> Result<PutThreadWritesResponse> {
     let lock = lock(&name.project, &ctx);
     let ran = write::run(store, lock, ctx, move |w, ctx| {
@@ -36,18 +37,28 @@ pub async fn put_writes<S: Store>(
             let checkpoint = w.tx().keyed_checkpoint(&session.id, &key).await?.ok_or_else(|| {
                 Error::NotFound(format!("key: no checkpoint {key:?} in {}", name.describe()))
             })?;
-            let stored: HashSet<WriteKey> = w
-                .tx()
-                .checkpoint_writes(&checkpoint.id)
-                .await?
-                .into_iter()
-                .map(|s| (s.task_id, s.idx))
-                .collect();
+            let rows = w.tx().checkpoint_writes(&checkpoint.id).await?;
+            let stored: HashSet<WriteKey> = rows.iter().map(|s| (s.task_id.clone(), s.idx)).collect();
             let keyed: Vec<(WriteKey, PendingWrite)> =
                 writes.into_iter().map(|p| ((p.task_id.clone(), p.idx), p)).collect();
             let mut new = writes_to_store(&stored, &keyed);
             if new.is_empty() {
                 return Ok(PutThreadWritesResponse { stored: 0, result: None });
+            }
+            // A checkpoint's writes are read with it: together they stay within what one
+            // checkpoint may hold.
+            let replaced: HashSet<WriteKey> = new.iter().map(|p| (p.task_id.clone(), p.idx)).collect();
+            let kept: usize = rows
+                .iter()
+                .filter(|s| !replaced.contains(&(s.task_id.clone(), s.idx)))
+                .map(|s| s.value.len())
+                .sum();
+            let total = kept + new.iter().map(|p| p.value.len()).sum::<usize>();
+            if total > max_bytes {
+                return Err(Error::ResourceExhausted(format!(
+                    "writes: checkpoint {key:?} would hold {total} bytes of pending writes, over this server's \
+                     checkpoint limit of {max_bytes} bytes (--max-checkpoint-bytes)"
+                )));
             }
             let revision = w.revision();
             for p in &mut new {

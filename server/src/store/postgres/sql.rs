@@ -51,7 +51,8 @@ pub static LATEST_ENDED: std::sync::LazyLock<String> = std::sync::LazyLock::new(
     use baton_proto::v1::SessionStatus::{Completed, Crashed, Idle};
     let latest = [Crashed, Idle, Completed].map(|status| {
         format!(
-            "(SELECT {} FROM sessions WHERE project = $1 AND status = {} ORDER BY updated_us DESC, id DESC LIMIT 1)",
+            "(SELECT {} FROM sessions WHERE project = $1 AND status = {} AND thread_key IS NULL \
+             ORDER BY updated_us DESC, id DESC LIMIT 1)",
             session_columns!(),
             status as i32
         )

@@ -125,7 +125,7 @@ pub static LATEST_ENDED: std::sync::LazyLock<String> = std::sync::LazyLock::new(
     use baton_proto::v1::SessionStatus::{Completed, Crashed, Idle};
     let latest = [Crashed, Idle, Completed].map(|status| {
         format!(
-            "SELECT * FROM (SELECT {} FROM sessions WHERE project = ? AND status = {} \
+            "SELECT * FROM (SELECT {} FROM sessions WHERE project = ? AND status = {} AND thread_key IS NULL \
              ORDER BY updated_us DESC, id DESC LIMIT 1)",
             session_columns!(),
             status as i32
