@@ -60,11 +60,7 @@ pub async fn create<S: Store>(
             w.apply(Change::InsertCheckpoint(Box::new(stored)));
             let is_head = decided.decision.applies();
             if is_head {
-                row.head_checkpoint_id = Some(id.clone());
-                row.head_revision = revision;
-                row.head_written_us = ctx.written_us(w.now_us);
-                row.head_author = encode_actor(&ctx.actor);
-                row.updated_us = w.now_us;
+                set_head(&mut row, Some(id.clone()), revision, ctx, w.now_us);
                 row.tool_count = row.tool_count.max(state_tool_count);
             }
             if is_head || activity {
@@ -148,6 +144,16 @@ pub(crate) fn head_move(
         conflict::conflict(decided.decision, ctx.writer(), contested)
     });
     (decided, conflict)
+}
+
+/// Moves a session's head, and its last-write-wins version with it: this write's revision,
+/// time and author.
+pub(crate) fn set_head(row: &mut Session, head: Option<String>, revision: i64, ctx: &WriteCtx, now_us: i64) {
+    row.head_checkpoint_id = head;
+    row.head_revision = revision;
+    row.head_written_us = ctx.written_us(now_us);
+    row.head_author = encode_actor(&ctx.actor);
+    row.updated_us = now_us;
 }
 
 /// A named parent must be a checkpoint of the same session; another project's is answered

@@ -44,7 +44,9 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from baton_client import _rpc
 from baton_client._aio import AsyncClient
+from baton_client._blobs import batches
 from baton_client._client import Client
 from baton_client._errors import FailedPrecondition, NotFound, WriteRejected
 from baton_client._proto.baton.v1 import checkpoint_pb2, model_pb2, thread_pb2
@@ -477,7 +479,8 @@ class BatonSaver(BaseCheckpointSaver[str]):
         left = limit
         while left is None or left > 0:
             request.page_size = min(left, 100) if left is not None else 100
-            page = self._list_page(request)
+            # A page at a time (not the client's Pages): each page's chunks are fetched at once.
+            page = self.client._invoke(_rpc.LIST_THREAD_CHECKPOINTS, request, None)
             fetched = self._fetch(page.checkpoints)
             for t in page.checkpoints:
                 yield self._tuple(t, fetched)
@@ -486,9 +489,6 @@ class BatonSaver(BaseCheckpointSaver[str]):
             if not page.next_page_token:
                 return
             request.page_token = page.next_page_token
-
-    def _list_page(self, request: thread_pb2.ListThreadCheckpointsRequest) -> thread_pb2.ListThreadCheckpointsResponse:
-        return self.client._invoke(_list_rpc(), request, None)
 
     def put(
         self,
@@ -598,7 +598,7 @@ class BatonSaver(BaseCheckpointSaver[str]):
         left = limit
         while left is None or left > 0:
             request.page_size = min(left, 100) if left is not None else 100
-            page = await self.aclient._invoke(_list_rpc(), request, None)
+            page = await self.aclient._invoke(_rpc.LIST_THREAD_CHECKPOINTS, request, None)
             fetched = await self._afetch(page.checkpoints)
             for t in page.checkpoints:
                 yield self._tuple(t, fetched)
@@ -692,15 +692,7 @@ def _keep(strategy: str) -> int:
     raise ValueError(f"strategy: {strategy!r} is not 'keep_latest' or 'delete'")
 
 
-def _list_rpc() -> Any:
-    from baton_client import _rpc
-
-    return _rpc.LIST_THREAD_CHECKPOINTS
-
-
 def _put_batches(chunks: list[checkpoint_pb2.Chunk]) -> Iterator[list[checkpoint_pb2.Chunk]]:
-    from baton_client._blobs import batches
-
     for batch in batches(chunks):
         # The hub takes at most 64 chunks a call, too.
         for i in range(0, len(batch), 64):

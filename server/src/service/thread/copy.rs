@@ -107,9 +107,7 @@ async fn copy_session<T: WriteTx + ThreadTx>(
         cp.created_us = w.now_us;
         let is_head = source_session.head_checkpoint_id.as_deref() == Some(old_id.as_str());
         if is_head {
-            session.head_checkpoint_id = Some(cp.id.clone());
-            session.head_revision = revision;
-            session.head_written_us = w.now_us;
+            crate::service::checkpoint::set_head(&mut session, Some(cp.id.clone()), revision, ctx, w.now_us);
         }
         let mut ev = event(EventKind::CheckpointCreated, "checkpoint", &cp.id, &ctx.actor);
         ev.value = Some(baton_proto::v1::event::Value::Checkpoint(CheckpointRef {

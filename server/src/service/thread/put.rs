@@ -15,7 +15,7 @@ use crate::core::lww::Decision;
 use crate::core::status;
 use crate::core::thread::Metadata;
 use crate::error::{Error, Result};
-use crate::service::checkpoint::head_move;
+use crate::service::checkpoint::{head_move, set_head};
 use crate::service::session;
 use crate::service::write::{self, event};
 use crate::store::model::{Change, Checkpoint};
@@ -85,11 +85,7 @@ pub async fn put<S: Store>(
             w.apply(Change::InsertCheckpoint(Box::new(stored)));
             let is_head = decided.decision.applies();
             if is_head {
-                row.head_checkpoint_id = Some(id.clone());
-                row.head_revision = revision;
-                row.head_written_us = ctx.written_us(w.now_us);
-                row.head_author = encode_actor(&ctx.actor);
-                row.updated_us = w.now_us;
+                set_head(&mut row, Some(id.clone()), revision, ctx, w.now_us);
             }
             w.apply(Change::PutSession(Box::new(row.clone())));
             let mut ev = event(EventKind::CheckpointCreated, "checkpoint", &id, &ctx.actor);

@@ -89,31 +89,27 @@ pub async fn list<S: Store>(store: &S, q: ListQuery) -> Result<ListThreadCheckpo
         limit: q.page_size,
         ..ThreadQuery::default()
     };
-    let rows = store.thread_checkpoints(light.clone()).await?;
+    // A page of one (a get) always fits: it is read whole at once.
+    let first = ThreadQuery { payload: !q.metadata_only && q.page_size == 1, ..light.clone() };
+    let rows = store.thread_checkpoints(first).await?;
     let mut more = i64::try_from(rows.len()).unwrap_or(i64::MAX) > q.page_size;
     let mut rows: Vec<ThreadRow> = rows.into_iter().take(usize::try_from(q.page_size).unwrap_or(0)).collect();
-    let mut writes: HashMap<String, Vec<PendingWrite>> = HashMap::new();
-    if !q.metadata_only && !rows.is_empty() {
+    if !q.metadata_only && q.page_size > 1 && !rows.is_empty() {
         let ids: Vec<String> = rows.iter().map(|r| r.checkpoint.id.clone()).collect();
         let sizes: HashMap<String, i64> =
             store.pending_write_sizes(q.project.clone(), ids).await?.into_iter().collect();
-        let mut left = i64::try_from(REPLY_BUDGET).unwrap_or(i64::MAX);
-        let fits = rows
-            .iter()
-            .enumerate()
-            .take_while(|(n, r)| {
-                let c = &r.checkpoint;
-                left -= c.size_bytes + sizes.get(&c.id).copied().unwrap_or(0) + 512;
-                *n == 0 || left >= 0
-            })
-            .count();
+        let fits = fitting(&rows, &sizes);
         if fits < rows.len() {
             rows.truncate(fits);
             more = true;
         }
         let ids: Vec<String> = rows.iter().map(|r| r.checkpoint.id.clone()).collect();
-        let full = ThreadQuery { ids: Some(ids.clone()), payload: true, limit: q.page_size, ..light };
+        let full = ThreadQuery { ids: Some(ids), payload: true, limit: q.page_size, ..light };
         rows = store.thread_checkpoints(full).await?;
+    }
+    let mut writes: HashMap<String, Vec<PendingWrite>> = HashMap::new();
+    if !q.metadata_only && !rows.is_empty() {
+        let ids = rows.iter().map(|r| r.checkpoint.id.clone()).collect();
         for w in store.pending_writes(q.project.clone(), ids).await? {
             writes.entry(w.checkpoint_id.clone()).or_default().push(w);
         }
@@ -137,6 +133,20 @@ pub async fn list<S: Store>(store: &S, q: ListQuery) -> Result<ListThreadCheckpo
         _ => String::new(),
     };
     Ok(ListThreadCheckpointsResponse { checkpoints, next_page_token, as_of_revision })
+}
+
+/// How many of a page's first rows fit one reply, by their stored sizes and their writes'
+/// (at least one: a page always makes progress).
+fn fitting(rows: &[ThreadRow], write_sizes: &HashMap<String, i64>) -> usize {
+    let mut left = i64::try_from(REPLY_BUDGET).unwrap_or(i64::MAX);
+    rows.iter()
+        .enumerate()
+        .take_while(|(n, r)| {
+            let c = &r.checkpoint;
+            left -= c.size_bytes + write_sizes.get(&c.id).copied().unwrap_or(0) + 512;
+            *n == 0 || left >= 0
+        })
+        .count()
 }
 
 /// A listed checkpoint, verified: with its payload by the full digest, or by the state

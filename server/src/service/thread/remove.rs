@@ -19,7 +19,6 @@ use crate::core::thread::pruned;
 use crate::error::Result;
 use crate::service::write::{self, Write, event};
 use crate::store::model::{Change, Maintenance, Session};
-use crate::store::rows::encode_actor;
 use crate::store::threads::ThreadTx;
 use crate::store::{Store, WriteCtx, WriteTx};
 
@@ -98,11 +97,8 @@ async fn remove_checkpoints<T: WriteTx + ThreadTx>(
     }
     if let Some(head) = session.head_checkpoint_id.clone().filter(|h| gone.contains(h)) {
         let to = retention::ancestors(&nodes, &head).into_iter().find(|a| keep.contains(a));
-        session.head_checkpoint_id = to;
-        session.head_revision = w.revision();
-        session.head_written_us = w.now_us;
-        session.head_author = encode_actor(&ctx.actor);
-        session.updated_us = w.now_us;
+        let revision = w.revision();
+        crate::service::checkpoint::set_head(&mut session, to, revision, ctx, w.now_us);
         w.apply(Change::PutSession(Box::new(session)));
     }
     removed.checkpoints.extend(plan.remove);
