@@ -14,6 +14,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "baton/v1/admin.proto",
         "baton/v1/search.proto",
         "baton/v1/thread.proto",
+        "baton/v1/items.proto",
     ];
     for file in files {
         println!("cargo:rerun-if-changed={file}");

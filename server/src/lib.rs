@@ -27,6 +27,7 @@ use baton_proto::v1::admin_service_server::AdminServiceServer;
 use baton_proto::v1::brief_service_server::BriefServiceServer;
 use baton_proto::v1::checkpoint_service_server::CheckpointServiceServer;
 use baton_proto::v1::event_service_server::EventServiceServer;
+use baton_proto::v1::item_log_service_server::ItemLogServiceServer;
 use baton_proto::v1::memory_service_server::MemoryServiceServer;
 use baton_proto::v1::search_service_server::SearchServiceServer;
 use baton_proto::v1::session_service_server::SessionServiceServer;
@@ -183,6 +184,7 @@ async fn serve<S: Store>(
         .add_service(EventServiceServer::new(api.clone()).max_decoding_message_size(max_message))
         .add_service(SearchServiceServer::new(api.clone()).max_decoding_message_size(max_message))
         .add_service(ThreadServiceServer::new(api.clone()).max_decoding_message_size(max_message))
+        .add_service(ItemLogServiceServer::new(api.clone()).max_decoding_message_size(max_message))
         .add_service(AdminServiceServer::new(api).max_decoding_message_size(max_message))
         // Connection caps and deadlines (limits::conn); TCP_NODELAY, or a multi-segment reply
         // (a brief) waits on the client's delayed ACK on every call.
@@ -274,6 +276,7 @@ async fn standard_services() -> anyhow::Result<(
         "baton.v1.AdminService",
         "baton.v1.SearchService",
         "baton.v1.ThreadService",
+        "baton.v1.ItemLogService",
     ] {
         health_reporter.set_service_status(name, tonic_health::ServingStatus::Serving).await;
     }

@@ -25,6 +25,7 @@ use baton_proto::v1::admin_service_client::AdminServiceClient;
 use baton_proto::v1::brief_service_client::BriefServiceClient;
 use baton_proto::v1::checkpoint_service_client::CheckpointServiceClient;
 use baton_proto::v1::event_service_client::EventServiceClient;
+use baton_proto::v1::item_log_service_client::ItemLogServiceClient;
 use baton_proto::v1::memory_service_client::MemoryServiceClient;
 use baton_proto::v1::search_service_client::SearchServiceClient;
 use baton_proto::v1::session_service_client::SessionServiceClient;
@@ -252,6 +253,7 @@ pub struct Clients {
     pub admin: AdminServiceClient<Channel>,
     pub search: SearchServiceClient<Channel>,
     pub threads: ThreadServiceClient<Channel>,
+    pub items: ItemLogServiceClient<Channel>,
     pub channel: Channel,
 }
 
@@ -261,6 +263,7 @@ impl Clients {
             sessions: SessionServiceClient::new(channel.clone()),
             checkpoints: CheckpointServiceClient::new(channel.clone()),
             threads: ThreadServiceClient::new(channel.clone()).max_decoding_message_size(64 << 20),
+            items: ItemLogServiceClient::new(channel.clone()).max_decoding_message_size(64 << 20),
             memory: MemoryServiceClient::new(channel.clone()),
             brief: BriefServiceClient::new(channel.clone()),
             events: EventServiceClient::new(channel.clone()),

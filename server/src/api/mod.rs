@@ -18,6 +18,7 @@ pub mod admin;
 mod brief;
 pub(crate) mod checkpoint;
 mod event;
+mod items;
 pub(crate) mod memory;
 mod search;
 pub(crate) mod session;

@@ -271,7 +271,7 @@ fn conflict_line(c: &Conflict) -> String {
         }
         Some(record_value::Value::Session(s)) => format!(" (goal was: {})", s.goal),
         Some(record_value::Value::HeadCheckpointId(h)) => format!(" (head was {})", short(h)),
-        None => String::new(),
+        Some(record_value::Value::SummaryJson(_)) | None => String::new(),
     };
     one_line(&format!("r{} {} {outcome}{by}{was}", c.revision, c.record))
 }

@@ -7,6 +7,7 @@ pub mod checkpoint;
 pub mod chunk;
 pub mod conflict;
 pub mod head;
+pub mod items;
 pub mod lww;
 pub mod memory;
 pub mod page;

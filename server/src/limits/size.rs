@@ -33,6 +33,7 @@ impl SizeLimits {
                 ("/baton.v1.MemoryService/PutMemory", memory, "--max-memory-request-bytes"),
                 ("/baton.v1.ThreadService/PutThreadCheckpoint", checkpoint, "--max-checkpoint-bytes"),
                 ("/baton.v1.ThreadService/PutThreadWrites", checkpoint, "--max-checkpoint-bytes"),
+                ("/baton.v1.ItemLogService/AppendItems", checkpoint, "--max-checkpoint-bytes"),
             ],
             default: other,
         }

@@ -43,6 +43,7 @@ pub fn follow(changes: &[Change], read: &[Session]) -> Vec<Change> {
             Change::Maintenance(m) => out.extend(maintenance(m)),
             Change::Evict { .. }
             | Change::PutWrites(_)
+            | Change::Items(_)
             | Change::PutRecordVersion { .. }
             | Change::SetMemoryCaps { .. }
             | Change::Index(_) => {}

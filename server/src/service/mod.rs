@@ -7,6 +7,7 @@ pub mod checkpoint;
 pub mod export;
 pub mod import;
 pub mod index;
+pub mod items;
 pub mod log;
 pub mod memory;
 pub mod memory_cache;

@@ -34,7 +34,7 @@ pub enum List {
 /// What each backend does its own way.
 pub trait Engine: Clone + Send + Sync + 'static {
     type Db: Database;
-    type Tx: WriteTx + MaintenanceTx + super::threads::ThreadTx;
+    type Tx: WriteTx + MaintenanceTx + super::threads::ThreadTx + super::items::ItemTx;
     /// Liveness without a write (`Store::touch_session`), by the database clock. $1 id,
     /// $2 tool count, $3 status (NULL: any), $4 project (NULL: any).
     const TOUCH_SESSION: &'static str;
@@ -101,6 +101,8 @@ where
     for<'r> StatusCount: FromRow<'r, DB::Row>,
     for<'r> model::ThreadRow: FromRow<'r, DB::Row>,
     for<'r> model::PendingWrite: FromRow<'r, DB::Row>,
+    for<'r> model::ItemLog: FromRow<'r, DB::Row>,
+    for<'r> model::Item: FromRow<'r, DB::Row>,
     for<'r> (i64, i64): FromRow<'r, DB::Row>,
     for<'r> (String, i64): FromRow<'r, DB::Row>,
     for<'r> (i64,): FromRow<'r, DB::Row>,

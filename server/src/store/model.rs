@@ -212,6 +212,52 @@ pub enum Change {
     /// Stores a thread's pending writes (after the checkpoints they belong to), each
     /// replacing any stored under its (checkpoint, task, index).
     PutWrites(Vec<PendingWrite>),
+    /// An item log's change (`service::items`): plain statements on both backends.
+    Items(ItemChange),
+}
+
+/// A change of the item logs, in the order a write makes them.
+#[derive(Debug, Clone)]
+pub enum ItemChange {
+    /// Writes a log's row, new or changed.
+    PutLog(Box<ItemLog>),
+    /// Adds items to a log whose row is written (`PutLog`) before.
+    Insert(Vec<Item>),
+    /// Drops one item of a log.
+    Remove { log_key: String, seq: i64 },
+    /// Drops logs with their items.
+    DeleteLogs { keys: Vec<String> },
+    /// An item's value, as masked by a purge.
+    MaskItem(Box<Item>),
+}
+
+/// An item log's row (`ItemLogService`).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct ItemLog {
+    pub key: String,
+    pub items: i64,
+    pub bytes: i64,
+    pub last_seq: i64,
+    pub created_us: i64,
+    pub updated_us: i64,
+    pub revision: i64,
+    /// Encoded `Actor` (`rows::encode_actor`).
+    pub author: Vec<u8>,
+    pub summary: Option<String>,
+    pub summary_revision: i64,
+    pub summary_us: i64,
+}
+
+/// An item as stored.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Item {
+    pub log_key: String,
+    pub seq: i64,
+    pub item_key: Option<String>,
+    pub content_type: String,
+    pub value: Vec<u8>,
+    pub revision: i64,
+    pub created_us: i64,
 }
 
 /// What a list of thread checkpoints selects, newest (greatest key) first.

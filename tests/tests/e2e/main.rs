@@ -34,6 +34,7 @@ mod fuzz;
 mod history;
 mod import_attacks;
 mod instances;
+mod items;
 mod limits;
 mod malformed;
 mod mcp;

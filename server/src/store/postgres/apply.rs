@@ -12,7 +12,8 @@ use sqlx::postgres::PgArguments;
 
 use crate::core::search::tokens::tsvector_literal;
 use crate::store::model::{
-    Change, Checkpoint, FirstRead, Index, Lock, Log, Maintenance, PendingWrite, SearchDoc, Session,
+    Change, Checkpoint, FirstRead, Index, ItemChange, Lock, Log, Maintenance, PendingWrite, SearchDoc,
+    Session,
 };
 use crate::store::rows::encode_actor;
 
@@ -240,6 +241,12 @@ struct ConflictArg {
     body: Vec<u8>,
 }
 
+/// A change the function does not make: its own statements run before it.
+pub(super) enum Plain {
+    Maintenance(Maintenance),
+    Items(ItemChange),
+}
+
 /// A write's changes, by kind, as the function takes them.
 #[derive(Default)]
 pub(super) struct Changes {
@@ -259,8 +266,9 @@ pub(super) struct Changes {
 }
 
 impl Changes {
-    /// The changes the function makes, and the maintenance ones it does not.
-    pub(super) fn of(changes: Vec<Change>) -> (Self, Vec<Maintenance>) {
+    /// The changes the function makes, and those it does not (maintenance and item logs:
+    /// plain statements, `write.rs`).
+    pub(super) fn of(changes: Vec<Change>) -> (Self, Vec<Plain>) {
         let mut c = Self::default();
         let mut maintenance = Vec::new();
         for change in changes {
@@ -296,7 +304,8 @@ impl Changes {
                 Change::InsertSession(session) => c.added_sessions.push((*session).into()),
                 Change::PutSession(session) => c.put_sessions.push((*session).into()),
                 Change::InsertCheckpoint(checkpoint) => c.checkpoints.push(*checkpoint),
-                Change::Maintenance(m) => maintenance.push(m),
+                Change::Maintenance(m) => maintenance.push(Plain::Maintenance(m)),
+                Change::Items(i) => maintenance.push(Plain::Items(i)),
                 Change::Index(Index::Put(doc)) => c.search_docs.push((*doc).into()),
                 Change::Index(index) => c.search_edits.extend(SearchEditArg::of(index)),
                 Change::PutWrites(writes) => c.writes.extend(writes.into_iter().map(PendingWriteArg::from)),

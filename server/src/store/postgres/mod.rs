@@ -39,6 +39,7 @@ fn pool_options(max: u32) -> PgPoolOptions {
 
 mod apply;
 mod engine;
+mod items;
 mod maintenance;
 mod sql;
 mod write;

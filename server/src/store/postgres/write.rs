@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::{FromRow as _, PgConnection, Postgres, Row as _};
 
-use super::{apply, maintenance, sql};
+use super::{apply, items, maintenance, sql};
 use crate::core::resume::Asked;
 use crate::error::{Error, Result};
 use crate::store::Kept;
@@ -148,8 +148,8 @@ fn taken(lock: &Lock, bounded: bool, answer: Answer, rows: &[PgRow]) -> Result<O
 
 impl Apply for PgTx {
     /// One call of the write function, sent with the lane's next statement (`Lanes`); a
-    /// write with maintenance changes (rare: round trips do not count) is applied at once,
-    /// its maintenance first.
+    /// write with changes the function does not make (maintenance, item logs) is applied at
+    /// once, their statements first.
     async fn apply(&mut self, kept: Kept) -> Result<()> {
         let Kept { changes, log } = kept;
         let project = self.project.clone();
@@ -166,12 +166,17 @@ impl Apply for PgTx {
             self.defer(args);
             return Ok(());
         }
-        // Maintenance (rare: round trips do not count) goes first, in a savepoint of its own:
-        // its statements are outside the function's subtransaction.
+        // Maintenance and item logs go first, in a savepoint of their own: their statements
+        // are outside the function's subtransaction. No benchmark row needs them in the
+        // function, so they stay plain statements.
         sqlx::raw_sql("SAVEPOINT maintenance").execute(&mut *self.conn).await?;
         let mut done = Ok(());
         for change in maintenance {
-            if let Err(e) = maintenance::run(&mut self.conn, &project, change).await {
+            let ran = match change {
+                apply::Plain::Maintenance(m) => maintenance::run(&mut self.conn, &project, m).await,
+                apply::Plain::Items(i) => items::run(&mut self.conn, &project, i).await,
+            };
+            if let Err(e) = ran {
                 done = Err(Error::from(e));
                 break;
             }

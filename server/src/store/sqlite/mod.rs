@@ -18,6 +18,7 @@ use crate::store::writer::Writer;
 
 mod engine;
 mod files;
+mod items;
 mod maintenance;
 mod sql;
 mod write;
