@@ -18,6 +18,8 @@ CREATE TABLE item_logs (
     summary_us       INTEGER NOT NULL,
     PRIMARY KEY (project, key)
 );
+-- Retention finds the logs idle past --item-log-days.
+CREATE INDEX item_logs_updated ON item_logs (updated_us);
 
 CREATE TABLE items (
     project      TEXT NOT NULL,

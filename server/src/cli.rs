@@ -32,10 +32,11 @@ async fn on<S: Store>(config: &Config, store: &S, command: &ServerCommand) -> an
     }
     let result = match command {
         ServerCommand::Token { command } => tokens(store, command).await,
-        ServerCommand::Prune { dry_run, project, keep_days, keep_ancestors } => {
+        ServerCommand::Prune { dry_run, project, keep_days, keep_ancestors, item_log_days } => {
             let policy = Policy {
                 keep_days: keep_days.unwrap_or(config.keep_days),
                 keep_ancestors: keep_ancestors.unwrap_or(config.keep_ancestors),
+                item_log_days: item_log_days.unwrap_or(config.item_log_days),
             };
             prune(store, policy, *dry_run, project.clone()).await
         }
@@ -148,7 +149,7 @@ async fn prune<S: Store>(
     let actor = Actor { token: "baton-server prune".into(), ..Actor::default() };
     let changed = retention::prune(store, project, policy, dry_run, actor).await?;
     let verb = if dry_run { "would remove" } else { "removed" };
-    for p in &changed {
+    for p in changed.iter().filter(|p| !p.removed_checkpoints.is_empty() || p.removed_item_logs.is_empty()) {
         println!(
             "{}: {verb} {} checkpoints and {} chunks, re-parent {}{}",
             p.project,
@@ -163,6 +164,20 @@ async fn prune<S: Store>(
         for r in &p.reparented {
             let to = if r.parent_id.is_empty() { "(root)" } else { &r.parent_id };
             println!("  ~ {} -> {to}", r.checkpoint_id);
+        }
+    }
+    for p in changed.iter().filter(|p| !p.removed_item_logs.is_empty()) {
+        {
+            println!(
+                "{}: {verb} {} item logs not changed for {} days{}",
+                p.project,
+                p.removed_item_logs.len(),
+                policy.item_log_days,
+                if dry_run { String::new() } else { format!(" (revision {})", p.item_logs_revision) }
+            );
+            for key in &p.removed_item_logs {
+                println!("  - {key:?}");
+            }
         }
     }
     if changed.is_empty() {

@@ -138,6 +138,11 @@ pub struct Config {
     #[arg(long, env = "BATON_KEEP_ANCESTORS", default_value_t = 5)]
     pub keep_ancestors: usize,
 
+    /// Retention: delete item logs (agent SDK sessions, ItemLogService) that have not changed
+    /// for this many days; 0 keeps them.
+    #[arg(long, env = "BATON_ITEM_LOG_DAYS", default_value_t = 0)]
+    pub item_log_days: u32,
+
     /// How often retention runs (0s = never; `baton-server prune` runs it by hand).
     #[arg(long, env = "BATON_RETENTION_INTERVAL", default_value = "1h", value_parser = humantime::parse_duration)]
     pub retention_interval: Duration,
@@ -193,6 +198,10 @@ pub enum ServerCommand {
         /// ancestors (default: the server's --keep-ancestors, BATON_KEEP_ANCESTORS, 5).
         #[arg(long)]
         keep_ancestors: Option<usize>,
+        /// Delete item logs not changed for this many days; 0 keeps them (default: the
+        /// server's --item-log-days, BATON_ITEM_LOG_DAYS, 0).
+        #[arg(long)]
+        item_log_days: Option<u32>,
     },
     /// Delete a project's events below a revision; clients listing or watching from below
     /// it get OUT_OF_RANGE and re-read the state.

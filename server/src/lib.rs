@@ -214,8 +214,7 @@ fn start_metrics<S: Store>(
 /// The API and what it holds: the watch hub, limits, rate limits, access.
 fn build_api<S: Store>(config: &Config, store: &S, wakers: Wakers, stop: &watch::Receiver<bool>) -> Api<S> {
     let hub = Hub::new(store.clone(), wakers, config.watch_poll, stop.clone());
-    let retention =
-        jobs::retention::Policy { keep_days: config.keep_days, keep_ancestors: config.keep_ancestors };
+    let retention = jobs::retention::Policy::of(config);
     let limits = Limits {
         max_checkpoint_bytes: config.max_checkpoint_bytes,
         max_watch_projects: config.max_watch_projects.max(1),
@@ -249,8 +248,7 @@ fn spawn_jobs<S: Store>(config: &Config, store: &S, stop: &watch::Receiver<bool>
     let expiry = Expiry { idle_after_us };
     let reaper = tokio::spawn(jobs::reaper::run(store.clone(), expiry, config.reaper_interval, stop.clone()));
     tokio::spawn(jobs::search::backfill(store.clone(), stop.clone()));
-    let policy =
-        jobs::retention::Policy { keep_days: config.keep_days, keep_ancestors: config.keep_ancestors };
+    let policy = jobs::retention::Policy::of(config);
     let retention = (!config.retention_interval.is_zero()).then(|| {
         tokio::spawn(jobs::retention::run(store.clone(), policy, config.retention_interval, stop.clone()))
     });

@@ -47,7 +47,13 @@ impl<S: Store> AdminService for Api<S> {
                 Error::from(invalid("keep_ancestors", format!("{k} is negative; use 0 or more")))
             })?,
         };
-        let policy = Policy { keep_days, keep_ancestors };
+        let item_log_days = match req.item_log_days {
+            None => self.limits.retention.item_log_days,
+            Some(d) => u32::try_from(d).map_err(|_| {
+                Error::from(invalid("item_log_days", format!("{d} is negative; use 0 (keep) or more days")))
+            })?,
+        };
+        let policy = Policy { keep_days, keep_ancestors, item_log_days };
         let projects = retention::prune(&self.store, project, policy, req.dry_run, actor(&who)).await?;
         Ok(Response::new(PruneResponse { projects, dry_run: req.dry_run }))
     }

@@ -45,7 +45,7 @@ impl Default for Limits {
         Self {
             max_checkpoint_bytes: 8 * 1024 * 1024,
             max_watch_projects: 100,
-            retention: crate::jobs::retention::Policy { keep_days: 90, keep_ancestors: 5 },
+            retention: crate::jobs::retention::Policy { keep_days: 90, keep_ancestors: 5, item_log_days: 0 },
             search_time_limit: std::time::Duration::from_secs(2),
         }
     }

@@ -1,5 +1,6 @@
-//! Retention: prunes old checkpoints by the rules in `core::retention`, project by project
-//! (each its own write with its own event), and forgets old idempotency replies. Runs
+//! Retention: prunes old checkpoints by the rules in `core::retention` and deletes item logs
+//! idle longer than `item_log_days`, project by project (each its own write with its own
+//! event), and forgets old idempotency replies. Runs
 //! periodically in every instance (several instances serialize on the project lock, and the
 //! second finds nothing left to do), from `baton-server prune`, and from AdminService.
 
@@ -19,6 +20,8 @@ const REQUEST_REPLIES_KEPT: Duration = Duration::from_hours(31 * 24);
 pub struct Policy {
     pub keep_days: u32,
     pub keep_ancestors: usize,
+    /// Item logs not changed for this many days go; 0 keeps them.
+    pub item_log_days: u32,
 }
 
 fn now_us() -> i64 {
@@ -26,9 +29,27 @@ fn now_us() -> i64 {
 }
 
 impl Policy {
-    pub fn cutoff_us(&self) -> i64 {
-        now_us().saturating_sub(i64::from(self.keep_days).saturating_mul(86_400_000_000))
+    /// The server's configured policy.
+    pub fn of(config: &crate::config::Config) -> Self {
+        Self {
+            keep_days: config.keep_days,
+            keep_ancestors: config.keep_ancestors,
+            item_log_days: config.item_log_days,
+        }
     }
+
+    pub fn cutoff_us(&self) -> i64 {
+        days_ago(self.keep_days)
+    }
+
+    /// Item logs last changed before this go (`None`: they are kept).
+    pub fn item_cutoff_us(&self) -> Option<i64> {
+        (self.item_log_days > 0).then(|| days_ago(self.item_log_days))
+    }
+}
+
+fn days_ago(days: u32) -> i64 {
+    now_us().saturating_sub(i64::from(days).saturating_mul(86_400_000_000))
 }
 
 /// Prunes one project, or every project with old checkpoints. Reports the projects changed
@@ -41,8 +62,8 @@ pub async fn prune<S: Store>(
     actor: Actor,
 ) -> Result<Vec<ProjectPruned>> {
     let cutoff = policy.cutoff_us();
-    let projects = match project {
-        Some(p) => vec![p],
+    let projects = match &project {
+        Some(p) => vec![p.clone()],
         None => store.projects_with_old_checkpoints(cutoff).await?,
     };
     let mut out = Vec::new();
@@ -60,7 +81,43 @@ pub async fn prune<S: Store>(
             out.push(report);
         }
     }
+    if let Some(item_cutoff) = policy.item_cutoff_us() {
+        expire_item_logs(store, project, item_cutoff, dry_run, &actor, &mut out).await?;
+    }
     Ok(out)
+}
+
+/// Deletes the idle item logs of one project, or of every project that has some, into the
+/// projects' reports.
+async fn expire_item_logs<S: Store>(
+    store: &S,
+    project: Option<String>,
+    cutoff_us: i64,
+    dry_run: bool,
+    actor: &Actor,
+    out: &mut Vec<ProjectPruned>,
+) -> Result<()> {
+    let projects = match project {
+        Some(p) => vec![p],
+        None => store.projects_with_idle_item_logs(cutoff_us).await?,
+    };
+    for project in projects {
+        let expired =
+            crate::service::items::expire(store, project.clone(), cutoff_us, dry_run, actor.clone()).await?;
+        if expired.keys.is_empty() {
+            continue;
+        }
+        let at = match out.iter().position(|r| r.project == project) {
+            Some(at) => at,
+            None => {
+                out.push(ProjectPruned { project, ..ProjectPruned::default() });
+                out.len() - 1
+            }
+        };
+        out[at].removed_item_logs = expired.keys;
+        out[at].item_logs_revision = expired.revision;
+    }
+    Ok(())
 }
 
 /// The periodic job.
@@ -83,8 +140,9 @@ pub async fn run<S: Store>(
                         project = %p.project,
                         checkpoints = p.removed_checkpoints.len(),
                         chunks = p.removed_chunks,
+                        item_logs = p.removed_item_logs.len(),
                         revision = p.revision,
-                        "retention pruned checkpoints"
+                        "retention pruned"
                     );
                 }
             }

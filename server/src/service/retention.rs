@@ -82,7 +82,7 @@ pub async fn prune<S: Store>(
                 removed_checkpoints: plan.remove.clone(),
                 reparented: reparented.clone(),
                 removed_chunks: i64::try_from(chunks.len()).unwrap_or(i64::MAX),
-                revision: 0,
+                ..ProjectPruned::default()
             };
             if dry_run {
                 return Ok(Some(report));

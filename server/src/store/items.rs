@@ -63,6 +63,15 @@ const SUMMARIZED_LOGS_AFTER: &str = concat!(
     item_log_columns!(),
     " FROM item_logs WHERE project = $1 AND key > $2 ORDER BY key LIMIT $3"
 );
+/// $1 project, $2 cut-off, $3 how many.
+const IDLE_LOGS: &str = concat!(
+    "SELECT ",
+    item_log_light_columns!(),
+    " FROM item_logs WHERE project = $1 AND updated_us < $2 ORDER BY key LIMIT $3"
+);
+/// $1 cut-off.
+const PROJECTS_WITH_IDLE_LOGS: &str =
+    "SELECT DISTINCT project FROM item_logs WHERE updated_us < $1 ORDER BY project";
 /// $1 project, $2 key, $3 through seq, $4 how many newer to skip.
 const NTH_NEWEST_SEQ: &str = "SELECT seq FROM items WHERE project = $1 AND log_key = $2 AND seq <= $3 \
      ORDER BY seq DESC LIMIT 1 OFFSET $4";
@@ -104,6 +113,12 @@ pub trait ItemTx: Send {
     /// by key.
     fn item_logs_from(&mut self, from: &str, limit: i64)
     -> impl Future<Output = Result<Vec<ItemLog>>> + Send;
+    /// Up to `limit` logs (without summaries) last changed before `cutoff_us`, by key.
+    fn idle_item_logs(
+        &mut self,
+        cutoff_us: i64,
+        limit: i64,
+    ) -> impl Future<Output = Result<Vec<ItemLog>>> + Send;
 }
 
 impl<B, DB> ItemTx for Tx<B>
@@ -147,6 +162,11 @@ where
 
     async fn item_logs_from(&mut self, from: &str, limit: i64) -> Result<Vec<ItemLog>> {
         let query = sqlx::query_as(LOGS_FROM).bind(self.project.clone()).bind(from.to_owned()).bind(limit);
+        Ok(query.fetch_all(self.conn()).await?)
+    }
+
+    async fn idle_item_logs(&mut self, cutoff_us: i64, limit: i64) -> Result<Vec<ItemLog>> {
+        let query = sqlx::query_as(IDLE_LOGS).bind(self.project.clone()).bind(cutoff_us).bind(limit);
         Ok(query.fetch_all(self.conn()).await?)
     }
 }
@@ -195,6 +215,11 @@ pub trait ItemReads {
         limit: i64,
         summaries: bool,
     ) -> impl Future<Output = Result<Vec<ItemLog>>> + Send;
+    /// The projects with item logs last changed before `cutoff_us`.
+    fn projects_with_idle_item_logs(
+        &self,
+        cutoff_us: i64,
+    ) -> impl Future<Output = Result<Vec<String>>> + Send;
 }
 
 impl<E, DB> ItemReads for E
@@ -209,6 +234,7 @@ where
     for<'r> Item: FromRow<'r, DB::Row>,
     for<'r> (i64,): FromRow<'r, DB::Row>,
     for<'r> (i64, i64): FromRow<'r, DB::Row>,
+    for<'r> (String,): FromRow<'r, DB::Row>,
 {
     async fn item_log(&self, project: String, key: String) -> Result<Option<ItemLog>> {
         Ok(sqlx::query_as(ITEM_LOG).bind(project).bind(key).fetch_optional(self.pool()).await?)
@@ -255,5 +281,9 @@ where
             (From::After(key), true) => (SUMMARIZED_LOGS_AFTER, key),
         };
         Ok(sqlx::query_as(text).bind(project).bind(key).bind(limit).fetch_all(self.pool()).await?)
+    }
+
+    async fn projects_with_idle_item_logs(&self, cutoff_us: i64) -> Result<Vec<String>> {
+        Ok(sqlx::query_scalar(PROJECTS_WITH_IDLE_LOGS).bind(cutoff_us).fetch_all(self.pool()).await?)
     }
 }

@@ -444,3 +444,47 @@ async fn item_bad_input_and_scope(backend: Backend) {
     c.items.append_items(with(own, &scoped)).await.unwrap();
 }
 both!(item_bad_input_and_scope);
+
+/// Retention deletes logs idle past --item-log-days (a dry run first, from the command line
+/// and through AdminService), with one ITEMS_CHANGED event; younger logs stay; 0 keeps all.
+async fn idle_logs_expire(backend: Backend) {
+    let server = Server::start_with(backend, &["--item-log-days", "30"]).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    for key in ["old/a", "old/b", "young"] {
+        append(&mut c, &p, key, vec![item("", key)]).await;
+    }
+    let forty_days_us: i64 = 40 * 86_400_000_000;
+    let n = server
+        .execute(&format!(
+            "UPDATE item_logs SET updated_us = updated_us - {forty_days_us} WHERE key LIKE 'old/%'"
+        ))
+        .await
+        .unwrap();
+    assert_eq!(n, 2);
+    let before = all_events(&mut c, &p).await.len();
+    let (ok, out, err) = server.admin_command(&["prune", "--dry-run", "--item-log-days", "0"]);
+    assert!(ok && !out.contains("item logs"), "0 keeps them: {out} {err}");
+    let (ok, out, err) = server.admin_command(&["prune", "--dry-run"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("would remove 2 item logs") && out.contains("\"old/a\""), "{out}");
+    assert_eq!(all_events(&mut c, &p).await.len(), before, "a dry run writes nothing");
+
+    let request = baton_proto::v1::PruneRequest { project: p.clone(), ..Default::default() };
+    let pruned = c.admin.prune(request).await.unwrap().into_inner();
+    assert_eq!(pruned.projects.len(), 1);
+    let report = &pruned.projects[0];
+    assert_eq!(report.removed_item_logs, ["old/a", "old/b"]);
+    assert!(report.removed_checkpoints.is_empty() && report.item_logs_revision > 0);
+    assert_eq!(list_all(&mut c, listing(&p, "", "", 0)).await.0, ["young"]);
+    let events = all_events(&mut c, &p).await;
+    assert_gapless(&events);
+    let last = events.last().unwrap();
+    assert_eq!(
+        (last.revision, last.actor.as_ref().map(|a| a.token.as_str())),
+        (report.item_logs_revision, Some(""))
+    );
+    let Some(event::Value::Items(change)) = &last.value else { panic!("{last:?}") };
+    assert_eq!((change.op, change.deleted_keys.len()), (ItemsOp::Delete as i32, 2));
+}
+both!(idle_logs_expire);

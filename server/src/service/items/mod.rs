@@ -5,11 +5,13 @@
 
 mod append;
 mod delete;
+mod expire;
 mod pop;
 mod read;
 
 pub use append::{Append, NewItem, append};
 pub use delete::delete;
+pub use expire::{Expired, expire};
 pub use pop::pop;
 pub use read::{Listed, Reading, list, read};
 
