@@ -107,12 +107,11 @@ async fn expire_item_logs<S: Store>(
         if expired.keys.is_empty() {
             continue;
         }
-        let at = match out.iter().position(|r| r.project == project) {
-            Some(at) => at,
-            None => {
-                out.push(ProjectPruned { project, ..ProjectPruned::default() });
-                out.len() - 1
-            }
+        let at = if let Some(at) = out.iter().position(|r| r.project == project) {
+            at
+        } else {
+            out.push(ProjectPruned { project, ..ProjectPruned::default() });
+            out.len() - 1
         };
         out[at].removed_item_logs = expired.keys;
         out[at].item_logs_revision = expired.revision;
