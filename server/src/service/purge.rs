@@ -16,11 +16,15 @@ use crate::core::checkpoint::{self as cp, Compression, Header};
 use crate::core::chunk::MAX_CHUNK;
 use crate::core::purge::{mask_bytes, mask_str};
 use crate::error::{Error, Result};
+use crate::store::items::ItemTx;
 use crate::store::maintenance::{
     BlobsRow, ChunkData, ConflictBody, EntryText, MaintenanceTx, RecordAuthor, StoredReply, TreeRow,
 };
-use crate::store::model::{Change, Checkpoint, LogRow, Maintenance};
+use crate::store::model::{Change, Checkpoint, ItemChange, LogRow, Maintenance};
 use crate::store::{Store, WriteCtx, WriteTx};
+
+/// Items read at a time.
+const ITEM_PAGE: i64 = 500;
 
 /// Overwrites `value` everywhere in `project` (or, on a dry run, only counts).
 #[tracing::instrument(level = "debug", skip_all, fields(project = %project))]
@@ -40,6 +44,7 @@ pub async fn purge<S: Store>(
             p.memory(w).await?;
             p.checkpoints(w).await?;
             p.pending_writes(w).await?;
+            p.item_logs(w).await?;
             p.log(w).await?;
             let mut out = p.out;
             let touched = out.records + out.events + out.conflicts + out.chunks + out.replies;
@@ -117,6 +122,36 @@ impl Purge<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Item logs: their summaries and authors, and their items' values (stored as given).
+    async fn item_logs<T: WriteTx + MaintenanceTx + ItemTx>(&mut self, w: &mut Write<T>) -> Result<()> {
+        for mut log in w.tx().all_item_logs().await? {
+            let mut hit = mask_bytes(&mut log.author, self.needle());
+            if let Some(masked) = log.summary.as_deref().and_then(|s| mask_str(s, self.value)) {
+                log.summary = Some(masked);
+                hit += 1;
+            }
+            if hit > 0 {
+                self.out.records += 1;
+                w.apply(Change::Items(ItemChange::PutLog(Box::new(log))));
+            }
+        }
+        let (mut key, mut seq) = (String::new(), 0);
+        loop {
+            let page = w.tx().items_after(&key, seq, ITEM_PAGE).await?;
+            let Some(last) = page.last() else { return Ok(()) };
+            (key, seq) = (last.log_key.clone(), last.seq);
+            for mut item in page {
+                let hit = mask_bytes(&mut item.value, self.needle())
+                    + usize::from(mask_str(&item.content_type, self.value).is_some());
+                if hit > 0 {
+                    item.content_type = mask_str(&item.content_type, self.value).unwrap_or(item.content_type);
+                    self.out.records += 1;
+                    w.apply(Change::Items(ItemChange::MaskItem(Box::new(item))));
+                }
+            }
+        }
     }
 
     /// Memory entries, and the authors of memory records.

@@ -69,6 +69,15 @@ const IDLE_LOGS: &str = concat!(
     item_log_light_columns!(),
     " FROM item_logs WHERE project = $1 AND updated_us < $2 ORDER BY key LIMIT $3"
 );
+/// Every log of a project with its summary. $1 project.
+const ALL_LOGS: &str =
+    concat!("SELECT ", item_log_columns!(), " FROM item_logs WHERE project = $1 ORDER BY key");
+/// A project's items after a (log key, seq). $1 project, $2 log key, $3 seq, $4 how many.
+const ITEMS_AFTER: &str = concat!(
+    "SELECT ",
+    item_columns!(),
+    " FROM items WHERE project = $1 AND (log_key > $2 OR (log_key = $2 AND seq > $3)) ORDER BY log_key, seq LIMIT $4"
+);
 /// $1 cut-off.
 const PROJECTS_WITH_IDLE_LOGS: &str =
     "SELECT DISTINCT project FROM item_logs WHERE updated_us < $1 ORDER BY project";
@@ -119,6 +128,15 @@ pub trait ItemTx: Send {
         cutoff_us: i64,
         limit: i64,
     ) -> impl Future<Output = Result<Vec<ItemLog>>> + Send;
+    /// Every log of the project, with its summary, by key.
+    fn all_item_logs(&mut self) -> impl Future<Output = Result<Vec<ItemLog>>> + Send;
+    /// Up to `limit` of the project's items after (log key, seq), in that order.
+    fn items_after(
+        &mut self,
+        log_key: &str,
+        seq: i64,
+        limit: i64,
+    ) -> impl Future<Output = Result<Vec<Item>>> + Send;
 }
 
 impl<B, DB> ItemTx for Tx<B>
@@ -168,6 +186,15 @@ where
     async fn idle_item_logs(&mut self, cutoff_us: i64, limit: i64) -> Result<Vec<ItemLog>> {
         let query = sqlx::query_as(IDLE_LOGS).bind(self.project.clone()).bind(cutoff_us).bind(limit);
         Ok(query.fetch_all(self.conn()).await?)
+    }
+
+    async fn all_item_logs(&mut self) -> Result<Vec<ItemLog>> {
+        Ok(sqlx::query_as(ALL_LOGS).bind(self.project.clone()).fetch_all(self.conn()).await?)
+    }
+
+    async fn items_after(&mut self, log_key: &str, seq: i64, limit: i64) -> Result<Vec<Item>> {
+        let query = sqlx::query_as(ITEMS_AFTER).bind(self.project.clone()).bind(log_key.to_owned()).bind(seq);
+        Ok(query.bind(limit).fetch_all(self.conn()).await?)
     }
 }
 

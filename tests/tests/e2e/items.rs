@@ -488,3 +488,38 @@ async fn idle_logs_expire(backend: Backend) {
     assert_eq!((change.op, change.deleted_keys.len()), (ItemsOp::Delete as i32, 2));
 }
 both!(idle_logs_expire);
+
+/// A purge reaches item values and summaries, and the events that carried them; counts and
+/// seqs stay as they were.
+async fn purge_reaches_item_logs(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    let secret = "hunter2-leaked-value";
+    let summary = format!(r#"{{"first_prompt": "use {secret}"}}"#);
+    let request = with_summary(
+        &p,
+        "conv",
+        vec![item("", "clean"), item("u2", &format!(r#"{{"text": "{secret}"}}"#))],
+        &summary,
+        None,
+    );
+    c.items.append_items(request).await.unwrap();
+    let purged = c
+        .admin
+        .purge(baton_proto::v1::PurgeRequest { project: p.clone(), value: secret.into(), dry_run: false })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(purged.records, 2, "the log's summary and one item: {purged:?}");
+    let read = c.items.read_items(reading(&p, "conv", None)).await.unwrap().into_inner();
+    let masked = "*".repeat(secret.len());
+    assert_eq!(values(&read.items), ["clean".to_owned(), format!(r#"{{"text": "{masked}"}}"#)]);
+    let log = read.log.unwrap();
+    assert_eq!(log.summary_json, format!(r#"{{"first_prompt": "use {masked}"}}"#));
+    assert_eq!((log.items, log.last_seq), (2, 2));
+    for e in all_events(&mut c, &p).await {
+        assert!(!format!("{e:?}").contains(secret), "{e:?}");
+    }
+}
+both!(purge_reaches_item_logs);
