@@ -66,6 +66,10 @@ struct Project {
     records: Vec<String>,
     /// Pending writes: (line, checkpoint, task, index).
     writes: Vec<(usize, String, String, i32)>,
+    /// Item logs: (line, key, created_us).
+    item_logs: Vec<(usize, String, i64)>,
+    /// Items: (line, log key, seq, item key).
+    items: Vec<(usize, String, i64, Option<String>)>,
 }
 
 #[derive(Default)]
@@ -152,6 +156,8 @@ pub fn what(line: &Line) -> String {
         Line::Write(w) => {
             format!("pending write ({}, {}) of checkpoint {}", w.task_id, w.idx, w.checkpoint_id)
         }
+        Line::ItemLog(l) => format!("item log {:?}", l.key),
+        Line::Item(i) => format!("item {} of log {:?}", i.seq, i.log_key),
     }
 }
 
@@ -188,6 +194,8 @@ impl Archive {
             }
             Line::Record(r) => project.records.push(r.record),
             Line::Write(w) => project.writes.push((n, w.checkpoint_id, w.task_id, w.idx)),
+            Line::ItemLog(l) => project.item_logs.push((n, l.key, l.created_us)),
+            Line::Item(i) => project.items.push((n, i.log_key, i.seq, i.item_key)),
         }
     }
 
@@ -258,6 +266,7 @@ async fn resolve<S: Store>(
     r.checkpoints().await?;
     r.writes().await?;
     r.memory().await?;
+    r.item_logs().await?;
     Ok(r.counts)
 }
 
@@ -457,6 +466,54 @@ impl<S: Store> Resolve<'_, '_, S> {
                 && versioned.insert(record)
                 && self.lookup.store.record_revision(project.key.clone(), record.clone()).await?.is_none();
             self.count(imported);
+        }
+        Ok(())
+    }
+}
+
+impl<S: Store> Resolve<'_, '_, S> {
+    /// Item logs, then their items: a log the database has is the archive's only when it
+    /// was made at the same time (an import run again), and then only its items past its
+    /// newest are imported; an item comes after its log's line, in seq order, its key once.
+    async fn item_logs(&mut self) -> anyhow::Result<()> {
+        let key = self.key().to_owned();
+        // Log key → (its line, the newest seq the database has of it).
+        let mut logs: HashMap<&str, (usize, i64)> = HashMap::new();
+        for (line, log, created_us) in &self.project.item_logs {
+            if let Some((first, _)) = logs.get(log.as_str()) {
+                bail!(
+                    "line {line}: item log {log:?} again (first at line {first}): an archive holds each log once"
+                );
+            }
+            let stored = self.lookup.store.item_log(key.clone(), log.clone()).await?;
+            if let Some(s) = &stored
+                && s.created_us != *created_us
+            {
+                bail!(
+                    "line {line}: item log {log:?} exists in project {key:?} and is not the archive's (it was \
+                     created at another time); delete it there (DeleteItemLogs) or import into another project"
+                );
+            }
+            self.count(stored.is_none());
+            logs.insert(log, (*line, stored.map_or(0, |s| s.last_seq)));
+        }
+        let mut last: HashMap<&str, i64> = HashMap::new();
+        let mut keys: HashSet<(&str, &str)> = HashSet::new();
+        for (line, log, seq, item_key) in &self.project.items {
+            let Some(&(log_line, newest)) = logs.get(log.as_str()).filter(|(at, _)| at < line) else {
+                bail!("line {line}: item {seq} of log {log:?} comes before its log's line (or has none)");
+            };
+            if last.insert(log, *seq).is_some_and(|before| before >= *seq) {
+                bail!(
+                    "line {line}: item {seq} of log {log:?} is out of order: a log's items come in seq order"
+                );
+            }
+            if let Some(k) = item_key
+                && !keys.insert((log, k))
+            {
+                bail!("line {line}: item key {k:?} is in log {log:?} (line {log_line}) twice");
+            }
+            self.count(*seq > newest);
         }
         Ok(())
     }

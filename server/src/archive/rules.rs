@@ -9,11 +9,11 @@ use prost::Message;
 use crate::api::{checkpoint as checkpoint_rpc, memory as memory_rpc, session as session_rpc};
 use crate::core::checkpoint as cp;
 use crate::core::memory;
-use crate::core::thread;
 use crate::core::validate::{self, invalid, limits};
+use crate::core::{items, thread};
 use crate::error::Error;
 use crate::store::transfer::{
-    CheckpointLine, ChunkLine, Line, MemoryLine, RecordLine, SessionLine, WriteLine,
+    CheckpointLine, ChunkLine, ItemLine, ItemLogLine, Line, MemoryLine, RecordLine, SessionLine, WriteLine,
 };
 
 /// Checks one line after its project's `project` line; `max_checkpoint_bytes` is this
@@ -27,7 +27,43 @@ pub fn check(line: &Line, max_checkpoint_bytes: usize) -> Result<(), Error> {
         Line::Memory(m) => entry(m),
         Line::Write(w) => write(w, max_checkpoint_bytes),
         Line::Record(r) => record(r),
+        Line::ItemLog(l) => item_log(l),
+        Line::Item(i) => item(i, max_checkpoint_bytes),
     }
+}
+
+/// As `AppendItems` checks a log's key and summary.
+fn item_log(l: &ItemLogLine) -> Result<(), Error> {
+    items::log_key("key", &l.key)?;
+    items::summary("summary", l.summary.as_deref().unwrap_or_default())?;
+    if l.summary.as_deref() == Some("") {
+        return Err(invalid("summary", "is empty: a log without a summary has none (null)").into());
+    }
+    actor("author", &l.author)
+}
+
+/// As `AppendItems` checks an item; its seq is a place in its log (1 or more).
+fn item(i: &ItemLine, max_bytes: usize) -> Result<(), Error> {
+    items::log_key("log_key", &i.log_key)?;
+    if i.seq < 1 {
+        return Err(invalid("seq", format!("{} is not a seq: they start at 1", i.seq)).into());
+    }
+    let (key, content_type) =
+        items::item_labels("item", i.item_key.as_deref().unwrap_or_default(), &i.content_type)?;
+    if key != i.item_key || content_type != i.content_type {
+        return Err(invalid(
+            "item",
+            "is not as the server stores one (an empty key is none; a content type is set)",
+        )
+        .into());
+    }
+    if i.value.len() > max_bytes {
+        return Err(Error::ResourceExhausted(format!(
+            "value: {} bytes is over this server's item limit of {max_bytes} bytes (--max-checkpoint-bytes)",
+            i.value.len()
+        )));
+    }
+    Ok(())
 }
 
 /// A project's memory caps, as `SetMemoryCaps` checks them.

@@ -6,7 +6,7 @@ use crate::error::Result;
 use crate::store::Store;
 use crate::store::transfer::{Cursor, Line, Table};
 
-/// Checkpoints may be megabytes each: a page of them ends within this many bytes of stored
+/// Checkpoints and items may be megabytes each: a page of them ends within this many bytes of stored
 /// content (sizes read first), however many rows that is.
 const EXPORT_BYTES: usize = 64 * 1024 * 1024;
 
@@ -19,8 +19,8 @@ pub async fn page<S: Store>(
     limit: i64,
 ) -> Result<(Vec<Line>, Option<Cursor>)> {
     let (count, cut_short) = match table {
-        Table::Checkpoints => {
-            let sizes = store.checkpoint_sizes(project.clone(), after.n, limit).await?;
+        Table::Checkpoints | Table::Items => {
+            let sizes = store.export_sizes(project.clone(), table, after.clone(), limit).await?;
             let mut page = Budget::with_bytes(limit, EXPORT_BYTES);
             let taken =
                 sizes.iter().take_while(|n| page.take(usize::try_from(**n).unwrap_or(usize::MAX))).count();

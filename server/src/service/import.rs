@@ -10,6 +10,8 @@ use baton_proto::v1::{Actor, CheckpointRef, Event, EventKind, MemoryChange, Memo
 use super::write::{self, Write};
 use crate::core::checkpoint::state_digest_of_stored;
 use crate::error::{Error, Result};
+use crate::service::items::Imports;
+use crate::store::items::ItemTx;
 use crate::store::maintenance::{MaintenanceTx, RecordRevisions, Table};
 use crate::store::model::{Change, Checkpoint, Entry, Lock, Session};
 use crate::store::rows::decode_actor;
@@ -54,7 +56,8 @@ pub async fn batch<S: Store>(
     };
     let ran = write::run(store, lock, ctx, move |w, ctx| {
         Box::pin(async move {
-            let mut import = Import { w, project: &project, seen: Seen::default(), events: 0 };
+            let mut import =
+                Import { w, project: &project, seen: Seen::default(), events: 0, items: Imports::default() };
             for line in lines {
                 let imported = match line {
                     Line::Header { .. } | Line::Project { .. } | Line::Chunk(_) => continue,
@@ -63,6 +66,8 @@ pub async fn batch<S: Store>(
                     Line::Memory(m) => import.memory(m).await?,
                     Line::Record(r) => import.record(r).await?,
                     Line::Write(w) => import.write(w).await?,
+                    Line::ItemLog(l) => import.counted(|items, w| Box::pin(items.log(w, l))).await?,
+                    Line::Item(i) => import.counted(|items, w| Box::pin(items.item(w, i))).await?,
                 };
                 if imported {
                     counts.imported += 1;
@@ -70,9 +75,11 @@ pub async fn batch<S: Store>(
                     counts.skipped += 1;
                 }
             }
+            let Import { w, items, events, .. } = import;
+            items.finish(w);
             // Nothing revisioned: no revision used (the write is not finished, so undone).
-            if import.events > 0 {
-                import.w.finish(ctx, &baton_proto::v1::ListEventsResponse::default())?;
+            if events > 0 {
+                w.finish(ctx, &baton_proto::v1::ListEventsResponse::default())?;
             }
             Ok(counts)
         })
@@ -100,9 +107,10 @@ struct Import<'a, 'w, T> {
     project: &'a str,
     seen: Seen,
     events: usize,
+    items: Imports,
 }
 
-impl<T: WriteTx + MaintenanceTx + ThreadTx> Import<'_, '_, T> {
+impl<T: WriteTx + MaintenanceTx + ThreadTx + ItemTx> Import<'_, '_, T> {
     /// Whether a row with this id exists, here or in any project.
     async fn exists(&mut self, table: Table, id: &str) -> Result<bool> {
         let seen = match table {
@@ -111,6 +119,16 @@ impl<T: WriteTx + MaintenanceTx + ThreadTx> Import<'_, '_, T> {
             Table::Memory => self.seen.entries.contains(id),
         };
         Ok(seen || self.w.tx().owner(table, id).await?.is_some())
+    }
+
+    /// An item log's line or an item, imported (with its event) by `Imports`.
+    async fn counted<F>(&mut self, step: F) -> Result<bool>
+    where
+        F: for<'x> FnOnce(&'x mut Imports, &'x mut Write<T>) -> futures::future::BoxFuture<'x, Result<bool>>,
+    {
+        let imported = step(&mut self.items, &mut *self.w).await?;
+        self.events += usize::from(imported);
+        Ok(imported)
     }
 
     fn emit(&mut self, event: Event) -> Result<()> {

@@ -110,6 +110,8 @@ where
     for<'r> ChunkLine: FromRow<'r, DB::Row>,
     for<'r> RecordLine: FromRow<'r, DB::Row>,
     for<'r> super::transfer::WriteLine: FromRow<'r, DB::Row>,
+    for<'r> super::transfer::ItemLogLine: FromRow<'r, DB::Row>,
+    for<'r> super::transfer::ItemLine: FromRow<'r, DB::Row>,
     for<'r> crate::store::transfer::SessionLine: FromRow<'r, DB::Row>,
     for<'r> export::WithRevision<CheckpointLine>: FromRow<'r, DB::Row>,
     for<'r> export::WithRevision<MemoryLine>: FromRow<'r, DB::Row>,
@@ -480,8 +482,14 @@ where
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn checkpoint_sizes(&self, project: String, after: i64, limit: i64) -> Result<Vec<i64>> {
-        export::sizes(self.pool(), project, after, limit).await
+    async fn export_sizes(
+        &self,
+        project: String,
+        table: Table,
+        after: Cursor,
+        limit: i64,
+    ) -> Result<Vec<i64>> {
+        export::sizes(self.pool(), project, table, after, limit).await
     }
 
     #[tracing::instrument(level = "debug", skip_all)]

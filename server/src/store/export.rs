@@ -6,7 +6,8 @@ use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Pool, Type};
 use crate::error::Result;
 use crate::store::rows::checkpoint_columns;
 use crate::store::transfer::{
-    CheckpointLine, ChunkLine, Cursor, Line, MemoryLine, RecordLine, SessionLine, Table, WriteLine,
+    CheckpointLine, ChunkLine, Cursor, ItemLine, ItemLogLine, Line, MemoryLine, RecordLine, SessionLine,
+    Table, WriteLine,
 };
 
 /// $1 project, $2 after (digest), $3 limit.
@@ -35,6 +36,14 @@ const MEMORY: &str = "SELECT revision, id, category, branch, key, record, conten
 const WRITES: &str = "SELECT checkpoint_id, task_id, idx, channel, task_path, value_type, value FROM pending_writes \
      WHERE project = $1 AND (checkpoint_id > $2 OR (checkpoint_id = $2 AND (task_id > $3 OR (task_id = $3 \
      AND idx > $4)))) ORDER BY checkpoint_id, task_id, idx LIMIT $5";
+/// $1 project, $2 after (key), $3 limit.
+const ITEM_LOGS: &str = "SELECT key, created_us, updated_us, author, summary, summary_us FROM item_logs \
+     WHERE project = $1 AND key > $2 ORDER BY key LIMIT $3";
+/// By (log key, seq). $1 project, $2 after (log key), $3 after (seq), $4 limit.
+const ITEMS: &str = "SELECT log_key, seq, item_key, content_type, value, created_us FROM items \
+     WHERE project = $1 AND (log_key > $2 OR (log_key = $2 AND seq > $3)) ORDER BY log_key, seq LIMIT $4";
+const ITEM_SIZES: &str = "SELECT CAST(length(value) AS BIGINT) FROM items \
+     WHERE project = $1 AND (log_key > $2 OR (log_key = $2 AND seq > $3)) ORDER BY log_key, seq LIMIT $4";
 /// $1 project, $2 after (record), $3 limit.
 const RECORDS: &str = "SELECT record, written_us, author FROM records WHERE project = $1 AND record > $2 ORDER BY record LIMIT $3";
 
@@ -46,8 +55,14 @@ pub(crate) struct WithRevision<T> {
     line: T,
 }
 
-/// The sizes of a project's checkpoints after `after` (a revision), in export order.
-pub(crate) async fn sizes<DB>(pool: &Pool<DB>, project: String, after: i64, limit: i64) -> Result<Vec<i64>>
+/// The sizes of a project's checkpoints, or items, after `after`, in export order.
+pub(crate) async fn sizes<DB>(
+    pool: &Pool<DB>,
+    project: String,
+    table: Table,
+    after: Cursor,
+    limit: i64,
+) -> Result<Vec<i64>>
 where
     DB: Database,
     for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
@@ -56,8 +71,12 @@ where
     for<'q> i64: Encode<'q, DB> + Type<DB>,
     for<'r> (i64,): FromRow<'r, DB::Row>,
 {
-    let query = sqlx::query_scalar(CHECKPOINT_SIZES).bind(project).bind(after).bind(limit);
-    Ok(query.fetch_all(pool).await?)
+    let query = if table == Table::Items {
+        sqlx::query_scalar(ITEM_SIZES).bind(project).bind(after.key).bind(after.n)
+    } else {
+        sqlx::query_scalar(CHECKPOINT_SIZES).bind(project).bind(after.n)
+    };
+    Ok(query.bind(limit).fetch_all(pool).await?)
 }
 
 /// A project's rows of `table` after `after`, each with its cursor.
@@ -80,6 +99,8 @@ where
     for<'r> WithRevision<MemoryLine>: FromRow<'r, DB::Row>,
     for<'r> RecordLine: FromRow<'r, DB::Row>,
     for<'r> WriteLine: FromRow<'r, DB::Row>,
+    for<'r> ItemLogLine: FromRow<'r, DB::Row>,
+    for<'r> ItemLine: FromRow<'r, DB::Row>,
 {
     let key = |key: &str| Cursor { key: key.to_owned(), ..Cursor::default() };
     Ok(match table {
@@ -117,6 +138,17 @@ where
                 key: format!("{}\0{}", w.checkpoint_id, w.task_id),
             };
             rows.into_iter().map(|w| (cursor(&w), Line::Write(w))).collect()
+        }
+        Table::ItemLogs => {
+            let query = sqlx::query_as::<_, ItemLogLine>(ITEM_LOGS).bind(project).bind(after.key).bind(limit);
+            let rows = query.fetch_all(pool).await?;
+            rows.into_iter().map(|l| (key(&l.key), Line::ItemLog(l))).collect()
+        }
+        Table::Items => {
+            let query = sqlx::query_as::<_, ItemLine>(ITEMS).bind(project).bind(after.key).bind(after.n);
+            let rows = query.bind(limit).fetch_all(pool).await?;
+            let cursor = |i: &ItemLine| Cursor { n: i.seq, m: 0, key: i.log_key.clone() };
+            rows.into_iter().map(|i| (cursor(&i), Line::Item(i))).collect()
         }
         Table::Records => {
             let query = sqlx::query_as::<_, RecordLine>(RECORDS).bind(project).bind(after.key).bind(limit);

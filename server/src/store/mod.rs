@@ -357,12 +357,13 @@ pub trait Store: Clone + Send + Sync + 'static + items::ItemReads {
     ) -> impl Future<Output = Result<Vec<String>>> + Send;
     /// Forgets idempotency replies older than `before_us`; returns how many.
     fn prune_requests(&self, before_us: i64) -> impl Future<Output = Result<u64>> + Send;
-    /// The stored sizes (state and payload) of a project's checkpoints after a revision,
-    /// in revision order, at most `limit`.
-    fn checkpoint_sizes(
+    /// The stored sizes of a project's checkpoints (state and payload) or items (value)
+    /// after a cursor, in the table's export order, at most `limit`.
+    fn export_sizes(
         &self,
         project: String,
-        after: i64,
+        table: transfer::Table,
+        after: transfer::Cursor,
         limit: i64,
     ) -> impl Future<Output = Result<Vec<i64>>> + Send;
     /// Up to `limit` rows of one of a project's tables after a cursor, in the table's

@@ -28,6 +28,10 @@ pub enum Line {
     Record(RecordLine),
     /// A thread's pending write (`ThreadService`), after its checkpoint.
     Write(WriteLine),
+    /// An item log (`ItemLogService`): its key, times, author and summary.
+    ItemLog(ItemLogLine),
+    /// An item of a log, after its log's line, in seq order.
+    Item(ItemLine),
 }
 
 mod b64 {
@@ -160,6 +164,30 @@ pub struct WriteLine {
     pub value: Vec<u8>,
 }
 
+/// An item log without its items (counts are remade from the items imported).
+#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
+pub struct ItemLogLine {
+    pub key: String,
+    pub created_us: i64,
+    pub updated_us: i64,
+    #[serde(with = "b64")]
+    pub author: Vec<u8>,
+    pub summary: Option<String>,
+    pub summary_us: i64,
+}
+
+/// An item, under its seq in its log (its revision is renumbered on import).
+#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
+pub struct ItemLine {
+    pub log_key: String,
+    pub seq: i64,
+    pub item_key: Option<String>,
+    pub content_type: String,
+    #[serde(with = "b64")]
+    pub value: Vec<u8>,
+    pub created_us: i64,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
 pub struct MemoryLine {
     pub id: String,
@@ -194,13 +222,24 @@ pub enum Table {
     Memory,
     Records,
     Writes,
+    ItemLogs,
+    Items,
 }
 
 impl Table {
     /// Import order: chunks before the checkpoints that use them, sessions before their
-    /// checkpoints, checkpoints before their pending writes, memory before its records.
-    pub const ALL: [Self; 6] =
-        [Self::Chunks, Self::Sessions, Self::Checkpoints, Self::Writes, Self::Memory, Self::Records];
+    /// checkpoints, checkpoints before their pending writes, memory before its records,
+    /// item logs before their items.
+    pub const ALL: [Self; 8] = [
+        Self::Chunks,
+        Self::Sessions,
+        Self::Checkpoints,
+        Self::Writes,
+        Self::Memory,
+        Self::Records,
+        Self::ItemLogs,
+        Self::Items,
+    ];
 }
 
 /// Keyset position within a table: (revision-like number, sequence, text key).

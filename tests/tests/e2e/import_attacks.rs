@@ -189,3 +189,60 @@ async fn an_archive_is_trusted_no_more_than_a_client(backend: Backend) {
     assert_eq!(sessions_in(&mut t, &a).await, 1);
 }
 both!(an_archive_is_trusted_no_more_than_a_client);
+
+/// Item logs in an archive are checked as AppendItems checks them, and in order: an item
+/// comes after its log's line, in seq order, each key once; a refused archive writes nothing.
+async fn an_archive_cannot_bend_item_logs(backend: Backend) {
+    use baton_proto::v1::{AppendItemsRequest, NewItem};
+    let dir = tempfile::tempdir().unwrap();
+    let source = Server::start(backend).await.unwrap();
+    let mut s = source.clients().await;
+    let a = project();
+    let items = ["one", "two"].map(|v| NewItem {
+        key: format!("k-{v}"),
+        content_type: String::new(),
+        value: v.as_bytes().to_vec(),
+    });
+    let request = AppendItemsRequest {
+        project: a.clone(),
+        key: "conv".into(),
+        items: items.to_vec(),
+        summary_json: Some("{}".into()),
+        write: write(),
+    };
+    s.items.append_items(request).await.unwrap();
+    let good = dir.path().join("good.baton");
+    let (ok, _, err) = source.admin_command(&["export", "--output", good.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let lines = read_lines(&good);
+    let team = Server::start(backend).await.unwrap();
+    let before = contents(&team, dir.path());
+    let bad = dir.path().join("bad.baton");
+    let log_line = lines.iter().position(|l| l["type"] == "item_log").unwrap();
+    let mut item_first = lines.clone();
+    let log = item_first.remove(log_line);
+    item_first.push(log);
+    let mut reordered = lines.clone();
+    reordered.swap(log_line + 1, log_line + 2);
+    let cases: Vec<(&str, Vec<Value>)> = vec![
+        ("control characters", tampered(&lines, &a, "item_log", |l| l["key"] = "conv\nrm -rf".into())),
+        ("not JSON", tampered(&lines, &a, "item_log", |l| l["summary"] = "{".into())),
+        ("not an encoded Actor", tampered(&lines, &a, "item_log", |l| l["author"] = "AAAA/w==".into())),
+        ("they start at 1", tampered(&lines, &a, "item", |i| i["seq"] = 0.into())),
+        ("content_type", tampered(&lines, &a, "item", |i| i["content_type"] = "tëxt".into())),
+        ("as the server stores", tampered(&lines, &a, "item", |i| i["item_key"] = "".into())),
+        ("before its log", item_first),
+        ("out of order", reordered),
+        ("twice", tampered(&lines, &a, "item", |i| i["item_key"] = "k-two".into())),
+    ];
+    for (expected, archive) in cases {
+        write_lines(&bad, &archive);
+        let (ok, out, err) = team.admin_command(&["import", "--input", bad.to_str().unwrap()]);
+        assert!(!ok && err.contains(expected), "{expected}: {out} {err}");
+        assert!(err.contains("line "), "names the line: {err}");
+        assert_eq!(contents(&team, dir.path()), before, "{expected}: the refused archive wrote");
+    }
+    let (ok, out, err) = team.admin_command(&["import", "--input", good.to_str().unwrap()]);
+    assert!(ok && out.contains(&format!("{a}: imported 3, already present 0")), "{out} {err}");
+}
+both!(an_archive_cannot_bend_item_logs);

@@ -523,3 +523,75 @@ async fn purge_reaches_item_logs(backend: Backend) {
     }
 }
 both!(purge_reaches_item_logs);
+
+/// A laptop's item logs move to a team server: keys, seqs, item keys, values and summaries;
+/// importing again changes nothing, and finishes one cut short; an import into a server where
+/// one of the keys is another log is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn item_logs_export_and_import() {
+    let laptop = Server::start(Backend::Sqlite).await.unwrap();
+    let mut c = laptop.clients().await;
+    let p = project();
+    let first =
+        with_summary(&p, "claude/pk/s1", vec![item("u1", "one"), item("u2", "two")], r#"{"n":2}"#, None);
+    c.items.append_items(first).await.unwrap();
+    append(&mut c, &p, "claude/pk/s1", vec![item("", "three")]).await;
+    pop(&mut c, &p, "claude/pk/s1").await;
+    append(&mut c, &p, "claude/pk/s1", vec![item("u4", "four")]).await;
+    append(&mut c, &p, "claude/pk/s1/subagents/a", vec![item("", "sub")]).await;
+    let before = read_all(&mut c, reading(&p, "claude/pk/s1", None), 0).await.0;
+
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("items.baton").display().to_string();
+    let (ok, _, err) = laptop.admin_command(&["export", "--output", &archive]);
+    assert!(ok, "{err}");
+    let team = Server::start(Backend::Postgres).await.unwrap();
+    let mut t = team.clients().await;
+    let (ok, out, err) = team.admin_command(&["import", "--input", &archive, "--dry-run"]);
+    assert!(ok && out.contains(&format!("{p}: would import 6")), "{out} {err}");
+    let (ok, out, err) = team.admin_command(&["import", "--input", &archive]);
+    assert!(ok, "{err}");
+    // 2 logs, 4 items.
+    assert!(out.contains(&format!("{p}: imported 6, already present 0")), "{out}");
+    let after = read_all(&mut t, reading(&p, "claude/pk/s1", None), 0).await.0;
+    let shape = |items: &[Item]| -> Vec<(i64, String, String, Vec<u8>)> {
+        items.iter().map(|i| (i.seq, i.key.clone(), i.content_type.clone(), i.value.clone())).collect()
+    };
+    assert_eq!(shape(&after), shape(&before));
+    assert_eq!(after.iter().map(|i| i.seq).collect::<Vec<_>>(), [1, 2, 4]);
+    let log =
+        t.items.read_items(reading(&p, "claude/pk/s1", Some(0))).await.unwrap().into_inner().log.unwrap();
+    assert_eq!((log.items, log.bytes, log.last_seq, log.summary_json.as_str()), (3, 10, 4, r#"{"n":2}"#));
+    // The item keys came along: a retried append of u4 adds nothing; a new item follows seq 4.
+    assert_eq!(
+        append(&mut t, &p, "claude/pk/s1", vec![item("u4", "x"), item("", "five")]).await.seqs,
+        [0, 5]
+    );
+    assert_eq!(list_all(&mut t, listing(&p, "claude/", "", 0)).await.0.len(), 2);
+    assert_gapless(&all_events(&mut t, &p).await);
+
+    // Again: nothing new. Into a server where one key is another log: refused, nothing written.
+    let (ok, out, err) = team.admin_command(&["import", "--input", &archive]);
+    assert!(ok, "{err}");
+    assert!(out.contains(&format!("{p}: imported 0, already present 6")), "{out}");
+    // An import cut short after a log's first items (as its batch boundary would leave it)
+    // adds the rest when run again.
+    let cut = Server::start(Backend::Sqlite).await.unwrap();
+    let mut k = cut.clients().await;
+    let (ok, _, err) = cut.admin_command(&["import", "--input", &archive]);
+    assert!(ok, "{err}");
+    cut.execute("DELETE FROM items WHERE seq = 4").await.unwrap();
+    cut.execute("UPDATE item_logs SET items = 2, bytes = 6, last_seq = 2 WHERE key = 'claude/pk/s1'")
+        .await
+        .unwrap();
+    let (ok, out, err) = cut.admin_command(&["import", "--input", &archive]);
+    assert!(ok && out.contains(&format!("{p}: imported 1, already present 5")), "{out} {err}");
+    assert_eq!(shape(&read_all(&mut k, reading(&p, "claude/pk/s1", None), 0).await.0), shape(&before));
+    let other = Server::start(Backend::Sqlite).await.unwrap();
+    let mut o = other.clients().await;
+    append(&mut o, &p, "claude/pk/s1/subagents/a", vec![item("", "someone else's")]).await;
+    let (ok, _, err) = other.admin_command(&["import", "--input", &archive]);
+    assert!(!ok);
+    assert!(err.contains("item log \"claude/pk/s1/subagents/a\" exists"), "{err}");
+    assert!(o.items.read_items(reading(&p, "claude/pk/s1", None)).await.unwrap().into_inner().log.is_none());
+}

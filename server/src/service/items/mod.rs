@@ -6,12 +6,14 @@
 mod append;
 mod delete;
 mod expire;
+mod import;
 mod pop;
 mod read;
 
 pub use append::{Append, NewItem, append};
 pub use delete::delete;
 pub use expire::{Expired, expire};
+pub(crate) use import::Imports;
 pub use pop::pop;
 pub use read::{Listed, Reading, list, read};
 
