@@ -1,6 +1,7 @@
 //! `baton-server export` and `import`: move a laptop's history into a team server. The
 //! archive is a zstd stream of JSON lines (`store::transfer::Line`): a header, then per
-//! project its settings, chunks, sessions, checkpoints, memory and memory records. Import
+//! project its settings, chunks, sessions, checkpoints (with threads' pending writes), memory,
+//! memory records, item logs and their items. Import
 //! keeps ids, renumbers revisions into the target project's log (one event per imported
 //! record), and skips ids the target already has, so running it twice changes nothing.
 
