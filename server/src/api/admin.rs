@@ -187,6 +187,9 @@ fn stats(project: String, c: crate::store::model::ProjectCounts) -> baton_proto:
         oldest_kept_revision: c.events_from,
         chunks: c.chunks,
         chunk_bytes: c.chunk_bytes,
+        item_logs: c.item_logs,
+        items: c.items,
+        item_bytes: c.item_bytes,
     }
 }
 

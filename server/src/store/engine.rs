@@ -104,6 +104,7 @@ where
     for<'r> model::ItemLog: FromRow<'r, DB::Row>,
     for<'r> model::Item: FromRow<'r, DB::Row>,
     for<'r> (i64, i64): FromRow<'r, DB::Row>,
+    for<'r> (i64, i64, i64): FromRow<'r, DB::Row>,
     for<'r> (String, i64): FromRow<'r, DB::Row>,
     for<'r> (i64,): FromRow<'r, DB::Row>,
     for<'r> (String,): FromRow<'r, DB::Row>,
@@ -450,6 +451,8 @@ where
             sqlx::query_as(sql::PROJECT_CHUNKS).bind(project.clone()).fetch_one(pool).await?;
         let memory_entries =
             sqlx::query_scalar(sql::PROJECT_MEMORY).bind(project.clone()).fetch_one(pool).await?;
+        let (item_logs, items, item_bytes) =
+            sqlx::query_as(sql::PROJECT_ITEMS).bind(project.clone()).fetch_one(pool).await?;
         let events = sqlx::query_scalar(sql::PROJECT_EVENTS).bind(project).fetch_one(pool).await?;
         Ok(Some(ProjectCounts {
             head_revision,
@@ -461,6 +464,9 @@ where
             chunk_bytes,
             memory_entries,
             events,
+            item_logs,
+            items,
+            item_bytes,
         }))
     }
 

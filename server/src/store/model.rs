@@ -113,6 +113,9 @@ pub struct ProjectCounts {
     pub chunk_bytes: i64,
     pub memory_entries: i64,
     pub events: i64,
+    pub item_logs: i64,
+    pub items: i64,
+    pub item_bytes: i64,
 }
 
 /// What the project lock gives a write.

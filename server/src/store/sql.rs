@@ -96,6 +96,8 @@ pub const PROJECT_CHECKPOINTS: &str =
     "SELECT COUNT(*), CAST(COALESCE(SUM(size_bytes), 0) AS BIGINT) FROM checkpoints WHERE project = $1";
 pub const PROJECT_CHUNKS: &str =
     "SELECT COUNT(*), CAST(COALESCE(SUM(size_bytes), 0) AS BIGINT) FROM chunks WHERE project = $1";
+pub const PROJECT_ITEMS: &str = "SELECT COUNT(*), CAST(COALESCE(SUM(items), 0) AS BIGINT), \
+     CAST(COALESCE(SUM(bytes), 0) AS BIGINT) FROM item_logs WHERE project = $1";
 pub const PROJECT_MEMORY: &str = "SELECT COUNT(*) FROM memory WHERE project = $1";
 pub const PROJECT_EVENTS: &str = "SELECT COUNT(*) FROM events WHERE project = $1";
 /// Sessions per status, all projects.
