@@ -1,8 +1,9 @@
 //! The Python package (`client/python`, `baton-client`): built as a release would be (sdist
 //! and wheel), the sdist checked to carry the repository's `proto/`, the wheel installed
 //! into a clean virtual environment, then the package's own tests, LangGraph's conformance
-//! suite among them, run from the installed wheel against the real server on SQLite and on
-//! a throwaway Postgres.
+//! suite and the Claude Agent SDK's among them, run from the installed wheel against the real
+//! server on SQLite and on a throwaway Postgres; then the bench against the frameworks' own
+//! stores, quick.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "a test: a failure is a panic with its message")]
 use std::path::{Path, PathBuf};
@@ -121,10 +122,32 @@ async fn python_package_builds_installs_and_passes_its_tests() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "pytest failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    // LangGraph's conformance suite ran on both backends, async and sync.
-    let suites = stdout.lines().filter(|l| l.starts_with("langgraph-checkpoint-conformance")).count();
-    assert_eq!(suites, 4, "{stdout}");
-    let report =
-        stdout.lines().filter(|l| l.starts_with("langgraph-checkpoint-conformance")).collect::<Vec<_>>();
-    println!("{}", report.join("\n"));
+    // LangGraph's conformance suite ran on both backends, async and sync; the Claude Agent
+    // SDK's on both backends, a project or a key prefix per store.
+    for (suite, runs) in
+        [("langgraph-checkpoint-conformance", 4), ("claude-agent-sdk session store conformance", 4)]
+    {
+        let report = stdout.lines().filter(|l| l.starts_with(suite)).collect::<Vec<_>>();
+        assert_eq!(report.len(), runs, "{suite}: {stdout}");
+        println!("{}", report.join("\n"));
+    }
+
+    quick_bench(&python, &package, work.path());
+}
+
+/// The bench against the frameworks' own stores, quick, so that it cannot rot: its figures
+/// are taken by hand (docs/performance.md), not here, on a shared machine.
+fn quick_bench(python: &Path, package: &Path, work: &Path) {
+    let admin = baton_tests::postgres::admin_url().unwrap();
+    let out = Command::new(python)
+        .arg(package.join("bench/framework_stores.py"))
+        .args(["--quick", "--no-pg-stats", "--postgres-url", &admin, "--server-bin"])
+        .arg(baton_tests::binary("baton-server"))
+        .current_dir(work)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "the bench failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("Baton/PostgresSaver") && !stdout.contains("skipped:"), "{stdout}");
+    println!("{stdout}");
 }

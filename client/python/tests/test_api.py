@@ -29,6 +29,7 @@ def test_every_service_is_known() -> None:
         "BriefService",
         "CheckpointService",
         "EventService",
+        "ItemLogService",
         "MemoryService",
         "SearchService",
         "SessionService",

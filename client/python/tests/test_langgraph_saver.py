@@ -38,7 +38,8 @@ class Calls(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
 
 
 class SyncCalls(grpc.UnaryUnaryClientInterceptor):  # type: ignore[misc]
-    """Counts a sync client's calls by method name, and the chunks it uploads."""
+    """Counts a sync client's calls by method name, and the chunks it uploads (in PutChunks
+    calls, or with a checkpoint)."""
 
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
@@ -47,7 +48,7 @@ class SyncCalls(grpc.UnaryUnaryClientInterceptor):  # type: ignore[misc]
     def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
         name = details.method.rsplit("/", 1)[-1]
         self.counts[name] += 1
-        if name == "PutChunks":
+        if name in ("PutChunks", "PutThreadCheckpoint"):
             self.chunks_sent += len(request.chunks)
         return continuation(details, request)
 

@@ -62,6 +62,47 @@ pub(crate) fn check_state(state: &CheckpointState) -> Result<(), Error> {
 use crate::core::chunk::MAX_CHUNK;
 pub const MAX_CHUNKS_BYTES: usize = 8 * 1024 * 1024;
 const MAX_CHUNKS_PER_CALL: usize = 64;
+
+/// Chunks a request uploads, checked (count, sizes, digests) and compressed as stored.
+pub(crate) fn packed_chunks(
+    field: &str,
+    chunks: &[baton_proto::v1::Chunk],
+) -> Result<Vec<model::Chunk>, Error> {
+    if chunks.len() > MAX_CHUNKS_PER_CALL {
+        return Err(Error::ResourceExhausted(format!(
+            "{field}: {} in one call; the limit is {MAX_CHUNKS_PER_CALL}",
+            chunks.len()
+        )));
+    }
+    let total: usize = chunks.iter().map(|c| c.data.len()).sum();
+    if total > MAX_CHUNKS_BYTES {
+        return Err(Error::ResourceExhausted(format!(
+            "{field}: {total} bytes in one call; the limit is {MAX_CHUNKS_BYTES}"
+        )));
+    }
+    let mut stored = Vec::with_capacity(chunks.len());
+    for (i, c) in chunks.iter().enumerate() {
+        check_digest(&format!("{field}[{i}].digest"), &c.digest)?;
+        if c.data.len() > MAX_CHUNK {
+            return Err(Error::ResourceExhausted(format!(
+                "{field}[{i}]: {} bytes; the limit is {MAX_CHUNK} per chunk",
+                c.data.len()
+            )));
+        }
+        if hex::encode(Sha256::digest(&c.data)) != c.digest {
+            return Err(validate::invalid(
+                format!("{field}[{i}].digest"),
+                "does not match the sha256 of its data",
+            )
+            .into());
+        }
+        let packed = crate::core::chunk::pack(&c.data)
+            .map_err(|e| Error::internal(format!("compressing a chunk: {e}")))?;
+        let size_bytes = i64::try_from(c.data.len()).unwrap_or(i64::MAX);
+        stored.push(model::Chunk { digest: c.digest.clone(), data: packed, size_bytes });
+    }
+    Ok(stored)
+}
 const MAX_DIGESTS: usize = 10_000;
 
 fn check_digest(field: &str, digest: &str) -> Result<(), Error> {
@@ -246,42 +287,7 @@ impl<S: Store> CheckpointService for Api<S> {
         self.auth.check(&request, Need::Write, &request.get_ref().project).await?;
         let req = request.into_inner();
         validate::project("project", &req.project)?;
-        if req.chunks.len() > MAX_CHUNKS_PER_CALL {
-            return Err(Error::ResourceExhausted(format!(
-                "chunks: {} in one call; the limit is {MAX_CHUNKS_PER_CALL}",
-                req.chunks.len()
-            ))
-            .into());
-        }
-        let total: usize = req.chunks.iter().map(|c| c.data.len()).sum();
-        if total > MAX_CHUNKS_BYTES {
-            return Err(Error::ResourceExhausted(format!(
-                "chunks: {total} bytes in one call; the limit is {MAX_CHUNKS_BYTES}"
-            ))
-            .into());
-        }
-        let mut stored = Vec::with_capacity(req.chunks.len());
-        for (i, c) in req.chunks.iter().enumerate() {
-            check_digest(&format!("chunks[{i}].digest"), &c.digest)?;
-            if c.data.len() > MAX_CHUNK {
-                return Err(Error::ResourceExhausted(format!(
-                    "chunks[{i}]: {} bytes; the limit is {MAX_CHUNK} per chunk",
-                    c.data.len()
-                ))
-                .into());
-            }
-            if hex::encode(Sha256::digest(&c.data)) != c.digest {
-                return Err(validate::invalid(
-                    format!("chunks[{i}].digest"),
-                    "does not match the sha256 of its data",
-                )
-                .into());
-            }
-            let packed = crate::core::chunk::pack(&c.data)
-                .map_err(|e| Error::internal(format!("compressing a chunk: {e}")))?;
-            let size_bytes = i64::try_from(c.data.len()).unwrap_or(i64::MAX);
-            stored.push(model::Chunk { digest: c.digest.clone(), data: packed, size_bytes });
-        }
+        let stored = packed_chunks("chunks", &req.chunks)?;
         let stored = self.store.put_chunks(req.project, stored).await?;
         Ok(Response::new(PutChunksResponse { stored: i32::try_from(stored).unwrap_or(i32::MAX) }))
     }

@@ -112,6 +112,16 @@ impl<S: Store> ThreadService for Api<S> {
         let metadata = rules::metadata("metadata_json", &req.metadata_json, |s| redactor.field(s))?;
         let ctx = write_ctx("PutThreadCheckpoint", &hash_view, req.write.as_ref(), redactor.count, &who)?;
         let chunk_digests = check_blobs(&req.blobs, super::checkpoint::MAX_THREAD_BLOBS)?;
+        let carried = super::checkpoint::packed_chunks("chunks", &req.chunks)?;
+        for (i, c) in carried.iter().enumerate() {
+            if !chunk_digests.contains(&c.digest) {
+                return Err(Error::from(validate::invalid(
+                    format!("chunks[{i}]"),
+                    "is not a chunk of the checkpoint's blobs; send only the chunks they list",
+                ))
+                .into());
+            }
+        }
         let new = thread::NewThreadCheckpoint {
             name,
             key: req.key,
@@ -122,6 +132,7 @@ impl<S: Store> ThreadService for Api<S> {
             payload_content_type: req.payload_content_type,
             blobs: req.blobs,
             chunk_digests,
+            carried,
             id,
             labels,
         };

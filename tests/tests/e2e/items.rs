@@ -319,6 +319,14 @@ async fn summaries(backend: Backend) {
         c.items.list_item_logs(request).await.unwrap().into_inner().logs[0].summary_json,
         r#"{"n":3}"#
     );
+    // A retry of an append that landed (its items stored, its summary the stored one) writes nothing.
+    let head = all_events(&mut c, &p).await.len();
+    let retry = with_summary(&p, "s", vec![item("u-x", "x")], r#"{"n":3}"#, None);
+    c.items.append_items(retry.clone()).await.unwrap();
+    let again = AppendItemsRequest { write: write(), ..retry };
+    let replied = c.items.append_items(again).await.unwrap().into_inner();
+    assert_eq!((replied.seqs, replied.result), (vec![0], None));
+    assert_eq!(all_events(&mut c, &p).await.len(), head + 1);
     // "" clears it.
     let cleared = c.items.append_items(with_summary(&p, "s", vec![], "", None)).await.unwrap().into_inner();
     assert_eq!(cleared.log.unwrap().summary_json, "");

@@ -702,3 +702,58 @@ async fn threads_are_not_resumed_and_stay_within_limits() {
     assert_eq!(pages.concat(), ["k6", "k5", "k4", "k3", "k2", "k1"]);
     assert!(pages.iter().all(|p| p.len() <= 2), "{pages:?}");
 }
+
+/// A checkpoint can carry its new chunks: its write stores them (as PutChunks would), so its
+/// blobs resolve in the same call; a chunk whose digest is not its data's, or that none of its
+/// blobs lists, is refused, and a blob whose chunk was neither sent nor stored is refused as
+/// before.
+async fn a_checkpoint_carries_its_chunks(backend: Backend) {
+    use baton_proto::v1::{BlobRef, Chunk, GetChunksRequest};
+    use sha2::{Digest as _, Sha256};
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    let pieces = [b"first piece of a channel".to_vec(), b"second".to_vec()];
+    let chunks: Vec<Chunk> =
+        pieces.iter().map(|d| Chunk { digest: hex::encode(Sha256::digest(d)), data: d.clone() }).collect();
+    let whole = pieces.concat();
+    let blob = BlobRef {
+        role: "langgraph-channel".into(),
+        digest: hex::encode(Sha256::digest(&whole)),
+        size_bytes: whole.len() as i64,
+        chunks: chunks.iter().map(|c| c.digest.clone()).collect(),
+        content_type: "msgpack".into(),
+        ..Default::default()
+    };
+    let mut request = put_request(&p, "t", "", "k1", "", "{}");
+    request.blobs = vec![blob.clone()];
+    let (got, msg) = code(c.threads.put_thread_checkpoint(request.clone()).await);
+    assert_eq!(got, Code::FailedPrecondition, "{msg}");
+    let mut lying = request.clone();
+    lying.chunks = vec![Chunk { digest: chunks[0].digest.clone(), data: b"other bytes".to_vec() }];
+    let (got, msg) = code(c.threads.put_thread_checkpoint(lying).await);
+    assert_eq!(got, Code::InvalidArgument, "{msg}");
+    assert!(msg.contains("chunks[0].digest"), "{msg}");
+    let mut stray = request.clone();
+    stray.chunks = vec![Chunk { digest: hex::encode(Sha256::digest(b"x")), data: b"x".to_vec() }];
+    let (got, msg) = code(c.threads.put_thread_checkpoint(stray).await);
+    assert_eq!(got, Code::InvalidArgument, "{msg}");
+    assert!(msg.contains("chunks[0]") && msg.contains("not a chunk of"), "{msg}");
+    request.chunks = chunks.clone();
+    c.threads.put_thread_checkpoint(request).await.unwrap();
+    let stored = c
+        .checkpoints
+        .get_chunks(GetChunksRequest { project: p.clone(), digests: blob.chunks.clone() })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(stored.chunks.iter().map(|c| c.data.clone()).collect::<Vec<_>>(), pieces);
+    // Sent again with the next checkpoint: skipped, nothing doubled.
+    let mut next = put_request(&p, "t", "", "k2", "k1", "{}");
+    next.blobs = vec![blob];
+    next.chunks = chunks;
+    c.threads.put_thread_checkpoint(next).await.unwrap();
+    let stats = c.admin.get_stats(baton_proto::v1::GetStatsRequest { project: p.clone() }).await.unwrap();
+    assert_eq!(stats.into_inner().projects[0].chunks, 2);
+}
+both!(a_checkpoint_carries_its_chunks);

@@ -913,6 +913,7 @@ async fn thread_checkpoints_order_by_bytes_and_filter_alike<S: Store>(store: &S)
             payload_content_type: String::new(),
             blobs: Vec::new(),
             chunk_digests: Vec::new(),
+            carried: Vec::new(),
             id: uuid::Uuid::now_v7(),
             labels: Labels::default(),
         };

@@ -22,6 +22,7 @@ from baton_client._proto.baton.v1 import (
     brief_pb2,
     checkpoint_pb2,
     event_pb2,
+    items_pb2,
     memory_pb2,
     model_pb2,
     search_pb2,
@@ -46,9 +47,31 @@ class AsyncPages(Generic[T]):
         self._rpc = rpc
         self._request = request
         self._limit = limit
+        self._started = False
         self._items = self._run()
 
+    def by_page(self) -> AsyncIterator[Any]:
+        """Every page's reply in turn (``async for``), following ``next_page_token`` to the
+        end (``limit`` does not apply). Either this or the items: not both."""
+        if self._started:
+            raise RuntimeError("by_page(): the items of this listing are being iterated already")
+        self._started = True
+        return self._replies()
+
+    async def _replies(self) -> AsyncIterator[Any]:
+        while True:
+            reply = await self._fetch(self._request)
+            self.response = reply
+            yield reply
+            token = R.has_next_page(reply)
+            if not token:
+                return
+            self._request.page_token = token
+
     async def _run(self) -> AsyncIterator[T]:
+        if self._started:
+            raise RuntimeError("by_page() was called on this listing: iterate its pages")
+        self._started = True
         if self._limit == 0:
             return
         count = 0
@@ -194,8 +217,8 @@ class AsyncWatch:
 class AsyncClient:
     """An asyncio Baton client (grpc.aio) with the same methods as :class:`~baton_client.Client`.
 
-    Unary methods are coroutines; ``list_*``, ``search`` and ``watch`` return async
-    iterators (``async for``). Create it inside a running event loop (grpc.aio binds the
+    Unary methods are coroutines; ``list_*``, ``read_items``, ``search`` and ``watch``
+    return async iterators (``async for``). Create it inside a running event loop (grpc.aio binds the
     channel to it); close it with ``await client.close()`` or ``async with``. Retries,
     errors and configuration are as for :class:`~baton_client.Client`.
     """
@@ -644,3 +667,53 @@ class AsyncClient:
     ) -> thread_pb2.PruneThreadsResponse:
         """PruneThreads: keeps each namespace's newest ``keep_latest`` checkpoints. Write."""
         return await self._call(R.PRUNE_THREADS, request, fields, timeout)
+
+    # -- item logs ------------------------------------------------------------------------
+
+    async def append_items(
+        self, request: items_pb2.AppendItemsRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> items_pb2.AppendItemsResponse:
+        """AppendItems: items, in order, to a log (made by its first append); an item whose
+        key the log holds is skipped. Can replace the log's summary. Write."""
+        return await self._call(R.APPEND_ITEMS, request, fields, timeout)
+
+    def read_items(
+        self,
+        request: items_pb2.ReadItemsRequest | None = None,
+        /,
+        *,
+        limit: int | None = None,
+        page_size: int | None = None,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> AsyncPages[model_pb2.Item]:
+        """ReadItems: a log's items, oldest first (all, the newest ``last``, those after
+        ``after_seq``), every page; ``response.log`` is absent when there is no such log. Read."""
+        return self._pages(R.READ_ITEMS, request, fields, timeout, limit, page_size)
+
+    async def pop_item(
+        self, request: items_pb2.PopItemRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> items_pb2.PopItemResponse:
+        """PopItem: removes and returns a log's newest item (``item`` absent: none). Write."""
+        return await self._call(R.POP_ITEM, request, fields, timeout)
+
+    def list_item_logs(
+        self,
+        request: items_pb2.ListItemLogsRequest | None = None,
+        /,
+        *,
+        limit: int | None = None,
+        page_size: int | None = None,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> AsyncPages[items_pb2.ItemLog]:
+        """ListItemLogs: the logs whose keys start with ``prefix``, in key order, every page.
+        Read. With a ``delimiter``, ``by_page()`` gives each reply with its ``common_prefixes``."""
+        return self._pages(R.LIST_ITEM_LOGS, request, fields, timeout, limit, page_size)
+
+    async def delete_item_logs(
+        self, request: items_pb2.DeleteItemLogsRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> items_pb2.DeleteItemLogsResponse:
+        """DeleteItemLogs: logs by ``keys`` and under ``prefixes``, with their items (``more``:
+        a prefix holds more, call again). Write."""
+        return await self._call(R.DELETE_ITEM_LOGS, request, fields, timeout)

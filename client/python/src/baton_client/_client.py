@@ -21,6 +21,7 @@ from baton_client._proto.baton.v1 import (
     brief_pb2,
     checkpoint_pb2,
     event_pb2,
+    items_pb2,
     memory_pb2,
     model_pb2,
     search_pb2,
@@ -44,7 +45,11 @@ class Pages(Generic[T]):
     Follows ``next_page_token`` to the end, or stops after ``limit`` items. After (or
     during) the iteration, ``response`` is the last page's reply: its ``as_of_revision``,
     and for ``list_memory`` its ``caps`` and ``record_revisions``, for ``search`` its
-    ``partial``, for ``list_checkpoints`` its ``head_checkpoint_id``.
+    ``partial``, for ``list_checkpoints`` its ``head_checkpoint_id``, for ``read_items``
+    its ``log``.
+
+    ``by_page()`` gives the replies themselves instead, each whole (for ``list_item_logs``
+    with a delimiter, its ``common_prefixes`` beside its ``logs``).
     """
 
     def __init__(self, fetch: Callable[[Any], Any], rpc: R.Rpc, request: Any, limit: int | None) -> None:
@@ -53,9 +58,31 @@ class Pages(Generic[T]):
         self._rpc = rpc
         self._request = request
         self._limit = limit
+        self._started = False
         self._items = self._run()
 
+    def by_page(self) -> Iterator[Any]:
+        """Every page's reply in turn, following ``next_page_token`` to the end (``limit``
+        does not apply). Either this or the items: not both."""
+        if self._started:
+            raise RuntimeError("by_page(): the items of this listing are being iterated already")
+        self._started = True
+        return self._replies()
+
+    def _replies(self) -> Iterator[Any]:
+        while True:
+            reply = self._fetch(self._request)
+            self.response = reply
+            yield reply
+            token = R.has_next_page(reply)
+            if not token:
+                return
+            self._request.page_token = token
+
     def _run(self) -> Iterator[T]:
+        if self._started:
+            raise RuntimeError("by_page() was called on this listing: iterate its pages")
+        self._started = True
         if self._limit == 0:
             return
         count = 0
@@ -201,8 +228,8 @@ class Client:
     Every RPC is a method taking either a ready request message as its only positional
     argument or the request's fields as keyword arguments (``client.get_session(
     session_id=...)``), plus ``timeout`` (seconds; default: the client's). Unary methods
-    return the reply message; ``list_*``, ``search`` and ``watch`` return iterators.
-    Errors are :class:`~baton_client.BatonError` subclasses.
+    return the reply message; ``list_*``, ``read_items``, ``search`` and ``watch`` return
+    iterators. Errors are :class:`~baton_client.BatonError` subclasses.
 
     Retries on UNAVAILABLE (``retry``): reads; writes, each of which carries an
     idempotency key (``write.request_id``: a fresh uuid4 unless you set one, the same on
@@ -654,3 +681,53 @@ class Client:
     ) -> thread_pb2.PruneThreadsResponse:
         """PruneThreads: keeps each namespace's newest ``keep_latest`` checkpoints. Write."""
         return self._call(R.PRUNE_THREADS, request, fields, timeout)
+
+    # -- item logs ------------------------------------------------------------------------
+
+    def append_items(
+        self, request: items_pb2.AppendItemsRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> items_pb2.AppendItemsResponse:
+        """AppendItems: items, in order, to a log (made by its first append); an item whose
+        key the log holds is skipped. Can replace the log's summary. Write."""
+        return self._call(R.APPEND_ITEMS, request, fields, timeout)
+
+    def read_items(
+        self,
+        request: items_pb2.ReadItemsRequest | None = None,
+        /,
+        *,
+        limit: int | None = None,
+        page_size: int | None = None,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> Pages[model_pb2.Item]:
+        """ReadItems: a log's items, oldest first (all, the newest ``last``, those after
+        ``after_seq``), every page; ``response.log`` is absent when there is no such log. Read."""
+        return self._pages(R.READ_ITEMS, request, fields, timeout, limit, page_size)
+
+    def pop_item(
+        self, request: items_pb2.PopItemRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> items_pb2.PopItemResponse:
+        """PopItem: removes and returns a log's newest item (``item`` absent: none). Write."""
+        return self._call(R.POP_ITEM, request, fields, timeout)
+
+    def list_item_logs(
+        self,
+        request: items_pb2.ListItemLogsRequest | None = None,
+        /,
+        *,
+        limit: int | None = None,
+        page_size: int | None = None,
+        timeout: float | None = None,
+        **fields: Any,
+    ) -> Pages[items_pb2.ItemLog]:
+        """ListItemLogs: the logs whose keys start with ``prefix``, in key order, every page.
+        Read. With a ``delimiter``, ``by_page()`` gives each reply with its ``common_prefixes``."""
+        return self._pages(R.LIST_ITEM_LOGS, request, fields, timeout, limit, page_size)
+
+    def delete_item_logs(
+        self, request: items_pb2.DeleteItemLogsRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> items_pb2.DeleteItemLogsResponse:
+        """DeleteItemLogs: logs by ``keys`` and under ``prefixes``, with their items (``more``:
+        a prefix holds more, call again). Write."""
+        return self._call(R.DELETE_ITEM_LOGS, request, fields, timeout)

@@ -24,6 +24,8 @@ from baton_client._proto.baton.v1 import (
     checkpoint_pb2_grpc,
     event_pb2,
     event_pb2_grpc,
+    items_pb2,
+    items_pb2_grpc,
     memory_pb2,
     memory_pb2_grpc,
     search_pb2,
@@ -94,6 +96,7 @@ class Rpc:
 
 
 S, C, M, B, E, Q, A, T = "sessions", "checkpoints", "memory", "brief", "events", "search", "admin", "threads"
+L = "items"
 
 START_SESSION = Rpc(S, "StartSession", session_pb2.StartSessionRequest, "write")
 GET_SESSION = Rpc(S, "GetSession", session_pb2.GetSessionRequest, "read")
@@ -153,6 +156,12 @@ DELETE_THREAD_RUNS = Rpc(T, "DeleteThreadRuns", thread_pb2.DeleteThreadRunsReque
 COPY_THREAD = Rpc(T, "CopyThread", thread_pb2.CopyThreadRequest, "write")
 PRUNE_THREADS = Rpc(T, "PruneThreads", thread_pb2.PruneThreadsRequest, "write")
 
+APPEND_ITEMS = Rpc(L, "AppendItems", items_pb2.AppendItemsRequest, "write")
+READ_ITEMS = Rpc(L, "ReadItems", items_pb2.ReadItemsRequest, "read", items="items")
+POP_ITEM = Rpc(L, "PopItem", items_pb2.PopItemRequest, "write")
+LIST_ITEM_LOGS = Rpc(L, "ListItemLogs", items_pb2.ListItemLogsRequest, "read", items="logs")
+DELETE_ITEM_LOGS = Rpc(L, "DeleteItemLogs", items_pb2.DeleteItemLogsRequest, "write")
+
 
 class Stubs:
     """The raw generated stubs on one channel, one per service."""
@@ -166,6 +175,7 @@ class Stubs:
         self.search = search_pb2_grpc.SearchServiceStub(channel)  # type: ignore[no-untyped-call]
         self.admin = admin_pb2_grpc.AdminServiceStub(channel)  # type: ignore[no-untyped-call]
         self.threads = thread_pb2_grpc.ThreadServiceStub(channel)  # type: ignore[no-untyped-call]
+        self.items = items_pb2_grpc.ItemLogServiceStub(channel)  # type: ignore[no-untyped-call]
 
     def method(self, rpc: Rpc) -> Any:
         return getattr(getattr(self, rpc.service), rpc.method)

@@ -21,6 +21,7 @@ Needs the ``langgraph`` extra: ``pip install "baton-client[langgraph]"``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import random
@@ -57,6 +58,9 @@ OnFork = Literal["warn", "raise", "ignore"]
 
 #: What a stored checkpoint's payload is: the saver's envelope, serialized by its serde.
 CONTENT_TYPE = "application/vnd.baton.langgraph-checkpoint+"
+#: A chunked value's first chunk: a serialized list's header (its length) changes with every
+#: append, so it is kept out of the chunks after it.
+HEAD_BYTES = 64
 #: The role of a channel value stored as a blob.
 CHANNEL_ROLE = "langgraph-channel"
 #: Each GetChunks reply carries at most this many bytes (the server's limit) and chunks.
@@ -156,9 +160,12 @@ class BatonSaver(BaseCheckpointSaver[str]):
     ``project`` is the Baton project the threads live in (a token scoped to it is enough).
     ``client``/``aclient`` are used for the sync/async methods; made from the ``baton``
     CLI's configuration (or ``client_options``: ``server``, ``token``, ``ca_cert``) when not
-    given. Channel values over ``inline_bytes`` serialized are stored as chunks of
-    ``chunk_bytes``; ``cache_bytes`` of chunks are kept in memory, so reading a checkpoint
-    whose large values this process has seen costs one call.
+    given. Channel values over ``inline_bytes`` serialized are stored as chunks: their first
+    ``HEAD_BYTES``, then pieces of ``chunk_bytes`` (so a value that grows at its end, as a
+    conversation's messages do, shares all but its first and last chunks with the version
+    before it); ``cache_bytes`` of chunks are kept in memory, so reading a checkpoint whose
+    large values this process has seen costs one call. A checkpoint's new chunks travel
+    with it when they are small (``upload_bytes`` in all), else in calls of their own first.
     """
 
     def __init__(
@@ -170,8 +177,9 @@ class BatonSaver(BaseCheckpointSaver[str]):
         on_fork: OnFork = "warn",
         serde: SerializerProtocol | None = None,
         inline_bytes: int = 4096,
-        chunk_bytes: int = 256 * 1024,
+        chunk_bytes: int = 16 * 1024,
         cache_bytes: int = 64 * 1024 * 1024,
+        upload_bytes: int = 1024 * 1024,
         **client_options: Any,
     ) -> None:
         super().__init__(serde=serde)
@@ -185,6 +193,7 @@ class BatonSaver(BaseCheckpointSaver[str]):
         self.on_fork: OnFork = on_fork
         self.inline_bytes = inline_bytes
         self.chunk_bytes = chunk_bytes
+        self.upload_bytes = upload_bytes
         self._client = client
         self._aclient = aclient
         # Only the clients this saver makes are its to close.
@@ -193,6 +202,12 @@ class BatonSaver(BaseCheckpointSaver[str]):
         self._client_options = client_options
         self._chunks = _Chunks(cache_bytes)
         self._lock = threading.Lock()
+        # Checkpoints this process put or read, by (thread, namespace, key), and writes
+        # waiting for a put of this process: LangGraph hands a checkpoint's writes over while
+        # its put may still be queued or running (its puts run in the background).
+        self._present: OrderedDict[tuple[str, str, str], None] = OrderedDict()
+        self._waiting: dict[tuple[str, str, str], threading.Event] = {}
+        self._awaiting: dict[tuple[str, str, str], asyncio.Event] = {}
 
     # -- clients ---------------------------------------------------------------------------
 
@@ -235,7 +250,7 @@ class BatonSaver(BaseCheckpointSaver[str]):
     def _encode(self, checkpoint: Checkpoint) -> _Encoded:
         c = dict(checkpoint)
         values: dict[str, Any] = c.pop("channel_values", None) or {}  # type: ignore[assignment]
-        versions = c.get("channel_versions") or {}
+        versions: dict[str, Any] = c.get("channel_versions") or {}  # type: ignore[assignment]
         inline: dict[str, list[Any]] = {}
         blob_of: dict[str, int] = {}
         blobs: list[model_pb2.BlobRef] = []
@@ -248,7 +263,9 @@ class BatonSaver(BaseCheckpointSaver[str]):
             if len(data) <= self.inline_bytes:
                 inline[channel] = [kind, data]
                 continue
-            pieces = [data[i : i + self.chunk_bytes] for i in range(0, len(data), self.chunk_bytes)]
+            pieces = [data[:HEAD_BYTES]] + [
+                data[i : i + self.chunk_bytes] for i in range(HEAD_BYTES, len(data), self.chunk_bytes)
+            ]
             digests = [hashlib.sha256(p).hexdigest() for p in pieces]
             chunks.update(zip(digests, pieces, strict=True))
             blob_of[channel] = len(blobs)
@@ -318,6 +335,45 @@ class BatonSaver(BaseCheckpointSaver[str]):
 
     def _missing_upload(self, encoded: _Encoded) -> list[str]:
         return [d for d in encoded.chunks if not self._chunks.known(d)]
+
+    def _carried(self, encoded: _Encoded) -> list[checkpoint_pb2.Chunk] | None:
+        """The chunks the hub may lack, when they are few and small enough to travel with the
+        checkpoint (the hub skips those it has); ``None``: upload them first."""
+        wanted = self._missing_upload(encoded)
+        if len(wanted) > 64 or sum(len(encoded.chunks[d]) for d in wanted) > self.upload_bytes:
+            return None
+        return [checkpoint_pb2.Chunk(digest=d, data=encoded.chunks[d]) for d in wanted]
+
+    def _carried_done(self, carried: Sequence[checkpoint_pb2.Chunk]) -> None:
+        for c in carried:
+            self._chunks.put(c.digest, c.data)
+
+    def _stored(self, key: tuple[str, str, str]) -> None:
+        """A checkpoint is on the hub: wakes the writes waiting for it."""
+        with self._lock:
+            self._present[key] = None
+            self._present.move_to_end(key)
+            while len(self._present) > 10_000:
+                self._present.popitem(last=False)
+            waiting = self._waiting.pop(key, None)
+            awaiting = self._awaiting.pop(key, None)
+        if waiting is not None:
+            waiting.set()
+        if awaiting is not None:
+            awaiting.set()
+
+    def _wait_for(self, key: tuple[str, str, str]) -> threading.Event | None:
+        """The event a checkpoint's writes wait on (``None``: it is on the hub already)."""
+        with self._lock:
+            if key in self._present:
+                return None
+            return self._waiting.setdefault(key, threading.Event())
+
+    def _await_for(self, key: tuple[str, str, str]) -> asyncio.Event | None:
+        with self._lock:
+            if key in self._present:
+                return None
+            return self._awaiting.setdefault(key, asyncio.Event())
 
     def _writes_request(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str
@@ -402,6 +458,7 @@ class BatonSaver(BaseCheckpointSaver[str]):
                 self._chunks.put(chunk.digest, chunk.data)
 
     def _tuple(self, t: thread_pb2.ThreadCheckpoint, fetched: dict[str, bytes]) -> CheckpointTuple:
+        self._stored((t.thread, t.namespace, t.key))
         stored = t.checkpoint
         if stored.corrupt:
             raise ValueError(
@@ -423,7 +480,7 @@ class BatonSaver(BaseCheckpointSaver[str]):
             if hashlib.sha256(data).hexdigest() != blob.digest:
                 raise ValueError(f"checkpoint {t.key}: channel {channel!r} does not match its digest")
             values[channel] = self.serde.loads_typed((blob.content_type, data))
-        checkpoint: Checkpoint = {**envelope["checkpoint"], "channel_values": values}
+        checkpoint: Checkpoint = {**envelope["checkpoint"], "channel_values": values}  # type: ignore[typeddict-item]
         config: RunnableConfig = {
             "configurable": {"thread_id": t.thread, "checkpoint_ns": t.namespace, "checkpoint_id": t.key}
         }
@@ -498,21 +555,29 @@ class BatonSaver(BaseCheckpointSaver[str]):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         encoded = self._encode(checkpoint)
-        self._upload(encoded)
+        carried = self._carried(encoded)
+        if carried is None:
+            self._upload(encoded)
         request = self._put_request(config, checkpoint, metadata, encoded)
+        request.chunks.extend(carried or [])
+        reply = self._put(request, encoded)
+        self._carried_done(carried or [])
+        self._stored((request.thread, request.namespace, request.key))
+        return self._after_put(reply, request)
+
+    def _put(self, request: thread_pb2.PutThreadCheckpointRequest, encoded: _Encoded) -> Any:
         try:
             try:
-                reply = self.client.put_thread_checkpoint(request)
+                return self.client.put_thread_checkpoint(request)
             except FailedPrecondition as e:
                 if "not uploaded" not in e.message:
                     raise
                 # The hub dropped chunks this process thought it had (retention): send them all.
                 self._chunks.forget(encoded.chunks)
                 self._upload(encoded, every=True)
-                reply = self.client.put_thread_checkpoint(request)
+                return self.client.put_thread_checkpoint(request)
         except WriteRejected as e:
             raise self._forked(e, request) from e
-        return self._after_put(reply, request)
 
     def put_writes(
         self,
@@ -525,7 +590,12 @@ class BatonSaver(BaseCheckpointSaver[str]):
             return
         request = self._writes_request(config, writes, task_id, task_path)
         # LangGraph's loop may hand a checkpoint's writes over before the checkpoint itself
-        # (its puts run in the background, each after the one before): wait for it.
+        # (its puts run in the background, each after the one before): wait for its put in
+        # this process (a checkpoint it neither put nor read is given a moment), then ask
+        # again while the hub does not have it.
+        waiting = self._wait_for((request.thread, request.namespace, request.key))
+        if waiting is not None:
+            waiting.wait(_PUT_WAIT)
         for pause in _WAITS:
             try:
                 self.client.put_thread_writes(request)
@@ -616,20 +686,28 @@ class BatonSaver(BaseCheckpointSaver[str]):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         encoded = self._encode(checkpoint)
-        await self._aupload(encoded)
+        carried = self._carried(encoded)
+        if carried is None:
+            await self._aupload(encoded)
         request = self._put_request(config, checkpoint, metadata, encoded)
+        request.chunks.extend(carried or [])
+        reply = await self._aput(request, encoded)
+        self._carried_done(carried or [])
+        self._stored((request.thread, request.namespace, request.key))
+        return self._after_put(reply, request)
+
+    async def _aput(self, request: thread_pb2.PutThreadCheckpointRequest, encoded: _Encoded) -> Any:
         try:
             try:
-                reply = await self.aclient.put_thread_checkpoint(request)
+                return await self.aclient.put_thread_checkpoint(request)
             except FailedPrecondition as e:
                 if "not uploaded" not in e.message:
                     raise
                 self._chunks.forget(encoded.chunks)
                 await self._aupload(encoded, every=True)
-                reply = await self.aclient.put_thread_checkpoint(request)
+                return await self.aclient.put_thread_checkpoint(request)
         except WriteRejected as e:
             raise self._forked(e, request) from e
-        return self._after_put(reply, request)
 
     async def aput_writes(
         self,
@@ -641,6 +719,10 @@ class BatonSaver(BaseCheckpointSaver[str]):
         if not writes:
             return
         request = self._writes_request(config, writes, task_id, task_path)
+        awaiting = self._await_for((request.thread, request.namespace, request.key))
+        if awaiting is not None:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(awaiting.wait(), _PUT_WAIT)
         for pause in _WAITS:
             try:
                 await self.aclient.put_thread_writes(request)
@@ -673,15 +755,18 @@ class BatonSaver(BaseCheckpointSaver[str]):
 #: about two minutes in all (its put may upload chunks, after the put before it); ``None``:
 #: give up and raise.
 _WAITS: tuple[float | None, ...] = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, *([1.0] * 120), None)
+#: How long a checkpoint's writes wait for a put of this process before asking the hub.
+_PUT_WAIT = 1.0
 
 
 def _largest_chunk(blob: model_pb2.BlobRef) -> int:
     """The most one chunk of a blob can hold, whatever chunk size its writer used: a blob of
-    S bytes in n fixed-size chunks has chunks of at most (S - 1) // (n - 1) bytes."""
+    S bytes in n chunks, a head then fixed-size pieces (or fixed-size pieces only, as
+    earlier versions wrote), has chunks of at most (S - 1) // (n - 2) bytes from 3 chunks on."""
     n, size = len(blob.chunks), max(0, blob.size_bytes)
-    if n <= 1:
-        return max(1, size)
-    return max(1, min(1024 * 1024, (size - 1) // (n - 1)))
+    if n <= 2:
+        return max(1, min(1024 * 1024, size))
+    return max(1, min(1024 * 1024, (size - 1) // (n - 2)))
 
 
 def _keep(strategy: str) -> int:

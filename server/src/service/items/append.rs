@@ -1,6 +1,7 @@
 //! AppendItems: items appended in order under new seqs, those whose key the log holds
 //! already (or that came earlier in the request) skipped; the summary, when sent, replaced
-//! by the LWW rules (`lww::decide`, on the summary's own revision). One write, one event.
+//! by the LWW rules (`lww::decide`, on the summary's own revision). One write, one event;
+//! none when nothing is new (every item's key stored, the summary as stored).
 
 use std::collections::HashSet;
 
@@ -51,7 +52,14 @@ pub async fn append<S: Store>(store: &S, ctx: WriteCtx, new: Append) -> Result<A
                 Some(text) => Some(summary_decision(w, ctx, log.as_ref(), &new.key, text)?),
                 None => None,
             };
-            if !fresh.contains(&true) && summary.is_none() {
+            // A retry of an append that landed: nothing new, and the summary it sends is the
+            // one stored (as it read it).
+            let same_summary = matches!(
+                (&summary, &new.summary),
+                (Some((Decision::Applied, _)), Some(text))
+                    if log.as_ref().and_then(|l| l.summary.as_deref()).unwrap_or_default() == text.as_str()
+            );
+            if !fresh.contains(&true) && (summary.is_none() || same_summary) {
                 let seqs = vec![0; new.items.len()];
                 return Ok(AppendItemsResponse { log: log.as_ref().map(log_message), seqs, result: None });
             }

@@ -2,6 +2,8 @@
 //! thread's session when that is new; the head moves as CreateCheckpoint's does (a parent
 //! that is not the head forks the thread, reported as a conflict on the head).
 
+use std::collections::HashSet;
+
 use baton_proto::v1::{
     BlobRefs, CheckpointKind, CheckpointRef, CheckpointState, EventKind, PutThreadCheckpointResponse,
     WriteOutcome, WriteResult,
@@ -34,6 +36,9 @@ pub struct NewThreadCheckpoint {
     pub payload_content_type: String,
     pub blobs: Vec<baton_proto::v1::BlobRef>,
     pub chunk_digests: Vec<String>,
+    /// Chunks of `blobs` the request carried (compressed as stored): stored by the write
+    /// when the project lacks them.
+    pub carried: Vec<crate::store::model::Chunk>,
     /// Baton's id for it: the client's, or a new uuid v7.
     pub id: uuid::Uuid,
     pub labels: Labels,
@@ -59,7 +64,8 @@ pub async fn put<S: Store>(
             if !created && let Some(stored) = w.tx().keyed_checkpoint(&row.id, &new.key).await? {
                 return same_again(&name, &stored, &content.digest, &new.parent_key, w).await;
             }
-            let parent = check(w, &name, &row.id, &new).await?;
+            let (parent, lacking) = check(w, &name, &row.id, &new).await?;
+            store_carried(w, &new, &lacking);
             let id = new.id.to_string();
             if status::is_activity(&row.id, &ctx.actor.session_id) {
                 session::touch(w, &mut row, &ctx.actor)?;
@@ -171,13 +177,14 @@ fn stored_row(
     }
 }
 
-/// Refuses a checkpoint whose parent, id or chunks are not there; returns its parent's id.
+/// Refuses a checkpoint whose parent, id or chunks are not there (chunks it carries count);
+/// returns its parent's id and the chunks the project lacks.
 async fn check<T: WriteTx + ThreadTx>(
     w: &mut write::Write<T>,
     name: &ThreadName,
     session_id: &str,
     new: &NewThreadCheckpoint,
-) -> Result<Option<String>> {
+) -> Result<(Option<String>, HashSet<String>)> {
     let parent = match new.parent_key.as_str() {
         "" => None,
         key => match w.tx().keyed_checkpoint(session_id, key).await? {
@@ -196,14 +203,28 @@ async fn check<T: WriteTx + ThreadTx>(
             "checkpoint_id: checkpoint {id} already exists; use a new id (or none)"
         )));
     }
-    let missing = w.tx().missing_chunks(&new.chunk_digests).await?;
+    let lacking: HashSet<String> = w.tx().missing_chunks(&new.chunk_digests).await?.into_iter().collect();
+    let carried: HashSet<&str> = new.carried.iter().map(|c| c.digest.as_str()).collect();
+    let missing: Vec<&String> = lacking.iter().filter(|d| !carried.contains(d.as_str())).collect();
     if let Some(first) = missing.first() {
         return Err(Error::FailedPrecondition(format!(
             "blobs: {} chunk(s) are not uploaded (first: {first}); upload them with PutChunks, then put the checkpoint",
             missing.len()
         )));
     }
-    Ok(parent)
+    Ok((parent, lacking))
+}
+
+/// Stores the carried chunks the project lacks, in the write (as PutChunks would have).
+fn store_carried<T: WriteTx>(w: &mut write::Write<T>, new: &NewThreadCheckpoint, lacking: &HashSet<String>) {
+    for c in new.carried.iter().filter(|c| lacking.contains(&c.digest)) {
+        w.apply(Change::Maintenance(crate::store::model::Maintenance::PutChunk {
+            digest: c.digest.clone(),
+            data: c.data.clone(),
+            size_bytes: c.size_bytes,
+            created_us: w.now_us,
+        }));
+    }
 }
 
 /// The same key again: the stored checkpoint when the content and parent are the same
