@@ -134,6 +134,7 @@ impl<S: Store> ThreadService for Api<S> {
             chunk_digests,
             carried,
             id,
+            id_given: !req.checkpoint_id.is_empty(),
             labels,
         };
         Ok(Response::new(thread::put(&self.store, ctx, new).await?))

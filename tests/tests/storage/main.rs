@@ -915,6 +915,7 @@ async fn thread_checkpoints_order_by_bytes_and_filter_alike<S: Store>(store: &S)
             chunk_digests: Vec::new(),
             carried: Vec::new(),
             id: uuid::Uuid::now_v7(),
+            id_given: false,
             labels: Labels::default(),
         };
         thread::put(store, ctx(None), new).await.unwrap();

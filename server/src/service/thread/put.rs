@@ -41,6 +41,8 @@ pub struct NewThreadCheckpoint {
     pub carried: Vec<crate::store::model::Chunk>,
     /// Baton's id for it: the client's, or a new uuid v7.
     pub id: uuid::Uuid,
+    /// Whether the client made the id (a new one made here needs no check that it is free).
+    pub id_given: bool,
     pub labels: Labels,
 }
 
@@ -198,7 +200,7 @@ async fn check<T: WriteTx + ThreadTx>(
         },
     };
     let id = new.id.to_string();
-    if w.tx().checkpoint_owner(&id).await?.is_some() {
+    if new.id_given && w.tx().checkpoint_owner(&id).await?.is_some() {
         return Err(Error::AlreadyExists(format!(
             "checkpoint_id: checkpoint {id} already exists; use a new id (or none)"
         )));
