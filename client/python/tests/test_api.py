@@ -83,6 +83,16 @@ def test_writes_get_a_fresh_request_id_unless_given() -> None:
     assert not hasattr(read, "write")
 
 
+def test_keyed_writes_get_no_request_id() -> None:
+    """A thread's checkpoint and pending writes are matched by their keys when sent again,
+    so they carry no request id (and the hub stores no reply for them)."""
+    assert sorted(rpc.method for rpc in RPCS.values() if rpc.keyed) == ["PutThreadCheckpoint", "PutThreadWrites"]
+    put = _rpc.build_request(_rpc.PUT_THREAD_CHECKPOINT, None, {"project": "p", "thread": "t", "key": "k"})
+    writes = _rpc.build_request(_rpc.PUT_THREAD_WRITES, None, {"project": "p", "thread": "t", "key": "k"})
+    assert put.write.request_id == "" and writes.write.request_id == ""
+    assert all(rpc.retry == "write" for rpc in RPCS.values() if rpc.keyed)
+
+
 def test_errors_decode_every_detail_kind() -> None:
     from google.protobuf import any_pb2
     from google.rpc import error_details_pb2, status_pb2

@@ -18,7 +18,7 @@ from langgraph.checkpoint.base import empty_checkpoint  # noqa: E402
 from langgraph.checkpoint.base.id import uuid6  # noqa: E402
 
 from baton_client import AsyncClient, Client, InvalidArgument, PermissionDenied, ResourceExhausted, Settings  # noqa: E402
-from baton_client.langgraph import BatonSaver, ThreadForked, ThreadForkWarning  # noqa: E402
+from baton_client.langgraph import TAIL_PIECES, BatonSaver, ThreadForked, ThreadForkWarning  # noqa: E402
 
 
 class Calls(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
@@ -44,12 +44,14 @@ class SyncCalls(grpc.UnaryUnaryClientInterceptor):  # type: ignore[misc]
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
         self.chunks_sent = 0
+        self.chunk_bytes_sent = 0
 
     def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
         name = details.method.rsplit("/", 1)[-1]
         self.counts[name] += 1
         if name in ("PutChunks", "PutThreadCheckpoint"):
             self.chunks_sent += len(request.chunks)
+            self.chunk_bytes_sent += sum(len(c.data) for c in request.chunks)
         return continuation(details, request)
 
 
@@ -117,15 +119,61 @@ def test_large_values_are_sent_once(server: Any, admin_token: str, project: str)
     parent = stored["configurable"]["checkpoint_id"]
     stored = saver.put(config("t", parent), checkpoint({"messages": messages}), metadata(1), {})
     assert dict(calls.counts) == {"PutThreadCheckpoint": 1}, calls.counts
-    # One more message: the chunks that changed (the list's length up front, its tail) only.
-    calls.chunks_sent = 0
+    # One more message: only the small pieces at its end that changed (the list's length up
+    # front travels in the checkpoint), not a whole piece.
+    calls.chunks_sent = calls.chunk_bytes_sent = 0
     grown = [*messages, "one more"]
     saver.put(config("t", stored["configurable"]["checkpoint_id"]), checkpoint({"messages": grown}), metadata(2), {})
     assert 1 <= calls.chunks_sent <= 2, (calls.chunks_sent, whole)
+    assert calls.chunk_bytes_sent <= 2 * 64 * 1024 // TAIL_PIECES, calls.chunk_bytes_sent
     assert saver.get_tuple(config("t")).checkpoint["channel_values"]["messages"] == grown
     # Another process (a new saver) reads them back from the hub.
     other = BatonSaver(project, client=Client(settings=Settings(server=server.url, token=admin_token)))
     assert other.get_tuple(config("t")).checkpoint["channel_values"]["messages"] == grown
+
+
+class FirstEnvelopeSaver(BatonSaver):
+    """Stores checkpoints as the first envelope did: a chunked value's head as its first
+    chunk, the blob's digest over the whole value."""
+
+    def _encode(self, checkpoint: Any) -> Any:
+        import hashlib
+
+        encoded = super()._encode(checkpoint)
+        envelope = self.serde.loads_typed((encoded.content_type.rsplit("+", 1)[1], encoded.payload))
+        heads = envelope.pop("heads")
+        for channel, index in envelope["blobs"].items():
+            blob, head = encoded.blobs[index], heads[channel]
+            body = b"".join(encoded.chunks[d] for d in blob.chunks)
+            digest = hashlib.sha256(head).hexdigest()
+            encoded.chunks[digest] = head
+            blob.chunks.insert(0, digest)
+            blob.digest = hashlib.sha256(head + body).hexdigest()
+            blob.size_bytes = len(head) + len(body)
+        envelope["v"] = 1
+        encoded.payload = self.serde.dumps_typed(envelope)[1]
+        return encoded
+
+
+def test_checkpoints_of_the_first_envelope_still_read(server: Any, admin_token: str, project: str) -> None:
+    settings = Settings(server=server.url, token=admin_token)
+    messages = [f"message {i}: " + "lorem ipsum " * 40 for i in range(300)]
+    old = FirstEnvelopeSaver(project, client=Client(settings=settings))
+    stored = old.put(config("t"), checkpoint({"messages": messages, "n": 1}), metadata(0), {})
+    # Its blob lists the head first, as a chunk of its own.
+    raw = Client(settings=settings).get_thread_checkpoint(project=project, thread="t").checkpoint
+    assert raw.checkpoint.blobs[0].chunks and raw.checkpoint.blobs[0].size_bytes > 64
+    new = BatonSaver(project, client=Client(settings=settings))
+    got = new.get_tuple(config("t"))
+    assert got is not None and got.checkpoint["channel_values"] == {"messages": messages, "n": 1}
+    # The new saver continues the thread in its own envelope; both read back.
+    grown = [*messages, "one more"]
+    new.put(config("t", stored["configurable"]["checkpoint_id"]), checkpoint({"messages": grown}), metadata(1), {})
+    fresh = BatonSaver(project, client=Client(settings=settings))
+    assert [t.checkpoint["channel_values"]["messages"][-1] for t in fresh.list(config("t"))] == [
+        "one more",
+        messages[-1],
+    ]
 
 
 def test_two_workers_on_one_thread_are_told(server: Any, admin_token: str, project: str) -> None:

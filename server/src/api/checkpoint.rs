@@ -2,10 +2,10 @@
 
 use baton_proto::v1::checkpoint_service_server::CheckpointService;
 use baton_proto::v1::{
-    BlobRef, BlobRefs, CheckpointKind, CheckpointState, Chunk, CreateCheckpointRequest,
-    CreateCheckpointResponse, GetCheckpointRequest, GetCheckpointResponse, GetChunksRequest,
-    GetChunksResponse, ListCheckpointsRequest, ListCheckpointsResponse, MissingChunksRequest,
-    MissingChunksResponse, PutChunksRequest, PutChunksResponse,
+    BlobRef, CheckpointKind, CheckpointState, Chunk, CreateCheckpointRequest, CreateCheckpointResponse,
+    GetCheckpointRequest, GetCheckpointResponse, GetChunksRequest, GetChunksResponse, ListCheckpointsRequest,
+    ListCheckpointsResponse, MissingChunksRequest, MissingChunksResponse, PutChunksRequest,
+    PutChunksResponse,
 };
 use prost::Message;
 use sha2::{Digest, Sha256};
@@ -193,24 +193,21 @@ impl<S: Store> CheckpointService for Api<S> {
         redactor.fields(crate::core::redact::state_texts(&mut state));
         let ctx = write_ctx("CreateCheckpoint", &hash_view, req.write.as_ref(), redactor.count, &auth.who)?;
         let chunk_digests = check_blobs(&req.blobs, MAX_BLOBS)?;
-        let blobs = if req.blobs.is_empty() {
-            Vec::new()
-        } else {
-            BlobRefs { blobs: req.blobs.clone() }.encode_to_vec()
-        };
+        let plain_blobs = crate::core::blobs::encode(&req.blobs);
         let session = session_id.to_string();
         let header = Header {
             session_id: &session,
             kind: req.kind,
             reason: &req.reason,
             payload_content_type: &req.payload_content_type,
-            blobs: &blobs,
+            blobs: std::borrow::Cow::Borrowed(&plain_blobs),
             thread: None,
         };
         let content = checkpoint::encode(&header, &state, &req.payload)
             .map_err(|e| Error::internal(format!("compressing a checkpoint: {e}")))?;
         let state_tool_count = state.tool_count;
         req.payload = Vec::new();
+        let blobs = crate::core::blobs::pack(&plain_blobs);
         let new =
             NewCheckpoint { request: req, session_id, id, content, state_tool_count, blobs, chunk_digests };
         Ok(Response::new(crate::service::checkpoint::create(&self.store, ctx, new, auth.within).await?))

@@ -3,7 +3,7 @@
 //! rules are the API's own functions; what only an archive carries (stored bytes, digests,
 //! authors) is checked here so that it reads back as the server would have written it.
 
-use baton_proto::v1::{Actor, AgentKind, BlobRefs, CheckpointKind, CheckpointState, MemoryOp, SessionStatus};
+use baton_proto::v1::{Actor, AgentKind, CheckpointKind, CheckpointState, MemoryOp, SessionStatus};
 use prost::Message;
 
 use crate::api::{checkpoint as checkpoint_rpc, memory as memory_rpc, session as session_rpc};
@@ -230,21 +230,21 @@ fn checkpoint(c: &CheckpointLine, max_bytes: usize) -> Result<(), Error> {
         .map_err(|_| invalid("state", "does not decode as a CheckpointState"))?;
     checkpoint_rpc::check_state(&state)?;
     if !c.blobs.is_empty() {
-        let refs = BlobRefs::decode(c.blobs.as_slice()).map_err(|_| invalid("blobs", "do not decode"))?;
+        let refs = crate::core::blobs::decode(&c.blobs).map_err(|_| invalid("blobs", "do not decode"))?;
         let most = if c.ordered_key.is_some() {
             checkpoint_rpc::MAX_THREAD_BLOBS
         } else {
             checkpoint_rpc::MAX_BLOBS
         };
-        checkpoint_rpc::check_blobs(&refs.blobs, most)?;
+        checkpoint_rpc::check_blobs(&refs, most)?;
     }
     actor("author", &c.author)
 }
 
 /// The chunk digests a checkpoint's transcripts need (its blobs are checked by `check`).
 pub fn chunks_of(c: &CheckpointLine) -> Vec<String> {
-    BlobRefs::decode(c.blobs.as_slice())
-        .map(|r| r.blobs.into_iter().flat_map(|b| b.chunks).collect())
+    crate::core::blobs::decode(&c.blobs)
+        .map(|r| r.into_iter().flat_map(|b| b.chunks).collect())
         .unwrap_or_default()
 }
 

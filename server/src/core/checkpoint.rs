@@ -13,13 +13,15 @@
 //! payload, as encoded): a few hundred stored bytes can claim gigabytes, and an imported
 //! row is no more trusted than a request.
 
+use std::borrow::Cow;
+
 use prost::Message;
 use sha2::{Digest, Sha256};
 
 use baton_proto::v1::CheckpointState;
 
-/// Content at or above this many bytes is stored zstd-compressed.
-pub const COMPRESS_THRESHOLD: usize = 1024;
+/// Content at or above this many bytes is stored zstd-compressed, when that makes it smaller.
+pub const COMPRESS_THRESHOLD: usize = 256;
 pub const ZSTD_LEVEL: i32 = 3;
 
 /// How a checkpoint's bytes are stored.
@@ -63,9 +65,9 @@ pub struct Header<'a> {
     pub kind: i32,
     pub reason: &'a str,
     pub payload_content_type: &'a str,
-    /// The encoded blob references (empty when none; then the digest is as before blobs
-    /// existed).
-    pub blobs: &'a [u8],
+    /// The encoded blob references, plain (`core::blobs::unpack` a stored list; empty when
+    /// none: then the digest is as before blobs existed).
+    pub blobs: Cow<'a, [u8]>,
     /// A thread's checkpoint's key and metadata (`None` for other checkpoints; then the
     /// digest is as before threads existed).
     pub thread: Option<ThreadPart<'a>>,
@@ -155,7 +157,7 @@ fn blobs_hash(h: &mut Sha256, header: &Header<'_>) {
     if !header.blobs.is_empty() {
         h.update(b"blobs\0");
         h.update((header.blobs.len() as u64).to_le_bytes());
-        h.update(header.blobs);
+        h.update(&header.blobs);
     }
     if let Some(thread) = header.thread {
         h.update(b"thread\0");
@@ -178,24 +180,27 @@ pub fn encode(
     let size = state_bytes.len() + payload.len();
     let size_bytes = i64::try_from(size).unwrap_or(i64::MAX);
     if size >= COMPRESS_THRESHOLD {
-        Ok(StoredContent {
-            state: zstd::bulk::compress(&state_bytes, ZSTD_LEVEL)?,
-            payload: if payload.is_empty() { Vec::new() } else { zstd::bulk::compress(payload, ZSTD_LEVEL)? },
-            compression: Compression::Zstd,
-            size_bytes,
-            digest,
-            state_digest,
-        })
-    } else {
-        Ok(StoredContent {
-            state: state_bytes,
-            payload: payload.to_vec(),
-            compression: Compression::None,
-            size_bytes,
-            digest,
-            state_digest,
-        })
+        let state = zstd::bulk::compress(&state_bytes, ZSTD_LEVEL)?;
+        let packed = if payload.is_empty() { Vec::new() } else { zstd::bulk::compress(payload, ZSTD_LEVEL)? };
+        if state.len() + packed.len() < size {
+            return Ok(StoredContent {
+                state,
+                payload: packed,
+                compression: Compression::Zstd,
+                size_bytes,
+                digest,
+                state_digest,
+            });
+        }
     }
+    Ok(StoredContent {
+        state: state_bytes,
+        payload: payload.to_vec(),
+        compression: Compression::None,
+        size_bytes,
+        digest,
+        state_digest,
+    })
 }
 
 /// A checkpoint's content as stored: its bytes, how they are compressed, and the size
@@ -327,20 +332,24 @@ mod tests {
             kind: 1,
             reason: "r",
             payload_content_type: "application/json",
-            blobs: b"",
+            blobs: Cow::Borrowed(b""),
             thread: None,
         }
     }
 
     #[test]
     fn round_trip_small_and_large() {
-        for n in [1usize, 5000] {
+        // Below the threshold, or where zstd does not make it smaller (random bytes): as is.
+        let noise: Vec<u8> = (0u8..20).flat_map(|i| Sha256::digest([i]).to_vec()).collect();
+        for (n, payload, compressed) in
+            [(1, &b"payload"[..], false), (300, b"payload", true), (1, noise.as_slice(), false)]
+        {
             let state = CheckpointState { phase: "x".repeat(n), ..Default::default() };
-            let stored = encode(&header(), &state, b"payload").unwrap();
-            assert_eq!(stored.compression == Compression::Zstd, n > 1000);
-            let (back, payload) = decode(&header(), &view(&stored), &stored.digest).unwrap();
+            let stored = encode(&header(), &state, payload).unwrap();
+            assert_eq!(stored.compression == Compression::Zstd, compressed);
+            let (back, read) = decode(&header(), &view(&stored), &stored.digest).unwrap();
             assert_eq!(back, state);
-            assert_eq!(payload, b"payload");
+            assert_eq!(read, payload);
         }
     }
 
@@ -382,7 +391,7 @@ mod tests {
         let other = Header { reason: "other", ..header() };
         assert_ne!(a, digest(&other, b"s", b"p"));
         assert_ne!(a, digest(&header(), b"s", b"q"));
-        assert_ne!(a, digest(&Header { blobs: b"x", ..header() }, b"s", b"p"));
+        assert_ne!(a, digest(&Header { blobs: Cow::Borrowed(b"x"), ..header() }, b"s", b"p"));
         let thread = |key, metadata| Some(ThreadPart { key, metadata });
         let keyed = digest(&Header { thread: thread("k", "{}"), ..header() }, b"s", b"p");
         assert_ne!(a, keyed);

@@ -2,6 +2,7 @@
 //! RPC share them, so SQLite and Postgres can only differ in SQL.
 
 pub mod access;
+pub mod blobs;
 pub mod brief;
 pub mod checkpoint;
 pub mod chunk;
@@ -10,6 +11,7 @@ pub mod head;
 pub mod items;
 pub mod lww;
 pub mod memory;
+pub mod packed;
 pub mod page;
 pub mod purge;
 pub mod resume;

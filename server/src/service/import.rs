@@ -275,7 +275,7 @@ impl<T: WriteTx + MaintenanceTx + ThreadTx + ItemTx> Import<'_, '_, T> {
             session_id: String::new(),
             checkpoint_id: write.checkpoint_id.clone(),
             key: String::new(),
-            writes: vec![crate::service::thread::write_message(write.clone())],
+            writes: vec![crate::service::thread::write_ref(&write)],
         }));
         self.w.apply(Change::PutWrites(vec![write]));
         self.emit(ev)?;

@@ -1,6 +1,10 @@
 //! The change log (events) and the conflicts log, read a page at a time: up to a count and
 //! a byte budget of bodies (an only row may be larger), sizes read first so that bodies past
 //! the page are never read. A revision's rows (conflicts may share one) stay in one page.
+//!
+//! An event's body may be stored packed (`core::packed`), smaller than the event it holds:
+//! its stored size only bounds what is read, and the page ends where the events themselves
+//! reach the budget, unpacked one at a time.
 
 use baton_proto::v1::{Conflict, Event, ListConflictsResponse, ListEventsResponse};
 
@@ -20,7 +24,7 @@ pub async fn events_after<S: Store>(
     budget: usize,
 ) -> Result<(Vec<Event>, bool)> {
     let (rows, more) = page(store, LogTable::Events, &project, after, limit, budget, &[]).await?;
-    let events: Vec<Event> = rows.iter().map(|r| decode_event(&r.body)).collect::<Result<_>>()?;
+    let (events, more) = events_within(&rows, budget, more)?;
     // Revisions are gapless, so a first event past after + 1 means compaction removed some
     // (the latest compaction's own event is always there to show it).
     if events.first().is_some_and(|e| e.revision > after + 1) {
@@ -41,8 +45,11 @@ pub async fn list_events<S: Store>(
     let as_of_revision = crate::store::head_revision(store, project.clone()).await?;
     check_not_compacted(store, &project, after).await?;
     let (rows, more) = page(store, LogTable::Events, &project, after, limit, REPLY_BUDGET, &kinds).await?;
-    let next_page_token = next_token(&rows, more);
-    let events = rows.iter().map(|r| decode_event(&r.body)).collect::<Result<_>>()?;
+    let (events, more) = events_within(&rows, REPLY_BUDGET, more)?;
+    let next_page_token = match events.last() {
+        Some(last) if more => page::token(&last.revision),
+        _ => String::new(),
+    };
     Ok(ListEventsResponse { events, as_of_revision, next_page_token })
 }
 
@@ -82,6 +89,21 @@ async fn page<S: Store>(
     let more = sizes[taken..].iter().any(|s| s.revision > last);
     let rows = store.log_rows(table, project.to_owned(), after, last, kinds.to_vec()).await?;
     Ok((rows, more))
+}
+
+/// The events of a page's rows that fit in `budget` bytes (the first always does), and
+/// whether more follow them.
+fn events_within(rows: &[LogRow], budget: usize, more: bool) -> Result<(Vec<Event>, bool)> {
+    let mut page = Budget::with_bytes(i64::MAX, budget);
+    let mut events = Vec::with_capacity(rows.len());
+    for row in rows {
+        let event = decode_event(&row.body)?;
+        if !page.take(prost::Message::encoded_len(&event)) {
+            return Ok((events, true));
+        }
+        events.push(event);
+    }
+    Ok((events, more))
 }
 
 /// The token of the page after these rows, when there is one: the last revision.

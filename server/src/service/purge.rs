@@ -192,9 +192,9 @@ impl Purge<'_> {
             let mut still = HashSet::new();
             for BlobsRow { id, blobs } in w.tx().checkpoint_blobs().await? {
                 let blobs = new_blobs.get(&id).unwrap_or(&blobs);
-                let refs = BlobRefs::decode(blobs.as_slice())
+                let refs = crate::core::blobs::decode(blobs)
                     .map_err(|e| Error::internal(format!("checkpoint {id} blob refs do not decode: {e}")))?;
-                still.extend(refs.blobs.into_iter().flat_map(|b| b.chunks));
+                still.extend(refs.into_iter().flat_map(|b| b.chunks));
             }
             gone.extend(replaced.into_iter().filter(|d| !still.contains(d)));
         }
@@ -243,9 +243,12 @@ impl Purge<'_> {
             changed = true;
         }
         changed |= mask_bytes(&mut row.author, self.needle()) > 0;
-        if !row.blobs.is_empty() {
-            changed |= mask_bytes(&mut row.blobs, self.needle()) > 0;
-            let mut refs = BlobRefs::decode(row.blobs.as_slice())
+        let mut plain_blobs = crate::core::blobs::unpack(&row.blobs)
+            .map_err(|_| refused(&format!("checkpoint {} transcripts", row.id)))?
+            .into_owned();
+        if !plain_blobs.is_empty() {
+            let mut masked = mask_bytes(&mut plain_blobs, self.needle()) > 0;
+            let mut refs = BlobRefs::decode(plain_blobs.as_slice())
                 .map_err(|_| refused(&format!("checkpoint {} transcripts", row.id)))?;
             let mut rewrote = false;
             for blob in &mut refs.blobs {
@@ -256,7 +259,11 @@ impl Purge<'_> {
                 }
             }
             if rewrote {
-                row.blobs = refs.encode_to_vec();
+                plain_blobs = refs.encode_to_vec();
+                masked = true;
+            }
+            if masked {
+                row.blobs = crate::core::blobs::pack(&plain_blobs);
                 changed = true;
             }
         }
@@ -283,7 +290,7 @@ impl Purge<'_> {
             kind: row.kind,
             reason: &row.reason,
             payload_content_type: &row.payload_content_type,
-            blobs: &row.blobs,
+            blobs: std::borrow::Cow::Borrowed(&plain_blobs),
             thread: cp::ThreadPart::of(row.ordered_key.as_deref(), row.metadata.as_deref()),
         };
         if was_valid {
@@ -357,12 +364,16 @@ impl Purge<'_> {
 
     /// The log, conflicts and stored replies: masked in place; each must still decode.
     async fn log<T: WriteTx + MaintenanceTx>(&mut self, w: &mut Write<T>) -> Result<()> {
-        for LogRow { revision, mut body } in w.tx().event_bodies().await? {
-            if mask_bytes(&mut body, self.needle()) == 0 {
+        for LogRow { revision, body } in w.tx().event_bodies().await? {
+            let mut plain = crate::core::packed::unpack(&body, crate::core::packed::MAX_RECORD_BYTES)
+                .map_err(|_| refused(&format!("event {revision}")))?
+                .into_owned();
+            if mask_bytes(&mut plain, self.needle()) == 0 {
                 continue;
             }
-            Event::decode(body.as_slice()).map_err(|_| refused(&format!("event {revision}")))?;
+            Event::decode(plain.as_slice()).map_err(|_| refused(&format!("event {revision}")))?;
             self.out.events += 1;
+            let body = crate::core::packed::pack(plain);
             w.apply(Change::Maintenance(Maintenance::SetEventBody { revision, body }));
         }
         for ConflictBody { id, mut body } in w.tx().conflict_bodies().await? {

@@ -4,11 +4,9 @@
 use std::collections::{HashMap, HashSet};
 
 use baton_proto::v1::{
-    Actor, BlobRefs, CompactEventsResponse, Event, EventKind, Maintenance as MaintenanceEvent, ProjectPruned,
-    Reparent,
+    Actor, CompactEventsResponse, Event, EventKind, Maintenance as MaintenanceEvent, ProjectPruned, Reparent,
 };
 use futures::future::BoxFuture;
-use prost::Message;
 
 use super::write::{self, Write};
 use crate::core::retention::{self, Node};
@@ -148,9 +146,9 @@ async fn unreferenced_chunks<T: WriteTx + MaintenanceTx>(
         if going.contains(&id) {
             continue;
         }
-        let refs = BlobRefs::decode(blobs.as_slice())
+        let refs = crate::core::blobs::decode(&blobs)
             .map_err(|e| Error::internal(format!("checkpoint {id} blob refs do not decode: {e}")))?;
-        referenced.extend(refs.blobs.into_iter().flat_map(|b| b.chunks));
+        referenced.extend(refs.into_iter().flat_map(|b| b.chunks));
     }
     let old = w.tx().chunks_before(cutoff_us).await?;
     Ok(old.into_iter().filter(|d| !referenced.contains(d)).collect())

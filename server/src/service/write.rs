@@ -225,7 +225,8 @@ impl<T: WriteTx> Write<T> {
         }
         fail::fail_point!("write.before_event", |_| Err(injected("write.before_event")));
         self.emitted.push((event.kind, event.conflict.as_ref().map(|c| c.outcome)));
-        self.log.events.push(LoggedEvent { revision, kind: event.kind, body: event.encode_to_vec() });
+        let body = crate::core::packed::pack(event.encode_to_vec());
+        self.log.events.push(LoggedEvent { revision, kind: event.kind, body });
         Ok(event)
     }
 

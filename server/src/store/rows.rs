@@ -65,7 +65,9 @@ pub fn decode_actor(bytes: &[u8]) -> Actor {
 }
 
 pub fn decode_event(bytes: &[u8]) -> Result<Event> {
-    Event::decode(bytes).map_err(|e| Error::internal(format!("stored event does not decode: {e}")))
+    let plain = crate::core::packed::unpack(bytes, crate::core::packed::MAX_RECORD_BYTES)
+        .map_err(|e| Error::internal(format!("stored event does not unpack: {e}")))?;
+    Event::decode(plain.as_ref()).map_err(|e| Error::internal(format!("stored event does not decode: {e}")))
 }
 
 pub fn decode_conflict(bytes: &[u8]) -> Result<Conflict> {
@@ -195,9 +197,7 @@ impl CheckpointRow {
             created_at: Some(ts(self.created_us)),
             revision: self.revision,
             author: Some(decode_actor(&self.author)),
-            blobs: baton_proto::v1::BlobRefs::decode(self.blobs.as_slice())
-                .map(|b| b.blobs)
-                .unwrap_or_default(),
+            blobs: crate::core::blobs::decode(&self.blobs).unwrap_or_default(),
             ..Default::default()
         }
     }
@@ -208,7 +208,8 @@ impl CheckpointRow {
             kind: self.kind,
             reason: &self.reason,
             payload_content_type: &self.payload_content_type,
-            blobs: &self.blobs,
+            // A list that does not unpack fails the digest as it is.
+            blobs: crate::core::blobs::unpack(&self.blobs).unwrap_or(std::borrow::Cow::Borrowed(&self.blobs)),
             thread: crate::core::checkpoint::ThreadPart::of(
                 self.ordered_key.as_deref(),
                 self.metadata.as_deref(),

@@ -6,7 +6,7 @@ use baton_proto::v1::{
     ConflictPolicy, CopyThreadRequest, DeleteThreadRunsRequest, DeleteThreadsRequest, EventKind,
     GetThreadCheckpointRequest, ListThreadCheckpointsRequest, OpenThreadRequest, PendingWrite,
     PruneThreadsRequest, PutThreadCheckpointRequest, PutThreadCheckpointResponse, PutThreadWritesRequest,
-    ThreadCheckpoint, WriteOutcome, event,
+    ThreadCheckpoint, ThreadWrites, WriteOutcome, event,
 };
 use baton_tests::{Backend, Clients, Server, both};
 use tonic::Code;
@@ -310,14 +310,21 @@ async fn pending_writes(backend: Backend) {
     assert_eq!(code(c.threads.put_thread_writes(request).await).0, Code::NotFound);
     let events = all_events(&mut c, &p).await;
     assert_gapless(&events);
-    let batches: Vec<usize> = events
+    let batches: Vec<&ThreadWrites> = events
         .iter()
         .filter_map(|e| match &e.value {
-            Some(event::Value::ThreadWrites(w)) => Some(w.writes.len()),
+            Some(event::Value::ThreadWrites(w)) => Some(w),
             _ => None,
         })
         .collect();
-    assert_eq!(batches, [2, 1, 1]);
+    assert_eq!(batches.iter().map(|w| w.writes.len()).collect::<Vec<_>>(), [2, 1, 1]);
+    // Events name the writes; their values are read with the checkpoint.
+    let named: Vec<(&str, i32, &str, &[u8])> = batches[1]
+        .writes
+        .iter()
+        .map(|w| (w.task_id.as_str(), w.index, w.channel.as_str(), w.value.as_slice()))
+        .collect();
+    assert_eq!(named, [("a", -1, "__error__", &b""[..])]);
 }
 both!(pending_writes);
 

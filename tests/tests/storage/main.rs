@@ -210,7 +210,7 @@ fn checkpoint(session: &str, parent: Option<&str>, summary: &str) -> NewCheckpoi
         kind: request.kind,
         reason: &request.reason,
         payload_content_type: &request.payload_content_type,
-        blobs: &[],
+        blobs: std::borrow::Cow::Borrowed(&[]),
         thread: None,
     };
     let content = baton_server::core::checkpoint::encode(&header, &state, &[]).unwrap();
@@ -270,7 +270,11 @@ async fn reads_by_list_select_only_what_they_name<S: Store>(store: &S) {
     assert!(store.checkpoints("q".into(), vec![id]).await.unwrap().is_empty(), "never across projects");
 
     let events = store.log_rows(LogTable::Events, "p".into(), 0, 100, vec![]).await.unwrap();
-    let kind = |body: &[u8]| <baton_proto::v1::Event as prost::Message>::decode(body).unwrap().kind;
+    let kind = |body: &[u8]| {
+        let plain =
+            baton_server::core::packed::unpack(body, baton_server::core::packed::MAX_RECORD_BYTES).unwrap();
+        <baton_proto::v1::Event as prost::Message>::decode(plain.as_ref()).unwrap().kind
+    };
     let first = kind(&events[0].body);
     let of_kind: Vec<i64> = events.iter().filter(|e| kind(&e.body) == first).map(|e| e.revision).collect();
     assert!(of_kind.len() < events.len(), "the case needs events of more than one kind");

@@ -234,7 +234,10 @@ class Client:
     Retries on UNAVAILABLE (``retry``): reads; writes, each of which carries an
     idempotency key (``write.request_id``: a fresh uuid4 unless you set one, the same on
     every retry, so a retried write is answered with the stored reply and
-    ``result.replayed`` set); ``heartbeat`` and ``put_chunks``, which are safe to repeat.
+    ``result.replayed`` set), except ``put_thread_checkpoint`` and ``put_thread_writes``,
+    which the server matches by their keys (a checkpoint's key; a write's task and index)
+    and which get no request id unless you set one; ``heartbeat`` and ``put_chunks``, which
+    are safe to repeat.
     The admin calls that change things (``prune``, ``compact_events``, ``purge``,
     ``create_token``, ``revoke_token``) are never retried.
     """

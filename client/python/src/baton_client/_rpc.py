@@ -85,6 +85,11 @@ class Rpc:
     #: The request field that sets the page size, and its largest value.
     page_size_field: str = "page_size"
     max_page_size: int = 1000
+    #: A write the server matches by the keys it carries (a checkpoint's key, a pending
+    #: write's task and index): sent again, it stores nothing new and answers with what is
+    #: stored, so it needs no ``write.request_id`` and none is added (the server then keeps
+    #: no copy of its reply).
+    keyed: bool = False
 
     @property
     def has_write_options(self) -> bool:
@@ -145,12 +150,12 @@ REVOKE_TOKEN = Rpc(A, "RevokeToken", admin_pb2.RevokeTokenRequest, "never")
 GET_STATS = Rpc(A, "GetStats", admin_pb2.GetStatsRequest, "read")
 
 OPEN_THREAD = Rpc(T, "OpenThread", thread_pb2.OpenThreadRequest, "write")
-PUT_THREAD_CHECKPOINT = Rpc(T, "PutThreadCheckpoint", thread_pb2.PutThreadCheckpointRequest, "write")
+PUT_THREAD_CHECKPOINT = Rpc(T, "PutThreadCheckpoint", thread_pb2.PutThreadCheckpointRequest, "write", keyed=True)
 GET_THREAD_CHECKPOINT = Rpc(T, "GetThreadCheckpoint", thread_pb2.GetThreadCheckpointRequest, "read")
 LIST_THREAD_CHECKPOINTS = Rpc(
     T, "ListThreadCheckpoints", thread_pb2.ListThreadCheckpointsRequest, "read", items="checkpoints"
 )
-PUT_THREAD_WRITES = Rpc(T, "PutThreadWrites", thread_pb2.PutThreadWritesRequest, "write")
+PUT_THREAD_WRITES = Rpc(T, "PutThreadWrites", thread_pb2.PutThreadWritesRequest, "write", keyed=True)
 DELETE_THREADS = Rpc(T, "DeleteThreads", thread_pb2.DeleteThreadsRequest, "write")
 DELETE_THREAD_RUNS = Rpc(T, "DeleteThreadRuns", thread_pb2.DeleteThreadRunsRequest, "write")
 COPY_THREAD = Rpc(T, "CopyThread", thread_pb2.CopyThreadRequest, "write")
@@ -185,7 +190,8 @@ def build_request(rpc: Rpc, request: Message | None, fields: dict[str, Any]) -> 
     """The request to send: ``request`` (copied) or one made from keyword ``fields``.
 
     Writes get a fresh ``write.request_id`` (uuid4) unless one is set, so that retrying
-    them is safe: the server answers a repeated id with the stored reply.
+    them is safe: the server answers a repeated id with the stored reply. Keyed writes
+    (``Rpc.keyed``) are safe to retry by their own keys and get none.
     """
     if request is not None:
         if fields:
@@ -202,7 +208,7 @@ def build_request(rpc: Rpc, request: Message | None, fields: dict[str, Any]) -> 
             built = rpc.request(**fields)
         except ValueError as e:  # protobuf's "has no field" error
             raise TypeError(f"{rpc.method}: {e}") from None
-    if rpc.has_write_options and not built.write.request_id:
+    if rpc.has_write_options and not rpc.keyed and not built.write.request_id:
         built.write.request_id = str(uuid.uuid4())
     return built
 

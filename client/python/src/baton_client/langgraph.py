@@ -58,9 +58,14 @@ OnFork = Literal["warn", "raise", "ignore"]
 
 #: What a stored checkpoint's payload is: the saver's envelope, serialized by its serde.
 CONTENT_TYPE = "application/vnd.baton.langgraph-checkpoint+"
-#: A chunked value's first chunk: a serialized list's header (its length) changes with every
-#: append, so it is kept out of the chunks after it.
+#: A chunked value's first bytes, kept in the envelope: a serialized list's header (its
+#: length) changes with every append, so it is kept out of the chunks after it.
 HEAD_BYTES = 64
+#: The envelope's version: 2 keeps each chunked value's head in the envelope (1: as its
+#: first chunk).
+ENVELOPE = 2
+#: The end of a chunked value past its last whole piece is cut into this many smaller ones.
+TAIL_PIECES = 8
 #: The role of a channel value stored as a blob.
 CHANNEL_ROLE = "langgraph-channel"
 #: Each GetChunks reply carries at most this many bytes (the server's limit) and chunks.
@@ -161,9 +166,10 @@ class BatonSaver(BaseCheckpointSaver[str]):
     ``client``/``aclient`` are used for the sync/async methods; made from the ``baton``
     CLI's configuration (or ``client_options``: ``server``, ``token``, ``ca_cert``) when not
     given. Channel values over ``inline_bytes`` serialized are stored as chunks: their first
-    ``HEAD_BYTES``, then pieces of ``chunk_bytes`` (so a value that grows at its end, as a
-    conversation's messages do, shares all but its first and last chunks with the version
-    before it); ``cache_bytes`` of chunks are kept in memory, so reading a checkpoint whose
+    ``HEAD_BYTES`` go in the checkpoint, the rest in pieces of ``chunk_bytes`` and the end
+    past the last whole piece in pieces of ``chunk_bytes // TAIL_PIECES`` (so a value that
+    grows at its end, as a conversation's messages do, shares all but its last small piece
+    with the version before it); ``cache_bytes`` of chunks are kept in memory, so reading a checkpoint whose
     large values this process has seen costs one call. A checkpoint's new chunks travel
     with it when they are small (``upload_bytes`` in all), else in calls of their own first.
     """
@@ -253,6 +259,7 @@ class BatonSaver(BaseCheckpointSaver[str]):
         versions: dict[str, Any] = c.get("channel_versions") or {}  # type: ignore[assignment]
         inline: dict[str, list[Any]] = {}
         blob_of: dict[str, int] = {}
+        heads: dict[str, bytes] = {}
         blobs: list[model_pb2.BlobRef] = []
         chunks: dict[str, bytes] = {}
         for channel, value in values.items():
@@ -263,24 +270,34 @@ class BatonSaver(BaseCheckpointSaver[str]):
             if len(data) <= self.inline_bytes:
                 inline[channel] = [kind, data]
                 continue
-            pieces = [data[:HEAD_BYTES]] + [
-                data[i : i + self.chunk_bytes] for i in range(HEAD_BYTES, len(data), self.chunk_bytes)
-            ]
+            # The head travels in the envelope, the body as chunks.
+            heads[channel], body = data[:HEAD_BYTES], data[HEAD_BYTES:]
+            pieces = self._pieces(body)
             digests = [hashlib.sha256(p).hexdigest() for p in pieces]
             chunks.update(zip(digests, pieces, strict=True))
             blob_of[channel] = len(blobs)
             blobs.append(
                 model_pb2.BlobRef(
                     role=CHANNEL_ROLE,
-                    digest=hashlib.sha256(data).hexdigest(),
-                    size_bytes=len(data),
+                    digest=hashlib.sha256(body).hexdigest(),
+                    size_bytes=len(body),
                     chunks=digests,
                     content_type=kind,
                 )
             )
-        envelope = {"v": 1, "checkpoint": c, "inline": inline, "blobs": blob_of, "chunk": self.chunk_bytes}
+        envelope = {"v": ENVELOPE, "checkpoint": c, "inline": inline, "blobs": blob_of, "heads": heads}
         kind, payload = self.serde.dumps_typed(envelope)
         return _Encoded(payload, CONTENT_TYPE + kind, blobs, chunks)
+
+    def _pieces(self, body: bytes) -> list[bytes]:
+        """A value's chunks (after its head): whole pieces of ``chunk_bytes``, then the rest in
+        pieces of ``chunk_bytes // TAIL_PIECES``, so that a value growing at its end shares
+        with the version before it all but its last small piece."""
+        whole = len(body) // self.chunk_bytes * self.chunk_bytes
+        small = max(1, self.chunk_bytes // TAIL_PIECES)
+        return [body[i : i + self.chunk_bytes] for i in range(0, whole, self.chunk_bytes)] + [
+            body[i : i + small] for i in range(whole, len(body), small)
+        ]
 
     def _metadata(self, config: RunnableConfig, metadata: CheckpointMetadata) -> str:
         document = _strip_nul(get_serializable_checkpoint_metadata(config, metadata))
@@ -467,6 +484,12 @@ class BatonSaver(BaseCheckpointSaver[str]):
             )
         kind = stored.payload_content_type.removeprefix(CONTENT_TYPE)
         envelope = self.serde.loads_typed((kind, stored.payload))
+        if envelope.get("v") not in (1, ENVELOPE):
+            raise ValueError(
+                f"checkpoint {t.key} of thread {t.thread!r} was stored by a newer baton-client (envelope version "
+                f"{envelope.get('v')!r}); upgrade baton-client to read it"
+            )
+        heads: dict[str, bytes] = envelope.get("heads", {})
         values: dict[str, Any] = {}
         for channel, (value_kind, data) in envelope.get("inline", {}).items():
             values[channel] = self.serde.loads_typed((value_kind, data))
@@ -479,7 +502,7 @@ class BatonSaver(BaseCheckpointSaver[str]):
             data = b"".join(p for p in pieces if p is not None)
             if hashlib.sha256(data).hexdigest() != blob.digest:
                 raise ValueError(f"checkpoint {t.key}: channel {channel!r} does not match its digest")
-            values[channel] = self.serde.loads_typed((blob.content_type, data))
+            values[channel] = self.serde.loads_typed((blob.content_type, heads.get(channel, b"") + data))
         checkpoint: Checkpoint = {**envelope["checkpoint"], "channel_values": values}  # type: ignore[typeddict-item]
         config: RunnableConfig = {
             "configurable": {"thread_id": t.thread, "checkpoint_ns": t.namespace, "checkpoint_id": t.key}

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use baton_proto::v1::{CheckpointRef, CopyThreadResponse, EventKind, ThreadWrites};
 
-use super::{Labels, ThreadName, create, lock, write_message};
+use super::{Labels, ThreadName, create, lock, write_ref};
 use crate::core::checkpoint::{self, Header, ThreadPart};
 use crate::core::conflict;
 use crate::core::lww::Decision;
@@ -136,7 +136,7 @@ async fn copy_session<T: WriteTx + ThreadTx>(
                 session_id: session.id.clone(),
                 checkpoint_id: new_id.clone(),
                 key,
-                writes: rows.iter().cloned().map(write_message).collect(),
+                writes: rows.iter().map(write_ref).collect(),
             }));
             w.apply(Change::PutWrites(rows));
             w.emit(ev)?;
@@ -161,7 +161,8 @@ fn copied_row(
         kind: row.kind,
         reason: &row.reason,
         payload_content_type: &row.payload_content_type,
-        blobs: &row.blobs,
+        blobs: crate::core::blobs::unpack(&row.blobs)
+            .map_err(|source| Error::DataLoss { id: row.id.clone(), source })?,
         thread: ThreadPart::of(row.ordered_key.as_deref(), row.metadata.as_deref()),
     };
     let content = checkpoint::encode(&header, &state, &payload)

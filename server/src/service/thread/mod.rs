@@ -147,6 +147,19 @@ pub(crate) fn write_message(w: PendingWrite) -> WriteMessage {
     }
 }
 
+/// A pending write as its event names it: everything but the value, which readers get
+/// with the checkpoint (GetThreadCheckpoint); a change stream need not carry it twice.
+pub(crate) fn write_ref(w: &PendingWrite) -> WriteMessage {
+    WriteMessage {
+        task_id: w.task_id.clone(),
+        index: w.idx,
+        channel: w.channel.clone(),
+        task_path: w.task_path.clone(),
+        value_type: w.value_type.clone(),
+        value: Vec::new(),
+    }
+}
+
 /// A stored checkpoint of a thread as the API shows it (without payload and writes).
 fn shown(
     name: &ThreadName,

@@ -5,10 +5,9 @@
 use std::collections::HashSet;
 
 use baton_proto::v1::{
-    BlobRefs, CheckpointKind, CheckpointRef, CheckpointState, EventKind, PutThreadCheckpointResponse,
-    WriteOutcome, WriteResult,
+    CheckpointKind, CheckpointRef, CheckpointState, EventKind, PutThreadCheckpointResponse, WriteOutcome,
+    WriteResult,
 };
-use prost::Message;
 
 use super::{Labels, ThreadName, create, find, lock, shown};
 use crate::core::checkpoint::{self, Header, ThreadPart};
@@ -124,21 +123,20 @@ pub async fn put<S: Store>(
 }
 
 /// The checkpoint's content as stored (digests over its session, key and metadata), and its
-/// encoded blob references.
+/// blob references as stored.
 fn encode(session_id: &str, new: &NewThreadCheckpoint) -> Result<(checkpoint::StoredContent, Vec<u8>)> {
-    let blobs =
-        if new.blobs.is_empty() { Vec::new() } else { BlobRefs { blobs: new.blobs.clone() }.encode_to_vec() };
+    let blobs = crate::core::blobs::encode(&new.blobs);
     let header = Header {
         session_id,
         kind: CheckpointKind::Auto as i32,
         reason: "",
         payload_content_type: &new.payload_content_type,
-        blobs: &blobs,
+        blobs: std::borrow::Cow::Borrowed(&blobs),
         thread: Some(ThreadPart { key: &new.key, metadata: &new.metadata.json }),
     };
     let content = checkpoint::encode(&header, &new.state, &new.payload)
         .map_err(|e| Error::internal(format!("compressing a checkpoint: {e}")))?;
-    Ok((content, blobs))
+    Ok((content, crate::core::blobs::pack(&blobs)))
 }
 
 /// The checkpoint as stored.

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use baton_proto::v1::{EventKind, PutThreadWritesResponse, ThreadWrites};
 
-use super::{ThreadName, find, lock, write_message};
+use super::{ThreadName, find, lock, write_ref};
 use crate::core::conflict;
 use crate::core::lww::Decision;
 use crate::core::status;
@@ -71,7 +71,7 @@ pub async fn put_writes<S: Store>(
                 session_id: session.id.clone(),
                 checkpoint_id: checkpoint.id.clone(),
                 key: key.clone(),
-                writes: new.iter().cloned().map(write_message).collect(),
+                writes: new.iter().map(write_ref).collect(),
             }));
             w.apply(Change::PutWrites(new));
             let revision = w.emit(ev)?.revision;
