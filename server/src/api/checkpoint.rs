@@ -207,7 +207,7 @@ impl<S: Store> CheckpointService for Api<S> {
             .map_err(|e| Error::internal(format!("compressing a checkpoint: {e}")))?;
         let state_tool_count = state.tool_count;
         req.payload = Vec::new();
-        let blobs = crate::core::blobs::pack(&plain_blobs);
+        let blobs = crate::core::blobs::pack(plain_blobs);
         let new =
             NewCheckpoint { request: req, session_id, id, content, state_tool_count, blobs, chunk_digests };
         Ok(Response::new(crate::service::checkpoint::create(&self.store, ctx, new, auth.within).await?))

@@ -46,10 +46,7 @@ pub async fn list_events<S: Store>(
     check_not_compacted(store, &project, after).await?;
     let (rows, more) = page(store, LogTable::Events, &project, after, limit, REPLY_BUDGET, &kinds).await?;
     let (events, more) = events_within(&rows, REPLY_BUDGET, more)?;
-    let next_page_token = match events.last() {
-        Some(last) if more => page::token(&last.revision),
-        _ => String::new(),
-    };
+    let next_page_token = next_token(events.last().map(|e| e.revision), more);
     Ok(ListEventsResponse { events, as_of_revision, next_page_token })
 }
 
@@ -63,7 +60,7 @@ pub async fn list_conflicts<S: Store>(
 ) -> Result<ListConflictsResponse> {
     let as_of_revision = crate::store::head_revision(store, project.clone()).await?;
     let (rows, more) = page(store, LogTable::Conflicts, &project, after, limit, REPLY_BUDGET, &[]).await?;
-    let next_page_token = next_token(&rows, more);
+    let next_page_token = next_token(rows.last().map(|r| r.revision), more);
     let conflicts: Vec<Conflict> = rows.iter().map(|r| decode_conflict(&r.body)).collect::<Result<_>>()?;
     Ok(ListConflictsResponse { conflicts, as_of_revision, next_page_token })
 }
@@ -106,10 +103,10 @@ fn events_within(rows: &[LogRow], budget: usize, more: bool) -> Result<(Vec<Even
     Ok((events, more))
 }
 
-/// The token of the page after these rows, when there is one: the last revision.
-fn next_token(rows: &[LogRow], more: bool) -> String {
-    match rows.last() {
-        Some(row) if more => page::token(&row.revision),
+/// The token of the page after one that ended at revision `last`, when another follows.
+fn next_token(last: Option<i64>, more: bool) -> String {
+    match last {
+        Some(revision) if more => page::token(&revision),
         _ => String::new(),
     }
 }

@@ -263,7 +263,7 @@ impl Purge<'_> {
                 masked = true;
             }
             if masked {
-                row.blobs = crate::core::blobs::pack(&plain_blobs);
+                row.blobs = crate::core::blobs::pack(plain_blobs.clone());
                 changed = true;
             }
         }

@@ -132,7 +132,7 @@ impl CheckpointLine {
             kind: self.kind,
             reason: &self.reason,
             payload_content_type: &self.payload_content_type,
-            blobs: crate::core::blobs::unpack(&self.blobs).unwrap_or(std::borrow::Cow::Borrowed(&self.blobs)),
+            blobs: crate::core::blobs::for_digest(&self.blobs),
             thread: crate::core::checkpoint::ThreadPart::of(
                 self.ordered_key.as_deref(),
                 self.metadata.as_deref(),

@@ -137,14 +137,8 @@ pub async fn open<S: Store>(
 
 /// A pending write as the API shows it.
 pub(crate) fn write_message(w: PendingWrite) -> WriteMessage {
-    WriteMessage {
-        task_id: w.task_id,
-        index: w.idx,
-        channel: w.channel,
-        task_path: w.task_path,
-        value_type: w.value_type,
-        value: w.value,
-    }
+    let named = write_ref(&w);
+    WriteMessage { value: w.value, ..named }
 }
 
 /// A pending write as its event names it: everything but the value, which readers get

@@ -136,7 +136,7 @@ fn encode(session_id: &str, new: &NewThreadCheckpoint) -> Result<(checkpoint::St
     };
     let content = checkpoint::encode(&header, &new.state, &new.payload)
         .map_err(|e| Error::internal(format!("compressing a checkpoint: {e}")))?;
-    Ok((content, crate::core::blobs::pack(&blobs)))
+    Ok((content, crate::core::blobs::pack(blobs)))
 }
 
 /// The checkpoint as stored.
