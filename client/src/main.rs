@@ -126,6 +126,12 @@ enum Command {
         /// Only this host.
         #[arg(long)]
         host: Option<String>,
+        /// Only this user's sessions (the name the hooks report).
+        #[arg(long)]
+        user: Option<String>,
+        /// Only sessions on this git branch.
+        #[arg(long)]
+        branch: Option<String>,
         /// At most this many sessions, newest first.
         #[arg(long, default_value_t = 50)]
         limit: u32,
@@ -422,8 +428,9 @@ async fn dispatch(ctx: &Ctx, dir: &std::path::Path, command: Command, json: bool
         Command::Resume { session, checkpoint, agent, restore } => {
             cmd::resume::run(ctx, dir, agent, session, checkpoint, restore, json).await
         }
-        Command::Sessions { status, agent, host, limit } => {
-            cmd::sessions::list(ctx, dir, cmd::sessions::Filters { status, agent, host, limit }, json).await
+        Command::Sessions { status, agent, host, user, branch, limit } => {
+            let filters = cmd::sessions::Filters { status, agent, host, user, branch, limit };
+            cmd::sessions::list(ctx, dir, filters, json).await
         }
         Command::Session { id } => cmd::sessions::show(ctx, dir, &id, json).await,
         Command::Threads {

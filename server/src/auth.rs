@@ -115,17 +115,57 @@ struct Cache {
     touched: HashMap<String, Instant>,
 }
 
-/// What a request says about its caller: its bearer secret and where it comes from. Kept by
-/// a watch stream to check its caller again while it runs.
+/// What a request says about its caller: its bearer secret (or, from the web view, the hash
+/// of the token its browser signed in with) and where it comes from. Kept by a watch stream
+/// to check its caller again while it runs.
 #[derive(Debug, Clone)]
 pub struct Caller {
-    secret: Option<String>,
+    credential: Option<Credential>,
     origin: Origin,
 }
 
+#[derive(Debug, Clone)]
+enum Credential {
+    Secret(String),
+    Hash(String),
+}
+
 impl Caller {
+    /// The caller of a request: the one the web view attached to it (an extension only code in
+    /// this process can set), else its bearer secret.
     pub fn of<T>(request: &tonic::Request<T>) -> Self {
-        Self { secret: bearer(request.metadata()), origin: Origin::of(request.remote_addr().map(|a| a.ip())) }
+        if let Some(caller) = request.extensions().get::<Self>() {
+            return caller.clone();
+        }
+        Self {
+            credential: bearer(request.metadata()).map(Credential::Secret),
+            origin: Origin::of(request.remote_addr().map(|a| a.ip())),
+        }
+    }
+
+    /// A caller presenting a token's secret (the web view's sign-in).
+    pub fn with_secret(secret: String, origin: Origin) -> Self {
+        Self { credential: Some(Credential::Secret(secret)), origin }
+    }
+
+    /// A caller signed in to the web view with the token of that hash (`None`: none, on an
+    /// open hub).
+    pub fn signed_in(token_hash: Option<String>, origin: Origin) -> Self {
+        Self { credential: token_hash.map(Credential::Hash), origin }
+    }
+
+    /// Where it comes from.
+    pub fn origin(&self) -> Origin {
+        self.origin
+    }
+
+    /// The hash of its token's secret, as the token table keeps it.
+    pub fn token_hash(&self) -> Option<String> {
+        match &self.credential {
+            Some(Credential::Secret(secret)) => Some(hash_secret(secret)),
+            Some(Credential::Hash(hash)) => Some(hash.clone()),
+            None => None,
+        }
     }
 }
 
@@ -228,13 +268,12 @@ impl<S: Store> Auth<S> {
                 _ => error,
             }
         };
-        let Some(secret) = &caller.secret else {
+        let Some(hash) = caller.token_hash() else {
             return Err(failed(unauthenticated(
                 "this hub requires an access token: send `authorization: Bearer <token>` (baton: set BATON_TOKEN or \
                  --token); an admin creates one with `baton-server token create`",
             )));
         };
-        let hash = hash_secret(secret);
         let row = if let Some(row) = self.cached(&hash) {
             row
         } else {

@@ -164,6 +164,20 @@ pub struct Config {
     #[arg(long, env = "BATON_TLS_KEY", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
 
+    /// Do not serve the web view (pages for people at http://LISTEN/, on the gRPC port).
+    #[arg(long, env = "BATON_NO_WEB")]
+    pub no_web: bool,
+
+    /// Host names the web view answers to (comma-separated; a port after a name is ignored),
+    /// besides localhost, the loopback addresses and the --listen address. A page asked for
+    /// under any other name (a DNS-rebinding page) is refused; gRPC is not affected.
+    #[arg(long, env = "BATON_WEB_HOSTS", value_delimiter = ',')]
+    pub web_hosts: Vec<String>,
+
+    /// How long a browser stays signed in to the web view.
+    #[arg(long, env = "BATON_WEB_SESSION_TTL", default_value = "12h", value_parser = humantime::parse_duration)]
+    pub web_session_ttl: Duration,
+
     #[command(subcommand)]
     pub command: Option<ServerCommand>,
 }

@@ -18,6 +18,7 @@ pub mod limits;
 pub mod metrics;
 pub mod service;
 pub mod store;
+pub mod web;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -138,7 +139,6 @@ async fn serve<S: Store>(
     };
     let api = build_api(&config, &store, wakers, &stop_rx);
     let (reaper, retention) = spawn_jobs(&config, &store, &stop_rx);
-    let (health_service, reflection, reflection_v1alpha) = standard_services().await?;
     let sizes = size_limits(&config);
     let max_message = sizes.largest();
     let addr = listener.local_addr()?;
@@ -157,26 +157,53 @@ async fn serve<S: Store>(
         preface_timeout: unless_zero(config.handshake_timeout),
         idle_timeout: unless_zero(config.idle_timeout),
     });
-    // Outermost first: metrics see every reply, including the limits' refusals.
-    let layers = tower::ServiceBuilder::new()
+    let grpc = grpc_routes(&api, max_message).await?;
+    // Outermost first: metrics see every reply, including the limits' refusals. These wrap
+    // gRPC only: they read bodies as gRPC frames and label requests by RPC.
+    let grpc = tower::ServiceBuilder::new()
         .option_layer(config.metrics_listen.map(|_| metrics::MetricsLayer))
         .layer(limits::SizeLimitLayer(Arc::new(sizes)))
-        .layer(limits::conn::StreamCountLayer(tracker.clone()));
+        .service(grpc);
     let keepalive = unless_zero(config.http2_keepalive);
+    // Open streams count on every connection, gRPC or web.
     let mut server = Server::builder()
         .http2_keepalive_interval(keepalive)
         .http2_keepalive_timeout(keepalive)
-        .layer(layers);
-    if let Some(mut tls) = tls_config(&config)? {
+        .accept_http1(!config.no_web)
+        .layer(limits::conn::StreamCountLayer(tracker.clone()));
+    let tls = tls_config(&config)?;
+    let secure = tls.is_some();
+    if let Some(mut tls) = tls {
         if let Some(deadline) = unless_zero(config.handshake_timeout) {
             tls = tls.timeout(deadline);
         }
         server = server.tls_config(tls).context("configuring TLS")?;
     }
-    server
-        .add_service(health_service)
-        .add_service(reflection)
-        .add_service(reflection_v1alpha)
+    // Connection caps and deadlines (limits::conn); TCP_NODELAY, or a multi-segment reply
+    // (a brief) waits on the client's delayed ACK on every call.
+    let incoming = tracker.incoming(listener);
+    let served = if config.no_web {
+        server.serve_with_incoming_shutdown(grpc, incoming, shutdown).await
+    } else {
+        let hosts = web::guard::Hosts::new(&config.web_hosts);
+        let pages = web::router(web::Web::new(api, config.web_session_ttl, secure), hosts);
+        tracing::info!("web view on: open http{}://{addr}/ in a browser", if secure { "s" } else { "" });
+        server.serve_with_incoming_shutdown(web::Split::new(grpc, pages), incoming, shutdown).await
+    };
+    served.context("serving gRPC")?;
+    for job in std::iter::once(reaper).chain(sampler).chain(retention) {
+        let _ = job.await;
+    }
+    store.close().await;
+    tracing::info!("stopped; database closed cleanly");
+    Ok(())
+}
+
+/// The gRPC services, each with its decoding cap.
+async fn grpc_routes<S: Store>(api: &Api<S>, max_message: usize) -> anyhow::Result<tonic::service::Routes> {
+    let mut routes = tonic::service::Routes::builder();
+    add_standard_services(&mut routes).await?;
+    routes
         .add_service(SessionServiceServer::new(api.clone()).max_decoding_message_size(max_message))
         .add_service(CheckpointServiceServer::new(api.clone()).max_decoding_message_size(max_message))
         .add_service(MemoryServiceServer::new(api.clone()).max_decoding_message_size(max_message))
@@ -185,18 +212,8 @@ async fn serve<S: Store>(
         .add_service(SearchServiceServer::new(api.clone()).max_decoding_message_size(max_message))
         .add_service(ThreadServiceServer::new(api.clone()).max_decoding_message_size(max_message))
         .add_service(ItemLogServiceServer::new(api.clone()).max_decoding_message_size(max_message))
-        .add_service(AdminServiceServer::new(api).max_decoding_message_size(max_message))
-        // Connection caps and deadlines (limits::conn); TCP_NODELAY, or a multi-segment reply
-        // (a brief) waits on the client's delayed ACK on every call.
-        .serve_with_incoming_shutdown(tracker.incoming(listener), shutdown)
-        .await
-        .context("serving gRPC")?;
-    for job in std::iter::once(reaper).chain(sampler).chain(retention) {
-        let _ = job.await;
-    }
-    store.close().await;
-    tracing::info!("stopped; database closed cleanly");
-    Ok(())
+        .add_service(AdminServiceServer::new(api.clone()).max_decoding_message_size(max_message));
+    Ok(routes.routes().prepare())
 }
 
 /// The metrics listener and its sampler, if --metrics-listen is set.
@@ -256,14 +273,9 @@ fn spawn_jobs<S: Store>(config: &Config, store: &S, stop: &watch::Receiver<bool>
 }
 
 /// Health (every Baton service serving) and reflection, v1 and v1alpha (Python's
-/// grpcio-reflection, older grpcurl and grpcui, Postman speak only v1alpha).
-async fn standard_services() -> anyhow::Result<(
-    tonic_health::pb::health_server::HealthServer<impl tonic_health::pb::health_server::Health>,
-    tonic_reflection::server::v1::ServerReflectionServer<impl tonic_reflection::server::v1::ServerReflection>,
-    tonic_reflection::server::v1alpha::ServerReflectionServer<
-        impl tonic_reflection::server::v1alpha::ServerReflection,
-    >,
-)> {
+/// grpcio-reflection, older grpcurl and grpcui, Postman speak only v1alpha), added to
+/// `routes`.
+async fn add_standard_services(routes: &mut tonic::service::RoutesBuilder) -> anyhow::Result<()> {
     let (health_reporter, health_service) = tonic_health::server::health_reporter();
     for name in [
         "baton.v1.SessionService",
@@ -285,7 +297,8 @@ async fn standard_services() -> anyhow::Result<(
     };
     let v1alpha = reflection().build_v1alpha().context("building the reflection service (v1alpha)")?;
     let v1 = reflection().build_v1().context("building the reflection service")?;
-    Ok((health_service, v1, v1alpha))
+    routes.add_service(health_service).add_service(v1).add_service(v1alpha);
+    Ok(())
 }
 
 /// The request size limits, checked on each request's frame header before it is read:

@@ -12,6 +12,7 @@ pub mod layout;
 pub mod postgres;
 pub mod python;
 pub mod tls;
+pub mod web;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;

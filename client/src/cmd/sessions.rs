@@ -12,6 +12,8 @@ pub struct Filters {
     pub status: Vec<String>,
     pub agent: Option<String>,
     pub host: Option<String>,
+    pub user: Option<String>,
+    pub branch: Option<String>,
     pub limit: u32,
 }
 
@@ -26,6 +28,8 @@ pub async fn list(ctx: &Ctx, dir: &Path, f: Filters, json: bool) -> anyhow::Resu
         statuses,
         agent,
         host: f.host.unwrap_or_default(),
+        user: f.user.unwrap_or_default(),
+        branch: f.branch.unwrap_or_default(),
         ..Default::default()
     };
     let (sessions, as_of_revision) =

@@ -114,6 +114,8 @@ impl<S: Store> SessionService for Api<S> {
             Some(validate::enum_value::<AgentKind>("agent", req.agent, false)? as i32)
         };
         validate::single_line("host", &req.host, limits::SHORT)?;
+        validate::single_line("user", &req.user, limits::SHORT)?;
+        validate::single_line("branch", &req.branch, limits::SHORT)?;
         let before_id = if req.page_token.is_empty() {
             None
         } else {
@@ -124,6 +126,8 @@ impl<S: Store> SessionService for Api<S> {
             statuses,
             agent,
             host: (!req.host.is_empty()).then_some(req.host),
+            user: (!req.user.is_empty()).then_some(req.user),
+            branch: (!req.branch.is_empty()).then_some(req.branch),
             since_us: req.since.as_ref().map(super::us),
             limit: validate::page_size("page_size", req.page_size, 100, 1000)?,
             before_id,

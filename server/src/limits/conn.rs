@@ -295,7 +295,7 @@ pub struct StreamCount<S> {
     tracker: Tracker,
 }
 
-fn remote_of<B>(request: &http::Request<B>) -> Option<SocketAddr> {
+pub(crate) fn remote_of<B>(request: &http::Request<B>) -> Option<SocketAddr> {
     let ext = request.extensions();
     ext.get::<TcpConnectInfo>().and_then(TcpConnectInfo::remote_addr).or_else(|| {
         ext.get::<tonic::transport::server::TlsConnectInfo<TcpConnectInfo>>()

@@ -11,7 +11,8 @@ use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Pool, QueryBuilde
 use super::maintenance::MaintenanceTx;
 use super::model::{
     Checkpoint, Chunk, EntryRow, ExpiredSession, Liveness, LogRow, LogSize, LogTable, MemoryQuery, Node,
-    ProjectCounts, ProjectRow, Session, StatusCount, StoreMetrics, TokenKey, TokenWrite,
+    ProjectCounts, ProjectRow, Session, StatusCount, StoreMetrics, TokenKey, TokenWrite, WebSessionRow,
+    WebSessionWrite,
 };
 use super::transfer::{CheckpointLine, ChunkLine, Cursor, ImportCounts, Line, MemoryLine, RecordLine, Table};
 use super::{
@@ -97,6 +98,7 @@ where
     for<'r> LogRow: FromRow<'r, DB::Row>,
     for<'r> Chunk: FromRow<'r, DB::Row>,
     for<'r> TokenRow: FromRow<'r, DB::Row>,
+    for<'r> WebSessionRow: FromRow<'r, DB::Row>,
     for<'r> ProjectRow: FromRow<'r, DB::Row>,
     for<'r> StatusCount: FromRow<'r, DB::Row>,
     for<'r> model::ThreadRow: FromRow<'r, DB::Row>,
@@ -169,6 +171,12 @@ where
         }
         if let Some(host) = q.host {
             query.push(" AND host = ").push_bind(host);
+        }
+        if let Some(user) = q.user {
+            query.push(" AND user_name = ").push_bind(user);
+        }
+        if let Some(branch) = q.branch {
+            query.push(" AND branch = ").push_bind(branch);
         }
         if let Some(since) = q.since_us {
             query.push(" AND updated_us >= ").push_bind(since);
@@ -406,6 +414,32 @@ where
                         sqlx::query(sql::REVOKE_TOKEN).bind(now_us).bind(name)
                     }
                     TokenWrite::Used { id, now_us } => sqlx::query(sql::TOUCH_TOKEN).bind(now_us).bind(id),
+                };
+                Ok(E::rows_affected(&query.execute(conn).await?) > 0)
+            })
+        }))
+        .await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn web_session(&self, secret_hash: String, now_us: i64) -> Result<Option<WebSessionRow>> {
+        let query = sqlx::query_as(sql::WEB_SESSION).bind(secret_hash).bind(now_us);
+        Ok(query.fetch_optional(self.pool()).await?)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all)]
+    async fn write_web_session(&self, write: WebSessionWrite) -> Result<bool> {
+        self.unrevisioned(Box::new(move |conn| {
+            Box::pin(async move {
+                let query = match write {
+                    WebSessionWrite::Create { secret_hash, token_hash, created_us, expires_us } => {
+                        let query = sqlx::query(sql::INSERT_WEB_SESSION).bind(secret_hash).bind(token_hash);
+                        query.bind(created_us).bind(expires_us)
+                    }
+                    WebSessionWrite::Delete { secret_hash } => {
+                        sqlx::query(sql::DELETE_WEB_SESSION).bind(secret_hash)
+                    }
+                    WebSessionWrite::Expire { now_us } => sqlx::query(sql::EXPIRE_WEB_SESSIONS).bind(now_us),
                 };
                 Ok(E::rows_affected(&query.execute(conn).await?) > 0)
             })

@@ -124,6 +124,8 @@ pub struct SessionQuery {
     pub statuses: Vec<SessionStatus>,
     pub agent: Option<i32>,
     pub host: Option<String>,
+    pub user: Option<String>,
+    pub branch: Option<String>,
     pub since_us: Option<i64>,
     pub limit: i64,
     /// Sessions with ids below this one (ids are uuid v7, so this is creation order).
@@ -338,6 +340,14 @@ pub trait Store: Clone + Send + Sync + 'static + items::ItemReads {
     fn tokens(&self, key: model::TokenKey) -> impl Future<Output = Result<Vec<TokenRow>>> + Send;
     /// Changes the token table; whether a row changed.
     fn write_token(&self, write: model::TokenWrite) -> impl Future<Output = Result<bool>> + Send;
+    /// The web session of that cookie secret's hash, unless expired by `now_us`.
+    fn web_session(
+        &self,
+        secret_hash: String,
+        now_us: i64,
+    ) -> impl Future<Output = Result<Option<model::WebSessionRow>>> + Send;
+    /// Changes the web sessions; whether a row changed.
+    fn write_web_session(&self, write: model::WebSessionWrite) -> impl Future<Output = Result<bool>> + Send;
     /// These projects (all, by key, when `None`), those that exist, by key.
     fn projects(
         &self,

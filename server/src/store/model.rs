@@ -568,6 +568,26 @@ pub enum TokenWrite {
     Used { id: String, now_us: i64 },
 }
 
+/// A signed-in browser of the web view (`web_sessions`).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct WebSessionRow {
+    /// The hash of the token it signed in with (`None`: an open hub's).
+    pub token_hash: Option<String>,
+    pub created_us: i64,
+    pub expires_us: i64,
+}
+
+/// A change to the web sessions.
+#[derive(Debug, Clone)]
+pub enum WebSessionWrite {
+    /// A new sign-in, by the hash of its cookie's secret.
+    Create { secret_hash: String, token_hash: Option<String>, created_us: i64, expires_us: i64 },
+    /// A sign-out.
+    Delete { secret_hash: String },
+    /// Removes the sessions expired by then.
+    Expire { now_us: i64 },
+}
+
 /// What the metrics read of the store.
 #[derive(Debug)]
 pub struct StoreMetrics {

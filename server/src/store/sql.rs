@@ -79,6 +79,17 @@ pub const REVOKE_TOKEN: &str = "UPDATE tokens SET revoked_us = $1 WHERE name = $
 /// $1 time, $2 id.
 pub const TOUCH_TOKEN: &str = "UPDATE tokens SET last_used_us = $1 WHERE id = $2";
 
+/// A web session that has not expired (`model::WebSessionRow`). $1 secret hash, $2 now.
+pub const WEB_SESSION: &str =
+    "SELECT token_hash, created_us, expires_us FROM web_sessions WHERE secret_hash = $1 AND expires_us > $2";
+/// $1 secret hash, $2 token hash, $3 created, $4 expires.
+pub const INSERT_WEB_SESSION: &str =
+    "INSERT INTO web_sessions (secret_hash, token_hash, created_us, expires_us) VALUES ($1, $2, $3, $4)";
+/// $1 secret hash.
+pub const DELETE_WEB_SESSION: &str = "DELETE FROM web_sessions WHERE secret_hash = $1";
+/// $1 now.
+pub const EXPIRE_WEB_SESSIONS: &str = "DELETE FROM web_sessions WHERE expires_us <= $1";
+
 /// Projects (`model::ProjectRow`), all by key or, with `WHERE key` and a list after it,
 /// some.
 pub const PROJECTS: &str = "SELECT key, head_revision, events_from, memory_caps, \

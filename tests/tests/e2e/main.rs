@@ -52,6 +52,7 @@ mod sqlite_files;
 mod threads;
 mod tls;
 mod watch;
+mod web;
 mod writes;
 
 use baton_proto::v1::{

@@ -1,0 +1,72 @@
+//! The web view: pages for people, served by baton-server on the gRPC port (HTTP/1 and
+//! HTTP/2; `split` sends gRPC to the services and the rest here). Pages are rendered on the
+//! server from askama templates (`server/templates`, checked at compile time), with htmx and
+//! its SSE extension (vendored, embedded: `assets`) for the live parts; each page reads
+//! through the gRPC services' own handlers on behalf of its signed-in viewer, so access,
+//! validation and paging are the API's.
+//!
+//! Adding a page: a template, a handler in `pages/` and a route below.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::routing::{get, post};
+
+use crate::api::Api;
+use crate::store::Store;
+
+mod assets;
+pub mod guard;
+mod live;
+mod pages;
+pub mod render;
+pub mod signin;
+pub mod split;
+mod view;
+
+pub use split::Split;
+
+/// What the web view's handlers share.
+#[derive(Clone)]
+pub struct Web<S: Store> {
+    pub api: Api<S>,
+    /// How long a sign-in lasts.
+    pub session_ttl: Duration,
+    /// Whether the server speaks TLS (the cookie is then `Secure`).
+    pub secure: bool,
+    sessions: signin::Sessions,
+}
+
+impl<S: Store> Web<S> {
+    pub fn new(api: Api<S>, session_ttl: Duration, secure: bool) -> Self {
+        Self { api, session_ttl, secure, sessions: Arc::default() }
+    }
+}
+
+/// Longest form a page posts (a memory note with its fields).
+const MAX_FORM_BYTES: usize = 1024 * 1024;
+
+/// The web view's routes, behind its guard.
+pub fn router<S: Store>(web: Web<S>, hosts: guard::Hosts) -> Router {
+    Router::new()
+        .route("/", get(pages::overview::page::<S>))
+        .route("/overview/live", get(pages::overview::fragment::<S>))
+        .route("/signin", get(signin::page::<S>).post(signin::sign_in::<S>))
+        .route("/signout", post(signin::sign_out::<S>))
+        .route("/sessions", get(pages::sessions::page::<S>))
+        .route("/sessions/rows", get(pages::sessions::fragment::<S>))
+        .route("/activity", get(pages::activity::page::<S>))
+        .route("/stream", get(live::stream::<S>))
+        .route("/assets/{name}", get(assets::serve))
+        .fallback(not_found)
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_FORM_BYTES))
+        .with_state(web)
+        .layer(axum::middleware::from_fn_with_state(Arc::new(hosts), guard::guard))
+}
+
+async fn not_found() -> axum::response::Response {
+    axum::response::IntoResponse::into_response(render::WebError::NotFound(
+        "there is no page at this address".into(),
+    ))
+}

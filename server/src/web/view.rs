@@ -1,0 +1,154 @@
+//! Records as the pages show them: labels for enums, short ids, clipped text, times.
+
+use baton_proto::v1::{AgentKind, Event, EventKind, Session, SessionStatus, event};
+
+use super::render::{When, clip, href};
+
+pub fn status_label(status: i32) -> &'static str {
+    match SessionStatus::try_from(status).unwrap_or_default() {
+        SessionStatus::Unspecified => "unknown",
+        SessionStatus::Initializing => "initializing",
+        SessionStatus::Active => "active",
+        SessionStatus::Idle => "idle",
+        SessionStatus::Completed => "completed",
+        SessionStatus::Crashed => "crashed",
+        SessionStatus::Resumed => "resumed",
+    }
+}
+
+pub fn agent_label(agent: i32) -> &'static str {
+    match AgentKind::try_from(agent).unwrap_or_default() {
+        AgentKind::Unspecified => "unknown",
+        AgentKind::ClaudeCode => "claude",
+        AgentKind::Codex => "codex",
+        AgentKind::Gemini => "gemini",
+        AgentKind::Cursor => "cursor",
+        AgentKind::Custom => "custom",
+    }
+}
+
+/// The last 8 characters of an id, as the CLI shows it (a uuid v7 begins with its time,
+/// the same for sessions started together; it ends with random bits).
+pub fn short(id: &str) -> &str {
+    id.get(id.len().saturating_sub(8)..).unwrap_or(id)
+}
+
+pub fn session_href(id: &str) -> String {
+    href("/session", &[("id", id)])
+}
+
+/// A session in a list.
+pub struct SessionRow {
+    pub id: String,
+    pub short: String,
+    pub href: String,
+    pub status: &'static str,
+    pub agent: &'static str,
+    pub host: String,
+    pub user: String,
+    pub branch: String,
+    pub goal: String,
+    pub last_seen: When,
+    pub project: String,
+}
+
+impl SessionRow {
+    pub fn of(s: &Session) -> Self {
+        Self {
+            id: s.id.clone(),
+            short: short(&s.id).to_owned(),
+            href: session_href(&s.id),
+            status: status_label(s.status),
+            agent: agent_label(s.agent),
+            host: clip(&s.host, 60),
+            user: clip(&s.user, 60),
+            branch: clip(&s.branch, 60),
+            goal: clip(&s.goal, 140),
+            last_seen: When::of(s.last_seen_at.as_ref()),
+            project: s.project.clone(),
+        }
+    }
+}
+
+/// An event of the change stream, in a line.
+pub struct EventLine {
+    pub revision: i64,
+    pub kind: &'static str,
+    pub what: String,
+    pub href: String,
+    pub by: String,
+    pub at: When,
+    pub conflict: bool,
+}
+
+fn kind_label(kind: i32) -> &'static str {
+    match EventKind::try_from(kind).unwrap_or_default() {
+        EventKind::Unspecified => "change",
+        EventKind::SessionStarted => "session started",
+        EventKind::SessionUpdated => "session updated",
+        EventKind::SessionStatusChanged => "session status",
+        EventKind::CheckpointCreated => "checkpoint",
+        EventKind::MemoryChanged => "memory",
+        EventKind::ProjectSettingsChanged => "settings",
+        EventKind::CheckpointsPruned => "retention",
+        EventKind::EventsCompacted => "events compacted",
+        EventKind::Purged => "purge",
+        EventKind::SearchIndexed => "search indexed",
+        EventKind::ThreadWrites => "thread writes",
+        EventKind::CheckpointsDeleted => "checkpoints deleted",
+        EventKind::ItemsChanged => "agent log",
+    }
+}
+
+impl EventLine {
+    pub fn of(e: &Event) -> Self {
+        let (what, link) = match &e.value {
+            Some(event::Value::Session(s)) => (
+                format!("{} · {} on {}: {}", status_label(s.status), agent_label(s.agent), s.host, s.goal),
+                session_href(&s.id),
+            ),
+            Some(event::Value::Checkpoint(c)) => {
+                let head = if c.is_head { " (head)" } else { "" };
+                (
+                    format!("checkpoint {}{head} of session {}", short(&c.id), short(&c.session_id)),
+                    session_href(&c.session_id),
+                )
+            }
+            Some(event::Value::Memory(m)) => {
+                let key = if m.key.is_empty() { String::new() } else { format!(" {}", m.key) };
+                let branch =
+                    if m.branch.is_empty() { String::new() } else { format!(" (branch {})", m.branch) };
+                (format!("{}{key}{branch}", m.category), String::new())
+            }
+            Some(event::Value::Items(i)) => (format!("log {}", i.key), String::new()),
+            Some(event::Value::Maintenance(m)) => (
+                format!(
+                    "{} checkpoints removed, {} records purged",
+                    m.removed_checkpoints.len(),
+                    m.purged_records
+                ),
+                String::new(),
+            ),
+            Some(event::Value::ThreadWrites(_)) => ("pending writes".into(), String::new()),
+            Some(event::Value::Settings(_)) => ("project settings".into(), String::new()),
+            None => (format!("{} {}", e.entity, short(&e.entity_id)), String::new()),
+        };
+        let by = e.actor.as_ref().map_or_else(String::new, |a| {
+            [a.user.as_str(), a.host.as_str(), a.token.as_str()]
+                .iter()
+                .filter(|s| !s.is_empty())
+                .copied()
+                .collect::<Vec<_>>()
+                .join(" · ")
+        });
+        Self {
+            revision: e.revision,
+            kind: kind_label(e.kind),
+            what: clip(&what, 200),
+            href: link,
+            by: clip(&by, 120),
+            at: When::of(e.at.as_ref()),
+            conflict: e.conflict.is_some(),
+        }
+    }
+}

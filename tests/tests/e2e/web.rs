@@ -1,0 +1,274 @@
+//! The web view over HTTP, on the gRPC port: sign-in and its cookie, the pages' access rules
+//! (a scoped token sees only its project, on pages and live streams), CSRF and the Host
+//! check, escaping, the live stream's resume, revocation ending a stream, and gRPC untouched
+//! by all of it. The browser suite (tests/web) drives the same pages in Chromium.
+
+use std::time::Duration;
+
+use baton_proto::v1::{ListSessionsRequest, RevokeTokenRequest, StartSessionRequest};
+use baton_tests::web::{Req, csrf_of, read_until, send, sign_in};
+use baton_tests::{Backend, Server, both};
+
+use crate::access::{token, with};
+use crate::{project, put_note, start, start_session, write};
+
+both!(sign_in_pages_and_sign_out);
+async fn sign_in_pages_and_sign_out(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    start_session(&mut c, &p).await;
+    let admin = token(&server, &["create", "--name", "alice", "--role", "admin"]);
+    tokio::time::sleep(Duration::from_millis(2100)).await; // past the "no tokens yet" cache
+    let addr = server.addr;
+
+    // Signed out: every page sends the browser to sign in (htmx is told by a header).
+    let reply = send(addr, &Req::get("/")).await;
+    assert_eq!((reply.status, reply.header("location")), (303, Some("/signin")));
+    let reply =
+        send(addr, &Req::get(&format!("/sessions/rows?project={p}")).header("hx-request", "true")).await;
+    assert_eq!((reply.status, reply.header("hx-redirect")), (401, Some("/signin")));
+
+    // A wrong token is refused, with the reason; the right one signs in.
+    let reply = send(addr, &Req::post("/signin", &[("token", "baton_wrong")])).await;
+    assert_eq!(reply.status, 401);
+    assert!(reply.body.contains("unknown access token") && reply.cookie().is_none(), "{}", reply.body);
+    let reply = send(addr, &Req::post("/signin", &[("token", &admin)])).await;
+    assert_eq!(reply.status, 303);
+    let set = reply.header("set-cookie").unwrap();
+    assert!(set.contains("HttpOnly") && set.contains("SameSite=Strict") && !set.contains(&admin), "{set}");
+    let cookie = reply.cookie().unwrap();
+
+    let page = send(addr, &Req::get("/").cookie(&cookie)).await;
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains(&p) && page.body.contains("alice"), "{}", page.body);
+    let csp = page.header("content-security-policy").unwrap();
+    assert!(csp.contains("script-src 'self'") && !csp.contains("unsafe"), "{csp}");
+    assert_eq!(page.header("x-frame-options"), Some("DENY"));
+    let sessions = send(addr, &Req::get(&format!("/sessions?project={p}")).cookie(&cookie)).await;
+    assert!(
+        sessions.body.contains("ship the hub") && sessions.body.contains("dev @ laptop"),
+        "{}",
+        sessions.body
+    );
+
+    // Signing out needs the page's CSRF token; then the cookie no longer works.
+    let csrf = csrf_of(&page.body);
+    let reply = send(addr, &Req::post("/signout", &[]).cookie(&cookie)).await;
+    assert_eq!(reply.status, 403, "{reply:?}");
+    let reply = send(addr, &Req::post("/signout", &[("_csrf", &csrf)]).cookie(&cookie)).await;
+    assert_eq!((reply.status, reply.header("location")), (303, Some("/signin")));
+    assert!(reply.header("set-cookie").unwrap().contains("Max-Age=0"));
+    let reply = send(addr, &Req::get("/").cookie(&cookie)).await;
+    assert_eq!(reply.status, 303, "a signed-out cookie still worked");
+}
+
+both!(filters_by_user_and_branch);
+async fn filters_by_user_and_branch(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    let mine = start_session(&mut c, &p).await;
+    let other = StartSessionRequest {
+        project: p.clone(),
+        agent: 2,
+        host: "ci".into(),
+        user: "bot".into(),
+        branch: "feature/x".into(),
+        goal: "other work".into(),
+        write: write(),
+        ..Default::default()
+    };
+    let theirs = start(&mut c, other).await;
+    let list = |user: &str, branch: &str| ListSessionsRequest {
+        project: p.clone(),
+        user: user.into(),
+        branch: branch.into(),
+        ..Default::default()
+    };
+    let ids =
+        |r: baton_proto::v1::ListSessionsResponse| r.sessions.into_iter().map(|s| s.id).collect::<Vec<_>>();
+    assert_eq!(ids(c.sessions.list_sessions(list("dev", "")).await.unwrap().into_inner()), [mine.id]);
+    assert_eq!(ids(c.sessions.list_sessions(list("", "feature/x")).await.unwrap().into_inner()), [theirs.id]);
+    assert!(ids(c.sessions.list_sessions(list("dev", "feature/x")).await.unwrap().into_inner()).is_empty());
+    let status = c.sessions.list_sessions(list("a\nb", "")).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
+
+    // The page's filters are the API's.
+    let cookie = sign_in(server.addr, "").await;
+    let page =
+        send(server.addr, &Req::get(&format!("/sessions?project={p}&branch=feature%2Fx")).cookie(&cookie))
+            .await;
+    assert!(page.body.contains("other work") && !page.body.contains("ship the hub"), "{}", page.body);
+    let page =
+        send(server.addr, &Req::get(&format!("/sessions?project={p}&status=bogus")).cookie(&cookie)).await;
+    assert_eq!(page.status, 400);
+    assert!(page.body.contains("not a session status"), "{}", page.body);
+}
+
+both!(scoped_tokens_see_only_their_project);
+async fn scoped_tokens_see_only_their_project(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let (p, secret) = (project(), project());
+    start_session(&mut c, &p).await;
+    put_note(&mut c, &secret, "plans", "the secret plan", write()).await.unwrap();
+    let scoped = token(&server, &["create", "--name", "worker", "--role", "reader", "--project", &p]);
+    let admin = token(&server, &["create", "--name", "root", "--role", "admin"]);
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let addr = server.addr;
+    let cookie = sign_in(addr, &scoped).await;
+
+    let overview = send(addr, &Req::get("/").cookie(&cookie)).await;
+    assert!(overview.body.contains(&p) && !overview.body.contains(&secret), "{}", overview.body);
+    for path in [
+        format!("/sessions?project={secret}"),
+        format!("/sessions/rows?project={secret}"),
+        format!("/activity?project={secret}"),
+        format!("/stream?project={secret}"),
+    ] {
+        let reply = send(addr, &Req::get(&path).cookie(&cookie)).await;
+        assert_eq!(reply.status, 403, "{path}: {reply:?}");
+        assert!(!reply.body.contains("the secret plan"));
+    }
+    // The all-project stream carries only the token's project.
+    let all = Req::get("/stream").cookie(&cookie);
+    let reading =
+        tokio::spawn(async move { read_until(addr, &all, "the-end", Duration::from_secs(4)).await });
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let note = crate::note_request(&secret, "plans", "another secret", write());
+    c.memory.put_memory(with(note, &admin)).await.unwrap();
+    let session = StartSessionRequest {
+        project: p.clone(),
+        agent: 1,
+        goal: "visible".into(),
+        write: write(),
+        ..Default::default()
+    };
+    c.sessions.start_session(with(session, &admin)).await.unwrap();
+    let seen = reading.await.unwrap();
+    assert!(seen.contains("session started") && !seen.contains("plans"), "{seen}");
+}
+
+both!(revoking_a_token_signs_its_browsers_out);
+async fn revoking_a_token_signs_its_browsers_out(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    start_session(&mut c, &p).await;
+    let admin = token(&server, &["create", "--name", "root", "--role", "admin"]);
+    let reader = token(&server, &["create", "--name", "viewer", "--role", "reader"]);
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let addr = server.addr;
+    let cookie = sign_in(addr, &reader).await;
+    let stream = Req::get(&format!("/stream?project={p}")).cookie(&cookie);
+    let reading =
+        tokio::spawn(
+            async move { read_until(addr, &stream, "event: signed-out", Duration::from_secs(15)).await },
+        );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    c.admin.revoke_token(with(RevokeTokenRequest { name: "viewer".into() }, &admin)).await.unwrap();
+    let seen = reading.await.unwrap();
+    assert!(seen.contains("event: signed-out"), "the stream did not end: {seen}");
+    let reply = send(addr, &Req::get("/").cookie(&cookie)).await;
+    assert_eq!((reply.status, reply.header("location")), (303, Some("/signin")));
+}
+
+both!(live_stream_resumes_from_a_revision);
+async fn live_stream_resumes_from_a_revision(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    for i in 0..3 {
+        put_note(&mut c, &p, &format!("n{i}"), "v", write()).await.unwrap();
+    }
+    let addr = server.addr;
+    let cookie = sign_in(addr, "").await;
+    // From the URL's revision…
+    let req = Req::get(&format!("/stream?project={p}&since=1")).cookie(&cookie);
+    let seen = read_until(addr, &req, "id: 3", Duration::from_secs(5)).await;
+    assert!(seen.contains("id: 2") && seen.contains("n1") && !seen.contains("id: 1\n"), "{seen}");
+    // …or from Last-Event-ID, when the browser's own reconnect sends it.
+    let req = Req::get(&format!("/stream?project={p}&since=0")).cookie(&cookie).header("last-event-id", "2");
+    let seen = read_until(addr, &req, "id: 3", Duration::from_secs(5)).await;
+    assert!(seen.contains("id: 3") && !seen.contains("id: 2"), "{seen}");
+    let bad = send(addr, &Req::get(&format!("/stream?project={p}&kinds=nope")).cookie(&cookie)).await;
+    assert_eq!(bad.status, 400);
+}
+
+both!(pages_refuse_foreign_hosts_and_cross_site_posts);
+async fn pages_refuse_foreign_hosts_and_cross_site_posts(backend: Backend) {
+    let server = Server::start_with(backend, &["--web-hosts", "baton.example.com"]).await.unwrap();
+    let addr = server.addr;
+    let reply = send(addr, &Req::get("/signin").host("evil.example:80")).await;
+    assert_eq!(reply.status, 421, "{reply:?}");
+    for host in ["localhost:1", "baton.example.com", "[::1]:9", "192.0.2.7"] {
+        assert_eq!(send(addr, &Req::get("/signin").host(host)).await.status, 200, "{host}");
+    }
+    // A form posted from another site, however the browser says so.
+    let reply = send(addr, &Req::post("/signin", &[]).header("origin", "http://evil.example")).await;
+    assert_eq!(reply.status, 403);
+    let reply = send(addr, &Req::post("/signin", &[]).header("sec-fetch-site", "cross-site")).await;
+    assert_eq!(reply.status, 403);
+    let reply = send(addr, &Req::post("/signin", &[]).header("sec-fetch-site", "same-origin")).await;
+    assert_eq!(reply.status, 303);
+
+    // gRPC is not the web view's: any authority, by IP or by name, is served.
+    let channel = tonic::transport::Endpoint::from_shared(server.url())
+        .unwrap()
+        .origin("http://evil.example:1".parse().unwrap())
+        .connect()
+        .await
+        .unwrap();
+    let mut sessions = baton_proto::v1::session_service_client::SessionServiceClient::new(channel);
+    let listed =
+        sessions.list_sessions(ListSessionsRequest { project: project(), ..Default::default() }).await;
+    assert!(listed.is_ok(), "{listed:?}");
+}
+
+both!(hostile_content_is_escaped);
+async fn hostile_content_is_escaped(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    let hostile = StartSessionRequest {
+        project: p.clone(),
+        agent: 1,
+        host: "<img src=x onerror=alert(1)>".into(),
+        goal: "<script>alert('goal')</script>".into(),
+        write: write(),
+        ..Default::default()
+    };
+    start(&mut c, hostile).await;
+    let cookie = sign_in(server.addr, "").await;
+    for path in [format!("/sessions?project={p}"), format!("/activity?project={p}"), "/".into()] {
+        let page = send(server.addr, &Req::get(&path).cookie(&cookie)).await;
+        assert_eq!(page.status, 200, "{path}");
+        assert!(
+            !page.body.contains("<script>alert") && !page.body.contains("<img src=x"),
+            "{path}: {}",
+            page.body
+        );
+        assert!(
+            page.body.contains("&#60;script&#62;alert") || page.body.contains("&lt;script&gt;alert"),
+            "{path}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_web_serves_grpc_only() {
+    let server = Server::start_with(Backend::Sqlite, &["--no-web"]).await.unwrap();
+    let mut c = server.clients().await;
+    start_session(&mut c, &project()).await;
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    stream.write_all(b"GET / HTTP/1.1\r\nhost: localhost\r\n\r\n").await.unwrap();
+    let mut raw = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut raw)).await;
+    assert!(
+        !String::from_utf8_lossy(&raw).contains("Baton"),
+        "a page was served: {}",
+        String::from_utf8_lossy(&raw)
+    );
+}
