@@ -16,7 +16,7 @@ struct Asset {
     etag: String,
 }
 
-const FILES: [(&str, &str, &[u8]); 4] = [
+const FILES: [(&str, &str, &[u8]); 5] = [
     (
         "htmx-2.0.11.min.js",
         "text/javascript; charset=utf-8",
@@ -29,6 +29,7 @@ const FILES: [(&str, &str, &[u8]); 4] = [
     ),
     ("baton.js", "text/javascript; charset=utf-8", include_bytes!("../../assets/baton.js")),
     ("baton.css", "text/css; charset=utf-8", include_bytes!("../../assets/baton.css")),
+    ("favicon.svg", "image/svg+xml", include_bytes!("../../assets/favicon.svg")),
 ];
 
 static ASSETS: LazyLock<Vec<Asset>> = LazyLock::new(|| {

@@ -59,6 +59,7 @@ pub fn router<S: Store>(web: Web<S>, hosts: guard::Hosts) -> Router {
         .route("/activity", get(pages::activity::page::<S>))
         .route("/stream", get(live::stream::<S>))
         .route("/assets/{name}", get(assets::serve))
+        .route("/favicon.ico", get(|| async { axum::response::Redirect::permanent("/assets/favicon.svg") }))
         .fallback(not_found)
         .layer(axum::extract::DefaultBodyLimit::max(MAX_FORM_BYTES))
         .with_state(web)

@@ -63,6 +63,12 @@ struct Page {
 async fn projects<S: Store>(web: &Web<S>, viewer: &Viewer) -> Result<Vec<ProjectStats>, WebError> {
     let reply = AdminService::get_stats(&web.api, viewer.request(GetStatsRequest::default())).await?;
     let mut projects = reply.into_inner().projects;
+    // A scoped token's project is listed even before anything was written to it.
+    if let Some(scope) = viewer.who.scope_project()
+        && projects.is_empty()
+    {
+        projects.push(ProjectStats { project: scope.to_owned(), ..Default::default() });
+    }
     projects.sort_by(|a, b| b.head_revision.cmp(&a.head_revision).then_with(|| a.project.cmp(&b.project)));
     Ok(projects)
 }
