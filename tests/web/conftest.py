@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
 
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 CHROMIUM = os.environ.get("BATON_CHROMIUM", "/usr/bin/chromium")
 SHOTS = Path(os.environ.get("BATON_WEB_SCREENSHOTS", "target/web-screenshots"))
 # Short enough that a session goes idle within a test.
@@ -111,6 +112,9 @@ class Repo:
         self.home = path.parent / f"home-{path.name}"
         self.home.mkdir(parents=True)
         path.mkdir(parents=True)
+        # Transcripts travel with checkpoints, so that pages can show them.
+        (self.home / ".config/baton").mkdir(parents=True)
+        (self.home / ".config/baton/config.toml").write_text("sync_transcripts = true\n")
         name = f"web-{uuid.uuid4().hex[:10]}"
         subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True)
         subprocess.run(
@@ -149,10 +153,10 @@ class Repo:
         assert out.returncode == 0, f"baton {' '.join(args)}: {out.stderr}"
         return out.stdout
 
-    def hook(self, event: str, conversation: str, **fields: object) -> str:
+    def hook(self, event: str, conversation: str, transcript: Path | None = None, **fields: object) -> str:
         payload = {
             "session_id": conversation,
-            "transcript_path": str(self.path / "no-transcript.jsonl"),
+            "transcript_path": str(transcript or self.path / "no-transcript.jsonl"),
             "cwd": str(self.path),
             "hook_event_name": event,
             **fields,
@@ -226,7 +230,18 @@ def page(context: BrowserContext, hub: Hub) -> Iterator[Page]:
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.on("dialog", lambda d: errors.append(f"a dialog opened: {d.message}"))
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    # A page answered with a 4xx on purpose (a conflict, a refusal) logs "Failed to load
+    # resource": those are checked by the tests; a server error or a missing asset is not.
+    page.on(
+        "console",
+        lambda m: errors.append(m.text) if m.type == "error" and "Failed to load resource" not in m.text else None,
+    )
+    page.on(
+        "response",
+        lambda r: errors.append(f"{r.status} {r.url}")
+        if r.status >= 500 or (r.status == 404 and ("/assets/" in r.url or "favicon" in r.url))
+        else None,
+    )
     sign_in(page, hub, hub.admin)
     yield page
     assert not errors, errors

@@ -19,7 +19,14 @@ def planted(hub: Hub) -> Repo:
     repo.hook("SessionStart", conversation, source="startup")
     repo.hook("UserPromptSubmit", conversation, prompt="Make the settings page accessible")
     repo.baton("memory", "add", "decision", "Keep pages server-rendered")
+    repo.hook("PreCompact", conversation, trigger="manual")
     return repo
+
+
+def session_id(repo: Repo) -> str:
+    import json
+
+    return str(json.loads(repo.baton("sessions", "--json"))["sessions"][0]["id"])
 
 
 def pages(hub: Hub, repo: Repo) -> list[str]:
@@ -28,6 +35,8 @@ def pages(hub: Hub, repo: Repo) -> list[str]:
         f"/sessions?project={repo.project}",
         f"/sessions?project={repo.project}&agent=codex",
         f"/activity?project={repo.project}",
+        f"/memory?project={repo.project}",
+        f"/session?id={session_id(repo)}",
         "/no-such-page",
     ]
 

@@ -173,6 +173,7 @@ impl<T: WriteTx + MaintenanceTx + ThreadTx + ItemTx> Import<'_, '_, T> {
             head_author: s.head_author,
             thread_key: s.thread_key,
             thread_ns: s.thread_ns,
+            start_revision: revision,
         };
         let mut ev = write::event(EventKind::SessionStarted, "session", &row.id, &decode_actor(&row.author));
         ev.value = Some(baton_proto::v1::event::Value::Session(row.to_proto()));

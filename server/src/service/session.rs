@@ -172,6 +172,7 @@ pub(crate) async fn insert<T: WriteTx>(
         head_author: author,
         thread_key: s.thread.map(|(key, _)| key.to_owned()),
         thread_ns: s.thread.map(|(_, ns)| ns.to_owned()),
+        start_revision: revision,
     };
     fail::fail_point!("session.insert", |_| Err(write::injected("session.insert")));
     w.apply(Change::InsertSession(Box::new(row.clone())));

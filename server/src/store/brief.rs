@@ -80,11 +80,10 @@ const CONFLICT_LIMIT: i64 = 50;
 
 const CHECKPOINT_LIGHT: &str = checkpoint_light_columns!();
 
-/// A session's columns, each of `alias`, and its start revision.
+/// A session's columns (its start revision among them), each of `alias`.
 fn sessions(alias: &str) -> String {
-    let mut columns: Vec<String> =
+    let columns: Vec<String> =
         session_columns!().split(',').map(|c| format!("{alias}.{}", c.trim())).collect();
-    columns.push(format!("{alias}.start_revision"));
     columns.join(", ")
 }
 

@@ -20,7 +20,7 @@ macro_rules! session_columns {
         "id, project, agent, agent_session_id, host, user_name, cwd, branch, goal, status, lease_ttl_ms, \
          last_seen_us, head_checkpoint_id, git_base, git_head, summary, tool_count, resumed_from, resumed_by, \
          metadata, created_us, updated_us, revision, written_us, author, head_revision, head_written_us, head_author, \
-         thread_key, thread_ns"
+         thread_key, thread_ns, start_revision"
     };
 }
 pub(crate) use session_columns;
@@ -108,6 +108,8 @@ pub struct SessionRow {
     /// other sessions.
     pub thread_key: Option<String>,
     pub thread_ns: Option<String>,
+    /// The revision that started the session.
+    pub start_revision: i64,
 }
 
 impl SessionRow {
@@ -145,6 +147,7 @@ impl SessionRow {
             author: Some(decode_actor(&self.author)),
             thread: self.thread_key.clone().unwrap_or_default(),
             thread_namespace: self.thread_ns.clone().unwrap_or_default(),
+            start_revision: self.start_revision,
         }
     }
 }

@@ -17,12 +17,15 @@ use crate::api::Api;
 use crate::store::Store;
 
 mod assets;
+mod checkpoint;
+mod conflicts;
 pub mod guard;
 mod live;
 mod pages;
 pub mod render;
 pub mod signin;
 pub mod split;
+mod transcript;
 mod view;
 
 pub use split::Split;
@@ -57,6 +60,9 @@ pub fn router<S: Store>(web: Web<S>, hosts: guard::Hosts) -> Router {
         .route("/sessions", get(pages::sessions::page::<S>))
         .route("/sessions/rows", get(pages::sessions::fragment::<S>))
         .route("/activity", get(pages::activity::page::<S>))
+        .route("/session", get(pages::session::page::<S>))
+        .route("/compare", get(pages::compare::page::<S>))
+        .route("/memory", get(pages::memory::page::<S>).post(pages::memory::save::<S>))
         .route("/stream", get(live::stream::<S>))
         .route("/assets/{name}", get(assets::serve))
         .route("/favicon.ico", get(|| async { axum::response::Redirect::permanent("/assets/favicon.svg") }))

@@ -94,11 +94,11 @@ pub const INSERT_REQUEST: &str =
 pub const SESSION: &str =
     concat!("SELECT ", session_columns!(), " FROM sessions WHERE id = ? AND project = ?");
 
-/// Binds: the columns in order, then the start revision.
+/// Binds: the columns in order (the start revision last).
 pub const INSERT_SESSION: &str = concat!(
     "INSERT INTO sessions (",
     session_columns!(),
-    ", start_revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 );
 
 /// Every column a write may change; liveness only forward (heartbeats move it without the
