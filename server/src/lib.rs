@@ -186,7 +186,15 @@ async fn serve<S: Store>(
         server.serve_with_incoming_shutdown(grpc, incoming, shutdown).await
     } else {
         let hosts = web::guard::Hosts::new(&config.web_hosts);
-        let pages = web::router(web::Web::new(api, config.web_session_ttl, secure), hosts);
+        let info = web::Info {
+            backend: match Backend::of(&config.resolved_database_url()?) {
+                Some(Backend::Postgres) => "Postgres",
+                _ => "SQLite",
+            },
+            retention_interval: config.retention_interval,
+            started: std::time::Instant::now(),
+        };
+        let pages = web::router(web::Web::new(api, config.web_session_ttl, secure, info), hosts);
         tracing::info!("web view on: open http{}://{addr}/ in a browser", if secure { "s" } else { "" });
         server.serve_with_incoming_shutdown(web::Split::new(grpc, pages), incoming, shutdown).await
     };

@@ -38,12 +38,22 @@ pub struct Web<S: Store> {
     pub session_ttl: Duration,
     /// Whether the server speaks TLS (the cookie is then `Secure`).
     pub secure: bool,
+    pub info: Arc<Info>,
     sessions: signin::Sessions,
 }
 
+/// What the admin page says about the server.
+#[derive(Debug)]
+pub struct Info {
+    /// "SQLite" or "Postgres".
+    pub backend: &'static str,
+    pub retention_interval: Duration,
+    pub started: std::time::Instant,
+}
+
 impl<S: Store> Web<S> {
-    pub fn new(api: Api<S>, session_ttl: Duration, secure: bool) -> Self {
-        Self { api, session_ttl, secure, sessions: Arc::default() }
+    pub fn new(api: Api<S>, session_ttl: Duration, secure: bool, info: Info) -> Self {
+        Self { api, session_ttl, secure, info: Arc::new(info), sessions: Arc::default() }
     }
 }
 
@@ -63,6 +73,13 @@ pub fn router<S: Store>(web: Web<S>, hosts: guard::Hosts) -> Router {
         .route("/session", get(pages::session::page::<S>))
         .route("/compare", get(pages::compare::page::<S>))
         .route("/memory", get(pages::memory::page::<S>).post(pages::memory::save::<S>))
+        .route("/brief", get(pages::brief::page::<S>))
+        .route("/search", get(pages::search::page::<S>))
+        .route("/logs", get(pages::logs::page::<S>))
+        .route("/admin", get(pages::admin::page::<S>))
+        .route("/admin/tokens", post(pages::admin::create::<S>))
+        .route("/admin/revoke", post(pages::admin::revoke::<S>))
+        .route("/admin/retention", get(pages::admin::retention::<S>))
         .route("/stream", get(live::stream::<S>))
         .route("/assets/{name}", get(assets::serve))
         .route("/favicon.ico", get(|| async { axum::response::Redirect::permanent("/assets/favicon.svg") }))
