@@ -73,6 +73,7 @@ async fn web_view_in_a_real_browser() {
         .current_dir(&suite)
         .env("BATON_SERVER_BIN", baton_tests::binary("baton-server"))
         .env("BATON_BIN", baton_tests::binary("baton"))
+        .env("BATON_PLANT", baton_tests::binary("baton-plant"))
         .env("BATON_TEST_POSTGRES_URL", &postgres)
         .env("BATON_WEB_SCREENSHOTS", &shots)
         .env("BATON_AXE_JS", axe())

@@ -153,6 +153,17 @@ class Repo:
         assert out.returncode == 0, f"baton {' '.join(args)}: {out.stderr}"
         return out.stdout
 
+    def plant(self, *args: str) -> dict[str, str]:
+        """Writes through the gRPC API what the CLI has no command for (baton-plant)."""
+        out = subprocess.run(
+            [need("BATON_PLANT"), "--server", self.hub.url, "--token", self.hub.admin, "--project", self.project, *args],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert out.returncode == 0, out.stderr
+        return dict(json.loads(out.stdout))
+
     def hook(self, event: str, conversation: str, transcript: Path | None = None, **fields: object) -> str:
         payload = {
             "session_id": conversation,

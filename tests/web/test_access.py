@@ -20,6 +20,7 @@ def planted(hub: Hub) -> Repo:
     repo.hook("UserPromptSubmit", conversation, prompt="Make the settings page accessible")
     repo.baton("memory", "add", "decision", "Keep pages server-rendered")
     repo.hook("PreCompact", conversation, trigger="manual")
+    repo.plant("items", "--key", "conversation", "--count", "3")
     return repo
 
 
@@ -37,6 +38,12 @@ def pages(hub: Hub, repo: Repo) -> list[str]:
         f"/activity?project={repo.project}",
         f"/memory?project={repo.project}",
         f"/session?id={session_id(repo)}",
+        f"/brief?project={repo.project}",
+        f"/search?project={repo.project}&q=accessible",
+        f"/logs?project={repo.project}",
+        f"/logs?project={repo.project}&key=conversation",
+        "/admin",
+        "/admin/retention",
         "/no-such-page",
     ]
 

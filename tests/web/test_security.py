@@ -20,14 +20,23 @@ def test_hostile_content_renders_inert(page: Page, hub: Hub) -> None:
     repo.hook("SessionStart", conversation, source="startup")
     repo.hook("UserPromptSubmit", conversation, prompt=HOSTILE + "\x1b[31m red " + "x" * 1_000_000)
     repo.baton("memory", "add", "note", HOSTILE, "--key", "hostile")
-    for path in [f"/sessions?project={repo.project}", f"/activity?project={repo.project}", "/"]:
+    planted = repo.plant("hostile")
+    for path in [
+        f"/sessions?project={repo.project}",
+        f"/activity?project={repo.project}",
+        "/",
+        f"/session?id={planted['session']}",
+        f"/memory?project={repo.project}",
+        f"/search?project={repo.project}&q=script",
+    ]:
         page.goto(hub.url + path)
         # The page fixture fails the test on any dialog or script error.
         assert page.locator("script:not([src])").count() == 0
         assert page.locator("img").count() == 0
         assert page.locator('a[href^="javascript:"]').count() == 0
+        assert "\x1b" not in page.inner_text("body"), f"{path} shows a terminal escape"
         size = len(page.content())
-        assert size < 200_000, f"{path} is {size} bytes"
+        assert size < 300_000, f"{path} is {size} bytes"
 
 
 @pytest.mark.both

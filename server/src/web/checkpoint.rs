@@ -3,7 +3,7 @@
 
 use baton_proto::v1::{Checkpoint, CheckpointKind, CheckpointState};
 
-use super::render::{When, clip, size};
+use super::render::{When, clip, size, visible};
 use super::view::short;
 
 /// Payload text shown at most (the rest is counted, not shown).
@@ -61,10 +61,56 @@ impl CheckpointView {
                     .collect::<Vec<_>>()
                     .join(" · ")
             }),
-            state: c.state.clone().unwrap_or_default(),
+            state: shown(c.state.clone().unwrap_or_default()),
             payload,
         }
     }
+}
+
+/// Items of one list a page shows at most, and characters of one item.
+const MAX_ITEMS: usize = 200;
+const MAX_ITEM: usize = 4096;
+
+/// A state as a page shows it: every text clipped and made visible, every list bounded.
+fn shown(mut s: CheckpointState) -> CheckpointState {
+    let text = |t: &mut String| *t = clip(t, MAX_ITEM);
+    let list = |l: &mut Vec<String>| {
+        l.truncate(MAX_ITEMS);
+        l.iter_mut().for_each(|t| *t = clip(t, MAX_ITEM));
+    };
+    for l in [
+        &mut s.open_questions,
+        &mut s.blockers,
+        &mut s.recent_changes,
+        &mut s.files_created,
+        &mut s.files_modified,
+        &mut s.files_deleted,
+        &mut s.errors,
+    ] {
+        list(l);
+    }
+    s.active_tasks.truncate(MAX_ITEMS);
+    for t in &mut s.active_tasks {
+        text(&mut t.content);
+        text(&mut t.status);
+    }
+    s.decisions.truncate(MAX_ITEMS);
+    for d in &mut s.decisions {
+        text(&mut d.decision);
+        text(&mut d.rationale);
+        text(&mut d.impact);
+    }
+    s.tool_history.truncate(MAX_ITEMS);
+    for t in &mut s.tool_history {
+        text(&mut t.name);
+        text(&mut t.summary);
+    }
+    for t in
+        [&mut s.phase, &mut s.git_head, &mut s.goal, &mut s.summary, &mut s.last_prompt, &mut s.last_answer]
+    {
+        text(t);
+    }
+    s
 }
 
 fn payload(c: &Checkpoint) -> Payload {
@@ -78,7 +124,7 @@ fn payload(c: &Checkpoint) -> Payload {
         .and_then(|v| serde_json::to_string_pretty(&v).ok())
         .unwrap_or_default();
     let cut = json.len() > MAX_PAYLOAD_SHOWN;
-    let json = if cut { clip(&json, MAX_PAYLOAD_SHOWN) } else { json };
+    let json = if cut { clip(&json, MAX_PAYLOAD_SHOWN) } else { visible(&json) };
     Payload { content_type, size: size(i64::try_from(c.payload.len()).unwrap_or(i64::MAX)), json, cut }
 }
 

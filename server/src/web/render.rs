@@ -137,13 +137,28 @@ pub fn size(bytes: i64) -> String {
     }
 }
 
-/// Text cut to at most `max` characters, with an ellipsis when cut (a page shows a preview;
-/// the whole text is on the record's own page).
+/// Text cut to at most `max` characters, with an ellipsis when cut (a page shows a bounded
+/// preview), its control characters made visible (`visible`).
 pub fn clip(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_owned(),
+        Some((at, _)) => format!("{}…", visible(&text[..at])),
+        None => visible(text),
     }
+}
+
+/// Control characters (a terminal escape's ESC, a bell…) shown as their Unicode control
+/// pictures (␛, ␇), so stored text can neither hide in a page nor be copied out of it into
+/// a terminal as an escape; line breaks and tabs stay.
+pub fn visible(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '\n' | '\t' => c,
+            '\u{0}'..='\u{1f}' => char::from_u32(0x2400 + u32::from(c)).unwrap_or('\u{fffd}'),
+            '\u{7f}' => '\u{2421}',
+            c if c.is_control() => '\u{fffd}',
+            c => c,
+        })
+        .collect()
 }
 
 /// An error, as a page with the right status.
@@ -240,5 +255,10 @@ mod tests {
     fn clip_cuts_on_characters() {
         assert_eq!(clip("héllo", 2), "hé…");
         assert_eq!(clip("hi", 2), "hi");
+    }
+
+    #[test]
+    fn control_characters_are_shown_not_kept() {
+        assert_eq!(visible("\u{1b}[31mred\u{7}\n\tok\u{7f}\u{85}"), "␛[31mred␇\n\tok␡\u{fffd}");
     }
 }

@@ -8,7 +8,7 @@ use baton_proto::v1::brief_service_server::BriefService;
 
 use crate::store::Store;
 use crate::web::Web;
-use crate::web::render::{self, Chrome, WebError};
+use crate::web::render::{self, Chrome, WebError, visible};
 use crate::web::signin::Viewer;
 
 /// The agents and their hooks' default budgets (client/src/agents: `default_budget`).
@@ -53,7 +53,12 @@ pub async fn page<S: Store>(
         match BriefService::get_brief(&web.api, viewer.request(request)).await {
             Ok(reply) => {
                 let brief = reply.into_inner().brief.unwrap_or_default();
-                previews.push(Preview { agents, budget, text: brief.text, truncated: brief.truncated });
+                previews.push(Preview {
+                    agents,
+                    budget,
+                    text: visible(&brief.text),
+                    truncated: brief.truncated,
+                });
             }
             Err(e) => return WebError::from(e).into_response(),
         }

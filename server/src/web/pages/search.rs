@@ -8,7 +8,7 @@ use baton_proto::v1::{SearchHit, SearchKind, SearchRequest};
 
 use crate::store::Store;
 use crate::web::Web;
-use crate::web::render::{self, Chrome, WebError, When, clip, href};
+use crate::web::render::{self, Chrome, WebError, When, clip, href, visible};
 use crate::web::signin::Viewer;
 use crate::web::view::{session_href, short};
 
@@ -70,11 +70,11 @@ fn pieces(snippet: &str, hit: &SearchHit) -> Vec<Piece> {
         {
             continue;
         }
-        out.push(Piece { text: snippet[at..start].to_owned(), mark: false });
-        out.push(Piece { text: snippet[start..end].to_owned(), mark: true });
+        out.push(Piece { text: visible(&snippet[at..start]), mark: false });
+        out.push(Piece { text: visible(&snippet[start..end]), mark: true });
         at = end;
     }
-    out.push(Piece { text: snippet[at..].to_owned(), mark: false });
+    out.push(Piece { text: visible(&snippet[at..]), mark: false });
     out
 }
 
