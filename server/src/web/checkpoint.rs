@@ -76,7 +76,9 @@ fn shown(mut s: CheckpointState) -> CheckpointState {
     let text = |t: &mut String| *t = clip(t, MAX_ITEM);
     let list = |l: &mut Vec<String>| {
         l.truncate(MAX_ITEMS);
-        l.iter_mut().for_each(|t| *t = clip(t, MAX_ITEM));
+        for t in l.iter_mut() {
+            *t = clip(t, MAX_ITEM);
+        }
     };
     for l in [
         &mut s.open_questions,
