@@ -87,7 +87,7 @@ async fn main() {
                 key: key.clone(),
                 items,
                 summary_json: Some(r#"{"title":"A planted conversation"}"#.into()),
-                write: write(),
+                write: Some(write()),
             };
             c.items.append_items(with(t, request)).await.unwrap();
             println!("{}", serde_json::json!({ "key": key }));
@@ -99,7 +99,7 @@ async fn main() {
                 host: "plant-host".into(),
                 user: "mallory".into(),
                 goal: format!("{HOSTILE} \u{1b}[31mred\u{1b}[0m"),
-                write: write(),
+                write: Some(write()),
                 ..Default::default()
             };
             let session =
@@ -133,7 +133,7 @@ async fn main() {
                 )
                 .into_bytes(),
                 payload_content_type: "application/json".into(),
-                write: write(),
+                write: Some(write()),
                 ..Default::default()
             };
             c.checkpoints.create_checkpoint(with(t, checkpoint)).await.unwrap();
