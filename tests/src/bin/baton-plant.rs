@@ -56,12 +56,8 @@ fn with<T>(token: &str, msg: T) -> tonic::Request<T> {
     r
 }
 
-fn write() -> Option<WriteOptions> {
-    Some(WriteOptions {
-        request_id: uuid::Uuid::new_v4().to_string(),
-        host: "plant".into(),
-        ..Default::default()
-    })
+fn write() -> WriteOptions {
+    WriteOptions { request_id: uuid::Uuid::new_v4().to_string(), host: "plant".into(), ..Default::default() }
 }
 
 #[tokio::main(flavor = "current_thread")]
