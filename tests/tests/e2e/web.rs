@@ -272,3 +272,135 @@ async fn no_web_serves_grpc_only() {
         String::from_utf8_lossy(&raw)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn web_sessions_and_revocation_hold_across_instances() {
+    let a = Server::start(Backend::Postgres).await.unwrap();
+    let b = Server::start_on(Backend::Postgres, &a.database_url, &[]).unwrap();
+    let mut c = a.clients().await;
+    let p = project();
+    start_session(&mut c, &p).await;
+    let admin = token(&a, &["create", "--name", "root", "--role", "admin"]);
+    let reader = token(&a, &["create", "--name", "viewer", "--role", "reader"]);
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    // Signed in on one server, the cookie works on the other.
+    let cookie = sign_in(a.addr, &reader).await;
+    let page = send(b.addr, &Req::get(&format!("/sessions?project={p}")).cookie(&cookie)).await;
+    assert_eq!(page.status, 200, "{page:?}");
+    assert!(page.body.contains("ship the hub"));
+    // A stream open on B ends when the token is revoked through A.
+    let stream = Req::get(&format!("/stream?project={p}")).cookie(&cookie);
+    let addr = b.addr;
+    let reading =
+        tokio::spawn(
+            async move { read_until(addr, &stream, "event: signed-out", Duration::from_secs(15)).await },
+        );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    c.admin.revoke_token(with(RevokeTokenRequest { name: "viewer".into() }, &admin)).await.unwrap();
+    assert!(reading.await.unwrap().contains("event: signed-out"));
+    for server in [&a, &b] {
+        let reply = send(server.addr, &Req::get("/").cookie(&cookie)).await;
+        assert_eq!(reply.status, 303, "still signed in after revocation");
+    }
+}
+
+both!(state_changes_need_the_csrf_token_and_the_right_role);
+async fn state_changes_need_the_csrf_token_and_the_right_role(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    start_session(&mut c, &p).await;
+    let admin = token(&server, &["create", "--name", "root", "--role", "admin"]);
+    let reader = token(&server, &["create", "--name", "viewer", "--role", "reader"]);
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let addr = server.addr;
+    let as_admin = sign_in(addr, &admin).await;
+    let csrf = csrf_of(&send(addr, &Req::get("/").cookie(&as_admin)).await.body);
+    let note = |csrf: &str| {
+        Req::post(
+            "/memory",
+            &[("_csrf", csrf), ("project", &p), ("category", "note"), ("key", "k"), ("content", "v")],
+        )
+    };
+    for post in [
+        note("").cookie(&as_admin),
+        note("0123456789abcdef0123456789abcdef").cookie(&as_admin),
+        Req::post("/admin/tokens", &[("name", "x"), ("role", "reader")]).cookie(&as_admin),
+        Req::post("/admin/revoke", &[("name", "viewer")]).cookie(&as_admin),
+    ] {
+        let reply = send(addr, &post).await;
+        assert_eq!(reply.status, 403, "{post:?}: {reply:?}");
+    }
+    // The header htmx sends works as well as the form field.
+    let reply = send(addr, &note("").cookie(&as_admin).header("x-baton-csrf", &csrf)).await;
+    assert_eq!(reply.status, 303, "{reply:?}");
+
+    // A reader may look but not write, and has no admin page.
+    let as_reader = sign_in(addr, &reader).await;
+    let reader_csrf = csrf_of(&send(addr, &Req::get("/").cookie(&as_reader)).await.body);
+    let reply = send(addr, &note(&reader_csrf).cookie(&as_reader)).await;
+    assert_eq!(reply.status, 403);
+    assert!(reply.body.contains("cannot write"), "{}", reply.body);
+    for path in ["/admin", "/admin/retention"] {
+        assert_eq!(send(addr, &Req::get(path).cookie(&as_reader)).await.status, 403, "{path}");
+    }
+    let reply = send(
+        addr,
+        &Req::post("/admin/tokens", &[("_csrf", &reader_csrf), ("name", "mine"), ("role", "admin")])
+            .cookie(&as_reader),
+    )
+    .await;
+    assert_eq!(reply.status, 403);
+
+    // An admin creates a token: its secret is in the page, never in a URL or the log.
+    let reply = send(
+        addr,
+        &Req::post("/admin/tokens", &[("_csrf", &csrf), ("name", "ci"), ("role", "writer"), ("project", &p)])
+            .cookie(&as_admin),
+    )
+    .await;
+    assert_eq!(reply.status, 200);
+    let at = reply.body.find("class=\"secret\">").unwrap() + 15;
+    let secret = &reply.body[at..at + 70];
+    assert!(secret.starts_with("baton_"), "{secret}");
+    assert!(!server.log().contains(secret) && !server.log().contains(&admin), "a secret was logged");
+}
+
+both!(pages_answer_bad_input_clearly);
+async fn pages_answer_bad_input_clearly(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    let s = start_session(&mut c, &p).await;
+    let addr = server.addr;
+    let cookie = sign_in(addr, "").await;
+    let cases: [(String, u16, &str); 9] = [
+        (format!("/session?id={}", uuid::Uuid::now_v7()), 404, "no session"),
+        ("/session?id=nope".into(), 400, "not a valid uuid"),
+        ("/compare?a=&b=".into(), 400, "name a checkpoint"),
+        ("/sessions?project=".into(), 400, "project"),
+        (format!("/activity?project={p}&before=0"), 400, "before must be a revision"),
+        (format!("/search?project={p}&q=x&kind=files"), 400, "not memory, checkpoint or session"),
+        (format!("/logs?project={p}&key=none"), 404, "no agent log"),
+        (format!("/session?id={}&part=99", s.id), 200, "No checkpoints yet"),
+        ("/nothing/here".into(), 404, "no page at this address"),
+    ];
+    for (path, status, says) in cases {
+        let reply = send(addr, &Req::get(&path).cookie(&cookie)).await;
+        assert_eq!(reply.status, status, "{path}: {}", reply.body);
+        assert!(reply.body.contains(says), "{path}: {}", reply.body);
+    }
+    // A memory form naming no category the API knows.
+    let csrf = csrf_of(&send(addr, &Req::get("/").cookie(&cookie)).await.body);
+    let reply = send(
+        addr,
+        &Req::post(
+            "/memory",
+            &[("_csrf", &csrf), ("project", &p), ("category", "secrets"), ("content", "x")],
+        )
+        .cookie(&cookie),
+    )
+    .await;
+    assert_eq!(reply.status, 400);
+    assert!(reply.body.contains("not a memory category"), "{}", reply.body);
+}
