@@ -122,6 +122,9 @@ struct Cache {
 pub struct Caller {
     credential: Option<Credential>,
     origin: Origin,
+    /// Already counted against its token's rate (a web page, counted once for all the calls
+    /// it makes).
+    counted: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -140,18 +143,20 @@ impl Caller {
         Self {
             credential: bearer(request.metadata()).map(Credential::Secret),
             origin: Origin::of(request.remote_addr().map(|a| a.ip())),
+            counted: false,
         }
     }
 
     /// A caller presenting a token's secret (the web view's sign-in).
     pub fn with_secret(secret: String, origin: Origin) -> Self {
-        Self { credential: Some(Credential::Secret(secret)), origin }
+        Self { credential: Some(Credential::Secret(secret)), origin, counted: false }
     }
 
     /// A caller signed in to the web view with the token of that hash (`None`: none, on an
-    /// open hub).
+    /// open hub), whose page was counted against the token's rate as one request
+    /// (`Auth::count`).
     pub fn signed_in(token_hash: Option<String>, origin: Origin) -> Self {
-        Self { credential: token_hash.map(Credential::Hash), origin }
+        Self { credential: token_hash.map(Credential::Hash), origin, counted: true }
     }
 
     /// Where it comes from.
@@ -243,10 +248,18 @@ impl<S: Store> Auth<S> {
     pub async fn principal<T>(&self, request: &tonic::Request<T>) -> Result<Principal, Error> {
         let caller = Caller::of(request);
         let (who, token_id) = self.identify(&caller, true).await?;
-        if let (Principal::Token { name, .. }, Some(id)) = (&who, token_id) {
-            self.limits.token(&id, name)?;
+        if !caller.counted {
+            self.count(&who, token_id.as_deref())?;
         }
         Ok(who)
+    }
+
+    /// Counts one request against a token's rate.
+    pub fn count(&self, who: &Principal, token_id: Option<&str>) -> Result<(), Error> {
+        match (who, token_id) {
+            (Principal::Token { name, .. }, Some(id)) => self.limits.token(id, name),
+            _ => Ok(()),
+        }
     }
 
     /// Identifies a caller, without counting a request against its token's rate. With

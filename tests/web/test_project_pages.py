@@ -38,6 +38,7 @@ def test_agent_logs_list_and_show_items(page: Page, hub: Hub) -> None:
     expect(page.get_by_text("No agent logs yet")).to_be_visible()
     repo.plant("items", "--key", "conversation-1", "--count", "5")
     page.reload()
+    screenshot(page, "agent-logs")
     page.get_by_role("link", name="conversation-1").click()
     expect(page.locator("ol.transcript li")).to_have_count(5)
     expect(page.get_by_text("A planted conversation")).to_be_visible()

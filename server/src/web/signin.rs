@@ -95,7 +95,7 @@ impl Viewer {
 
     /// Whether this is still the same signed-in caller (a live stream checks it as it runs).
     pub async fn still_signed_in<S: Store>(&self, web: &Web<S>) -> bool {
-        matches!(resolve(web, &self.secret_hash, self.caller.clone()).await, Ok(Some((who, _))) if who.same_as(&self.who))
+        matches!(resolve(web, &self.secret_hash, self.caller.clone()).await, Ok(Some((who, ..))) if who.same_as(&self.who))
     }
 }
 
@@ -140,7 +140,7 @@ async fn resolve<S: Store>(
     web: &Web<S>,
     secret_hash: &str,
     caller: Caller,
-) -> Result<Option<(Principal, Caller)>, Error> {
+) -> Result<Option<(Principal, Caller, Option<String>)>, Error> {
     let row = if let Some(row) = web.sessions.get(secret_hash) {
         row
     } else {
@@ -151,7 +151,7 @@ async fn resolve<S: Store>(
     let Some(row) = row else { return Ok(None) };
     let caller = Caller::signed_in(row.token_hash, caller.origin());
     match web.api.auth.identify(&caller, false).await {
-        Ok((who, _)) => Ok(Some((who, caller))),
+        Ok((who, token_id)) => Ok(Some((who, caller, token_id))),
         Err(Error::Unauthenticated(_)) => Ok(None),
         Err(e) => Err(e),
     }
@@ -186,7 +186,12 @@ impl<S: Store> FromRequestParts<Web<S>> for Viewer {
         let secret_hash = sha256_hex(&secret);
         let anonymous = Caller::signed_in(None, origin_of(conn.as_ref()));
         match resolve(web, &secret_hash, anonymous).await {
-            Ok(Some((who, caller))) => Ok(Self { who, caller, csrf: csrf_of(&secret), secret_hash, conn }),
+            // A page (or a live stream) counts as one request against its token's rate,
+            // however many calls it makes.
+            Ok(Some((who, caller, token_id))) => match web.api.auth.count(&who, token_id.as_deref()) {
+                Ok(()) => Ok(Self { who, caller, csrf: csrf_of(&secret), secret_hash, conn }),
+                Err(e) => Err(render::WebError::from(e).into_response()),
+            },
             Ok(None) => Err(SignIn { htmx }.into_response()),
             Err(e) => Err(render::WebError::from(e).into_response()),
         }

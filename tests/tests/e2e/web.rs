@@ -404,3 +404,29 @@ async fn pages_answer_bad_input_clearly(backend: Backend) {
     assert_eq!(reply.status, 400);
     assert!(reply.body.contains("not a memory category"), "{}", reply.body);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_counts_as_one_request_against_its_tokens_rate() {
+    let server =
+        Server::start_with(Backend::Sqlite, &["--rate-limit", "1", "--rate-burst", "4"]).await.unwrap();
+    let mut c = server.clients().await;
+    // Twelve projects: the overview reads each one's sessions and changes (dozens of calls).
+    for _ in 0..12 {
+        start_session(&mut c, &project()).await;
+    }
+    let reader = token(&server, &["create", "--name", "viewer", "--role", "reader"]);
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let cookie = sign_in(server.addr, &reader).await;
+    let page = send(server.addr, &Req::get("/").cookie(&cookie)).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    // Past the burst, pages are refused like any other request.
+    let mut refused = 0;
+    for _ in 0..8 {
+        let reply = send(server.addr, &Req::get("/").cookie(&cookie)).await;
+        if reply.status == 429 {
+            refused += 1;
+            assert!(reply.body.contains("rate"), "{}", reply.body);
+        }
+    }
+    assert!(refused > 0, "eight pages in a row stayed under a rate of 1/s with a burst of 4");
+}

@@ -13,6 +13,7 @@
 //!                                                     # checkpoints, resume, fanout, catchup,
 //!                                                     # memory, scaling, etcd
 //!   ./target/release/baton-bench --only etcd          # Baton next to one durable etcd node
+//!   ./target/release/baton-bench --only web           # the web view's pages and streams
 //!
 //! The etcd rows need etcd 3.4 (`apt-get install etcd-server`; the bench starts its own node
 //! on loopback, in a temporary directory, with fsync, and stops it); without it they print
@@ -36,6 +37,7 @@ mod scenarios;
 mod search;
 mod stats;
 mod targets;
+mod web;
 
 use std::time::Duration;
 
@@ -56,7 +58,8 @@ struct Args {
     #[arg(long, default_value = "both", value_parser = ["sqlite", "postgres", "both"])]
     backend: String,
     /// Some scenarios only, comma-separated: rpc, hot, spread, checkpoints, resume, fanout,
-    /// catchup, search (100,000 indexed records next to a LIKE scan), memory (the server's peak RSS under planted data), scaling, etcd (Baton next
+    /// catchup, search (100,000 indexed records next to a LIKE scan), memory (the server's peak RSS under planted data), web (the web view's pages,
+    /// its live stream, writes while pages stream), scaling, etcd (Baton next
     /// to a real etcd node: `apt-get install etcd-server`; skipped with --quick).
     #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(scenarios::NAMES))]
     only: Vec<String>,

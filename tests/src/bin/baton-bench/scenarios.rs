@@ -77,7 +77,7 @@ pub fn checkpoint_text(len: usize, seed: u64) -> Vec<u8> {
 }
 
 /// The scenarios' names, for `--only`.
-pub const NAMES: [&str; 11] = [
+pub const NAMES: [&str; 12] = [
     "rpc",
     "hot",
     "spread",
@@ -88,6 +88,7 @@ pub const NAMES: [&str; 11] = [
     "search",
     "scaling",
     "memory",
+    "web",
     "etcd",
 ];
 
@@ -154,6 +155,10 @@ pub async fn run_all(backend: Backend, sizes: Sizes, only: &[String]) -> Results
     if run("etcd") {
         eprintln!("[{backend:?}] Baton next to etcd (small writes, watch latency)");
         crate::etcd::rows(backend, &server, sizes, &mut table, &mut notes).await;
+    }
+    if run("web") {
+        eprintln!("[{backend:?}] the web view (a server of its own, planted)");
+        crate::web::rows(backend, sizes, &mut table).await;
     }
     if run("memory") {
         eprintln!("[{backend:?}] server memory under planted data (a server of its own)");
