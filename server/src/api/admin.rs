@@ -159,7 +159,7 @@ impl<S: Store> AdminService for Api<S> {
         };
         let mut out = Vec::with_capacity(projects.len());
         for p in projects {
-            match self.store.project_stats(p.clone()).await? {
+            match self.store.project_stats(p.clone(), req.sessions_only).await? {
                 Some(counts) => out.push(stats(p, counts)),
                 None if named => return Err(Error::NotFound(format!("project: no project {p:?}")).into()),
                 // A scoped token's project that has no data yet.

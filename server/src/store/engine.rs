@@ -473,12 +473,20 @@ where
     }
 
     #[tracing::instrument(level = "debug", skip_all)]
-    async fn project_stats(&self, project: String) -> Result<Option<ProjectCounts>> {
+    async fn project_stats(&self, project: String, sessions_only: bool) -> Result<Option<ProjectCounts>> {
         let pool = self.pool();
         let head: Option<(i64, i64)> =
             sqlx::query_as(sql::PROJECT_HEAD).bind(project.clone()).fetch_optional(pool).await?;
         let Some((head_revision, events_from)) = head else { return Ok(None) };
         let statuses = sqlx::query_as(sql::PROJECT_STATUSES).bind(project.clone()).fetch_all(pool).await?;
+        if sessions_only {
+            return Ok(Some(ProjectCounts {
+                head_revision,
+                events_from,
+                statuses,
+                ..ProjectCounts::default()
+            }));
+        }
         let (checkpoints, checkpoint_bytes) =
             sqlx::query_as(sql::PROJECT_CHECKPOINTS).bind(project.clone()).fetch_one(pool).await?;
         let (chunks, chunk_bytes) =

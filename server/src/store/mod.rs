@@ -359,6 +359,7 @@ pub trait Store: Clone + Send + Sync + 'static + items::ItemReads {
     fn project_stats(
         &self,
         project: String,
+        sessions_only: bool,
     ) -> impl Future<Output = Result<Option<model::ProjectCounts>>> + Send;
     /// Projects that have checkpoints older than the cut-off.
     fn projects_with_old_checkpoints(

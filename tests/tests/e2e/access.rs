@@ -262,12 +262,7 @@ async fn tokens_over_grpc_and_stats(backend: Backend) {
     assert_eq!(status, Code::PermissionDenied);
 
     // Stats: within the caller's scope.
-    let stats = c
-        .admin
-        .get_stats(with(GetStatsRequest { project: String::new() }, &made.secret))
-        .await
-        .unwrap()
-        .into_inner();
+    let stats = c.admin.get_stats(with(GetStatsRequest::default(), &made.secret)).await.unwrap().into_inner();
     assert_eq!(stats.projects.len(), 1);
     let mine = &stats.projects[0];
     assert_eq!(
@@ -276,7 +271,12 @@ async fn tokens_over_grpc_and_stats(backend: Backend) {
     );
     assert_eq!(mine.sessions.get("active"), Some(&1));
     let (status, _) = crate::code(
-        c.admin.get_stats(with(GetStatsRequest { project: "github.com/no/such".into() }, &root)).await,
+        c.admin
+            .get_stats(with(
+                GetStatsRequest { project: "github.com/no/such".into(), ..Default::default() },
+                &root,
+            ))
+            .await,
     );
     assert_eq!(status, Code::NotFound);
 

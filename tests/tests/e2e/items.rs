@@ -226,7 +226,11 @@ async fn list_and_delete(backend: Backend) {
     assert_eq!((top, groups), (vec!["d".to_owned()], vec!["c/".to_owned(), "é/".to_owned()]));
     assert_eq!(list_all(&mut c, listing(&p, "", "", 4)).await.0, keys.to_vec());
     assert_eq!(list_all(&mut c, listing(&p, "zzz", "/", 0)).await, (vec![], vec![]));
-    let stats = c.admin.get_stats(baton_proto::v1::GetStatsRequest { project: p.clone() }).await.unwrap();
+    let stats = c
+        .admin
+        .get_stats(baton_proto::v1::GetStatsRequest { project: p.clone(), ..Default::default() })
+        .await
+        .unwrap();
     let stats = &stats.into_inner().projects[0];
     let bytes: usize = keys.iter().map(|k| k.len()).sum();
     assert_eq!((stats.item_logs, stats.items, stats.item_bytes), (9, 9, bytes as i64));

@@ -760,7 +760,11 @@ async fn a_checkpoint_carries_its_chunks(backend: Backend) {
     next.blobs = vec![blob];
     next.chunks = chunks;
     c.threads.put_thread_checkpoint(next).await.unwrap();
-    let stats = c.admin.get_stats(baton_proto::v1::GetStatsRequest { project: p.clone() }).await.unwrap();
+    let stats = c
+        .admin
+        .get_stats(baton_proto::v1::GetStatsRequest { project: p.clone(), ..Default::default() })
+        .await
+        .unwrap();
     assert_eq!(stats.into_inner().projects[0].chunks, 2);
 }
 both!(a_checkpoint_carries_its_chunks);

@@ -430,3 +430,21 @@ async fn a_page_counts_as_one_request_against_its_tokens_rate() {
     }
     assert!(refused > 0, "eight pages in a row stayed under a rate of 1/s with a burst of 4");
 }
+
+both!(stats_of_sessions_only_count_nothing_else);
+async fn stats_of_sessions_only_count_nothing_else(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    start_session(&mut c, &p).await;
+    put_note(&mut c, &p, "k", "v", write()).await.unwrap();
+    let stats = |sessions_only| baton_proto::v1::GetStatsRequest { project: p.clone(), sessions_only };
+    let full = c.admin.get_stats(stats(false)).await.unwrap().into_inner().projects.remove(0);
+    let quick = c.admin.get_stats(stats(true)).await.unwrap().into_inner().projects.remove(0);
+    assert_eq!(
+        (full.head_revision, full.sessions.clone(), full.memory_entries),
+        (2, quick.sessions.clone(), 1)
+    );
+    assert_eq!((quick.head_revision, quick.memory_entries, quick.events), (2, 0, 0));
+    assert_eq!(quick.sessions.get("active"), Some(&1));
+}

@@ -24,7 +24,6 @@ pub struct ProjectLine {
     pub activity_href: String,
     pub active: i64,
     pub sessions: i64,
-    pub checkpoints: i64,
     pub revision: i64,
 }
 
@@ -36,7 +35,6 @@ impl ProjectLine {
             activity_href: href("/activity", &[("project", &p.project)]),
             active: p.sessions.get("active").copied().unwrap_or(0),
             sessions: p.sessions.values().sum(),
-            checkpoints: p.checkpoints,
             revision: p.head_revision,
         }
     }
@@ -61,7 +59,8 @@ struct Page {
 }
 
 async fn projects<S: Store>(web: &Web<S>, viewer: &Viewer) -> Result<Vec<ProjectStats>, WebError> {
-    let reply = AdminService::get_stats(&web.api, viewer.request(GetStatsRequest::default())).await?;
+    let request = GetStatsRequest { sessions_only: true, ..Default::default() };
+    let reply = AdminService::get_stats(&web.api, viewer.request(request)).await?;
     let mut projects = reply.into_inner().projects;
     // A scoped token's project is listed even before anything was written to it.
     if let Some(scope) = viewer.who.scope_project()

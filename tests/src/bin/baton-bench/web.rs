@@ -156,7 +156,7 @@ pub async fn rows(backend: Backend, sizes: Sizes, table: &mut Vec<Row>) {
     let p = format!("project={PROJECT}");
     let grpc = GrpcFloor { c: c.clone(), planted: &planted };
     let pages: [(&str, String, Floor); 9] = [
-        ("overview", "/".into(), Floor::Stats),
+        ("overview", "/".into(), Floor::Overview),
         ("sessions", format!("/sessions?{p}"), Floor::Sessions),
         ("a session (10 checkpoints)", format!("/session?id={}", planted.small), Floor::Session(false)),
         ("activity", format!("/activity?{p}"), Floor::Events),
@@ -190,6 +190,7 @@ pub async fn rows(backend: Backend, sizes: Sizes, table: &mut Vec<Row>) {
 
 #[derive(Clone, Copy)]
 enum Floor {
+    Overview,
     Stats,
     Sessions,
     Session(bool),
@@ -215,6 +216,11 @@ impl GrpcFloor<'_> {
             let (small, big) = (small.clone(), big.clone());
             async move {
                 match floor {
+                    Floor::Overview => {
+                        let r =
+                            baton_proto::v1::GetStatsRequest { sessions_only: true, ..Default::default() };
+                        drop(c.admin.get_stats(r).await.unwrap());
+                    }
                     Floor::Stats => {
                         drop(c.admin.get_stats(baton_proto::v1::GetStatsRequest::default()).await.unwrap());
                     }
