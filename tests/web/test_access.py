@@ -44,6 +44,7 @@ def pages(hub: Hub, repo: Repo) -> list[str]:
         f"/logs?project={repo.project}&key=conversation",
         "/admin",
         "/admin/retention",
+        "/admin/storage",
         "/no-such-page",
     ]
 

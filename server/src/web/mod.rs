@@ -80,6 +80,7 @@ pub fn router<S: Store>(web: Web<S>, hosts: guard::Hosts) -> Router {
         .route("/admin/tokens", post(pages::admin::create::<S>))
         .route("/admin/revoke", post(pages::admin::revoke::<S>))
         .route("/admin/retention", get(pages::admin::retention::<S>))
+        .route("/admin/storage", get(pages::admin::storage::<S>))
         .route("/stream", get(live::stream::<S>))
         .route("/assets/{name}", get(assets::serve))
         .route("/favicon.ico", get(|| async { axum::response::Redirect::permanent("/assets/favicon.svg") }))

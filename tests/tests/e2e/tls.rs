@@ -138,3 +138,35 @@ async fn bad_tls_files_stop_the_server_with_the_reason() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--tls-key"), "{out:?}");
 }
+
+/// The web view over https: HTTP/2 (the only protocol the TLS listener offers), the sign-in
+/// cookie `Secure` and bound to the host (`__Host-`). curl speaks to it as a browser would.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_web_view_over_https() {
+    let ca = TestCa::new().unwrap();
+    let args = ca.server_args();
+    let server = Server::start_with(Backend::Sqlite, &args.iter().map(String::as_str).collect::<Vec<_>>())
+        .await
+        .unwrap();
+    let url = format!("https://localhost:{}/signin", server.addr.port());
+    let curl = |extra: &[&str]| {
+        let out = std::process::Command::new("curl")
+            .args(["-s", "-i", "--cacert"])
+            .arg(&ca.ca_path)
+            .args(extra)
+            .arg(&url)
+            .output()
+            .expect("curl");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let page = curl(&[]);
+    assert!(page.starts_with("HTTP/2 200"), "{page}");
+    assert!(page.contains("Sign in to Baton") && page.contains("content-security-policy"), "{page}");
+    let origin = format!("origin: https://localhost:{}", server.addr.port());
+    let signed_in = curl(&["-X", "POST", "-H", &origin, "-d", ""]);
+    let cookie = signed_in.lines().find(|l| l.starts_with("set-cookie")).unwrap_or_default();
+    assert!(cookie.contains("__Host-baton_web=") && cookie.contains("; Secure"), "{signed_in}");
+    // And gRPC beside it on the same port, as before.
+    let mut c = Clients::new(tls_channel(&url.replace("/signin", ""), Some(&ca.ca_pem)).await.unwrap());
+    put_note(&mut c, &project(), "k", "beside the pages", write()).await.unwrap();
+}

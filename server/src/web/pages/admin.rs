@@ -31,9 +31,6 @@ pub struct Health {
     pub up: String,
     pub projects: usize,
     pub sessions: Vec<(String, i64)>,
-    pub checkpoints: i64,
-    pub stored: String,
-    pub events: i64,
 }
 
 #[derive(askama::Template)]
@@ -86,9 +83,6 @@ async fn health<S: Store>(web: &Web<S>, viewer: &Viewer) -> Result<Health, WebEr
         up: humantime::format_duration(std::time::Duration::from_secs(up.as_secs())).to_string(),
         projects: stats.projects.len(),
         sessions: sessions.into_iter().collect(),
-        checkpoints: stats.projects.iter().map(|p| p.checkpoints).sum(),
-        stored: size(stats.projects.iter().map(|p| p.checkpoint_bytes + p.chunk_bytes + p.item_bytes).sum()),
-        events: stats.projects.iter().map(|p| p.events).sum(),
     })
 }
 
@@ -199,6 +193,47 @@ pub async fn retention<S: Store>(State(web): State<Web<S>>, viewer: Viewer) -> R
             })
             .collect();
         Ok::<_, WebError>(render::page(&Preview { chrome: viewer.chrome(None), removals }))
+    };
+    shown.await.unwrap_or_else(IntoResponse::into_response)
+}
+
+pub struct ProjectStorage {
+    pub project: String,
+    pub sessions: i64,
+    pub checkpoints: i64,
+    pub stored: String,
+    pub memory: i64,
+    pub logs: i64,
+    pub events: i64,
+}
+
+#[derive(askama::Template)]
+#[template(path = "storage.html")]
+struct Storage {
+    chrome: Chrome,
+    projects: Vec<ProjectStorage>,
+}
+
+/// What each project holds, counted (it reads every project's rows: a page of its own).
+pub async fn storage<S: Store>(State(web): State<Web<S>>, viewer: Viewer) -> Response {
+    let shown = async {
+        admin_only(&viewer)?;
+        let stats =
+            AdminService::get_stats(&web.api, viewer.request(GetStatsRequest::default())).await?.into_inner();
+        let projects = stats
+            .projects
+            .iter()
+            .map(|p| ProjectStorage {
+                project: clip(&p.project, 200),
+                sessions: p.sessions.values().sum(),
+                checkpoints: p.checkpoints,
+                stored: size(p.checkpoint_bytes + p.chunk_bytes + p.item_bytes),
+                memory: p.memory_entries,
+                logs: p.item_logs,
+                events: p.events,
+            })
+            .collect();
+        Ok::<_, WebError>(render::page(&Storage { chrome: viewer.chrome(None), projects }))
     };
     shown.await.unwrap_or_else(IntoResponse::into_response)
 }

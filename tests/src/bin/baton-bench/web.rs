@@ -164,7 +164,7 @@ pub async fn rows(backend: Backend, sizes: Sizes, table: &mut Vec<Row>) {
         ("brief", format!("/brief?{p}"), Floor::Brief),
         ("search", format!("/search?{p}&q=jitter"), Floor::Search),
         ("agent logs", format!("/logs?{p}"), Floor::Logs),
-        ("admin", "/admin".into(), Floor::Stats),
+        ("admin", "/admin".into(), Floor::Overview),
     ];
     for (name, path, floor) in pages {
         let baton = page(addr, &cookie, &path, n).await;
@@ -191,7 +191,6 @@ pub async fn rows(backend: Backend, sizes: Sizes, table: &mut Vec<Row>) {
 #[derive(Clone, Copy)]
 enum Floor {
     Overview,
-    Stats,
     Sessions,
     Session(bool),
     Events,
@@ -220,9 +219,6 @@ impl GrpcFloor<'_> {
                         let r =
                             baton_proto::v1::GetStatsRequest { sessions_only: true, ..Default::default() };
                         drop(c.admin.get_stats(r).await.unwrap());
-                    }
-                    Floor::Stats => {
-                        drop(c.admin.get_stats(baton_proto::v1::GetStatsRequest::default()).await.unwrap());
                     }
                     Floor::Sessions => {
                         let r = ListSessionsRequest {
