@@ -56,6 +56,10 @@ pub struct Record {
     pub entries: Vec<Entry>,
     /// The record's text as its edit form starts (a set's items one per line).
     pub text: String,
+    /// Whether the whole record is on this page: a record at a page's edge may continue on
+    /// the next (or have begun on the one before), and editing part of a set would replace
+    /// all of it with that part.
+    pub whole: bool,
 }
 
 pub struct Section {
@@ -92,11 +96,22 @@ fn author(e: &MemoryEntry) -> String {
     })
 }
 
-fn sections(entries: &[MemoryEntry]) -> Vec<Section> {
-    let mut grouped: BTreeMap<(String, String, String), Vec<&MemoryEntry>> = BTreeMap::new();
+/// A record's identity: category, branch, key.
+type RecordKey = (String, String, String);
+
+fn key_of(e: &MemoryEntry) -> RecordKey {
+    (e.category.clone(), e.branch.clone(), e.key.clone())
+}
+
+/// The page's entries by record; `continued` and `continues`: whether the page follows
+/// another and is followed by one (its first and last records may be cut).
+fn sections(entries: &[MemoryEntry], continued: bool, continues: bool) -> Vec<Section> {
+    let mut grouped: BTreeMap<RecordKey, Vec<&MemoryEntry>> = BTreeMap::new();
     for e in entries {
-        grouped.entry((e.category.clone(), e.branch.clone(), e.key.clone())).or_default().push(e);
+        grouped.entry(key_of(e)).or_default().push(e);
     }
+    let first = entries.first().map(key_of).filter(|_| continued);
+    let last = entries.last().map(key_of).filter(|_| continues);
     SECTIONS
         .iter()
         .map(|(category, title, kind)| Section {
@@ -106,7 +121,11 @@ fn sections(entries: &[MemoryEntry]) -> Vec<Section> {
             records: grouped
                 .iter()
                 .filter(|((c, _, _), _)| c == category)
-                .map(|((c, branch, key), list)| Record {
+                .map(|(record, list)| {
+                    (record, list, Some(record) != first.as_ref() && Some(record) != last.as_ref())
+                })
+                .map(|((c, branch, key), list, whole)| Record {
+                    whole,
                     category: c.clone(),
                     branch: branch.clone(),
                     key: key.clone(),
@@ -145,7 +164,7 @@ pub async fn page<S: Store>(
     };
     render::page(&Page {
         chrome: viewer.chrome(Some(&q.project)),
-        sections: sections(&reply.entries),
+        sections: sections(&reply.entries, !q.page.is_empty(), !reply.next_page_token.is_empty()),
         project: q.project,
         next,
     })
@@ -278,4 +297,32 @@ async fn conflict<S: Store>(
         form,
     };
     (StatusCode::CONFLICT, render::page(&page)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(category: &str, content: &str) -> MemoryEntry {
+        MemoryEntry { category: category.into(), content: content.into(), ..Default::default() }
+    }
+
+    #[test]
+    fn records_cut_by_a_page_edge_are_not_offered_for_editing() {
+        let page =
+            [entry("constraint", "a"), entry("constraint", "b"), entry("goal", "g"), entry("open_loop", "x")];
+        let whole = |sections: &[Section], category: &str| {
+            sections.iter().find(|s| s.category == category).map(|s| s.records[0].whole)
+        };
+        let alone = sections(&page, false, false);
+        assert_eq!(
+            [whole(&alone, "constraint"), whole(&alone, "goal"), whole(&alone, "open_loop")],
+            [Some(true); 3]
+        );
+        let middle = sections(&page, true, true);
+        assert_eq!(
+            [whole(&middle, "constraint"), whole(&middle, "goal"), whole(&middle, "open_loop")],
+            [Some(false), Some(true), Some(false)]
+        );
+    }
 }
