@@ -448,3 +448,26 @@ async fn stats_of_sessions_only_count_nothing_else(backend: Backend) {
     assert_eq!((quick.head_revision, quick.memory_entries, quick.events), (2, 0, 0));
     assert_eq!(quick.sessions.get("active"), Some(&1));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sign_in_failures_are_limited_like_other_authentication() {
+    let server =
+        Server::start_with(Backend::Sqlite, &["--auth-failure-rate", "1", "--auth-failure-burst", "3"])
+            .await
+            .unwrap();
+    let admin = token(&server, &["create", "--name", "root", "--role", "admin"]);
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let mut statuses = Vec::new();
+    for i in 0..8 {
+        let reply = send(server.addr, &Req::post("/signin", &[("token", &format!("baton_guess{i}"))])).await;
+        statuses.push(reply.status);
+        if reply.status == 429 {
+            assert!(reply.body.contains("too many"), "{}", reply.body);
+        }
+    }
+    assert!(statuses.contains(&429), "eight wrong tokens in a row were never slowed down: {statuses:?}");
+    assert!(statuses[..3].iter().all(|s| *s == 401), "{statuses:?}");
+    // The address is held back, not the token: the right one still signs in once it waits.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let _ = sign_in(server.addr, &admin).await;
+}
