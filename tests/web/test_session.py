@@ -39,8 +39,9 @@ def test_tree_state_transcript_and_compare(page: Page, hub: Hub) -> None:
     expect(section).to_contain_text("[REDACTED:")
     screenshot(page, "session")
 
-    # The older checkpoint, then the two compared.
-    tree.locator("li a").first.click()
+    # The other checkpoint (the tree's order follows its parents, not the hooks'), then the
+    # two compared.
+    tree.locator("li", has_text="pre-compact").get_by_role("link").click()
     expect(tree.locator("li.selected")).to_contain_text("pre-compact")
     page.get_by_role("button", name="Compare").click()
     expect(page.get_by_role("heading", name="Compare checkpoints")).to_be_visible()
