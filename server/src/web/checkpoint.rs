@@ -4,7 +4,7 @@
 use baton_proto::v1::{Checkpoint, CheckpointKind, CheckpointState};
 
 use super::render::{When, clip, size, visible};
-use super::view::short;
+use super::view::{actor_line, short};
 
 /// Payload text shown at most (the rest is counted, not shown).
 const MAX_PAYLOAD_SHOWN: usize = 256 * 1024;
@@ -53,14 +53,7 @@ impl CheckpointView {
             created: When::of(c.created_at.as_ref()),
             size: size(c.size_bytes),
             digest: c.digest.clone(),
-            author: c.author.as_ref().map_or_else(String::new, |a| {
-                [a.user.as_str(), a.host.as_str(), a.token.as_str()]
-                    .iter()
-                    .filter(|s| !s.is_empty())
-                    .copied()
-                    .collect::<Vec<_>>()
-                    .join(" · ")
-            }),
+            author: actor_line(c.author.as_ref()),
             state: shown(c.state.clone().unwrap_or_default()),
             payload,
         }

@@ -6,6 +6,7 @@ use baton_proto::v1::{Conflict, ListConflictsRequest, RecordValue, Session, Writ
 use super::Web;
 use super::render::{WebError, When, clip};
 use super::signin::Viewer;
+use super::view::actor_line;
 use crate::store::Store;
 
 /// Conflicts read for one session's page (pages of the project's log after its start).
@@ -50,14 +51,7 @@ pub fn value_text(v: Option<&RecordValue>) -> String {
 
 impl Line {
     pub fn of(c: &Conflict) -> Self {
-        let by = c.writer.as_ref().map_or_else(String::new, |a| {
-            [a.user.as_str(), a.host.as_str(), a.token.as_str()]
-                .iter()
-                .filter(|s| !s.is_empty())
-                .copied()
-                .collect::<Vec<_>>()
-                .join(" · ")
-        });
+        let by = actor_line(c.writer.as_ref());
         Self {
             record: clip(&c.record, 200),
             outcome: outcome(c.outcome),

@@ -73,6 +73,12 @@ pub fn href(path: &str, query: &[(&str, &str)]) -> String {
     if query.is_empty() { path.to_owned() } else { format!("{path}?{query}") }
 }
 
+/// The link to a list's next page (its `page` token after the list's own query), or "" when
+/// there is none.
+pub fn next_link(path: &str, query: &[(&str, &str)], token: &str) -> String {
+    if token.is_empty() { String::new() } else { href(path, &[query, &[("page", token)]].concat()) }
+}
+
 /// A page, or the error page if it cannot be rendered.
 pub fn page(template: &impl Template) -> Response {
     match template.render() {

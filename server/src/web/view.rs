@@ -1,6 +1,6 @@
 //! Records as the pages show them: labels for enums, short ids, clipped text, times.
 
-use baton_proto::v1::{AgentKind, Event, EventKind, Session, SessionStatus, event};
+use baton_proto::v1::{Actor, AgentKind, Event, EventKind, Session, SessionStatus, event};
 
 use super::render::{When, clip, href};
 
@@ -25,6 +25,17 @@ pub fn agent_label(agent: i32) -> &'static str {
         AgentKind::Cursor => "cursor",
         AgentKind::Custom => "custom",
     }
+}
+
+/// Who wrote something, as a line: user, host and token, those that are set.
+pub fn actor_line(actor: Option<&Actor>) -> String {
+    actor.map_or_else(String::new, |a| {
+        [a.user.as_str(), a.host.as_str(), a.token.as_str()]
+            .into_iter()
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+            .join(" · ")
+    })
 }
 
 /// The last 8 characters of an id, as the CLI shows it (a uuid v7 begins with its time,
@@ -133,14 +144,7 @@ impl EventLine {
             Some(event::Value::Settings(_)) => ("project settings".into(), String::new()),
             None => (format!("{} {}", e.entity, short(&e.entity_id)), String::new()),
         };
-        let by = e.actor.as_ref().map_or_else(String::new, |a| {
-            [a.user.as_str(), a.host.as_str(), a.token.as_str()]
-                .iter()
-                .filter(|s| !s.is_empty())
-                .copied()
-                .collect::<Vec<_>>()
-                .join(" · ")
-        });
+        let by = actor_line(e.actor.as_ref());
         Self {
             revision: e.revision,
             kind: kind_label(e.kind),

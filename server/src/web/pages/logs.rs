@@ -8,7 +8,7 @@ use baton_proto::v1::{ListItemLogsRequest, ReadItemsRequest};
 
 use crate::store::Store;
 use crate::web::Web;
-use crate::web::render::{self, Chrome, WebError, When, clip, href, size};
+use crate::web::render::{self, Chrome, WebError, When, clip, href, next_link, size};
 use crate::web::signin::Viewer;
 
 const PAGE: i32 = 100;
@@ -102,11 +102,7 @@ pub async fn page<S: Store>(
             by: l.author.as_ref().map_or_else(String::new, |a| clip(&a.token, 80)),
         })
         .collect();
-    let next = if reply.next_page_token.is_empty() {
-        String::new()
-    } else {
-        href("/logs", &[("project", &q.project), ("page", &reply.next_page_token)])
-    };
+    let next = next_link("/logs", &[("project", &q.project)], &reply.next_page_token);
     render::page(&Page { chrome: viewer.chrome(Some(&q.project)), project: q.project, logs, next })
 }
 
@@ -136,11 +132,7 @@ async fn log<S: Store>(web: Web<S>, viewer: Viewer, q: LogsQuery) -> Response {
             at: When::of(i.created_at.as_ref()),
         })
         .collect();
-    let next = if reply.next_page_token.is_empty() {
-        String::new()
-    } else {
-        href("/logs", &[("project", &q.project), ("key", &q.key), ("page", &reply.next_page_token)])
-    };
+    let next = next_link("/logs", &[("project", &q.project), ("key", &q.key)], &reply.next_page_token);
     render::page(&LogPage {
         chrome: viewer.chrome(Some(&q.project)),
         summary: text_of(found.summary_json.as_bytes()),

@@ -17,8 +17,9 @@ use http::{HeaderMap, StatusCode};
 
 use crate::store::Store;
 use crate::web::Web;
-use crate::web::render::{self, Chrome, WebError, When, clip, href};
+use crate::web::render::{self, Chrome, WebError, When, clip, href, next_link};
 use crate::web::signin::Viewer;
+use crate::web::view::actor_line;
 
 /// The categories in the order the page shows them, with their titles and whether they are
 /// a current-state set (edited whole), a history (appended) or keyed notes.
@@ -85,17 +86,6 @@ pub struct MemoryQuery {
     page: String,
 }
 
-fn author(e: &MemoryEntry) -> String {
-    e.author.as_ref().map_or_else(String::new, |a| {
-        [a.user.as_str(), a.host.as_str(), a.token.as_str()]
-            .iter()
-            .filter(|s| !s.is_empty())
-            .copied()
-            .collect::<Vec<_>>()
-            .join(" · ")
-    })
-}
-
 /// A record's identity: category, branch, key.
 type RecordKey = (String, String, String);
 
@@ -136,7 +126,7 @@ fn sections(entries: &[MemoryEntry], continued: bool, continues: bool) -> Vec<Se
                         .map(|e| Entry {
                             content: clip(&e.content, 16 * 1024),
                             rationale: clip(&e.rationale, 4096),
-                            by: clip(&author(e), 120),
+                            by: clip(&actor_line(e.author.as_ref()), 120),
                             at: When::of(e.created_at.as_ref()),
                         })
                         .collect(),
@@ -157,11 +147,7 @@ pub async fn page<S: Store>(
         Ok(reply) => reply.into_inner(),
         Err(e) => return WebError::from(e).into_response(),
     };
-    let next = if reply.next_page_token.is_empty() {
-        String::new()
-    } else {
-        href("/memory", &[("project", &q.project), ("page", &reply.next_page_token)])
-    };
+    let next = next_link("/memory", &[("project", &q.project)], &reply.next_page_token);
     render::page(&Page {
         chrome: viewer.chrome(Some(&q.project)),
         sections: sections(&reply.entries, !q.page.is_empty(), !reply.next_page_token.is_empty()),

@@ -8,7 +8,7 @@ use baton_proto::v1::{SearchHit, SearchKind, SearchRequest};
 
 use crate::store::Store;
 use crate::web::Web;
-use crate::web::render::{self, Chrome, WebError, When, clip, href, visible};
+use crate::web::render::{self, Chrome, WebError, When, clip, href, next_link, visible};
 use crate::web::signin::Viewer;
 use crate::web::view::{session_href, short};
 
@@ -142,19 +142,14 @@ pub async fn page<S: Store>(
         Ok(reply) => reply.into_inner(),
         Err(e) => return WebError::from(e).into_response(),
     };
-    let next = if reply.next_page_token.is_empty() {
-        String::new()
-    } else {
-        let query = [
-            ("project", q.project.as_str()),
-            ("q", &q.q),
-            ("kind", &q.kind),
-            ("branch", &q.branch),
-            ("author", &q.author),
-            ("page", &reply.next_page_token),
-        ];
-        href("/search", &query)
-    };
+    let query = [
+        ("project", q.project.as_str()),
+        ("q", &q.q),
+        ("kind", &q.kind),
+        ("branch", &q.branch),
+        ("author", &q.author),
+    ];
+    let next = next_link("/search", &query, &reply.next_page_token);
     let hits = reply.hits.iter().map(|h| hit_of(&q.project, h)).collect();
     render::page(&Page { chrome, query: q, hits, searched: true, partial: reply.partial, next })
 }

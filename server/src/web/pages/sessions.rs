@@ -9,7 +9,7 @@ use baton_proto::v1::{AgentKind, ListSessionsRequest, SessionStatus};
 
 use crate::store::Store;
 use crate::web::Web;
-use crate::web::render::{self, Chrome, WebError, href};
+use crate::web::render::{self, Chrome, WebError, href, next_link};
 use crate::web::signin::Viewer;
 use crate::web::view::{SessionRow, agent_label, status_label};
 
@@ -94,13 +94,7 @@ struct Rows {
 async fn rows<S: Store>(web: &Web<S>, viewer: &Viewer, filters: &Filters) -> Result<Rows, WebError> {
     let request = filters.request()?;
     let reply = SessionService::list_sessions(&web.api, viewer.request(request)).await?.into_inner();
-    let next = if reply.next_page_token.is_empty() {
-        String::new()
-    } else {
-        let mut query = filters.query();
-        query.push(("page", &reply.next_page_token));
-        href("/sessions", &query)
-    };
+    let next = next_link("/sessions", &filters.query(), &reply.next_page_token);
     Ok(Rows { rows: reply.sessions.iter().map(SessionRow::of).collect(), next, as_of: reply.as_of_revision })
 }
 

@@ -26,6 +26,8 @@ use crate::{Row, Sizes};
 const PROJECT: &str = "bench/web";
 const PAGE_P99: Duration = Duration::from_millis(50);
 const BIG_SESSION_P99: Duration = Duration::from_millis(100);
+/// The pace of the stream-latency scenario's writes.
+const NOTE_EVERY: Duration = Duration::from_millis(20);
 
 fn opts() -> WriteOptions {
     WriteOptions { request_id: uuid::Uuid::new_v4().to_string(), host: "bench".into(), ..Default::default() }
@@ -305,8 +307,8 @@ async fn read_stream(
     }
 }
 
-/// A note written every 20 ms: its delivery to an open activity stream and to a gRPC Watch,
-/// each from the moment the write was sent.
+/// Notes written at a steady rate (`NOTE_EVERY`): their delivery to an open activity stream
+/// and to a gRPC Watch, each from the moment the write was sent.
 async fn stream_latency(server: &Server, c: &Clients, cookie: &str, sizes: Sizes) -> Row {
     let project = format!("bench/web-live-{}", uuid::Uuid::new_v4().simple());
     let writes = if sizes.quick { 100 } else { 500 };
@@ -329,7 +331,7 @@ async fn stream_latency(server: &Server, c: &Clients, cookie: &str, sizes: Sizes
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
     let mut sent = HashMap::new();
-    let mut tick = tokio::time::interval(Duration::from_millis(20));
+    let mut tick = tokio::time::interval(NOTE_EVERY);
     for i in 0..writes {
         tick.tick().await;
         let t = Instant::now();
@@ -356,7 +358,8 @@ async fn stream_latency(server: &Server, c: &Clients, cookie: &str, sizes: Sizes
     let (page, grpc) = (delays(&sse), delays(&watch));
     Row {
         scenario: format!(
-            "a change reaching an open activity page (server-sent events), {writes} notes at 50/s"
+            "a change reaching an open activity page (server-sent events), {writes} notes at {:.0}/s",
+            1.0 / NOTE_EVERY.as_secs_f64()
         ),
         baton: format!("p50 {} · p99 {}", ms(page.p50()), ms(page.p99())),
         floor: format!("gRPC Watch: p50 {} · p99 {}", ms(grpc.p50()), ms(grpc.p99())),
