@@ -172,7 +172,11 @@ class Repo:
             "hook_event_name": event,
             **fields,
         }
-        return self.baton("hook", "claude", event, stdin=json.dumps(payload))
+        out = self.baton("hook", "claude", event, stdin=json.dumps(payload))
+        # A hook under load may queue its write for a later hook or a background sender; the
+        # pages are asserted on what the hub holds, so wait until the queue has reached it.
+        self.baton("sync")
+        return out
 
 
 def pytest_configure(config: pytest.Config) -> None:
