@@ -62,6 +62,10 @@ pub struct Config {
     #[arg(long, env = "BATON_MAX_CHECKPOINT_BYTES", default_value_t = 8 * 1024 * 1024)]
     pub max_checkpoint_bytes: usize,
 
+    /// Live reservations (held and waiting) one project may have.
+    #[arg(long, env = "BATON_MAX_RESERVATIONS", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_reservations: u32,
+
     /// Largest PutMemory request, in bytes.
     #[arg(long, env = "BATON_MAX_MEMORY_REQUEST_BYTES", default_value_t = 4 * 1024 * 1024)]
     pub max_memory_request_bytes: usize,

@@ -30,6 +30,7 @@ use baton_proto::v1::checkpoint_service_server::CheckpointServiceServer;
 use baton_proto::v1::event_service_server::EventServiceServer;
 use baton_proto::v1::item_log_service_server::ItemLogServiceServer;
 use baton_proto::v1::memory_service_server::MemoryServiceServer;
+use baton_proto::v1::reservation_service_server::ReservationServiceServer;
 use baton_proto::v1::search_service_server::SearchServiceServer;
 use baton_proto::v1::session_service_server::SessionServiceServer;
 use baton_proto::v1::thread_service_server::ThreadServiceServer;
@@ -220,6 +221,7 @@ async fn grpc_routes<S: Store>(api: &Api<S>, max_message: usize) -> anyhow::Resu
         .add_service(SearchServiceServer::new(api.clone()).max_decoding_message_size(max_message))
         .add_service(ThreadServiceServer::new(api.clone()).max_decoding_message_size(max_message))
         .add_service(ItemLogServiceServer::new(api.clone()).max_decoding_message_size(max_message))
+        .add_service(ReservationServiceServer::new(api.clone()).max_decoding_message_size(max_message))
         .add_service(AdminServiceServer::new(api.clone()).max_decoding_message_size(max_message));
     Ok(routes.routes().prepare())
 }
@@ -245,6 +247,7 @@ fn build_api<S: Store>(config: &Config, store: &S, wakers: Wakers, stop: &watch:
         max_watch_projects: config.max_watch_projects.max(1),
         retention,
         search_time_limit: config.search_time_limit.max(std::time::Duration::from_millis(1)),
+        max_reservations: usize::try_from(config.max_reservations).unwrap_or(usize::MAX),
     };
     let rates = Arc::new(limits::rate::RateLimits::new(
         config.rate_limit,

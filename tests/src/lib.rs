@@ -28,6 +28,7 @@ use baton_proto::v1::checkpoint_service_client::CheckpointServiceClient;
 use baton_proto::v1::event_service_client::EventServiceClient;
 use baton_proto::v1::item_log_service_client::ItemLogServiceClient;
 use baton_proto::v1::memory_service_client::MemoryServiceClient;
+use baton_proto::v1::reservation_service_client::ReservationServiceClient;
 use baton_proto::v1::search_service_client::SearchServiceClient;
 use baton_proto::v1::session_service_client::SessionServiceClient;
 use baton_proto::v1::thread_service_client::ThreadServiceClient;
@@ -255,6 +256,7 @@ pub struct Clients {
     pub search: SearchServiceClient<Channel>,
     pub threads: ThreadServiceClient<Channel>,
     pub items: ItemLogServiceClient<Channel>,
+    pub reservations: ReservationServiceClient<Channel>,
     pub channel: Channel,
 }
 
@@ -265,6 +267,7 @@ impl Clients {
             checkpoints: CheckpointServiceClient::new(channel.clone()),
             threads: ThreadServiceClient::new(channel.clone()).max_decoding_message_size(64 << 20),
             items: ItemLogServiceClient::new(channel.clone()).max_decoding_message_size(64 << 20),
+            reservations: ReservationServiceClient::new(channel.clone()),
             memory: MemoryServiceClient::new(channel.clone()),
             brief: BriefServiceClient::new(channel.clone()),
             events: EventServiceClient::new(channel.clone()),

@@ -20,6 +20,7 @@ pub(crate) mod checkpoint;
 mod event;
 mod items;
 pub(crate) mod memory;
+mod reservation;
 mod search;
 pub(crate) mod session;
 mod thread;
@@ -38,6 +39,8 @@ pub struct Limits {
     pub retention: crate::jobs::retention::Policy,
     /// How long a search's statements may run.
     pub search_time_limit: std::time::Duration,
+    /// Live reservations one project may have.
+    pub max_reservations: usize,
 }
 
 impl Default for Limits {
@@ -47,6 +50,7 @@ impl Default for Limits {
             max_watch_projects: 100,
             retention: crate::jobs::retention::Policy { keep_days: 90, keep_ancestors: 5, item_log_days: 0 },
             search_time_limit: std::time::Duration::from_secs(2),
+            max_reservations: 1000,
         }
     }
 }

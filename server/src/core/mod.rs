@@ -14,6 +14,7 @@ pub mod memory;
 pub mod packed;
 pub mod page;
 pub mod purge;
+pub mod reservation;
 pub mod resume;
 pub mod retention;
 pub mod search;

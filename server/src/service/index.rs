@@ -44,6 +44,7 @@ pub fn follow(changes: &[Change], read: &[Session]) -> Vec<Change> {
             Change::Evict { .. }
             | Change::PutWrites(_)
             | Change::Items(_)
+            | Change::Reservations(_)
             | Change::PutRecordVersion { .. }
             | Change::SetMemoryCaps { .. }
             | Change::Index(_) => {}

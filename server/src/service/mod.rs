@@ -12,6 +12,7 @@ pub mod log;
 pub mod memory;
 pub mod memory_cache;
 pub mod purge;
+pub mod reservation;
 pub mod resume;
 pub mod retention;
 pub mod search;

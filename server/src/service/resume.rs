@@ -150,6 +150,8 @@ async fn resume<S: Store>(
             let mut ev = event(EventKind::SessionStarted, "session", &new_id, &ctx.actor);
             ev.value = Some(baton_proto::v1::event::Value::Session(session.clone()));
             let revision = w.emit(ev)?.revision;
+            // What the resumed session held, its successor holds (the brief shows it there).
+            super::reservation::hand_over(w, ctx, &resumed_from.id, &session).await?;
             let reply = ResumeSessionResponse {
                 session: Some(session),
                 resume_command: resume_command(resumed_from.agent, &resumed_from.agent_session_id),

@@ -344,6 +344,8 @@ pub async fn end<S: Store>(
             }
             set_status(w, &mut row, to, &ctx.actor, true)?;
             w.apply(Change::PutSession(Box::new(row.clone())));
+            // Its reservations end with it (their own event, after the status's).
+            super::reservation::end_with_session(w, ctx, &row.id).await?;
             let result = conflict::result(revision, Decision::Applied, None, ctx.writer());
             let reply = EndSessionResponse { session: Some(row.to_proto()), result: Some(result) };
             w.finish(ctx, &reply)?;
@@ -375,6 +377,9 @@ pub async fn expire<S: Store>(store: &S, expiry: Expiry) -> Result<usize> {
                 let actor = Actor { session_id: id.clone(), ..Default::default() };
                 set_status(w, &mut row, to, &actor, false)?;
                 w.apply(Change::PutSession(Box::new(row)));
+                if to == SessionStatus::Crashed {
+                    super::reservation::end_with_session(w, ctx, &id).await?;
+                }
                 w.finish(ctx, &HeartbeatResponse::default())?;
                 Ok(true)
             })

@@ -184,6 +184,12 @@ impl<T: WriteTx> Write<T> {
         revision
     }
 
+    /// The revision the next event will get, without taking it: a body may decide with it
+    /// and then write nothing.
+    pub fn next_revision(&self) -> i64 {
+        self.pending.unwrap_or(self.last + 1)
+    }
+
     /// The last revision the write took.
     pub fn revision_taken(&self) -> i64 {
         self.last

@@ -35,13 +35,23 @@ pub enum List {
 /// What each backend does its own way.
 pub trait Engine: Clone + Send + Sync + 'static {
     type Db: Database;
-    type Tx: WriteTx + MaintenanceTx + super::threads::ThreadTx + super::items::ItemTx;
+    type Tx: WriteTx
+        + MaintenanceTx
+        + super::threads::ThreadTx
+        + super::items::ItemTx
+        + super::reservations::ReservationTx;
     /// Liveness without a write (`Store::touch_session`), by the database clock. $1 id,
     /// $2 tool count, $3 status (NULL: any), $4 project (NULL: any).
     const TOUCH_SESSION: &'static str;
     /// Sessions whose liveness ran out, by the database clock. $1–$3 the live statuses, $4
     /// active, $5 the idle time (µs).
     const EXPIRED_SESSIONS: &'static str;
+    /// Waits for the project's lock to be free and keeps writes out until the transaction
+    /// ends (a renewal, `ReservationReads::renew_reservations`). $1 project.
+    const SHARE_PROJECT: &'static str;
+    /// Renews a session's held reservations by the database clock. $1 project, $2 session,
+    /// $3 the time to live (µs); returns the rows (`reservation_columns!`).
+    const RENEW_RESERVATIONS: &'static str;
 
     /// The pool reads run on.
     fn pool(&self) -> &Pool<Self::Db>;
@@ -105,6 +115,8 @@ where
     for<'r> model::PendingWrite: FromRow<'r, DB::Row>,
     for<'r> model::ItemLog: FromRow<'r, DB::Row>,
     for<'r> model::Item: FromRow<'r, DB::Row>,
+    for<'r> crate::core::reservation::Row: FromRow<'r, DB::Row>,
+    for<'r> model::ReservationSettingsRow: FromRow<'r, DB::Row>,
     for<'r> (i64, i64): FromRow<'r, DB::Row>,
     for<'r> (i64, i64, i64): FromRow<'r, DB::Row>,
     for<'r> (String, i64): FromRow<'r, DB::Row>,

@@ -38,6 +38,7 @@ mod export;
 pub mod items;
 pub mod maintenance;
 pub mod model;
+pub mod reservations;
 /// Whose brief, of what.
 #[derive(Debug, Clone, Default)]
 pub struct BriefFor {
@@ -208,8 +209,12 @@ pub trait WriteTx: Send {
 /// The storage contract, over Baton's model types; `impl Future + Send` so that tonic
 /// services can await it. Implemented once for both backends (`engine.rs`, which runs
 /// `sql.rs`'s statements) over what each backend does its own way (`engine::Engine`).
-pub trait Store: Clone + Send + Sync + 'static + items::ItemReads {
-    type Tx: WriteTx + maintenance::MaintenanceTx + threads::ThreadTx + items::ItemTx;
+pub trait Store: Clone + Send + Sync + 'static + items::ItemReads + reservations::ReservationReads {
+    type Tx: WriteTx
+        + maintenance::MaintenanceTx
+        + threads::ThreadTx
+        + items::ItemTx
+        + reservations::ReservationTx;
     /// Runs `body` as one write of `lock`'s project (see `writer`): takes the lock (creating
     /// the project on first use), which allocates the write's revision and reads its time,
     /// caps and any earlier reply to its request id; runs the body; applies the changes it

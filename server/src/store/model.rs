@@ -217,6 +217,28 @@ pub enum Change {
     PutWrites(Vec<PendingWrite>),
     /// An item log's change (`service::items`): plain statements on both backends.
     Items(ItemChange),
+    /// Reservations' changes (`service::reservation`): plain statements on both backends.
+    Reservations(ReservationChange),
+}
+
+/// A change of the reservations.
+#[derive(Debug, Clone)]
+pub enum ReservationChange {
+    /// Writes rows, new or changed (every column but the id's project).
+    Put(Vec<crate::core::reservation::Row>),
+    /// Writes the project's settings row.
+    Settings(ReservationSettingsRow),
+}
+
+/// A project's reservation settings as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
+pub struct ReservationSettingsRow {
+    pub ttl_seconds: i64,
+    /// `ReservationEnforcement` as a number.
+    pub enforcement: i64,
+    /// 0 or 1.
+    pub auto_reserve: i64,
+    pub revision: i64,
 }
 
 /// A change of the item logs, in the order a write makes them.

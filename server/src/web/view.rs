@@ -108,6 +108,7 @@ fn kind_label(kind: i32) -> &'static str {
         EventKind::ThreadWrites => "thread writes",
         EventKind::CheckpointsDeleted => "checkpoints deleted",
         EventKind::ItemsChanged => "agent log",
+        EventKind::ReservationsChanged => "reservations",
     }
 }
 
@@ -142,6 +143,7 @@ impl EventLine {
             ),
             Some(event::Value::ThreadWrites(_)) => ("pending writes".into(), String::new()),
             Some(event::Value::Settings(_)) => ("project settings".into(), String::new()),
+            Some(event::Value::Reservations(r)) => (reservations_line(r), String::new()),
             None => (format!("{} {}", e.entity, short(&e.entity_id)), String::new()),
         };
         let by = actor_line(e.actor.as_ref());
@@ -155,4 +157,35 @@ impl EventLine {
             conflict: e.conflict.is_some(),
         }
     }
+}
+
+/// An event's reservations in a line: what each became, on what.
+fn reservations_line(change: &baton_proto::v1::ReservationsChange) -> String {
+    use baton_proto::v1::ReservationStatus;
+    let mut parts: Vec<String> = change
+        .reservations
+        .iter()
+        .take(5)
+        .map(|r| {
+            let status = match ReservationStatus::try_from(r.status).unwrap_or_default() {
+                ReservationStatus::Waiting => "waits for",
+                ReservationStatus::Held => "holds",
+                ReservationStatus::Released => "released",
+                ReservationStatus::Expired => "lapsed:",
+                ReservationStatus::TakenOver => "taken over:",
+                ReservationStatus::SessionEnded => "ended with its session:",
+                ReservationStatus::WaitEnded => "stopped waiting for",
+                ReservationStatus::Unspecified => "?",
+            };
+            let what = if r.path.is_empty() { format!("task {}", r.task) } else { r.path.clone() };
+            format!("{} {status} {what}", short(&r.session_id))
+        })
+        .collect();
+    if change.reservations.len() > 5 {
+        parts.push(format!("and {} more", change.reservations.len() - 5));
+    }
+    if change.settings.is_some() {
+        parts.push("reservation settings".into());
+    }
+    parts.join("; ")
 }

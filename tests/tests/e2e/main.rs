@@ -44,6 +44,7 @@ mod newcomer;
 mod paging;
 mod protocol;
 mod purge;
+mod reservations;
 mod retention;
 mod search;
 mod search_attacks;

@@ -12,8 +12,8 @@ use sqlx::postgres::PgArguments;
 
 use crate::core::search::tokens::tsvector_literal;
 use crate::store::model::{
-    Change, Checkpoint, FirstRead, Index, ItemChange, Lock, Log, Maintenance, PendingWrite, SearchDoc,
-    Session,
+    Change, Checkpoint, FirstRead, Index, ItemChange, Lock, Log, Maintenance, PendingWrite,
+    ReservationChange, SearchDoc, Session,
 };
 use crate::store::rows::encode_actor;
 
@@ -245,6 +245,7 @@ struct ConflictArg {
 pub(super) enum Plain {
     Maintenance(Maintenance),
     Items(ItemChange),
+    Reservations(ReservationChange),
 }
 
 /// A write's changes, by kind, as the function takes them.
@@ -306,6 +307,7 @@ impl Changes {
                 Change::InsertCheckpoint(checkpoint) => c.checkpoints.push(*checkpoint),
                 Change::Maintenance(m) => maintenance.push(Plain::Maintenance(m)),
                 Change::Items(i) => maintenance.push(Plain::Items(i)),
+                Change::Reservations(r) => maintenance.push(Plain::Reservations(r)),
                 Change::Index(Index::Put(doc)) => c.search_docs.push((*doc).into()),
                 Change::Index(index) => c.search_edits.extend(SearchEditArg::of(index)),
                 Change::PutWrites(writes) => c.writes.extend(writes.into_iter().map(PendingWriteArg::from)),

@@ -21,6 +21,8 @@ impl Engine for PgStore {
     type Tx = PgTx;
     const TOUCH_SESSION: &'static str = sql::TOUCH_SESSION;
     const EXPIRED_SESSIONS: &'static str = sql::EXPIRED_SESSIONS;
+    const SHARE_PROJECT: &'static str = sql::SHARE_PROJECT;
+    const RENEW_RESERVATIONS: &'static str = sql::RENEW_RESERVATIONS;
 
     fn pool(&self) -> &PgPool {
         &self.pool

@@ -41,6 +41,7 @@ mod apply;
 mod engine;
 mod items;
 mod maintenance;
+mod reservations;
 mod sql;
 mod write;
 

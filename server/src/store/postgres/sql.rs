@@ -110,3 +110,13 @@ pub const SEARCH_ROWS: &str = "SELECT id, kind::int8 AS kind, record_id, session
 /// indexed. $1 project.
 pub const SEARCH_HEAD: &str = "SELECT COALESCE((SELECT head_revision FROM projects WHERE key = $1), 0)::int8, \
      EXISTS (SELECT 1 FROM search_backfill WHERE project = $1)";
+
+/// `Engine::SHARE_PROJECT`: a write holds the project's row from its lock to its commit.
+pub const SHARE_PROJECT: &str = "SELECT 1 FROM projects WHERE key = $1 FOR SHARE";
+
+/// `Engine::RENEW_RESERVATIONS`.
+pub const RENEW_RESERVATIONS: &str = concat!(
+    "UPDATE reservations SET expires_us = baton_now_us() + $3 WHERE project = $1 AND session_id = $2 \
+     AND status = 2 AND expires_us > baton_now_us() RETURNING ",
+    crate::store::reservations::reservation_columns!()
+);

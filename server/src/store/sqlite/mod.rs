@@ -20,6 +20,7 @@ mod engine;
 mod files;
 mod items;
 mod maintenance;
+mod reservations;
 mod sql;
 mod write;
 

@@ -235,3 +235,16 @@ pub const PUT_WRITE: &str = "INSERT INTO pending_writes (checkpoint_id, task_id,
      value_type, value, revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (checkpoint_id, task_id, idx) \
      DO UPDATE SET channel = excluded.channel, task_path = excluded.task_path, value_type = excluded.value_type, \
      value = excluded.value, revision = excluded.revision";
+
+/// `Engine::SHARE_PROJECT`: nothing to take, the writer runs a renewal between writes.
+pub const SHARE_PROJECT: &str = "SELECT 1 FROM projects WHERE key = $1";
+
+/// `Engine::RENEW_RESERVATIONS`.
+pub const RENEW_RESERVATIONS: &str = concat!(
+    "UPDATE reservations SET expires_us = ",
+    now_us!(),
+    " + $3 WHERE project = $1 AND session_id = $2 AND status = 2 AND expires_us > ",
+    now_us!(),
+    " RETURNING ",
+    crate::store::reservations::reservation_columns!()
+);

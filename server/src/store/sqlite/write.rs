@@ -346,6 +346,7 @@ fn push_change(query: &mut Statements, project: &str, change: &Change) {
         Change::Index(index) => push_index(query, project, index),
         Change::PutWrites(writes) => push_put_writes(query, project, writes),
         Change::Items(change) => super::items::push(query, project, change),
+        Change::Reservations(change) => super::reservations::push(query, project, change),
     }
 }
 

@@ -1,0 +1,160 @@
+//! Reservations' reads and renewals (`ReservationService`), implemented once for both
+//! backends (each statement one text, `$n`): those of a write on its transaction
+//! (`ReservationTx`), the others on the pool (`ReservationReads`). Their changes
+//! (`model::ReservationChange`) are each backend's statements (`sqlite::reservations`,
+//! `postgres::reservations`).
+
+use std::future::Future;
+
+use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Type};
+
+use super::engine::{Engine, List};
+use super::model::ReservationSettingsRow;
+use super::writer::{Backend, Tx};
+use crate::core::reservation::Row;
+use crate::error::Result;
+
+/// A reservation's columns, in `Row`'s order.
+macro_rules! reservation_columns {
+    () => {
+        "id, session_id, request, kind, target, branch, reason, status, holder, created_us, created_revision, \
+         granted_us, expires_us, ended_us, ended_by, revision"
+    };
+}
+pub(crate) use reservation_columns;
+
+/// A project's held and waiting rows (those whose time ran out too: a write ends them). $1
+/// project.
+const LIVE: &str =
+    concat!("SELECT ", reservation_columns!(), " FROM reservations WHERE project = $1 AND status IN (1, 2)");
+/// $1 project.
+const SETTINGS: &str =
+    "SELECT ttl_seconds, enforcement, auto_reserve, revision FROM reservation_settings WHERE project = $1";
+/// Projects with rows whose time ran out. $1 now.
+const LAPSED_PROJECTS: &str =
+    "SELECT DISTINCT project FROM reservations WHERE status IN (1, 2) AND expires_us <= $1 LIMIT 500";
+/// Ended rows older than $1.
+const PRUNE_ENDED: &str = "DELETE FROM reservations WHERE status > 2 AND ended_us < $1";
+
+/// A write's reads of reservations.
+pub trait ReservationTx: Send {
+    /// The project's held and waiting rows, those that ran out included.
+    fn live_reservations(&mut self) -> impl Future<Output = Result<Vec<Row>>> + Send;
+    /// The project's settings row, if it has one.
+    fn reservation_settings(&mut self)
+    -> impl Future<Output = Result<Option<ReservationSettingsRow>>> + Send;
+}
+
+impl<B, DB> ReservationTx for Tx<B>
+where
+    B: Backend<Db = DB>,
+    DB: Database,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'q> String: Encode<'q, DB> + Type<DB>,
+    for<'r> Row: FromRow<'r, DB::Row>,
+    for<'r> ReservationSettingsRow: FromRow<'r, DB::Row>,
+{
+    async fn live_reservations(&mut self) -> Result<Vec<Row>> {
+        Ok(sqlx::query_as(LIVE).bind(self.project.clone()).fetch_all(self.conn()).await?)
+    }
+
+    async fn reservation_settings(&mut self) -> Result<Option<ReservationSettingsRow>> {
+        Ok(sqlx::query_as(SETTINGS).bind(self.project.clone()).fetch_optional(self.conn()).await?)
+    }
+}
+
+/// The reads of `ReservationService` on the pool, and its renewals.
+pub trait ReservationReads {
+    /// A project's held and waiting rows (those that ran out too).
+    fn live_reservations(&self, project: String) -> impl Future<Output = Result<Vec<Row>>> + Send;
+    /// A project's rows among these ids, in any status.
+    fn reservations_by_id(
+        &self,
+        project: String,
+        ids: Vec<String>,
+    ) -> impl Future<Output = Result<Vec<Row>>> + Send;
+    /// A project's settings row, if it has one.
+    fn reservation_settings(
+        &self,
+        project: String,
+    ) -> impl Future<Output = Result<Option<ReservationSettingsRow>>> + Send;
+    /// Renews a session's held rows whose time has not run out, to the database's now plus
+    /// `ttl_us`, after any write of the project that holds its lock (so never between a
+    /// write's read and its changes); returns them. Not a write: no revision, no event.
+    fn renew_reservations(
+        &self,
+        project: String,
+        session_id: String,
+        ttl_us: i64,
+    ) -> impl Future<Output = Result<Vec<Row>>> + Send;
+    /// Projects with held or waiting rows whose time ran out by `now_us`, at most 500.
+    fn projects_with_lapsed_reservations(
+        &self,
+        now_us: i64,
+    ) -> impl Future<Output = Result<Vec<String>>> + Send;
+    /// Removes rows that ended before `before_us`; how many.
+    fn prune_ended_reservations(&self, before_us: i64) -> impl Future<Output = Result<u64>> + Send;
+}
+
+impl<E, DB> ReservationReads for E
+where
+    E: Engine<Db = DB>,
+    DB: Database,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    DB::Arguments: IntoArguments<DB>,
+    for<'q> String: Encode<'q, DB> + Type<DB>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'r> Row: FromRow<'r, DB::Row>,
+    for<'r> ReservationSettingsRow: FromRow<'r, DB::Row>,
+    for<'r> (String,): FromRow<'r, DB::Row>,
+{
+    async fn live_reservations(&self, project: String) -> Result<Vec<Row>> {
+        Ok(sqlx::query_as(LIVE).bind(project).fetch_all(self.pool()).await?)
+    }
+
+    async fn reservations_by_id(&self, project: String, ids: Vec<String>) -> Result<Vec<Row>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut query = sqlx::QueryBuilder::<DB>::new(concat!(
+            "SELECT ",
+            reservation_columns!(),
+            " FROM reservations WHERE project = "
+        ));
+        query.push_bind(project).push(" AND id");
+        E::push_in(&mut query, List::Text(ids));
+        Ok(query.build_query_as().fetch_all(self.pool()).await?)
+    }
+
+    async fn reservation_settings(&self, project: String) -> Result<Option<ReservationSettingsRow>> {
+        Ok(sqlx::query_as(SETTINGS).bind(project).fetch_optional(self.pool()).await?)
+    }
+
+    async fn renew_reservations(&self, project: String, session_id: String, ttl_us: i64) -> Result<Vec<Row>> {
+        self.unrevisioned(Box::new(move |conn| {
+            Box::pin(async move {
+                // Waits for a write of the project in progress: its reads decided with the
+                // times it saw, so a renewal lands before its lock or after its commit.
+                sqlx::query(E::SHARE_PROJECT).bind(project.clone()).execute(&mut *conn).await?;
+                let query = sqlx::query_as(E::RENEW_RESERVATIONS).bind(project).bind(session_id).bind(ttl_us);
+                Ok(query.fetch_all(&mut *conn).await?)
+            })
+        }))
+        .await
+    }
+
+    async fn projects_with_lapsed_reservations(&self, now_us: i64) -> Result<Vec<String>> {
+        Ok(sqlx::query_scalar(LAPSED_PROJECTS).bind(now_us).fetch_all(self.pool()).await?)
+    }
+
+    async fn prune_ended_reservations(&self, before_us: i64) -> Result<u64> {
+        self.unrevisioned(Box::new(move |conn| {
+            Box::pin(async move {
+                let done = sqlx::query(PRUNE_ENDED).bind(before_us).execute(&mut *conn).await?;
+                Ok(E::rows_affected(&done))
+            })
+        }))
+        .await
+    }
+}
