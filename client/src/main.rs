@@ -157,6 +157,59 @@ enum Command {
         #[arg(long, default_value_t = 50)]
         limit: u32,
     },
+    /// Reserve paths (files or directories, relative to here) or tasks for your agent's
+    /// session, so that other sessions leave them alone or wait: their pre-tool hooks warn or
+    /// refuse edits of them. Held while the session's hooks (or `baton mcp`) renew it.
+    Reserve {
+        /// Files or directories inside the repository (a directory covers everything in it).
+        paths: Vec<String>,
+        /// A task to reserve: an issue id, a task title, a thread id (repeat for more).
+        #[arg(long = "task", value_name = "KEY")]
+        tasks: Vec<String>,
+        /// Why: shown to whoever is blocked (secrets are redacted).
+        #[arg(long)]
+        reason: Option<String>,
+        /// Only on this branch (default: the whole project, every branch and worktree).
+        #[arg(long)]
+        branch: Option<String>,
+        /// When someone holds them, wait in line this long (e.g. 30s, 5m; at most 10m).
+        #[arg(long, value_parser = humantime::parse_duration)]
+        wait: Option<std::time::Duration>,
+        /// Take them over from their holder: your own other session, or anyone's with an
+        /// admin token. The holder's next hook tells its model.
+        #[arg(long)]
+        steal: bool,
+        /// The session that holds them: its full id or a unique part (default: the agent
+        /// conversation running this command).
+        #[arg(long)]
+        session: Option<String>,
+    },
+    /// Release reservations of your agent's session (paths relative to here, tasks, or all).
+    Release {
+        /// Files or directories to release.
+        paths: Vec<String>,
+        /// A task to release (repeat for more).
+        #[arg(long = "task", value_name = "KEY")]
+        tasks: Vec<String>,
+        /// Every reservation and wait of the session.
+        #[arg(long)]
+        all: bool,
+        /// The session: its full id or a unique part (default: the agent conversation running
+        /// this command).
+        #[arg(long)]
+        session: Option<String>,
+    },
+    /// Who holds what in the project and who waits (or only what overlaps the paths given);
+    /// `baton reservations settings` sets the time to live and what the hooks do.
+    Reservations {
+        #[command(subcommand)]
+        command: Option<ReservationsCommand>,
+        /// Only reservations overlapping these paths (relative to here).
+        paths: Vec<String>,
+        /// Only those of the agent conversation running this command.
+        #[arg(long)]
+        mine: bool,
+    },
     /// Show one session.
     Session {
         /// The session's full id or any unique part (as `baton sessions` shows).
@@ -252,6 +305,25 @@ enum ThreadsCommand {
         /// The project (default: this directory's).
         #[arg(long)]
         project: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ReservationsCommand {
+    /// Set the project's reservation settings (only those given change).
+    Settings {
+        /// How long a reservation lives without a renewal (e.g. 10m; 2s to 24h). The hooks
+        /// renew at most every 10 s, and only while the agent calls tools: keep it well above
+        /// the longest turn without a tool call, unless `baton mcp` is registered.
+        #[arg(long, value_parser = humantime::parse_duration)]
+        ttl: Option<std::time::Duration>,
+        /// What the pre-tool hooks do with an edit of a path another session holds: warn
+        /// (the model is told, the edit goes ahead), deny (refused), off.
+        #[arg(long, value_parser = ["warn", "deny", "off"])]
+        enforce: Option<String>,
+        /// Reserve the task an agent marks in progress and the file it starts editing.
+        #[arg(long, value_parser = clap::builder::BoolishValueParser::new(), value_name = "on|off")]
+        auto: Option<bool>,
     },
 }
 
@@ -433,6 +505,25 @@ async fn dispatch(ctx: &Ctx, dir: &std::path::Path, command: Command, json: bool
             cmd::sessions::list(ctx, dir, filters, json).await
         }
         Command::Session { id } => cmd::sessions::show(ctx, dir, &id, json).await,
+        Command::Reserve { paths, tasks, reason, branch, wait, steal, session } => {
+            let ask = cmd::reservations::Ask { paths, tasks, reason, branch, wait, steal, session };
+            cmd::reservations::reserve(ctx, dir, ask, json).await
+        }
+        Command::Release { paths, tasks, all, session } => {
+            cmd::reservations::release(
+                ctx,
+                dir,
+                cmd::reservations::Which { paths, tasks, all, session },
+                json,
+            )
+            .await
+        }
+        Command::Reservations {
+            command: Some(ReservationsCommand::Settings { ttl, enforce, auto }), ..
+        } => cmd::reservations::settings(ctx, dir, ttl, enforce, auto, json).await,
+        Command::Reservations { command: None, paths, mine } => {
+            cmd::reservations::list(ctx, dir, &paths, mine, json).await
+        }
         Command::Threads {
             command: Some(ThreadsCommand::Delete { threads, project: own }), project, ..
         } => cmd::threads::delete(ctx, dir, own.or(project), threads, json).await,

@@ -7,6 +7,7 @@ use baton_proto::v1::brief_service_client::BriefServiceClient;
 use baton_proto::v1::checkpoint_service_client::CheckpointServiceClient;
 use baton_proto::v1::event_service_client::EventServiceClient;
 use baton_proto::v1::memory_service_client::MemoryServiceClient;
+use baton_proto::v1::reservation_service_client::ReservationServiceClient;
 use baton_proto::v1::search_service_client::SearchServiceClient;
 use baton_proto::v1::session_service_client::SessionServiceClient;
 use baton_proto::v1::thread_service_client::ThreadServiceClient;
@@ -43,6 +44,7 @@ pub struct Hub {
     pub search: SearchServiceClient<Ch>,
     /// Orchestrators' threads: a page may hold checkpoints with large payloads.
     pub threads: ThreadServiceClient<Ch>,
+    pub reservations: ReservationServiceClient<Ch>,
     pub channel: Channel,
 }
 
@@ -131,6 +133,7 @@ pub async fn connect(settings: &Settings, timeouts: Timeouts) -> Result<Hub, Con
         events: EventServiceClient::new(ch()),
         search: SearchServiceClient::new(ch()),
         threads: ThreadServiceClient::new(ch()).max_decoding_message_size(64 * 1024 * 1024),
+        reservations: ReservationServiceClient::new(ch()),
         channel,
     })
 }

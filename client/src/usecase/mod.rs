@@ -4,5 +4,6 @@
 pub mod brief;
 pub mod checkpoint;
 pub mod memory;
+pub mod reservations;
 pub mod sessions;
 pub mod workspace;
