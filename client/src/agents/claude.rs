@@ -150,7 +150,7 @@ impl Summarizer for Claude {
 pub const HOOKS: &[Hook] = &[
     Hook::new("SessionStart", Some("startup|resume|clear|compact"), 10),
     Hook::new("UserPromptSubmit", None, 10),
-    Hook::new("PreToolUse", Some("Bash"), 10),
+    Hook::new("PreToolUse", Some("Bash|Edit|Write|MultiEdit|NotebookEdit"), 10),
     Hook::new("PostToolUse", None, 10),
     Hook::new("PostToolUseFailure", None, 10),
     Hook::new("PreCompact", Some("manual|auto"), 10),

@@ -11,6 +11,7 @@ use super::files::{home, read_json};
 use super::mcp::{self, Files, rules};
 use super::spec::{Spec, Summarizer};
 use super::{Agent, Hook, Scope};
+use crate::hook::reserved::Verdict;
 
 pub const AGENT: Agent = Agent::new(&Cursor);
 
@@ -73,6 +74,24 @@ impl Spec for Cursor {
 
     fn brief_output(&self, text: &str) -> String {
         json!({ "additional_context": text }).to_string()
+    }
+
+    /// preToolUse refuses with `permission: deny` (`agent_message` goes to the agent when it
+    /// refuses); it has no channel to the model for a call it lets through, so a warning waits
+    /// for postToolUse.
+    fn pre_tool_output(&self, verdict: &Verdict) -> Option<String> {
+        match verdict {
+            Verdict::Deny(reason) => Some(
+                json!({ "permission": "deny", "user_message": "Baton: the file is reserved by another session", "agent_message": reason })
+                    .to_string(),
+            ),
+            Verdict::Warn(_) => None,
+        }
+    }
+
+    /// postToolUse's `additional_context` is added after the tool's result.
+    fn post_tool_output(&self, text: &str) -> Option<String> {
+        Some(json!({ "additional_context": text }).to_string())
     }
 
     /// Where stdout must be JSON.
@@ -140,6 +159,7 @@ impl Spec for Cursor {
 pub const HOOKS: &[Hook] = &[
     Hook::new("sessionStart", None, 10),
     Hook::new("beforeShellExecution", None, 10),
+    Hook::new("preToolUse", Some("Write|Delete|StrReplace|Edit"), 10),
     Hook::new("postToolUse", None, 10),
     Hook::new("preCompact", None, 10),
     Hook::new("stop", None, 10),

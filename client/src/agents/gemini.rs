@@ -10,6 +10,7 @@ use super::files::{home, read_json, rehomed, write_whole};
 use super::mcp::{self, Files, NAME};
 use super::spec::{Spec, Summarizer};
 use super::{Agent, Hook, Scope};
+use crate::hook::reserved::Verdict;
 
 pub const AGENT: Agent = Agent::new(&Gemini);
 
@@ -72,6 +73,24 @@ impl Spec for Gemini {
     }
 
     /// Where stdout must be JSON.
+    /// BeforeTool refuses with `decision: deny` (the model gets "Tool execution blocked:
+    /// <reason>"); its additionalContext is read but never used, so a warning waits for
+    /// AfterTool.
+    fn pre_tool_output(&self, verdict: &Verdict) -> Option<String> {
+        match verdict {
+            Verdict::Deny(reason) => Some(json!({ "decision": "deny", "reason": reason }).to_string()),
+            Verdict::Warn(_) => None,
+        }
+    }
+
+    /// AfterTool's additionalContext is appended to the tool's result in `<hook_context>`.
+    fn post_tool_output(&self, text: &str) -> Option<String> {
+        Some(
+            json!({ "hookSpecificOutput": { "hookEventName": "AfterTool", "additionalContext": text } })
+                .to_string(),
+        )
+    }
+
     fn quiet_output(&self) -> &'static str {
         "{}"
     }
@@ -182,7 +201,7 @@ impl Summarizer for Gemini {
 pub const HOOKS: &[Hook] = &[
     Hook::new("SessionStart", None, 10_000),
     Hook::new("BeforeAgent", None, 10_000),
-    Hook::new("BeforeTool", Some("run_shell_command"), 10_000),
+    Hook::new("BeforeTool", Some("^(run_shell_command|write_file|replace)$"), 10_000),
     Hook::new("AfterTool", None, 10_000),
     Hook::new("AfterAgent", None, 10_000),
     Hook::new("SessionEnd", None, 5_000),

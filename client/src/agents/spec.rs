@@ -11,6 +11,7 @@ use serde_json::{Map, Value, json};
 
 use super::mcp::Files;
 use super::{Agent, Hook, Scope};
+use crate::hook::reserved::Verdict;
 
 pub trait Spec: Sync {
     // Who it is.
@@ -98,6 +99,33 @@ pub trait Spec: Sync {
     fn brief_output(&self, text: &str) -> String {
         json!({ "hookSpecificOutput": { "hookEventName": "SessionStart", "additionalContext": text } })
             .to_string()
+    }
+
+    /// The pre-tool hook's output for a reservation verdict: the call refused with the reason
+    /// the model reads, or let through with a warning the model reads. `None` when the agent
+    /// has no way to warn before a tool runs (the warning then goes with the post-tool hook).
+    /// Claude Code's and Codex's shape; Codex refuses (and ignores) any other key.
+    fn pre_tool_output(&self, verdict: &Verdict) -> Option<String> {
+        Some(
+            match verdict {
+                Verdict::Deny(reason) => json!({ "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": reason
+                }}),
+                Verdict::Warn(text) => {
+                    json!({ "hookSpecificOutput": { "hookEventName": "PreToolUse", "additionalContext": text } })
+                }
+            }
+            .to_string(),
+        )
+    }
+
+    /// The post-tool hook's output that puts `text` before the model with the tool's result;
+    /// `None` when the agent has none (the text then goes with the next pre-tool hook).
+    fn post_tool_output(&self, text: &str) -> Option<String> {
+        Some(
+            json!({ "hookSpecificOutput": { "hookEventName": "PostToolUse", "additionalContext": text } })
+                .to_string(),
+        )
     }
 
     /// What to print for events whose output is ignored or must not steer the agent.

@@ -8,13 +8,16 @@
 
 mod checkpoint;
 mod end;
+pub mod reserved;
 pub mod risk;
 mod session;
 mod start;
 mod tools;
+mod writes;
 
 use self::checkpoint::{checkpoint, checkpoint_now, syncs};
 use self::end::{session_end, summarize};
+use self::reserved::Verdict;
 use self::session::{first_prompt_as_goal, record};
 use self::start::session_start;
 use self::tools::post_tool_use;
@@ -116,11 +119,93 @@ async fn handle(
     p: &Payload,
     detached: bool,
 ) -> anyhow::Result<String> {
-    if event == Event::SessionStart {
-        return session_start(ctx, agent, p).await;
+    match event {
+        Event::SessionStart => session_start(ctx, agent, p).await,
+        Event::PreToolUse => Ok(pre_tool_use(ctx, agent, p).await),
+        Event::PostToolUse | Event::ToolFailure => {
+            let error = (event == Event::ToolFailure)
+                .then(|| p.error_text().unwrap_or_else(|| "the tool failed".into()));
+            let notice = post_tool_use(ctx, agent, p, error.as_deref()).await?;
+            Ok(tell_after(ctx, agent, p, notice))
+        }
+        _ => {
+            record_event(ctx, agent, event, p, detached).await?;
+            Ok(agent.quiet_output().to_owned())
+        }
     }
-    record_event(ctx, agent, event, p, detached).await?;
-    Ok(agent.quiet_output().to_owned())
+}
+
+/// Before a tool call: a checkpoint before a risky command, and the reservation check
+/// (with any notice waiting for this hook). What the agent is told, or its quiet output.
+async fn pre_tool_use(ctx: &Ctx, agent: Agent, p: &Payload) -> String {
+    let verdict = reserved::check(ctx, agent, p).await;
+    if p.tool_name.as_deref() != Some("apply_patch")
+        && let Some(command) = p.shell_command()
+        && let Some(why) = risk::risky(&command)
+    {
+        let reason = format!("before {why}: {}", crate::text::clip(&command, 300));
+        if let Err(e) = checkpoint_now(ctx, agent, p, CheckpointKind::Risk, &reason, false).await {
+            log(ctx, &format!("{} PreToolUse: risk checkpoint: {e:#}", agent.name()));
+        }
+    }
+    let sid = p.agent_session_id().unwrap_or("unknown");
+    let warns_before = agent.pre_tool_output(&Verdict::Warn(String::new())).is_some();
+    let waiting = if warns_before { take_notice(ctx, agent, sid) } else { None };
+    let verdict = match (verdict, waiting) {
+        (Some(Verdict::Deny(r)), Some(n)) => Some(Verdict::Deny(format!("{r}\n\n{n}"))),
+        (Some(Verdict::Warn(w)), Some(n)) => Some(Verdict::Warn(format!("{w}\n\n{n}"))),
+        (None, Some(n)) => Some(Verdict::Warn(n)),
+        (verdict, None) => verdict,
+    };
+    let Some(verdict) = verdict else { return agent.quiet_output().to_owned() };
+    if let Some(out) = agent.pre_tool_output(&verdict) {
+        return out;
+    }
+    if let Verdict::Warn(text) = verdict {
+        keep_notice(ctx, agent, sid, &text);
+    }
+    agent.quiet_output().to_owned()
+}
+
+/// After a tool call: `notice` (and a warning kept for this hook) put before the model, or
+/// kept for the next pre-tool hook when this agent has no way here.
+fn tell_after(ctx: &Ctx, agent: Agent, p: &Payload, notice: Option<String>) -> String {
+    let sid = p.agent_session_id().unwrap_or("unknown");
+    let warns_before = agent.pre_tool_output(&Verdict::Warn(String::new())).is_some();
+    let kept = if warns_before { None } else { take_notice(ctx, agent, sid) };
+    let text = [kept, notice].into_iter().flatten().collect::<Vec<_>>().join("\n\n");
+    if text.is_empty() {
+        return agent.quiet_output().to_owned();
+    }
+    if let Some(out) = agent.post_tool_output(&text) {
+        return out;
+    }
+    keep_notice(ctx, agent, sid, &text);
+    agent.quiet_output().to_owned()
+}
+
+/// Keeps text for the model until a hook can deliver it (appended to any kept already).
+fn keep_notice(ctx: &Ctx, agent: Agent, sid: &str, text: &str) {
+    let kept = ctx.state.update(agent.name(), sid, |s| {
+        if !s.pending_notice.contains(text) {
+            let joined = [s.pending_notice.as_str(), text]
+                .iter()
+                .filter(|t| !t.is_empty())
+                .copied()
+                .collect::<Vec<_>>();
+            s.pending_notice = crate::text::clip(&joined.join("\n\n"), 8_000);
+        }
+    });
+    if let Err(e) = kept {
+        log(ctx, &format!("cannot keep a notice for the model: {e:#}"));
+    }
+}
+
+/// The text kept for the model, taken (once).
+fn take_notice(ctx: &Ctx, agent: Agent, sid: &str) -> Option<String> {
+    ctx.state.get(agent.name(), sid).filter(|s| !s.pending_notice.is_empty())?;
+    let taken = ctx.state.update(agent.name(), sid, |s| std::mem::take(&mut s.pending_notice)).ok()?;
+    (!taken.is_empty()).then_some(taken)
 }
 
 /// What an event other than SessionStart records (its output is the agent's quiet one).
@@ -132,14 +217,8 @@ async fn record_event(
     detached: bool,
 ) -> anyhow::Result<()> {
     match event {
-        Event::SessionStart => {}
-        Event::PostToolUse => {
-            post_tool_use(ctx, agent, p, None).await?;
-        }
-        Event::ToolFailure => {
-            let error = p.error_text().unwrap_or_else(|| "the tool failed".into());
-            post_tool_use(ctx, agent, p, Some(&error)).await?;
-        }
+        // `handle` answers these itself.
+        Event::SessionStart | Event::PreToolUse | Event::PostToolUse | Event::ToolFailure => {}
         Event::Prompt => {
             if let Some(prompt) = &p.prompt {
                 let sid = p.agent_session_id().unwrap_or("unknown");
@@ -165,14 +244,6 @@ async fn record_event(
             }
             let reason = format!("after compaction ({})", p.trigger.as_deref().unwrap_or("auto"));
             checkpoint_now(ctx, agent, p, CheckpointKind::Auto, &reason, false).await?;
-        }
-        Event::PreToolUse => {
-            if let Some(command) = p.shell_command()
-                && let Some(why) = risk::risky(&command)
-            {
-                let reason = format!("before {why}: {}", crate::text::clip(&command, 300));
-                checkpoint_now(ctx, agent, p, CheckpointKind::Risk, &reason, false).await?;
-            }
         }
         Event::Stop | Event::PreCompact
             if !detached

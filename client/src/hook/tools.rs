@@ -1,5 +1,6 @@
-//! PostToolUse and its failure: the call into the journal, a heartbeat at most every 10 s,
-//! and a checkpoint when the call made a moment or one is due.
+//! PostToolUse and its failure: the call into the journal, a heartbeat (with the session's
+//! reservations renewed) at most every 10 s, and a checkpoint when the call made a moment or
+//! one is due.
 //!
 //! The device here serves hook-bench's "PostToolUse, 4 at once" row (docs/performance.md):
 //! a known conversation takes its project from its record while the cwd is the same, and
@@ -24,7 +25,7 @@ pub(super) async fn post_tool_use(
     agent: Agent,
     p: &Payload,
     error: Option<&str>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<String>> {
     // The hub only for a heartbeat (at most every BEAT) or a checkpoint (the module's header).
     const BEAT: i64 = 10_000_000;
     let cwd = p.cwd();
@@ -59,8 +60,10 @@ pub(super) async fn post_tool_use(
     if hub.is_none() && (beat || !due.is_empty()) {
         hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
     }
+    let mut notice = None;
     if let Some(h) = hub.as_mut().filter(|_| beat) {
-        heartbeat(ctx, h, session_id, count).await;
+        heartbeat(ctx, h, session_id.clone(), count).await;
+        notice = super::reserved::renew(ctx, agent, &agent_sid, h, &project.key, &session_id).await;
     }
     if due.is_empty() {
         ctx.state.mark_unsaved(agent.name(), &agent_sid, true);
@@ -70,7 +73,7 @@ pub(super) async fn post_tool_use(
         let reason = due.iter().map(|(_, r)| r.as_str()).collect::<Vec<_>>().join("; ");
         checkpoint(ctx, agent, p, hub.as_mut(), *kind, &reason, false).await?;
     }
-    Ok(())
+    Ok(notice)
 }
 
 /// The checkpoints a tool call makes due: one per moment it made (a task completed, a

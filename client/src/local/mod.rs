@@ -3,4 +3,5 @@
 
 pub mod cache;
 pub mod journal;
+pub mod reserved;
 pub mod state;

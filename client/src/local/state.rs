@@ -57,6 +57,14 @@ pub struct AgentSession {
     /// A summary of its end was started (at most one per session end).
     #[serde(default)]
     pub summarized_end: bool,
+    /// The reservations its session held at the last renewal (ids): the next renewal names
+    /// those it lost.
+    #[serde(default)]
+    pub reserved_ids: Vec<String>,
+    /// Text for the model that waits for the next hook able to deliver it (a warning
+    /// Gemini's BeforeTool cannot give, a lost reservation Codex's PostToolUse cannot tell).
+    #[serde(default)]
+    pub pending_notice: String,
 }
 
 /// How long a conversation's record is kept after its last hook.

@@ -45,6 +45,7 @@ mod paging;
 mod protocol;
 mod purge;
 mod reservations;
+mod reserve_hooks;
 mod retention;
 mod search;
 mod search_attacks;

@@ -19,6 +19,12 @@ pub const AGENT: Agent = Agent::new(&Codex);
 pub struct Codex;
 
 impl Spec for Codex {
+    /// Whether PostToolUse's additionalContext reaches the model is not verified for Codex:
+    /// a notice waits for the next PreToolUse, whose additionalContext does.
+    fn post_tool_output(&self, _text: &str) -> Option<String> {
+        None
+    }
+
     fn name(&self) -> &'static str {
         "codex"
     }

@@ -1,0 +1,162 @@
+//! Reservations through the real client: `baton reserve` and `baton reservations`, the
+//! pre-tool hooks of each agent refusing or warning about edits of what another session
+//! holds (file tools, apply_patch, shell writes), never about the holder's own; the hub down
+//! (a warning from the last view, never a refusal); a holder told at its next hooks that it
+//! lost a reservation.
+
+use std::path::Path;
+
+use baton_tests::{Backend, ClientEnv, Server, git_repo};
+use serde_json::{Value, json};
+
+use crate::sessions_of;
+
+fn hook_payload(sid: &str, dir: &Path, event: &str, tool: &str, input: &Value) -> String {
+    json!({
+        "session_id": sid,
+        "transcript_path": "/nonexistent.jsonl",
+        "cwd": dir,
+        "hook_event_name": event,
+        "tool_name": tool,
+        "tool_input": input,
+        "tool_response": {"type": "update"},
+    })
+    .to_string()
+}
+
+fn parse(out: &str) -> Value {
+    serde_json::from_str(out.trim()).unwrap_or(Value::Null)
+}
+
+/// The hook's output for `tool` with `input`, run by conversation `sid`.
+fn pre(env: &ClientEnv, dir: &Path, agent: &str, sid: &str, tool: &str, input: &Value) -> Value {
+    let event = if agent == "gemini" { "BeforeTool" } else { "PreToolUse" };
+    let out = env.run(dir, &["hook", agent, event], &hook_payload(sid, dir, event, tool, input));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    parse(&out.stdout)
+}
+
+fn start(env: &ClientEnv, dir: &Path, sid: &str) {
+    let payload = json!({"session_id": sid, "transcript_path": "/nonexistent.jsonl", "cwd": dir, "hook_event_name": "SessionStart", "source": "startup"});
+    assert_eq!(env.run(dir, &["hook", "claude", "SessionStart"], &payload.to_string()).code, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hooks_refuse_or_warn_about_what_others_hold() {
+    let mut server = Server::start(Backend::Sqlite).await.unwrap();
+    let repo = git_repo("git@github.com:acme/reserved.git");
+    let dir = repo.path();
+    std::fs::create_dir_all(dir.join("src/auth")).unwrap();
+    // Two machines: each its own HOME, one project.
+    let (a, b) = (ClientEnv::new(&server.url()), ClientEnv::new(&server.url()));
+    start(&a, dir, "conv-a");
+    start(&b, dir, "conv-b");
+    let c = server.clients().await;
+    let sessions = sessions_of(c.clone(), "github.com/acme/reserved").await;
+    let a_id = sessions.last().unwrap().id.clone();
+
+    let out = a.run(
+        &dir.join("src"),
+        &["reserve", "auth", "--reason", "rewriting JWT auth", "--session", &a_id],
+        "",
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("reserved src/auth"), "{}", out.stdout);
+    let listed = b.run(dir, &["reservations", "--json"], "");
+    let listed = parse(&listed.stdout);
+    assert_eq!(listed["reservations"][0]["path"], "src/auth");
+    assert_eq!(listed["settings"]["enforcement"], "warn");
+
+    // Warn (the default): the edit goes ahead, the model reads who holds it.
+    let edit = json!({"file_path": dir.join("src/auth/jwt.rs"), "old_string": "a", "new_string": "b"});
+    let warned = pre(&b, dir, "claude", "conv-b", "Edit", &edit);
+    let text = warned["hookSpecificOutput"]["additionalContext"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("src/auth/jwt.rs (within src/auth)") && text.contains("rewriting JWT auth"),
+        "{warned}"
+    );
+    assert!(
+        warned["hookSpecificOutput"].get("permissionDecision").is_none(),
+        "a warning never allows: {warned}"
+    );
+    // The holder itself, and a file nobody holds: nothing.
+    assert_eq!(pre(&a, dir, "claude", "conv-a", "Edit", &edit), Value::Null);
+    let free = json!({"file_path": dir.join("README.md"), "content": "x"});
+    assert_eq!(pre(&b, dir, "claude", "conv-b", "Write", &free), Value::Null);
+
+    // Deny: each agent's own shape, the reason naming the holder and the way on.
+    let out = a.run(dir, &["reservations", "settings", "--enforce", "deny"], "");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let denied =
+        pre(&b, dir, "claude", "conv-b", "Write", &json!({"file_path": "src/auth/new.rs", "content": "x"}));
+    assert_eq!(denied["hookSpecificOutput"]["permissionDecision"], "deny", "{denied}");
+    let reason = denied["hookSpecificOutput"]["permissionDecisionReason"].as_str().unwrap_or_default();
+    assert!(reason.contains("baton reserve src/auth/new.rs --wait 5m") && reason.contains("dev"), "{reason}");
+    let gemini = pre(
+        &b,
+        dir,
+        "gemini",
+        "conv-g",
+        "replace",
+        &json!({"file_path": "src/auth/jwt.rs", "old_string": "a", "new_string": "b"}),
+    );
+    assert_eq!(gemini["decision"], "deny", "{gemini}");
+    let patch = format!(
+        "*** Begin Patch\n*** Update File: {}\n@@\n-a\n+b\n*** End Patch\n",
+        dir.join("src/auth/jwt.rs").display()
+    );
+    let codex = pre(&b, dir, "codex", "conv-c", "apply_patch", &json!({"command": patch}));
+    assert_eq!(codex["hookSpecificOutput"]["permissionDecision"], "deny", "{codex}");
+    let shell = pre(
+        &b,
+        dir,
+        "claude",
+        "conv-b",
+        "Bash",
+        &json!({"command": "sed -i s/a/b/ src/auth/jwt.rs && cargo test"}),
+    );
+    assert_eq!(shell["hookSpecificOutput"]["permissionDecision"], "deny", "{shell}");
+    let reading =
+        pre(&b, dir, "claude", "conv-b", "Bash", &json!({"command": "cat src/auth/jwt.rs > /tmp/copy"}));
+    assert_eq!(reading, Value::Null, "reading is not writing");
+
+    // The hub down: the last view kept by a renewal warns, marked with its age; never refuses.
+    let post = hook_payload("conv-b", dir, "PostToolUse", "Read", &json!({"file_path": "README.md"}));
+    assert_eq!(b.run(dir, &["hook", "claude", "PostToolUse"], &post).code, 0);
+    server.kill9();
+    let stale = pre(&b, dir, "claude", "conv-b", "Edit", &edit);
+    let text = stale["hookSpecificOutput"]["additionalContext"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("as of") && text.contains("cannot be reached") && text.contains("src/auth"),
+        "{stale}"
+    );
+    assert!(stale["hookSpecificOutput"].get("permissionDecision").is_none(), "{stale}");
+}
+
+/// A holder whose reservation was taken over is told at its next renewal (PostToolUse, at
+/// most every 10 s), in its agent's shape.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_is_told_it_lost_a_reservation() {
+    let server = Server::start(Backend::Sqlite).await.unwrap();
+    let repo = git_repo("git@github.com:acme/lost.git");
+    let dir = repo.path();
+    let (a, b) = (ClientEnv::new(&server.url()), ClientEnv::new(&server.url()));
+    start(&a, dir, "conv-a");
+    start(&b, dir, "conv-b");
+    let sessions = sessions_of(server.clients().await, "github.com/acme/lost").await;
+    let (b_id, a_id) = (sessions[0].id.clone(), sessions[1].id.clone());
+    assert_eq!(a.run(dir, &["reserve", "--task", "#7", "--session", &a_id], "").code, 0);
+    let post = hook_payload("conv-a", dir, "PostToolUse", "Read", &json!({"file_path": "README.md"}));
+    let first = a.run(dir, &["hook", "claude", "PostToolUse"], &post);
+    assert_eq!(first.stdout.trim(), "", "nothing lost yet: {}", first.stdout);
+    // Another session takes it over (an open hub: anyone may).
+    let out = b.run(dir, &["reserve", "--task", "#7", "--steal", "--session", &b_id], "");
+    assert!(out.stdout.contains("took over task \"#7\""), "{}{}", out.stdout, out.stderr);
+    tokio::time::sleep(std::time::Duration::from_millis(10_300)).await;
+    let told = parse(&a.run(dir, &["hook", "claude", "PostToolUse"], &post).stdout);
+    let text = told["hookSpecificOutput"]["additionalContext"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("task \"#7\" was taken over by session") && text.contains(&b_id[b_id.len() - 8..]),
+        "{told}"
+    );
+}
