@@ -76,8 +76,9 @@ enum Command {
         trust: bool,
     },
     /// Serve the agent's memory tools over MCP on stdin/stdout (brief, remember, forget,
-    /// recall, search, sessions, session, checkpoint, conflicts); `baton init` registers it
-    /// with each agent.
+    /// recall, search, sessions, session, checkpoint, conflicts, reserve, release,
+    /// reservations); `baton init` registers it with each agent. While it runs it renews its
+    /// conversation's reservations.
     Mcp {
         /// The agent that starts it (its conversation's session and brief budget).
         #[arg(long, value_enum)]

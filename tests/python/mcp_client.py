@@ -27,7 +27,8 @@ from mcp.shared.exceptions import MCPError
 import mcp.types as types
 
 BATON, WORKDIR, MODE, OUT = sys.argv[1:5]
-TOOLS = {"brief", "remember", "forget", "recall", "sessions", "session", "checkpoint", "conflicts", "search"}
+TOOLS = {"brief", "remember", "forget", "recall", "sessions", "session", "checkpoint", "conflicts", "search",
+         "reserve", "release", "reservations"}
 
 
 def text(result):
@@ -136,6 +137,18 @@ async def main():
             assert not result.is_error and "No hits" in found, found
             result, said = await call(session, "conflicts", {})
             assert not result.is_error and "conflicts" in said.lower(), said
+
+            # Reservations, for the conversation's own session, paths relative to where it works.
+            result, said = await call(session, "reserve", {"paths": ["lib.rs"], "tasks": ["#12"], "reason": "porting the cache"})
+            assert not result.is_error and "src/deep/lib.rs" in said, said
+            result, said = await call(session, "reservations", {"paths": ["."]})
+            assert "src/deep/lib.rs held" in said and "(this session)" in said and "porting the cache" in said, said
+            out["reservations"] = said
+            result, said = await call(session, "release", {"tasks": ["#12"]})
+            assert not result.is_error and 'Released task "#12"' in said, said
+            await expect_bad(session, "reserve", {"paths": ["../../../etc/passwd"]}, "outside the repository")
+            await expect_bad(session, "reserve", {}, "at least one path or task")
+            await expect_bad(session, "reserve", {"tasks": ["x"], "wait_seconds": 601}, "600")
 
             entry = [l for l in everything.splitlines() if "[note deploy]" in l][0].split("id ")[1].split(",")[0]
             result, said = await call(session, "forget", {"id": entry})

@@ -4,6 +4,7 @@
 
 mod memory;
 mod params;
+mod reservations;
 mod search;
 mod sessions;
 mod tools;
@@ -27,8 +28,20 @@ use crate::agents::mcp::NAME;
 
 /// The tools `baton mcp` serves (`baton --help` names them; a test holds this list to the
 /// server's).
-pub const TOOLS: [&str; 9] =
-    ["brief", "remember", "forget", "recall", "search", "sessions", "session", "checkpoint", "conflicts"];
+pub const TOOLS: [&str; 12] = [
+    "brief",
+    "remember",
+    "forget",
+    "recall",
+    "search",
+    "sessions",
+    "session",
+    "checkpoint",
+    "conflicts",
+    "reserve",
+    "release",
+    "reservations",
+];
 
 /// The tools as the server lists them to a client: name, schema and annotations.
 pub fn tool_list() -> Vec<rmcp::model::Tool> {
@@ -56,8 +69,16 @@ pub async fn serve(ctx: Ctx, agent: Option<Agent>) -> anyhow::Result<()> {
         dir: Arc::new(Mutex::new(None)),
         tool_router: Server::tool_router(),
     };
+    // Renewals between hooks: reservations live as long as the agent (and this server, its
+    // child) does.
+    let dir = server.dir.clone();
+    let renewing = tokio::spawn(reservations::keep_renewing(server.ctx.clone(), agent, move || {
+        dir.try_lock().ok().and_then(|d| d.clone()).unwrap_or_else(workspace::fallback_dir)
+    }));
     let running = server.serve(rmcp::transport::stdio()).await?;
-    running.waiting().await?;
+    let waited = running.waiting().await;
+    renewing.abort();
+    waited?;
     Ok(())
 }
 
@@ -213,6 +234,42 @@ impl Server {
         peer: Peer<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         Ok(answer(tools::conflicts(&self.call(&peer).await, p).await))
+    }
+
+    #[tool(
+        description = "Reserve files, directories or tasks for this session before working on them, so that other agents (on any machine) leave them alone: their hooks warn about or refuse edits of them, and they can wait in line. Refused, with the holder named, when another session holds one. Release them when done.",
+        annotations(read_only_hint = false, destructive_hint = false)
+    )]
+    async fn reserve(
+        &self,
+        Parameters(p): Parameters<params::Reserve>,
+        peer: Peer<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        Ok(answer(reservations::reserve(&self.call(&peer).await, p).await))
+    }
+
+    #[tool(
+        description = "Release files, directories or tasks this session reserved (or all of them), so that others may work on them.",
+        annotations(read_only_hint = false, destructive_hint = false)
+    )]
+    async fn release(
+        &self,
+        Parameters(p): Parameters<params::Release>,
+        peer: Peer<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        Ok(answer(reservations::release(&self.call(&peer).await, p).await))
+    }
+
+    #[tool(
+        description = "Who is working on what in this project: the files, directories and tasks other sessions (and this one) hold, who waits for them, since when and why. Check it before starting on shared code.",
+        annotations(read_only_hint = true)
+    )]
+    async fn reservations(
+        &self,
+        Parameters(p): Parameters<params::Reservations>,
+        peer: Peer<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        Ok(answer(reservations::reservations(&self.call(&peer).await, p).await))
     }
 }
 

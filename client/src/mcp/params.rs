@@ -154,3 +154,43 @@ pub struct Search {
     #[schemars(range(min = 1, max = 50))]
     pub limit: Option<u32>,
 }
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Reserve {
+    /// Files or directories to reserve, relative to the project's directory (a directory
+    /// covers everything in it).
+    #[serde(default)]
+    pub paths: Vec<String>,
+    /// Tasks to reserve by key: an issue id, a task title.
+    #[serde(default)]
+    pub tasks: Vec<String>,
+    /// Why: shown to any session that is kept off them.
+    pub reason: Option<String>,
+    /// When another session holds them, wait this many seconds in line (0 to 600, default
+    /// 0: answer at once).
+    #[schemars(range(min = 0, max = 600))]
+    pub wait_seconds: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Release {
+    /// Files or directories to release (as reserved).
+    #[serde(default)]
+    pub paths: Vec<String>,
+    /// Tasks to release.
+    #[serde(default)]
+    pub tasks: Vec<String>,
+    /// Release everything this session holds or waits for.
+    #[serde(default)]
+    pub all: bool,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Reservations {
+    /// Only reservations overlapping these files or directories. Default: all.
+    #[serde(default)]
+    pub paths: Vec<String>,
+}

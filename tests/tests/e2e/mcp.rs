@@ -54,6 +54,22 @@ async fn stock_client_calls_every_tool(backend: Backend) {
     let sessions = crate::sessions_of(c.clone(), project).await;
     let own = sessions.iter().find(|s| s.agent_session_id == "mcp-up").expect("the hook's session");
     assert!(own.id.ends_with(out["own_session"].as_str().unwrap()), "{own:?} vs {out}");
+    let held = c
+        .reservations
+        .list_reservations(baton_proto::v1::ListReservationsRequest {
+            project: project.into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .reservations;
+    let paths: Vec<(&str, &str)> = held.iter().map(|r| (r.path.as_str(), r.session_id.as_str())).collect();
+    assert_eq!(
+        paths,
+        [("src/deep/lib.rs", own.id.as_str())],
+        "the tool reserved for the conversation's session"
+    );
     let memory = c
         .memory
         .list_memory(ListMemoryRequest {

@@ -160,3 +160,47 @@ async fn a_holder_is_told_it_lost_a_reservation() {
         "{told}"
     );
 }
+
+/// `baton mcp` renews its conversation's reservations between hooks, for as long as it runs
+/// (as long as the agent that started it); killed, its reservations lapse within their time
+/// to live and go to the first waiter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn baton_mcp_keeps_them_while_the_agent_lives() {
+    use std::process::{Command, Stdio};
+    let server = Server::start(Backend::Sqlite).await.unwrap();
+    let repo = git_repo("git@github.com:acme/renewed.git");
+    let dir = repo.path();
+    let (a, b) = (ClientEnv::new(&server.url()), ClientEnv::new(&server.url()));
+    // This test process plays the agent: it runs the hook and starts `baton mcp`.
+    start(&a, dir, "conv-a");
+    start(&b, dir, "conv-b");
+    assert_eq!(a.run(dir, &["reservations", "settings", "--ttl", "3s"], "").code, 0);
+    let sessions = sessions_of(server.clients().await, "github.com/acme/renewed").await;
+    let (b_id, a_id) = (sessions[0].id.clone(), sessions[1].id.clone());
+    let mut mcp = Command::new(baton_tests::binary("baton"))
+        .args(["mcp", "--agent", "claude"])
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", a.home.path())
+        .env("BATON_HOME", a.baton_home())
+        .env("BATON_SERVER", server.url())
+        .env("USER", "dev")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert_eq!(a.run(dir, &["reserve", "docs", "--session", &a_id], "").code, 0);
+    tokio::time::sleep(std::time::Duration::from_secs(7)).await;
+    let held = parse(&b.run(dir, &["reservations", "--json"], "").stdout);
+    assert_eq!(held["reservations"][0]["path"], "docs", "renewed past its 3 s: {held}");
+
+    // The agent dies with its MCP server: the reservation lapses, the waiter gets it.
+    mcp.kill().unwrap();
+    let _ = mcp.wait();
+    let started = std::time::Instant::now();
+    let got = b.run(dir, &["reserve", "docs/guide.md", "--wait", "20s", "--session", &b_id], "");
+    assert_eq!(got.code, 0, "{}{}", got.stdout, got.stderr);
+    assert!(started.elapsed() < std::time::Duration::from_secs(6), "lapsed within its time to live");
+}
