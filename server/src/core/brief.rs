@@ -35,6 +35,9 @@ pub fn title(kind: BriefSectionKind) -> &'static str {
         BriefSectionKind::Conflicts => "Conflicts since your last session",
         BriefSectionKind::Notes => "Notes",
         BriefSectionKind::PreviousSession => "Where your last session stopped",
+        BriefSectionKind::Reservations => {
+            "Reserved now (others' paths: leave them alone or wait; yours: release when done)"
+        }
     }
 }
 
@@ -93,6 +96,10 @@ pub struct BriefData {
     /// The state of the previous session's head checkpoint (None when it has none or it is
     /// corrupt).
     pub previous_state: Option<CheckpointState>,
+    /// Reservations held now, held first by target (the caller's own marked by `mine`).
+    pub reservations: Vec<baton_proto::v1::Reservation>,
+    /// The sessions whose reservations are the caller's: its own, and the one it resumes.
+    pub mine: Vec<String>,
 }
 
 fn agent_name(agent: i32) -> &'static str {
@@ -136,6 +143,30 @@ fn who(session: &Session) -> String {
         let _ = write!(s, " on {}", session.branch);
     }
     s
+}
+
+/// Held reservations, the caller's first: what, whose, since when, why.
+fn reservation_lines(data: &BriefData) -> Vec<String> {
+    let mut lines: Vec<(bool, String)> = data
+        .reservations
+        .iter()
+        .map(|r| {
+            let what = if r.path.is_empty() { format!("task {}", r.task) } else { r.path.clone() };
+            let h = r.holder.clone().unwrap_or_default();
+            let since = r.granted_at.as_ref().map_or(0, |t| t.seconds * 1_000_000);
+            let why = if r.reason.is_empty() { String::new() } else { format!(": {}", r.reason) };
+            let branch = if r.branch.is_empty() { String::new() } else { format!(" (branch {})", r.branch) };
+            let mine = data.mine.iter().any(|m| m == &r.session_id);
+            let whose = if mine {
+                "yours".to_owned()
+            } else {
+                format!("{} {} ({}@{})", agent_name(h.agent), short(&r.session_id), h.user, h.host)
+            };
+            (!mine, one_line(&format!("{what}{branch} — {whose}, since {}{why}", ago(data.now_us, since))))
+        })
+        .collect();
+    lines.sort_by_key(|(others, _)| *others);
+    lines.into_iter().map(|(_, l)| l).collect()
 }
 
 /// The sections of a brief, in priority order, lines newest first.
@@ -192,6 +223,7 @@ pub fn sections(data: &BriefData, client_changes: &[String]) -> Vec<Section> {
         })
         .collect();
     let conflicts = data.conflicts.iter().map(conflict_line).collect();
+    let reservations = reservation_lines(data);
     let notes = memory("note")
         .iter()
         .map(|e| {
@@ -205,6 +237,7 @@ pub fn sections(data: &BriefData, client_changes: &[String]) -> Vec<Section> {
         Section { kind: BriefSectionKind::Goal, lines: plain("goal") },
         Section { kind: BriefSectionKind::OpenLoops, lines: plain("open_loop") },
         Section { kind: BriefSectionKind::Constraints, lines: plain("constraint") },
+        Section { kind: BriefSectionKind::Reservations, lines: reservations },
         Section { kind: BriefSectionKind::Decisions, lines: decisions },
         Section { kind: BriefSectionKind::Changes, lines: changes },
         Section { kind: BriefSectionKind::ActiveSessions, lines: active },

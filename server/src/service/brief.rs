@@ -96,7 +96,12 @@ pub async fn data<S: Store>(store: &S, cache: &MemoryCache, q: BriefFor) -> Resu
         .and_then(|(_, (_, s))| s.head_checkpoint_id.as_ref())
         .and_then(|h| rows.previous_heads.iter().find(|c| &c.id == h))
         .and_then(state_of);
+    let reservations = held_reservations(store, &q.project, head.now_us).await?;
+    let mut mine: Vec<String> = q.session_id.iter().map(ToString::to_string).collect();
+    mine.extend(q.resuming.clone());
     Ok(BriefData {
+        reservations,
+        mine,
         as_of_revision: head.head_revision.unwrap_or(0),
         now_us: head.now_us,
         unfinished,
@@ -107,6 +112,22 @@ pub async fn data<S: Store>(store: &S, cache: &MemoryCache, q: BriefFor) -> Resu
         previous: chosen.map(|(_, (_, s))| s.to_proto()),
         previous_state,
     })
+}
+
+/// The reservations held in a project at `now_us`, in the order lists show them.
+async fn held_reservations<S: Store>(
+    store: &S,
+    project: &str,
+    now_us: i64,
+) -> Result<Vec<baton_proto::v1::Reservation>> {
+    let mut rows: Vec<_> = store
+        .live_reservations(project.to_owned())
+        .await?
+        .into_iter()
+        .filter(|r| r.is(baton_proto::v1::ReservationStatus::Held) && r.live_at(now_us))
+        .collect();
+    rows.sort_by(crate::core::reservation::list_order);
+    Ok(rows.iter().map(|r| crate::service::reservation::message_of(project, r)).collect())
 }
 
 /// A checkpoint's state, if it verifies.

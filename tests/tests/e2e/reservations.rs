@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use baton_proto::v1::{
-    AgentKind, EndSessionRequest, EventKind, ListReservationsRequest, ReleaseRequest,
+    AgentKind, EndSessionRequest, EventKind, GetBriefRequest, ListReservationsRequest, ReleaseRequest,
     RenewReservationsRequest, Reservation, ReservationEnforcement, ReservationStatus, ReserveRequest,
     ReserveResponse, ResumeSessionRequest, SessionStatus, SetReservationSettingsRequest, StartSessionRequest,
     event, resume_session_request,
@@ -296,6 +296,19 @@ async fn sessions_take_their_reservations_along(backend: Backend) {
     assert_eq!(now.len(), 1);
     assert_eq!((now[0].session_id.as_str(), now[0].path.as_str()), (next.id.as_str(), "web"));
     assert_eq!(now[0].holder.as_ref().unwrap().host, "laptop-2");
+
+    // The brief: the successor reads that it holds them; another session, who does.
+    let brief = |session: &str| GetBriefRequest {
+        project: p.clone(),
+        session_id: session.into(),
+        ..Default::default()
+    };
+    let text = c.brief.get_brief(brief(&next.id)).await.unwrap().into_inner().brief.unwrap().text;
+    assert!(text.contains("Reserved now") && text.contains("web — yours"), "{text}");
+    let other = session(&mut c, &p, "h", "u").await;
+    let text = c.brief.get_brief(brief(&other)).await.unwrap().into_inner().brief.unwrap().text;
+    let short = &next.id[next.id.len() - 8..];
+    assert!(text.contains(&format!("web — claude-code {short} (u@laptop-2)")), "{text}");
 }
 both!(sessions_take_their_reservations_along);
 

@@ -114,6 +114,11 @@ pub(crate) fn message(project: &str, row: &Row, now_us: Option<i64>) -> Reservat
     }
 }
 
+/// A reservation as stored, as replies show it.
+pub(crate) fn message_of(project: &str, row: &Row) -> Reservation {
+    message(project, row, None)
+}
+
 /// The project's live rows and settings, read under the write's lock, with what ran out
 /// ended and the queue handed on (`Book::settle`).
 async fn settled<T: WriteTx + ReservationTx>(
