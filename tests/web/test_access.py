@@ -21,6 +21,7 @@ def planted(hub: Hub) -> Repo:
     repo.baton("memory", "add", "decision", "Keep pages server-rendered")
     repo.hook("PreCompact", conversation, trigger="manual")
     repo.plant("items", "--key", "conversation", "--count", "3")
+    repo.baton("reserve", "src", "--reason", "making the settings page accessible", "--session", session_id(repo))
     return repo
 
 
@@ -42,6 +43,7 @@ def pages(hub: Hub, repo: Repo) -> list[str]:
         f"/search?project={repo.project}&q=accessible",
         f"/logs?project={repo.project}",
         f"/logs?project={repo.project}&key=conversation",
+        f"/reservations?project={repo.project}",
         "/admin",
         "/admin/retention",
         "/admin/storage",

@@ -32,7 +32,7 @@ const RECHECK: Duration = Duration::from_secs(1);
 pub struct StreamQuery {
     project: String,
     since: Option<i64>,
-    /// `session`: only session events; empty: all.
+    /// `session`: only session events; `reservations`: only reservation events; empty: all.
     kinds: String,
 }
 
@@ -44,9 +44,10 @@ fn kinds_of(name: &str) -> Result<Vec<i32>, WebError> {
             EventKind::SessionUpdated as i32,
             EventKind::SessionStatusChanged as i32,
         ]),
-        other => {
-            Err(WebError::BadRequest(format!("kinds {other:?} is not known: use session, or leave it out")))
-        }
+        "reservations" => Ok(vec![EventKind::ReservationsChanged as i32]),
+        other => Err(WebError::BadRequest(format!(
+            "kinds {other:?} is not known: use session or reservations, or leave it out"
+        ))),
     }
 }
 

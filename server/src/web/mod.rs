@@ -70,6 +70,8 @@ pub fn router<S: Store>(web: Web<S>, hosts: guard::Hosts) -> Router {
         .route("/sessions", get(pages::sessions::page::<S>))
         .route("/sessions/rows", get(pages::sessions::fragment::<S>))
         .route("/activity", get(pages::activity::page::<S>))
+        .route("/reservations", get(pages::reservations::page::<S>))
+        .route("/reservations/tables", get(pages::reservations::fragment::<S>))
         .route("/session", get(pages::session::page::<S>))
         .route("/compare", get(pages::compare::page::<S>))
         .route("/memory", get(pages::memory::page::<S>).post(pages::memory::save::<S>))

@@ -471,3 +471,60 @@ async fn sign_in_failures_are_limited_like_other_authentication() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     let _ = sign_in(server.addr, &admin).await;
 }
+
+/// The reservations page: who holds what and why, who waits in what order, escaped; its
+/// tables come alone for the live refresh, fed by a stream of reservation events only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reservations_page_shows_holders_and_the_queue() {
+    use baton_proto::v1::ReserveRequest;
+    let server = Server::start(Backend::Sqlite).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    let holder = start_session(&mut c, &p).await.id;
+    let waiter = start_session(&mut c, &p).await.id;
+    let ask = |session: &str, wait: u32, reason: &str| ReserveRequest {
+        project: p.clone(),
+        session_id: session.into(),
+        paths: vec!["src/auth".into()],
+        reason: reason.into(),
+        wait_seconds: wait,
+        write: write(),
+        ..Default::default()
+    };
+    let cookie = sign_in(server.addr, "").await;
+    let empty = send(server.addr, &Req::get(&format!("/reservations?project={p}")).cookie(&cookie)).await;
+    assert!(empty.status == 200 && empty.body.contains("Nobody holds anything"), "{}", empty.body);
+    c.reservations.reserve(ask(&holder, 0, "<script>alert(1)</script> auth rewrite")).await.unwrap();
+    let mut w = c.clone();
+    let second = ask(&waiter, 30, "next in line");
+    let queued = tokio::spawn(async move { w.reservations.reserve(second).await });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let page = send(server.addr, &Req::get(&format!("/reservations?project={p}")).cookie(&cookie)).await;
+    assert_eq!(page.status, 200);
+    let body = &page.body;
+    assert!(
+        body.contains("<code>src/auth</code>") && body.contains("laptop") && body.contains("next in line"),
+        "{body}"
+    );
+    assert!(!body.contains("<script>alert") && body.contains("auth rewrite"), "{body}");
+    assert!(body.contains("kinds=reservations") && body.contains("<h2>Waiting</h2>"), "{body}");
+    let tables =
+        send(server.addr, &Req::get(&format!("/reservations/tables?project={p}")).cookie(&cookie)).await;
+    assert!(tables.status == 200 && tables.body.contains("next in line") && !tables.body.contains("<html"));
+    // The stream of reservation events carries the release that hands the path on.
+    let req = Req::get(&format!("/stream?project={p}&kinds=reservations")).cookie(&cookie);
+    let reading = tokio::spawn(async move {
+        read_until(server.addr, &req, "released src/auth", Duration::from_secs(10)).await
+    });
+    let release = baton_proto::v1::ReleaseRequest {
+        project: p.clone(),
+        session_id: holder.clone(),
+        write: write(),
+        ..Default::default()
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    c.reservations.release(release).await.unwrap();
+    assert!(queued.await.unwrap().unwrap().into_inner().granted);
+    let seen = reading.await.unwrap();
+    assert!(seen.contains("released src/auth") && seen.contains("holds src/auth"), "{seen}");
+}

@@ -7,6 +7,7 @@ pub mod compare;
 pub mod logs;
 pub mod memory;
 pub mod overview;
+pub mod reservations;
 pub mod search;
 pub mod session;
 pub mod sessions;
