@@ -75,11 +75,20 @@ pub async fn serve(ctx: Ctx, agent: Option<Agent>) -> anyhow::Result<()> {
     let renewing = tokio::spawn(reservations::keep_renewing(server.ctx.clone(), agent, move || {
         dir.try_lock().ok().and_then(|d| d.clone()).unwrap_or_else(workspace::fallback_dir)
     }));
+    // Stopped however serving ends (a client gone before it initialized is an error).
+    let _stop = AbortOnDrop(renewing.abort_handle());
     let running = server.serve(rmcp::transport::stdio()).await?;
-    let waited = running.waiting().await;
-    renewing.abort();
-    waited?;
+    running.waiting().await?;
     Ok(())
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 impl Server {

@@ -151,11 +151,18 @@ pub async fn keep_renewing(
 ) {
     let mut every = Duration::from_secs(30);
     loop {
+        // Every pass ends in the sleep: nothing to renew (no conversation yet, the hub down)
+        // waits as long as a renewal does.
         let project = crate::project::identify(&dir());
-        let Some(conversation) = crate::usecase::workspace::conversation(&ctx, agent, &project.key) else {
+        let conversation = crate::usecase::workspace::conversation(&ctx, agent, &project.key);
+        let hub = match conversation {
+            Some(_) => remote::connect(&ctx.settings, Timeouts::MCP).await.ok(),
+            None => None,
+        };
+        let (Some(conversation), Some(mut hub)) = (conversation, hub) else {
+            tokio::time::sleep(every).await;
             continue;
         };
-        let Ok(mut hub) = remote::connect(&ctx.settings, Timeouts::MCP).await else { continue };
         let request = RenewReservationsRequest {
             project: project.key.clone(),
             session_id: conversation.record.baton_session_id.clone(),

@@ -24,6 +24,7 @@ mod claude;
 pub mod codex;
 pub mod gemini;
 mod mcp;
+mod reserve;
 mod summary;
 
 use baton_proto::v1::{Checkpoint, GetCheckpointRequest, ListSessionsRequest, Session};

@@ -204,3 +204,37 @@ async fn baton_mcp_keeps_them_while_the_agent_lives() {
     assert_eq!(got.code, 0, "{}{}", got.stdout, got.stderr);
     assert!(started.elapsed() < std::time::Duration::from_secs(6), "lapsed within its time to live");
 }
+
+/// `baton mcp` with no conversation to renew for (yet) waits between passes: it stays idle,
+/// and exits as soon as its client closes stdin.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn baton_mcp_idles_without_a_conversation() {
+    use std::process::{Command, Stdio};
+    let env = ClientEnv::new("http://127.0.0.1:9");
+    let repo = git_repo("git@github.com:acme/idle.git");
+    let mut mcp = Command::new(baton_tests::binary("baton"))
+        .args(["mcp", "--agent", "gemini"])
+        .current_dir(repo.path())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", env.home.path())
+        .env("BATON_HOME", env.baton_home())
+        .env("BATON_SERVER", "http://127.0.0.1:9")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    // utime + stime, in clock ticks (100 per second here): a busy loop would use ~200.
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", mcp.id())).unwrap();
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split_whitespace().collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    assert!(ticks < 50, "baton mcp used {ticks} ticks of CPU in 2 s while idle");
+    drop(mcp.stdin.take());
+    let started = std::time::Instant::now();
+    while mcp.try_wait().unwrap().is_none() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(5), "baton mcp did not exit");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
