@@ -110,6 +110,81 @@ async fn plant(c: &Clients, project: &'static str, sessions: usize, notes: usize
 }
 
 /// The server's share of a SessionStart: its two RPCs, from a client already connected.
+/// Another session of the project holds 999 paths (`held/0.rs` …), a reservation short of
+/// the server's default cap.
+async fn plant_reservations(c: &Clients, project: &str) {
+    let mut c = c.clone();
+    let write = || Some(WriteOptions { request_id: uuid::Uuid::now_v7().to_string(), ..Default::default() });
+    let holder = c
+        .sessions
+        .start_session(StartSessionRequest {
+            project: project.into(),
+            agent: AgentKind::Codex as i32,
+            host: "other-machine".into(),
+            write: write(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .session
+        .unwrap();
+    for batch in 0..10 {
+        let paths = (batch * 100..(batch * 100 + 100).min(999)).map(|i| format!("held/{i}.rs")).collect();
+        let ask = baton_proto::v1::ReserveRequest {
+            project: project.into(),
+            session_id: holder.id.clone(),
+            paths,
+            reason: "bench".into(),
+            write: write(),
+            ..Default::default()
+        };
+        assert!(c.reservations.reserve(ask).await.unwrap().into_inner().granted);
+    }
+}
+
+/// The pre-tool hook with reservations checked: an Edit of a file in a project where another
+/// session holds 999 reservations, this file among them (warned). Returns its latency and
+/// the payload (for the hub-down run).
+async fn pre_tool(
+    c: &Clients,
+    env: &ClientEnv,
+    dir: &std::path::Path,
+    project: &str,
+    runs: usize,
+) -> ((Duration, Duration), String) {
+    plant_reservations(c, project).await;
+    let edit =
+        json!({"session_id": "bench-edit", "cwd": dir, "hook_event_name": "PreToolUse", "tool_name": "Edit",
+        "tool_input": {"file_path": dir.join("held/7.rs"), "old_string": "a", "new_string": "b"}})
+        .to_string();
+    let renew =
+        json!({"session_id": "bench-edit", "cwd": dir, "hook_event_name": "PostToolUse", "tool_name": "Read",
+        "tool_input": {"file_path": "README"}, "tool_response": {}})
+        .to_string();
+    // Its first PostToolUse starts the session, renews, and keeps the project's view.
+    env.run(dir, &["hook", "claude", "PostToolUse"], &renew);
+    let pre = measure(runs, |_| {
+        let out = env.run(dir, &["hook", "claude", "PreToolUse"], &edit);
+        assert!(out.stdout.contains("reserved by"), "{out:?}");
+        out.elapsed
+    });
+    (pre, edit)
+}
+
+/// The report's first lines: what ran, on what, and the table's head.
+fn header(what: &str) {
+    println!("{what}");
+    println!(
+        "machine: {} cores, {}",
+        std::thread::available_parallelism().map_or(0, std::num::NonZero::get),
+        std::env::consts::ARCH
+    );
+    println!();
+    println!("| scenario | p50 | p99 | target | p50 − floor |");
+    println!("| --- | --- | --- | --- | --- |");
+}
+
 fn rpc_share(c: &Clients, project: &str, runs: usize) -> ((Duration, Duration), (Duration, Duration)) {
     let mut rpc = c.clone();
     let rt = tokio::runtime::Handle::current();
@@ -193,24 +268,22 @@ async fn main() {
         env.run(dir, &["hook", "claude", "SessionStart"], &payload("SessionStart", 20_000 + i)).elapsed
     });
     let (start_rpc, brief_rpc) = rpc_share(&c, project, runs);
+    let (pre, edit) = pre_tool(&c, &env, dir, project, runs).await;
     let mut server = server;
     server.kill9();
     let down = measure(runs.min(100), |i| {
         env.run(dir, &["hook", "claude", "SessionStart"], &payload("SessionStart", 10_000 + i)).elapsed
     });
+    let pre_down = measure(runs.min(100), |_| {
+        let out = env.run(dir, &["hook", "claude", "PreToolUse"], &edit);
+        assert!(out.stdout.contains("cannot be reached"), "{out:?}");
+        out.elapsed
+    });
     let queued = env.run(dir, &["status", "--json"], "").stdout;
 
-    println!(
+    header(&format!(
         "hook-bench: {backend:?} server, project with {sessions} sessions and {notes} memory entries (seeded in {seeded:.1?}), {runs} runs each"
-    );
-    println!(
-        "machine: {} cores, {}",
-        std::thread::available_parallelism().map_or(0, std::num::NonZero::get),
-        std::env::consts::ARCH
-    );
-    println!();
-    println!("| scenario | p50 | p99 | target | p50 − floor |");
-    println!("| --- | --- | --- | --- | --- |");
+    ));
     println!("| floor: `baton --version` (process start, no work) | {} | {} | | |", ms(floor.0), ms(floor.1));
     let row = |name: &str, (p50, p99): (Duration, Duration), target: &str| {
         println!("| {name} | {} | {} | {target} | {} |", ms(p50), ms(p99), ms(p50.saturating_sub(floor.0)));
@@ -227,6 +300,8 @@ async fn main() {
     part("… its `StartSession` alone, over gRPC from a connected client", start_rpc);
     part("… its `GetBrief` alone, over gRPC from a connected client", brief_rpc);
     row("SessionStart, hub down (cached brief + queue write)", down, "≤ 150 ms");
+    row("`baton hook claude PreToolUse` (an Edit), 999 reservations held", pre, "p50 ≤ 15 ms, p99 ≤ 40 ms");
+    row("… the same, hub down (warned from the last view)", pre_down, "p50 ≤ 15 ms, p99 ≤ 40 ms");
     println!();
     println!("brief output: {brief_len} bytes; queue after the hub-down runs: {}", queued.trim());
 }

@@ -14,6 +14,7 @@
 //!                                                     # memory, scaling, etcd
 //!   ./target/release/baton-bench --only etcd          # Baton next to one durable etcd node
 //!   ./target/release/baton-bench --only web           # the web view's pages and streams
+//!   ./target/release/baton-bench --only reservations  # a grant with 1,000 live reservations
 //!
 //! The etcd rows need etcd 3.4 (`apt-get install etcd-server`; the bench starts its own node
 //! on loopback, in a temporary directory, with fsync, and stops it); without it they print
@@ -33,6 +34,7 @@
 mod etcd;
 mod floor;
 mod memory;
+mod reservations;
 mod scenarios;
 mod search;
 mod stats;

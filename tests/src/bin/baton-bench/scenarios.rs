@@ -92,24 +92,22 @@ pub const NAMES: [&str; 12] = [
     "etcd",
 ];
 
+/// The bench server's flags: room for every watcher, a fast reaper, and the server's default
+/// log level (the harness's debug lines and spans are for test reports).
+const SERVER_ARGS: [&str; 8] = [
+    "--max-watches-per-token",
+    "100000",
+    "--max-watch-projects",
+    "1000",
+    "--reaper-interval",
+    "200ms",
+    "--log-level",
+    "info",
+];
+
 pub async fn run_all(backend: Backend, sizes: Sizes, only: &[String]) -> Results {
     let run = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
-    let server = Server::start_with(
-        backend,
-        &[
-            "--max-watches-per-token",
-            "100000",
-            "--max-watch-projects",
-            "1000",
-            "--reaper-interval",
-            "200ms",
-            // The server's default: the harness's debug lines and spans are for test reports.
-            "--log-level",
-            "info",
-        ],
-    )
-    .await
-    .expect("start baton-server");
+    let server = Server::start_with(backend, &SERVER_ARGS).await.expect("start baton-server");
     let dir = tempfile::tempdir().unwrap();
     let floor = Floor::open(backend, dir.path()).await;
     let targets = crate::targets::of(backend);
@@ -155,6 +153,12 @@ pub async fn run_all(backend: Backend, sizes: Sizes, only: &[String]) -> Results
     if run("etcd") {
         eprintln!("[{backend:?}] Baton next to etcd (small writes, watch latency)");
         crate::etcd::rows(backend, &server, sizes, &mut table, &mut notes).await;
+    }
+    if run("reservations") {
+        eprintln!("[{backend:?}] reservations: grants with 1,000 live");
+        table.push(
+            crate::reservations::grant(backend, &c, &floor, if sizes.quick { 100 } else { 1000 }).await,
+        );
     }
     if run("web") {
         eprintln!("[{backend:?}] the web view (a server of its own, planted)");
