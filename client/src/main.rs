@@ -74,7 +74,15 @@ enum Command {
         /// (Codex skips a hook it has not trusted, without a word).
         #[arg(long)]
         trust: bool,
+        /// Also install a git pre-commit hook in this repository that refuses (or, with the
+        /// warn setting, warns about) a commit touching files another session has reserved.
+        #[arg(long)]
+        pre_commit: bool,
     },
+    /// What the git pre-commit hook runs (`baton init --pre-commit`): checks the staged files
+    /// against other sessions' reservations.
+    #[command(hide = true)]
+    PreCommit,
     /// Serve the agent's memory tools over MCP on stdin/stdout (brief, remember, forget,
     /// recall, search, sessions, session, checkpoint, conflicts, reserve, release,
     /// reservations); `baton init` registers it with each agent. While it runs it renews its
@@ -485,14 +493,17 @@ async fn run(
 /// Every command but `hook` and `mcp`, which print their own way.
 async fn dispatch(ctx: &Ctx, dir: &std::path::Path, command: Command, json: bool) -> anyhow::Result<()> {
     match command {
-        Command::Init { agent, scope, uninstall, no_mcp, sync_transcripts, trust } => cmd::init::run(
-            ctx,
-            dir,
-            agent,
-            scope,
-            cmd::init::Options { uninstall, mcp: !no_mcp, sync_transcripts, trust },
-            json,
-        ),
+        Command::Init { agent, scope, uninstall, no_mcp, sync_transcripts, trust, pre_commit } => {
+            cmd::init::run(
+                ctx,
+                dir,
+                agent,
+                scope,
+                cmd::init::Options { uninstall, mcp: !no_mcp, sync_transcripts, trust, pre_commit },
+                json,
+            )
+        }
+        Command::PreCommit => cmd::precommit::run(ctx, dir).await,
         Command::Warmup { budget } => cmd::warmup::run(ctx, dir, budget, json).await,
         Command::Status => cmd::status::run(ctx, dir, json).await,
         Command::Sync => cmd::sync::run(ctx).await,

@@ -16,6 +16,8 @@ pub struct Options {
     pub mcp: bool,
     pub sync_transcripts: bool,
     pub trust: bool,
+    /// Install the git pre-commit hook that checks reservations (`precommit`).
+    pub pre_commit: bool,
 }
 
 pub fn run(
@@ -26,7 +28,7 @@ pub fn run(
     options: Options,
     json: bool,
 ) -> anyhow::Result<()> {
-    let Options { uninstall, mcp, sync_transcripts, trust } = options;
+    let Options { uninstall, mcp, sync_transcripts, trust, pre_commit } = options;
     if sync_transcripts && !agent.carries_transcripts() {
         anyhow::bail!(
             "--sync-transcripts is available for {} ({}'s conversations are not carried between machines)",
@@ -55,6 +57,9 @@ pub fn run(
         // The install's note asks for that trust: it is given.
         change.notes.retain(|n| Some(n.as_str()) != agent.install_note());
         change.notes.push(recorded);
+    }
+    if pre_commit || uninstall {
+        change.notes.extend(super::precommit::install(&root, &exe, uninstall)?);
     }
     // Transcript sync is one setting for every agent: it goes off with the last hooks.
     let last_removed = uninstall && ctx.settings.sync_transcripts && !any_hooks_installed(&root);

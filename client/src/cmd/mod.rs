@@ -5,6 +5,7 @@ pub mod doctor;
 pub mod events;
 pub mod init;
 pub mod memory;
+pub mod precommit;
 pub mod reservations;
 pub mod resume;
 pub mod search;

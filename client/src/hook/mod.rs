@@ -80,7 +80,7 @@ pub async fn run(ctx: &Ctx, agent: Agent, event: &str, stdin: &str, payload_file
     } else {
         HOOK_BUDGET
     };
-    let work = handle(ctx, agent, event, &payload, detached);
+    let work = Box::pin(handle(ctx, agent, event, &payload, detached));
     match tokio::time::timeout(budget, work).await {
         Ok(Ok(out)) => out,
         Ok(Err(e)) => {

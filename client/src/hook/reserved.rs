@@ -56,17 +56,33 @@ pub(super) async fn check(ctx: &Ctx, agent: Agent, p: &Payload) -> Option<Verdic
         page_size: 20,
         ..Default::default()
     };
-    let asked = match remote::connect(&ctx.settings, Timeouts::HOOK).await {
-        Ok(mut hub) => hub.reservations.list_reservations(request).await,
-        Err(e) => Err(tonic::Status::unavailable(e.to_string())),
+    let mut hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
+    let asked = match hub.as_mut() {
+        Some(hub) => hub.reservations.list_reservations(request).await,
+        None => Err(tonic::Status::unavailable("the hub cannot be reached")),
     };
     match asked {
         Ok(reply) => {
             let reply = reply.into_inner();
             let others: Vec<Reservation> =
-                reply.reservations.into_iter().filter(|r| held_by_other(r, &own)).collect();
-            let enforcement = reply.settings.map_or(ReservationEnforcement::Warn as i32, |s| s.enforcement);
-            verdict(&paths, &others, enforcement, None)
+                reply.reservations.iter().filter(|r| held_by_other(r, &own)).cloned().collect();
+            let settings = reply.settings.unwrap_or_default();
+            if others.is_empty()
+                && settings.auto_reserve
+                && !own.is_empty()
+                && let Some(hub) = hub.as_mut()
+            {
+                let mine: Vec<&str> = reply
+                    .reservations
+                    .iter()
+                    .filter(|r| r.session_id == own)
+                    .map(|r| r.path.as_str())
+                    .collect();
+                let new: Vec<String> =
+                    paths.iter().filter(|p| !mine.iter().any(|m| overlaps(m, p))).cloned().collect();
+                auto_reserve(ctx, hub, &project.key, &own, new, Vec::new()).await;
+            }
+            verdict(&paths, &others, settings.enforcement, None)
         }
         Err(status) if remote::is_transient(&status) => {
             let cached = crate::local::reserved::load(&ctx.settings.data_dir, &project.key)?;
@@ -88,6 +104,44 @@ pub(super) async fn check(ctx: &Ctx, agent: Agent, p: &Payload) -> Option<Verdic
     }
 }
 
+/// Reserves for the session what it starts on (auto-reservations, a project's opt-in):
+/// files it is about to edit, tasks it marks in progress. Best effort: a refusal (someone
+/// got there first) is the pre-tool check's to report, and is logged.
+pub(super) async fn auto_reserve(
+    ctx: &Ctx,
+    hub: &mut Hub,
+    project: &str,
+    session_id: &str,
+    paths: Vec<String>,
+    tasks: Vec<String>,
+) {
+    if paths.is_empty() && tasks.is_empty() {
+        return;
+    }
+    let request = baton_proto::v1::ReserveRequest {
+        project: project.to_owned(),
+        session_id: session_id.to_owned(),
+        paths,
+        tasks,
+        reason: "auto-reserved: the agent started on it".into(),
+        write: crate::outbox::write::options(0, session_id),
+        ..Default::default()
+    };
+    match hub.reservations.reserve(request).await {
+        Ok(reply) if !reply.get_ref().granted => {
+            log(
+                ctx,
+                &format!(
+                    "auto-reservation not granted: {}",
+                    crate::usecase::reservations::blocked_text(&reply.get_ref().blockers)
+                ),
+            );
+        }
+        Ok(_) => {}
+        Err(status) => log(ctx, &format!("auto-reservation failed: {}", remote::explain(&status))),
+    }
+}
+
 fn held_by_other(r: &Reservation, own: &str) -> bool {
     r.status == ReservationStatus::Held as i32 && r.session_id != own
 }
@@ -99,7 +153,7 @@ fn overlaps(a: &str, b: &str) -> bool {
 
 /// What the agent is told about `others` holding some of `paths`; `stale` is the age of a
 /// cached view (the hub unreachable), which only ever warns.
-fn verdict(
+pub(crate) fn verdict(
     paths: &[String],
     others: &[Reservation],
     enforcement: i32,
@@ -162,11 +216,80 @@ pub(super) async fn renew(
         }
     };
     let held: Vec<String> = reply.held.iter().map(|r| r.id.clone()).collect();
-    if let Err(e) = ctx.state.update(agent.name(), agent_sid, |s| s.reserved_ids = held) {
+    let auto = reply.settings.as_ref().is_some_and(|s| s.auto_reserve);
+    let kept = ctx.state.update(agent.name(), agent_sid, |s| {
+        s.reserved_ids = held;
+        s.auto_reserve = auto;
+    });
+    if let Err(e) = kept {
         log(ctx, &format!("cannot record the reservations held: {e:#}"));
     }
     keep_view(ctx, hub, project).await;
     lost_text(&reply.lost)
+}
+
+/// Auto-reservations of tasks: a task the agent marked in progress since the last call is
+/// reserved by its title; one it finished (or dropped) is released.
+pub(super) async fn auto_tasks(
+    ctx: &Ctx,
+    agent: Agent,
+    agent_sid: &str,
+    hub: &mut Option<Hub>,
+    project: &str,
+    session_id: &str,
+) {
+    let Some(state) = ctx.state.get(agent.name(), agent_sid).filter(|s| s.auto_reserve) else { return };
+    let doing: Vec<String> = state
+        .journal
+        .tasks
+        .iter()
+        .filter(|t| t.status == "in_progress")
+        .map(|t| task_key(&t.content))
+        .filter(|k| !k.trim().is_empty())
+        .collect();
+    let started: Vec<String> = doing.iter().filter(|k| !state.auto_tasks.contains(k)).cloned().collect();
+    let finished: Vec<String> = state.auto_tasks.iter().filter(|k| !doing.contains(k)).cloned().collect();
+    if started.is_empty() && finished.is_empty() {
+        return;
+    }
+    if hub.is_none() {
+        *hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
+    }
+    let Some(h) = hub.as_mut() else { return };
+    auto_reserve(ctx, h, project, session_id, Vec::new(), started).await;
+    if !finished.is_empty() {
+        let request = baton_proto::v1::ReleaseRequest {
+            project: project.to_owned(),
+            session_id: session_id.to_owned(),
+            tasks: finished,
+            write: crate::outbox::write::options(0, session_id),
+            ..Default::default()
+        };
+        if let Err(status) = h.reservations.release(request).await {
+            log(ctx, &format!("auto-release failed: {}", remote::explain(&status)));
+        }
+    }
+    if let Err(e) = ctx.state.update(agent.name(), agent_sid, |s| s.auto_tasks = doing) {
+        log(ctx, &format!("cannot record the auto-reserved tasks: {e:#}"));
+    }
+}
+
+/// A task's title as a reservation's key: one line, at most 256 bytes (cut on a character).
+fn task_key(title: &str) -> String {
+    let line: String = title
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let line = line.as_str();
+    let mut end = line.len().min(256);
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    line[..end].to_owned()
 }
 
 /// Keeps the project's held reservations for a check with the hub down (one page).

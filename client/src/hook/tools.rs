@@ -65,6 +65,7 @@ pub(super) async fn post_tool_use(
         heartbeat(ctx, h, session_id.clone(), count).await;
         notice = super::reserved::renew(ctx, agent, &agent_sid, h, &project.key, &session_id).await;
     }
+    super::reserved::auto_tasks(ctx, agent, &agent_sid, &mut hub, &project.key, &session_id).await;
     if due.is_empty() {
         ctx.state.mark_unsaved(agent.name(), &agent_sid, true);
     }

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[expect(clippy::struct_excessive_bools, reason = "independent facts of one record, kept as JSON")]
 pub struct AgentSession {
     pub baton_session_id: String,
     pub project: String,
@@ -65,6 +66,12 @@ pub struct AgentSession {
     /// Gemini's BeforeTool cannot give, a lost reservation Codex's PostToolUse cannot tell).
     #[serde(default)]
     pub pending_notice: String,
+    /// The project reserves what an agent starts on (its setting, as the last renewal
+    /// read it), and the task keys reserved so for this conversation.
+    #[serde(default)]
+    pub auto_reserve: bool,
+    #[serde(default)]
+    pub auto_tasks: Vec<String>,
 }
 
 /// How long a conversation's record is kept after its last hook.

@@ -238,3 +238,121 @@ async fn baton_mcp_idles_without_a_conversation() {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
+
+fn git_in(env: &ClientEnv, dir: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", env.home.path())
+        .env("BATON_HOME", env.baton_home())
+        .env("BATON_SERVER", &env.server)
+        .env("USER", "dev")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .output()
+        .unwrap()
+}
+
+/// The git pre-commit hook `baton init --pre-commit` installs: a commit touching another
+/// session's files is refused (deny) with the holder named, or warned about (warn); free
+/// files commit; a pre-commit hook of the user's own is left alone; uninstall removes ours.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pre_commit_hook_refuses_commits_of_reserved_files() {
+    let server = Server::start(Backend::Sqlite).await.unwrap();
+    let repo = git_repo("git@github.com:acme/commits.git");
+    let dir = repo.path();
+    std::fs::create_dir_all(dir.join("src/auth")).unwrap();
+    let (a, b) = (ClientEnv::new(&server.url()), ClientEnv::new(&server.url()));
+    let payload =
+        json!({"session_id": "conv-a", "cwd": dir, "hook_event_name": "SessionStart", "source": "startup"});
+    let started = a.run_with_env(
+        dir,
+        &["hook", "claude", "SessionStart"],
+        &payload.to_string(),
+        &[("BATON_HOST", "far-away")],
+    );
+    assert_eq!(started.code, 0);
+    let a_id = sessions_of(server.clients().await, "github.com/acme/commits").await.remove(0).id;
+    let out = a.run(dir, &["reserve", "src/auth", "--reason", "auth rewrite", "--session", &a_id], "");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(a.run(dir, &["reservations", "settings", "--enforce", "deny"], "").code, 0);
+
+    let init = b.run(dir, &["init", "claude", "--pre-commit"], "");
+    assert_eq!(init.code, 0, "{}", init.stderr);
+    assert!(init.stdout.contains("git pre-commit hook"), "{}", init.stdout);
+    std::fs::write(dir.join("src/auth/jwt.rs"), "x\n").unwrap();
+    git_in(&b, dir, &["add", "src/auth/jwt.rs"]);
+    let refused = git_in(&b, dir, &["commit", "-q", "-m", "touches auth"]);
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "the commit went through: {said}");
+    assert!(
+        said.contains("refused this commit") && said.contains("auth rewrite") && said.contains("far-away"),
+        "{said}"
+    );
+    assert!(said.contains("--no-verify"), "{said}");
+    // Warn: the commit goes through, the warning on stderr.
+    assert_eq!(a.run(dir, &["reservations", "settings", "--enforce", "warn"], "").code, 0);
+    let warned = git_in(&b, dir, &["commit", "-q", "-m", "touches auth"]);
+    assert!(warned.status.success(), "{warned:?}");
+    assert!(String::from_utf8_lossy(&warned.stderr).contains("reserved by"), "{warned:?}");
+    // A free file commits quietly, whatever the setting.
+    assert_eq!(a.run(dir, &["reservations", "settings", "--enforce", "deny"], "").code, 0);
+    std::fs::write(dir.join("free.txt"), "x\n").unwrap();
+    git_in(&b, dir, &["add", "free.txt"]);
+    let free = git_in(&b, dir, &["commit", "-q", "-m", "free"]);
+    assert!(free.status.success() && free.stderr.is_empty(), "{free:?}");
+
+    // Uninstall removes exactly ours; another pre-commit hook is never replaced.
+    assert_eq!(b.run(dir, &["init", "claude", "--uninstall"], "").code, 0);
+    assert!(!dir.join(".git/hooks/pre-commit").exists());
+    std::fs::write(dir.join(".git/hooks/pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
+    let init = b.run(dir, &["init", "claude", "--pre-commit"], "");
+    assert!(
+        init.stdout.contains("another pre-commit hook") && init.stdout.contains("pre-commit || exit 1"),
+        "{}",
+        init.stdout
+    );
+    assert_eq!(std::fs::read_to_string(dir.join(".git/hooks/pre-commit")).unwrap(), "#!/bin/sh\nexit 0\n");
+}
+
+/// Auto-reservations (a project's opt-in): a file the agent starts editing, and a task it
+/// marks in progress, are reserved for its session; the finished task is released.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_reservations_follow_the_agent() {
+    let server = Server::start(Backend::Sqlite).await.unwrap();
+    let repo = git_repo("git@github.com:acme/auto.git");
+    let dir = repo.path();
+    let a = ClientEnv::new(&server.url());
+    start(&a, dir, "conv-a");
+    assert_eq!(a.run(dir, &["reservations", "settings", "--auto", "on"], "").code, 0);
+    let todo = |status: &str| {
+        hook_payload(
+            "conv-a",
+            dir,
+            "PostToolUse",
+            "TodoWrite",
+            &json!({"todos": [{"content": "Fix the login test", "status": status, "activeForm": "Fixing"}]}),
+        )
+    };
+    assert_eq!(a.run(dir, &["hook", "claude", "PostToolUse"], &todo("in_progress")).code, 0);
+    let edit = json!({"file_path": dir.join("src/login.rs"), "content": "x"});
+    assert_eq!(pre(&a, dir, "claude", "conv-a", "Write", &edit), Value::Null, "its own: nothing to say");
+    let held = parse(&a.run(dir, &["reservations", "--json"], "").stdout);
+    let what: Vec<String> = held["reservations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["path"].as_str().or(r["task"].as_str()).unwrap_or_default().to_owned())
+        .collect();
+    assert!(
+        what.contains(&"src/login.rs".to_owned()) && what.contains(&"Fix the login test".to_owned()),
+        "{held}"
+    );
+    assert_eq!(a.run(dir, &["hook", "claude", "PostToolUse"], &todo("completed")).code, 0);
+    let held = parse(&a.run(dir, &["reservations", "--json"], "").stdout);
+    assert!(!held.to_string().contains("Fix the login test"), "the finished task is released: {held}");
+}
