@@ -198,6 +198,9 @@ impl Row {
 pub struct Book {
     pub rows: Vec<Row>,
     changed: HashSet<usize>,
+    /// Live rows of the project that were not read (none of them can change or refuse
+    /// this write; they count towards the cap).
+    unread_live: usize,
 }
 
 /// What a request in the way meets.
@@ -246,7 +249,12 @@ pub struct Clock {
 
 impl Book {
     pub fn new(rows: Vec<Row>) -> Self {
-        Self { rows, changed: HashSet::new() }
+        Self::with_unread(rows, 0)
+    }
+
+    /// A book of the rows a write read, beside `unread_live` live rows it did not.
+    pub fn with_unread(rows: Vec<Row>, unread_live: usize) -> Self {
+        Self { rows, changed: HashSet::new(), unread_live }
     }
 
     /// The rows this write changed or added, in the book's order.
@@ -260,9 +268,9 @@ impl Book {
         !self.changed.is_empty()
     }
 
-    /// Live rows (held and waiting, time not run out).
+    /// Live rows (held and waiting, time not run out), those not read included.
     pub fn live(&self, now_us: i64) -> usize {
-        self.rows.iter().filter(|r| r.live_at(now_us)).count()
+        self.unread_live + self.rows.iter().filter(|r| r.live_at(now_us)).count()
     }
 
     /// Ends what ran out (held: EXPIRED; waiting: WAIT_ENDED), then grants the queue: each

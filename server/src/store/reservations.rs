@@ -30,6 +30,9 @@ const LIVE: &str =
 /// $1 project.
 const SETTINGS: &str =
     "SELECT ttl_seconds, enforcement, auto_reserve, revision FROM reservation_settings WHERE project = $1";
+/// A project's live rows, counted. $1 project, $2 now.
+const LIVE_COUNT: &str = "SELECT CAST(count(*) AS BIGINT) FROM reservations WHERE project = $1 AND status IN (1, 2) \
+     AND expires_us > $2";
 /// Projects with rows whose time ran out. $1 now.
 const LAPSED_PROJECTS: &str =
     "SELECT DISTINCT project FROM reservations WHERE status IN (1, 2) AND expires_us <= $1 LIMIT 500";
@@ -39,10 +42,36 @@ const PRUNE_ENDED: &str = "DELETE FROM reservations WHERE status > 2 AND ended_u
 const ANY_ENDED: &str =
     "SELECT CAST(1 AS BIGINT) FROM reservations WHERE status > 2 AND ended_us < $1 LIMIT 1";
 
+/// What a write of reservations reads (`ReservationTx::relevant_reservations`).
+#[derive(Debug, Clone, Default)]
+pub struct Focus {
+    /// The write's time: rows whose time ran out by then are read (to be ended).
+    pub now_us: i64,
+    /// The session the write is for: its live rows are read.
+    pub session_id: String,
+    /// What it asks for: the live rows that overlap are read (`core::reservation::Target`).
+    pub paths: Vec<String>,
+    pub tasks: Vec<String>,
+}
+
+/// The rows a write reads, and how many live rows of the project it left unread.
+#[derive(Debug, Default)]
+pub struct Relevant {
+    pub rows: Vec<Row>,
+    pub unread_live: usize,
+}
+
 /// A write's reads of reservations.
 pub trait ReservationTx: Send {
-    /// The project's held and waiting rows, those that ran out included.
-    fn live_reservations(&mut self) -> impl Future<Output = Result<Vec<Row>>> + Send;
+    /// The live rows a write may change or be refused by: those of `focus`'s session, those
+    /// overlapping its paths and tasks, those whose time ran out; and every live row while
+    /// anyone waits (the queue is handed on in order). The project's other live rows are
+    /// only counted (for the cap).
+    ///
+    /// A performance device for baton-bench's row "a reservation's grant, 1,000 live in the
+    /// project" (docs/performance.md): reading every live row of a project at its cap costs
+    /// a grant most of its time on SQLite.
+    fn relevant_reservations(&mut self, focus: &Focus) -> impl Future<Output = Result<Relevant>> + Send;
     /// The project's settings row, if it has one.
     fn reservation_settings(&mut self)
     -> impl Future<Output = Result<Option<ReservationSettingsRow>>> + Send;
@@ -55,11 +84,50 @@ where
     for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
     DB::Arguments: IntoArguments<DB>,
     for<'q> String: Encode<'q, DB> + Type<DB>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
     for<'r> Row: FromRow<'r, DB::Row>,
     for<'r> ReservationSettingsRow: FromRow<'r, DB::Row>,
+    for<'r> (i64,): FromRow<'r, DB::Row>,
 {
-    async fn live_reservations(&mut self) -> Result<Vec<Row>> {
-        Ok(sqlx::query_as(LIVE).bind(self.project.clone()).fetch_all(self.conn()).await?)
+    async fn relevant_reservations(&mut self, focus: &Focus) -> Result<Relevant> {
+        let live: (i64,) = sqlx::query_as(LIVE_COUNT)
+            .bind(self.project.clone())
+            .bind(focus.now_us)
+            .fetch_one(self.conn())
+            .await?;
+        let mut q = sqlx::QueryBuilder::<DB>::new(concat!(
+            "SELECT ",
+            reservation_columns!(),
+            " FROM reservations WHERE project = "
+        ));
+        q.push_bind(self.project.clone()).push(" AND status IN (1, 2) AND (expires_us <= ");
+        q.push_bind(focus.now_us).push(" OR status = 1 OR session_id = ").push_bind(focus.session_id.clone());
+        q.push(" OR EXISTS (SELECT 1 FROM reservations w WHERE w.project = ").push_bind(self.project.clone());
+        q.push(" AND w.status = 1 AND w.expires_us > ").push_bind(focus.now_us).push(")");
+        for task in &focus.tasks {
+            q.push(" OR (kind = 'task' AND target = ").push_bind(task.clone()).push(")");
+        }
+        for path in &focus.paths {
+            // The path itself, the directories holding it, and what it holds.
+            let mut prefix = String::new();
+            for part in path.split('/') {
+                if !prefix.is_empty() {
+                    prefix.push('/');
+                }
+                prefix.push_str(part);
+                q.push(" OR (kind = 'path' AND target = ").push_bind(prefix.clone()).push(")");
+            }
+            let inside = format!("{path}/");
+            // Postgres's substr takes an integer: the length is cast (a bound value is a bigint).
+            q.push(" OR (kind = 'path' AND substr(target, 1, CAST(");
+            q.push_bind(i64::try_from(inside.chars().count()).unwrap_or(i64::MAX));
+            q.push(" AS INTEGER)) = ").push_bind(inside).push(")");
+        }
+        q.push(")");
+        let rows: Vec<Row> = q.build_query_as().fetch_all(self.conn()).await?;
+        let read_live = rows.iter().filter(|r| r.live_at(focus.now_us)).count();
+        let unread_live = usize::try_from(live.0).unwrap_or(0).saturating_sub(read_live);
+        Ok(Relevant { rows, unread_live })
     }
 
     async fn reservation_settings(&mut self) -> Result<Option<ReservationSettingsRow>> {

@@ -557,3 +557,18 @@ async fn race_on_two_servers_over_one_postgres() {
     let b = Server::start_on(Backend::Postgres, &a.database_url, &[]).unwrap();
     race(&[&a, &b]).await;
 }
+
+/// Overlap is by whole components whatever the characters (accents, `%`, `_`), on both
+/// backends: a directory holds its files, not its longer-named siblings.
+async fn any_characters_overlap_by_components(backend: Backend) {
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    let a = session(&mut c, &p, "h", "u").await;
+    let b = session(&mut c, &p, "h", "u").await;
+    assert!(reserve(&mut c, ask(&p, &a, &["données/été_%"], &[])).await.granted);
+    assert!(!reserve(&mut c, ask(&p, &b, &["données/été_%/a.md"], &[])).await.granted);
+    assert!(!reserve(&mut c, ask(&p, &b, &["données"], &[])).await.granted);
+    assert!(reserve(&mut c, ask(&p, &b, &["données/été_%2", "données/étéX%"], &[])).await.granted);
+}
+both!(any_characters_overlap_by_components);

@@ -25,11 +25,11 @@ use baton_proto::v1::{
 };
 
 use super::write::{Write, event};
-use crate::core::reservation::{Book, Clock, DEFAULT_TTL_SECONDS, Row};
+use crate::core::reservation::{Book, Clock, DEFAULT_TTL_SECONDS, Row, Target};
 use crate::core::time::ts;
 use crate::error::Result;
 use crate::store::model::{Change, Lock, ReservationChange, ReservationSettingsRow};
-use crate::store::reservations::ReservationTx;
+use crate::store::reservations::{Focus, ReservationTx};
 use crate::store::rows::decode_actor;
 use crate::store::{WriteCtx, WriteTx};
 
@@ -119,16 +119,27 @@ pub(crate) fn message_of(project: &str, row: &Row) -> Reservation {
     message(project, row, None)
 }
 
-/// The project's live rows and settings, read under the write's lock, with what ran out
-/// ended and the queue handed on (`Book::settle`).
+/// The rows a write needs (`ReservationTx::relevant_reservations`: those of `session`, those
+/// overlapping `targets`, those that ran out, all while anyone waits) and the settings, read
+/// under the write's lock, with what ran out ended and the queue handed on (`Book::settle`).
 async fn settled<T: WriteTx + ReservationTx>(
     w: &mut Write<T>,
+    session: &str,
+    targets: &[Target],
 ) -> Result<(Book, Clock, Option<ReservationSettingsRow>)> {
     let settings = w.tx().reservation_settings().await?;
-    let rows = w.tx().live_reservations().await?;
+    let (paths, tasks) = targets.iter().fold((Vec::new(), Vec::new()), |(mut p, mut t), target| {
+        match target {
+            Target::Path(x) => p.push(x.clone()),
+            Target::Task(x) => t.push(x.clone()),
+        }
+        (p, t)
+    });
+    let focus = Focus { now_us: w.now_us, session_id: session.to_owned(), paths, tasks };
+    let relevant = w.tx().relevant_reservations(&focus).await?;
     // The revision is taken only when something changes (`commit`).
     let clock = Clock { now_us: w.now_us, revision: w.next_revision(), ttl_us: ttl_us(settings.as_ref()) };
-    let mut book = Book::new(rows);
+    let mut book = Book::with_unread(relevant.rows, relevant.unread_live);
     book.settle(clock);
     Ok((book, clock, settings))
 }
@@ -163,7 +174,7 @@ pub(crate) async fn end_with_session<T: WriteTx + ReservationTx>(
     ctx: &WriteCtx,
     session_id: &str,
 ) -> Result<()> {
-    let (mut book, clock, _) = settled(w).await?;
+    let (mut book, clock, _) = settled(w, session_id, &[]).await?;
     book.end_of(session_id, ReservationStatus::SessionEnded, clock, |_| true);
     book.settle(clock);
     commit(w, ctx, &book)?;
@@ -178,7 +189,7 @@ pub(crate) async fn hand_over<T: WriteTx + ReservationTx>(
     from: &str,
     to: &baton_proto::v1::Session,
 ) -> Result<()> {
-    let (mut book, clock, _) = settled(w).await?;
+    let (mut book, clock, _) = settled(w, from, &[]).await?;
     let holder = holder(ctx, to.agent, &to.host, &to.user, &to.id);
     book.hand_over(from, &to.id, &crate::store::rows::encode_actor(&holder), clock);
     book.settle(clock);

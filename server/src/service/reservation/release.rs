@@ -28,9 +28,9 @@ pub async fn release<S: Store>(store: &S, ctx: WriteCtx, req: Release) -> Result
     let lock = lock(&req.project, &ctx);
     let ran = write::run(store, lock, ctx, move |w, ctx| {
         Box::pin(async move {
-            let (mut book, clock, _) = settled(w).await?;
-            let all = req.ids.is_empty() && req.targets.is_empty();
             let session = req.session_id.to_string();
+            let (mut book, clock, _) = settled(w, &session, &req.targets).await?;
+            let all = req.ids.is_empty() && req.targets.is_empty();
             let released = book.end_of(&session, ReservationStatus::Released, clock, |r| {
                 all || req.ids.contains(&r.id) || req.targets.contains(&r.target())
             });

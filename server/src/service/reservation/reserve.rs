@@ -34,7 +34,7 @@ pub struct ReserveAsk {
 /// What the write decided.
 enum Decided {
     Done(ReserveResponse),
-    Queued { ids: Vec<String>, deadline_us: i64, result: baton_proto::v1::WriteResult },
+    Queued { ids: Vec<String>, targets: Vec<Target>, deadline_us: i64, result: baton_proto::v1::WriteResult },
 }
 
 /// Reserve.
@@ -60,8 +60,8 @@ pub async fn reserve<S: Store>(
     };
     match (decided, feed) {
         (Decided::Done(reply), _) => Ok(reply),
-        (Decided::Queued { ids, deadline_us, result }, Some(feed)) => {
-            wait::until_granted(store, feed, &project, &session_id, ids, deadline_us, result).await
+        (Decided::Queued { ids, targets, deadline_us, result }, Some(feed)) => {
+            wait::until_granted(store, feed, &project, &session_id, (ids, targets), deadline_us, result).await
         }
         (Decided::Queued { .. }, None) => Err(Error::internal("a request that may not wait was queued")),
     }
@@ -86,7 +86,7 @@ async fn decide<T: WriteTx + crate::store::reservations::ReservationTx>(
             crate::core::status::name(status)
         )));
     }
-    let (mut book, clock, _) = settled(w).await?;
+    let (mut book, clock, _) = settled(w, &id, &ask.targets).await?;
     let holder = super::holder(ctx, session.agent, &session.host, &session.user_name, &id);
     let core_ask = Ask {
         session_id: id.clone(),
@@ -163,8 +163,9 @@ fn answer<T: WriteTx>(
         Outcome::Queued { rows, .. } => {
             let ids = rows.iter().map(|&i| book.rows[i].id.clone()).collect();
             let deadline_us = rows.first().map_or(0, |&i| book.rows[i].expires_us);
+            let targets = rows.iter().map(|&i| book.rows[i].target()).collect();
             w.finish(&without_request(ctx), &ReserveResponse::default())?;
-            Ok(Decided::Queued { ids, deadline_us, result })
+            Ok(Decided::Queued { ids, targets, deadline_us, result })
         }
     }
 }

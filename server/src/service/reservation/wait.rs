@@ -14,7 +14,7 @@ use tokio::sync::broadcast;
 
 use super::reserve::blocker_messages;
 use super::{commit, lock, message, settled};
-use crate::core::reservation::{Ask, Book, Row};
+use crate::core::reservation::{Ask, Book, Row, Target};
 use crate::core::time::now_us;
 use crate::error::Result;
 use crate::service::write;
@@ -27,7 +27,7 @@ pub(super) async fn until_granted<S: Store>(
     mut feed: broadcast::Receiver<Arc<Event>>,
     project: &str,
     session_id: &str,
-    ids: Vec<String>,
+    (ids, targets): (Vec<String>, Vec<Target>),
     deadline_us: i64,
     queued: WriteResult,
 ) -> Result<ReserveResponse> {
@@ -36,6 +36,7 @@ pub(super) async fn until_granted<S: Store>(
         project: project.to_owned(),
         session_id: session_id.to_owned(),
         ids: ids.clone(),
+        targets: targets.clone(),
     };
     loop {
         let rows = store.reservations_by_id(project.to_owned(), ids.clone()).await?;
@@ -53,7 +54,7 @@ pub(super) async fn until_granted<S: Store>(
         let still_waiting = rows.len() == ids.len() && rows.iter().all(|r| r.is(ReservationStatus::Waiting));
         if !still_waiting || now >= deadline_us {
             guard.disarm();
-            return give_up(store, project, session_id, &ids).await;
+            return give_up(store, project, session_id, &ids, &targets).await;
         }
         let next_lapse = in_the_way(store, project, &rows, now).await?.iter().map(|r| r.expires_us).min();
         let wake_us = next_lapse.map_or(deadline_us, |l| l.min(deadline_us));
@@ -117,7 +118,7 @@ pub(crate) async fn settle_lapsed<S: Store>(store: &S, project: &str) -> Result<
     let ctx = WriteCtx::default();
     let ran = write::run(store, lock(project, &ctx), ctx, |w, ctx| {
         Box::pin(async move {
-            let (book, _, _) = settled(w).await?;
+            let (book, _, _) = settled(w, "", &[]).await?;
             let changed = commit(w, ctx, &book)?.is_some();
             if changed {
                 w.finish(ctx, &ReserveResponse::default())?;
@@ -152,12 +153,15 @@ async fn give_up<S: Store>(
     project: &str,
     session_id: &str,
     ids: &[String],
+    targets: &[Target],
 ) -> Result<ReserveResponse> {
     let ctx = WriteCtx::default();
     let (project_key, session, ids) = (project.to_owned(), session_id.to_owned(), ids.to_vec());
+    let targets = targets.to_vec();
     let ran = write::run(store, lock(project, &ctx), ctx, move |w, ctx| {
         Box::pin(async move {
-            let (mut book, clock, _) = settled(w).await?;
+            // What it waited for: the rows in its way are read too, to name them.
+            let (mut book, clock, _) = settled(w, &session, &targets).await?;
             let mine: Vec<usize> = (0..book.rows.len()).filter(|&i| ids.contains(&book.rows[i].id)).collect();
             if !mine.is_empty() && mine.iter().all(|&i| book.rows[i].is(ReservationStatus::Held)) {
                 let reservations = mine.iter().map(|&i| message(&project_key, &book.rows[i], None)).collect();
@@ -201,6 +205,7 @@ struct GiveUp<S: Store> {
     project: String,
     session_id: String,
     ids: Vec<String>,
+    targets: Vec<Target>,
 }
 
 impl<S: Store> GiveUp<S> {
@@ -212,13 +217,14 @@ impl<S: Store> GiveUp<S> {
 impl<S: Store> Drop for GiveUp<S> {
     fn drop(&mut self) {
         let Some(store) = self.store.take() else { return };
-        let (project, session_id, ids) = (
+        let (project, session_id, ids, targets) = (
             std::mem::take(&mut self.project),
             std::mem::take(&mut self.session_id),
             std::mem::take(&mut self.ids),
+            std::mem::take(&mut self.targets),
         );
         tokio::spawn(async move {
-            if let Err(e) = give_up(&store, &project, &session_id, &ids).await {
+            if let Err(e) = give_up(&store, &project, &session_id, &ids, &targets).await {
                 tracing::warn!(%project, error = %e, "could not end a wait whose caller went away");
             }
         });

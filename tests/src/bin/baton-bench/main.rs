@@ -61,7 +61,8 @@ struct Args {
     backend: String,
     /// Some scenarios only, comma-separated: rpc, hot, spread, checkpoints, resume, fanout,
     /// catchup, search (100,000 indexed records next to a LIKE scan), memory (the server's peak RSS under planted data), web (the web view's pages,
-    /// its live stream, writes while pages stream), scaling, etcd (Baton next
+    /// its live stream, writes while pages stream), reservations (a grant with 1,000 live),
+    /// scaling, etcd (Baton next
     /// to a real etcd node: `apt-get install etcd-server`; skipped with --quick).
     #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(scenarios::NAMES))]
     only: Vec<String>,

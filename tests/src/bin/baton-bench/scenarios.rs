@@ -77,7 +77,7 @@ pub fn checkpoint_text(len: usize, seed: u64) -> Vec<u8> {
 }
 
 /// The scenarios' names, for `--only`.
-pub const NAMES: [&str; 12] = [
+pub const NAMES: [&str; 13] = [
     "rpc",
     "hot",
     "spread",
@@ -90,6 +90,7 @@ pub const NAMES: [&str; 12] = [
     "memory",
     "web",
     "etcd",
+    "reservations",
 ];
 
 /// The bench server's flags: room for every watcher, a fast reaper, and the server's default
