@@ -190,17 +190,17 @@ pub(crate) fn verdict(
     }
 }
 
-/// Renews the conversation's reservations when due, keeps the project's view for the
-/// pre-tool hook, and says what was lost since the last renewal (text for the model).
+/// Renews the conversation's reservations (`known`: those it held at the last renewal),
+/// keeps the project's view for the pre-tool hook, and says what was lost since (text for the
+/// model) and whether the project has auto-reservations on.
 pub(super) async fn renew(
     ctx: &Ctx,
     agent: Agent,
     agent_sid: &str,
     hub: &mut Hub,
-    project: &str,
-    session_id: &str,
-) -> Option<String> {
-    let known = ctx.state.get(agent.name(), agent_sid).map(|s| s.reserved_ids).unwrap_or_default();
+    (project, session_id): (&str, &str),
+    known: Vec<String>,
+) -> (Option<String>, Option<bool>) {
     let request = RenewReservationsRequest {
         project: project.to_owned(),
         session_id: session_id.to_owned(),
@@ -212,7 +212,7 @@ pub(super) async fn renew(
             if !remote::is_transient(&status) {
                 log(ctx, &format!("reservation renewal refused: {}", remote::explain(&status)));
             }
-            return None;
+            return (None, None);
         }
     };
     let held: Vec<String> = reply.held.iter().map(|r| r.id.clone()).collect();
@@ -225,11 +225,12 @@ pub(super) async fn renew(
         log(ctx, &format!("cannot record the reservations held: {e:#}"));
     }
     keep_view(ctx, hub, project).await;
-    lost_text(&reply.lost)
+    (lost_text(&reply.lost), Some(auto))
 }
 
-/// Auto-reservations of tasks: a task the agent marked in progress since the last call is
-/// reserved by its title; one it finished (or dropped) is released.
+/// Auto-reservations of tasks (for a project that has them on): a task the agent marked in
+/// progress since the last call is reserved by its title; one it finished (or dropped) is
+/// released.
 pub(super) async fn auto_tasks(
     ctx: &Ctx,
     agent: Agent,

@@ -38,7 +38,7 @@ pub(super) async fn post_tool_use(
     let session_id = session_for(ctx, agent, p, &project, hub.as_mut(), true, None).await?;
     let now = crate::clock::now_us();
     let null = serde_json::Value::Null;
-    let (count, due, beat) = ctx.state.update(agent.name(), &agent_sid, |s| {
+    let (count, due, beat, mut auto, known) = ctx.state.update(agent.name(), &agent_sid, |s| {
         let signals = p.tool_name.as_deref().map_or_else(Vec::new, |name| {
             s.journal.tool(&journal::ToolUse {
                 name,
@@ -55,7 +55,8 @@ pub(super) async fn post_tool_use(
         if beat {
             s.last_beat_us = now;
         }
-        (s.tool_count, due, beat)
+        let known = if beat { s.reserved_ids.clone() } else { Vec::new() };
+        (s.tool_count, due, beat, s.auto_reserve, known)
     })?;
     if hub.is_none() && (beat || !due.is_empty()) {
         hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();
@@ -63,9 +64,14 @@ pub(super) async fn post_tool_use(
     let mut notice = None;
     if let Some(h) = hub.as_mut().filter(|_| beat) {
         heartbeat(ctx, h, session_id.clone(), count).await;
-        notice = super::reserved::renew(ctx, agent, &agent_sid, h, &project.key, &session_id).await;
+        let renewed =
+            super::reserved::renew(ctx, agent, &agent_sid, h, (&project.key, &session_id), known).await;
+        notice = renewed.0;
+        auto = renewed.1.unwrap_or(auto);
     }
-    super::reserved::auto_tasks(ctx, agent, &agent_sid, &mut hub, &project.key, &session_id).await;
+    if auto {
+        super::reserved::auto_tasks(ctx, agent, &agent_sid, &mut hub, &project.key, &session_id).await;
+    }
     if due.is_empty() {
         ctx.state.mark_unsaved(agent.name(), &agent_sid, true);
     }
