@@ -61,6 +61,33 @@ pub struct Relevant {
     pub unread_live: usize,
 }
 
+/// Appends ` OR` the conditions of a row overlapping one of `paths` or `tasks` (the path
+/// itself, the directories holding it, what it holds; the task itself), values bound.
+fn push_overlapping<DB: Database>(q: &mut sqlx::QueryBuilder<DB>, paths: &[String], tasks: &[String])
+where
+    for<'q> String: Encode<'q, DB> + Type<DB>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
+{
+    for task in tasks {
+        q.push(" OR (kind = 'task' AND target = ").push_bind(task.clone()).push(")");
+    }
+    for path in paths {
+        let mut prefix = String::new();
+        for part in path.split('/') {
+            if !prefix.is_empty() {
+                prefix.push('/');
+            }
+            prefix.push_str(part);
+            q.push(" OR (kind = 'path' AND target = ").push_bind(prefix.clone()).push(")");
+        }
+        let inside = format!("{path}/");
+        // Postgres's substr takes an integer: the length is cast (a bound value is a bigint).
+        q.push(" OR (kind = 'path' AND substr(target, 1, CAST(");
+        q.push_bind(i64::try_from(inside.chars().count()).unwrap_or(i64::MAX));
+        q.push(" AS INTEGER)) = ").push_bind(inside).push(")");
+    }
+}
+
 /// A write's reads of reservations.
 pub trait ReservationTx: Send {
     /// The live rows a write may change or be refused by: those of `focus`'s session, those
@@ -104,25 +131,7 @@ where
         q.push_bind(focus.now_us).push(" OR status = 1 OR session_id = ").push_bind(focus.session_id.clone());
         q.push(" OR EXISTS (SELECT 1 FROM reservations w WHERE w.project = ").push_bind(self.project.clone());
         q.push(" AND w.status = 1 AND w.expires_us > ").push_bind(focus.now_us).push(")");
-        for task in &focus.tasks {
-            q.push(" OR (kind = 'task' AND target = ").push_bind(task.clone()).push(")");
-        }
-        for path in &focus.paths {
-            // The path itself, the directories holding it, and what it holds.
-            let mut prefix = String::new();
-            for part in path.split('/') {
-                if !prefix.is_empty() {
-                    prefix.push('/');
-                }
-                prefix.push_str(part);
-                q.push(" OR (kind = 'path' AND target = ").push_bind(prefix.clone()).push(")");
-            }
-            let inside = format!("{path}/");
-            // Postgres's substr takes an integer: the length is cast (a bound value is a bigint).
-            q.push(" OR (kind = 'path' AND substr(target, 1, CAST(");
-            q.push_bind(i64::try_from(inside.chars().count()).unwrap_or(i64::MAX));
-            q.push(" AS INTEGER)) = ").push_bind(inside).push(")");
-        }
+        push_overlapping(&mut q, &focus.paths, &focus.tasks);
         q.push(")");
         let rows: Vec<Row> = q.build_query_as().fetch_all(self.conn()).await?;
         let read_live = rows.iter().filter(|r| r.live_at(focus.now_us)).count();
@@ -139,6 +148,15 @@ where
 pub trait ReservationReads {
     /// A project's held and waiting rows (those that ran out too).
     fn live_reservations(&self, project: String) -> impl Future<Output = Result<Vec<Row>>> + Send;
+    /// A project's held and waiting rows overlapping these paths and tasks (those that ran
+    /// out too). The same device as `ReservationTx::relevant_reservations`, for the pre-tool
+    /// hook's check (hook-bench's PreToolUse row).
+    fn overlapping_reservations(
+        &self,
+        project: String,
+        paths: Vec<String>,
+        tasks: Vec<String>,
+    ) -> impl Future<Output = Result<Vec<Row>>> + Send;
     /// A project's rows among these ids, in any status.
     fn reservations_by_id(
         &self,
@@ -183,6 +201,23 @@ where
 {
     async fn live_reservations(&self, project: String) -> Result<Vec<Row>> {
         Ok(sqlx::query_as(LIVE).bind(project).fetch_all(self.pool()).await?)
+    }
+
+    async fn overlapping_reservations(
+        &self,
+        project: String,
+        paths: Vec<String>,
+        tasks: Vec<String>,
+    ) -> Result<Vec<Row>> {
+        let mut q = sqlx::QueryBuilder::<DB>::new(concat!(
+            "SELECT ",
+            reservation_columns!(),
+            " FROM reservations WHERE project = "
+        ));
+        q.push_bind(project).push(" AND status IN (1, 2) AND (1 = 0");
+        push_overlapping(&mut q, &paths, &tasks);
+        q.push(")");
+        Ok(q.build_query_as().fetch_all(self.pool()).await?)
     }
 
     async fn reservations_by_id(&self, project: String, ids: Vec<String>) -> Result<Vec<Row>> {

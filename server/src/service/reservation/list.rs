@@ -33,9 +33,19 @@ pub async fn list<S: Store>(store: &S, q: Listing) -> Result<ListReservationsRes
     let as_of_revision = crate::store::head_revision(store, q.project.clone()).await?;
     let settings = store.reservation_settings(q.project.clone()).await?;
     let now = now_us();
-    let mut rows: Vec<_> = store
-        .live_reservations(q.project.clone())
-        .await?
+    let read = if q.targets.is_empty() {
+        store.live_reservations(q.project.clone()).await?
+    } else {
+        let (paths, tasks) = q.targets.iter().fold((Vec::new(), Vec::new()), |(mut p, mut t), target| {
+            match target {
+                Target::Path(x) => p.push(x.clone()),
+                Target::Task(x) => t.push(x.clone()),
+            }
+            (p, t)
+        });
+        store.overlapping_reservations(q.project.clone(), paths, tasks).await?
+    };
+    let mut rows: Vec<_> = read
         .into_iter()
         .filter(|r| r.live_at(now))
         .filter(|r| q.branch.is_empty() || branches_meet(&r.branch, &q.branch))
