@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use baton_proto::v1::AgentKind;
 use serde_json::{Map, Value, json};
 
+use super::Verdict;
 use super::files::{home, read_json};
 use super::mcp::{self, Files, rules};
 use super::spec::{Spec, Summarizer};
 use super::{Agent, Hook, Scope};
-use crate::hook::reserved::Verdict;
 
 pub const AGENT: Agent = Agent::new(&Cursor);
 

@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use baton_proto::v1::{AgentKind, BlobRef};
 use serde_json::{Value, json};
 
+use super::Verdict;
 use super::files::{home, read_json, rehomed, write_whole};
 use super::mcp::{self, Files, NAME};
 use super::spec::{Spec, Summarizer};
 use super::{Agent, Hook, Scope};
-use crate::hook::reserved::Verdict;
 
 pub const AGENT: Agent = Agent::new(&Gemini);
 

@@ -19,6 +19,16 @@ use baton_proto::v1::AgentKind;
 
 pub use spec::Spec;
 
+/// What a pre-tool hook tells the agent (`hook::reserved`); each agent words it its own way
+/// (`Spec::pre_tool_output`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The call goes ahead; the model reads this.
+    Warn(String),
+    /// The call is refused; the model reads this as the reason.
+    Deny(String),
+}
+
 /// The agents Baton knows, in the order Baton lists them. Adding one: its module beside
 /// these (implementing [`Spec`]) and its line here. On the wire an agent is also its
 /// `AgentKind` in baton.proto and its resume command in `baton_proto::agent`, which the hub

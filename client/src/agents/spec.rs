@@ -9,9 +9,9 @@ use std::time::SystemTime;
 use baton_proto::v1::{AgentKind, BlobRef};
 use serde_json::{Map, Value, json};
 
+use super::Verdict;
 use super::mcp::Files;
 use super::{Agent, Hook, Scope};
-use crate::hook::reserved::Verdict;
 
 pub trait Spec: Sync {
     // Who it is.

@@ -23,14 +23,7 @@ use crate::usecase::reservations::{holder_line, repo_path, target};
 /// minutes: one renewal per 10 s of tool calls keeps them, and costs the hub little).
 pub const RENEW_EVERY: i64 = 10_000_000;
 
-/// What the pre-tool hook tells the agent.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
-    /// The call goes ahead; the model reads this.
-    Warn(String),
-    /// The call is refused; the model reads this as the reason.
-    Deny(String),
-}
+pub use crate::agents::Verdict;
 
 /// The check before a tool call: `None` when it writes nothing another session holds.
 pub(super) async fn check(ctx: &Ctx, agent: Agent, p: &Payload) -> Option<Verdict> {

@@ -76,7 +76,9 @@ impl<S: Store> ReservationService for Api<S> {
             admin: is_admin(&who),
             max_live: self.limits.max_reservations,
         };
-        Ok(Response::new(reservation::reserve(&self.store, &self.hub, ctx, ask).await?))
+        // A request that may wait follows the project's events from before its write.
+        let feed = if ask.wait_seconds > 0 { Some(self.hub.subscribe(&ask.project).await) } else { None };
+        Ok(Response::new(reservation::reserve(&self.store, feed, ctx, ask).await?))
     }
 
     async fn release(&self, request: Request<ReleaseRequest>) -> Result<Response<ReleaseResponse>, Status> {

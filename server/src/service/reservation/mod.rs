@@ -15,7 +15,7 @@ mod wait;
 pub use list::{Listing, list};
 pub use release::{Release, release};
 pub use renew::renew;
-pub use reserve::{ReserveAsk, reserve};
+pub use reserve::{Feed, ReserveAsk, reserve};
 pub use settings::set_settings;
 pub(crate) use wait::reap;
 

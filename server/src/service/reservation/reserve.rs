@@ -10,7 +10,6 @@ use crate::core::conflict;
 use crate::core::lww::Decision;
 use crate::core::reservation::{Ask, Book, Outcome, Target};
 use crate::error::{Error, Result};
-use crate::events::Hub;
 use crate::service::write::{self, Write};
 use crate::store::rows::{decode_actor, encode_actor};
 use crate::store::{Store, WriteCtx, WriteTx};
@@ -31,6 +30,9 @@ pub struct ReserveAsk {
     pub max_live: usize,
 }
 
+/// A project's live events (`events::Hub::subscribe`).
+pub type Feed = tokio::sync::broadcast::Receiver<std::sync::Arc<baton_proto::v1::Event>>;
+
 /// What the write decided.
 enum Decided {
     Done(ReserveResponse),
@@ -39,15 +41,14 @@ enum Decided {
 
 /// Reserve.
 #[tracing::instrument(level = "debug", skip_all, fields(project = %ask.project))]
+/// `feed` is the project's live events, subscribed before this write (so that no write that
+/// hands the queue on after it is missed): a request that may wait needs it.
 pub async fn reserve<S: Store>(
     store: &S,
-    hub: &Hub<S>,
+    feed: Option<Feed>,
     ctx: WriteCtx,
     ask: ReserveAsk,
 ) -> Result<ReserveResponse> {
-    // Subscribed before the write, so that no write that hands the queue on after it is
-    // missed (`Hub::subscribe`).
-    let feed = if ask.wait_seconds > 0 { Some(hub.subscribe(&ask.project).await) } else { None };
     let lock = lock(&ask.project, &ctx);
     let project = ask.project.clone();
     let session_id = ask.session_id.to_string();
