@@ -675,6 +675,8 @@ async fn init_merges_and_uninstalls(backend: Backend) {
         let installed = match agent {
             "claude" => 11,
             "codex" => 8,
+            // Cursor's preToolUse for its edit tools (reservations) besides the shell's.
+            "cursor" => 7,
             _ => 6,
         };
         assert!(out.stdout.contains(&format!("removed {installed} ")), "{agent}: {out:?}");
