@@ -57,7 +57,7 @@ pub async fn reserve(ctx: &Ctx, dir: &Path, ask: Ask, json: bool) -> anyhow::Res
         wait_seconds,
         write: write::options(0, &session_id),
     };
-    let reply = hub.reservations.reserve(request).await.map_err(r::fail)?.into_inner();
+    let reply = hub.reservations.reserve(request).await.map_err(remote::fail)?.into_inner();
     if json {
         println!(
             "{}",
@@ -115,7 +115,7 @@ pub async fn release(ctx: &Ctx, dir: &Path, which: Which, json: bool) -> anyhow:
         tasks: which.tasks,
         write: write::options(0, &session_id),
     };
-    let reply = hub.reservations.release(request).await.map_err(r::fail)?.into_inner();
+    let reply = hub.reservations.release(request).await.map_err(remote::fail)?.into_inner();
     if json {
         let rows = |v: &[Reservation]| v.iter().map(r::json).collect::<Vec<_>>();
         println!(
@@ -147,7 +147,8 @@ pub async fn list(ctx: &Ctx, dir: &Path, given: &[String], mine: bool, json: boo
         ListReservationsRequest { project: project.key.clone(), paths, session_id, ..Default::default() };
     let mut found = Vec::new();
     let settings = loop {
-        let page = hub.reservations.list_reservations(request.clone()).await.map_err(r::fail)?.into_inner();
+        let page =
+            hub.reservations.list_reservations(request.clone()).await.map_err(remote::fail)?.into_inner();
         found.extend(page.reservations);
         if page.next_page_token.is_empty() {
             break page.settings.unwrap_or_default();
@@ -243,7 +244,7 @@ pub async fn settings(
         .reservations
         .set_reservation_settings(request)
         .await
-        .map_err(r::fail)?
+        .map_err(remote::fail)?
         .into_inner()
         .settings
         .unwrap_or_default();

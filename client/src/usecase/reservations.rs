@@ -8,7 +8,7 @@ use std::path::{Component, Path, PathBuf};
 use baton_proto::v1::{Blocker, Reservation, ReservationStatus};
 
 use crate::ctx::Ctx;
-use crate::hub::remote::{self, Hub};
+use crate::hub::remote::Hub;
 use crate::view;
 
 /// `path` (relative to `cwd`, or absolute) as the hub stores it: relative to the
@@ -160,11 +160,6 @@ pub fn json(r: &Reservation) -> serde_json::Value {
         "ended_at": view::time(r.ended_at.as_ref()),
         "ended_by_session_id": (!r.ended_by_session_id.is_empty()).then_some(&r.ended_by_session_id),
     })
-}
-
-/// The failure of a call, as the front ends report it.
-pub fn fail(status: tonic::Status) -> anyhow::Error {
-    remote::fail(status)
 }
 
 #[cfg(test)]

@@ -117,6 +117,18 @@ pub fn task(field: &str, raw: &str) -> Result<String, Invalid> {
     Ok(raw.to_owned())
 }
 
+/// Targets as the store reads them: the paths, and the task keys.
+pub fn split(targets: &[Target]) -> (Vec<String>, Vec<String>) {
+    let (mut paths, mut tasks) = (Vec::new(), Vec::new());
+    for t in targets {
+        match t {
+            Target::Path(x) => paths.push(x.clone()),
+            Target::Task(x) => tasks.push(x.clone()),
+        }
+    }
+    (paths, tasks)
+}
+
 /// The targets of a request, checked and canonical, each once, in the order given.
 pub fn targets(paths: &[String], tasks: &[String]) -> Result<Vec<Target>, Invalid> {
     let n = paths.len() + tasks.len();

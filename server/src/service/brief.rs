@@ -127,7 +127,7 @@ async fn held_reservations<S: Store>(
         .filter(|r| r.is(baton_proto::v1::ReservationStatus::Held) && r.live_at(now_us))
         .collect();
     rows.sort_by(crate::core::reservation::list_order);
-    Ok(rows.iter().map(|r| crate::service::reservation::message_of(project, r)).collect())
+    Ok(rows.iter().map(|r| crate::service::reservation::message(project, r, None)).collect())
 }
 
 /// A checkpoint's state, if it verifies.

@@ -36,13 +36,7 @@ pub async fn list<S: Store>(store: &S, q: Listing) -> Result<ListReservationsRes
     let read = if q.targets.is_empty() {
         store.live_reservations(q.project.clone()).await?
     } else {
-        let (paths, tasks) = q.targets.iter().fold((Vec::new(), Vec::new()), |(mut p, mut t), target| {
-            match target {
-                Target::Path(x) => p.push(x.clone()),
-                Target::Task(x) => t.push(x.clone()),
-            }
-            (p, t)
-        });
+        let (paths, tasks) = crate::core::reservation::split(&q.targets);
         store.overlapping_reservations(q.project.clone(), paths, tasks).await?
     };
     let mut rows: Vec<_> = read

@@ -114,11 +114,6 @@ pub(crate) fn message(project: &str, row: &Row, now_us: Option<i64>) -> Reservat
     }
 }
 
-/// A reservation as stored, as replies show it.
-pub(crate) fn message_of(project: &str, row: &Row) -> Reservation {
-    message(project, row, None)
-}
-
 /// The rows a write needs (`ReservationTx::relevant_reservations`: those of `session`, those
 /// overlapping `targets`, those that ran out, all while anyone waits) and the settings, read
 /// under the write's lock, with what ran out ended and the queue handed on (`Book::settle`).
@@ -128,13 +123,7 @@ async fn settled<T: WriteTx + ReservationTx>(
     targets: &[Target],
 ) -> Result<(Book, Clock, Option<ReservationSettingsRow>)> {
     let settings = w.tx().reservation_settings().await?;
-    let (paths, tasks) = targets.iter().fold((Vec::new(), Vec::new()), |(mut p, mut t), target| {
-        match target {
-            Target::Path(x) => p.push(x.clone()),
-            Target::Task(x) => t.push(x.clone()),
-        }
-        (p, t)
-    });
+    let (paths, tasks) = crate::core::reservation::split(targets);
     let focus = Focus { now_us: w.now_us, session_id: session.to_owned(), paths, tasks };
     let relevant = w.tx().relevant_reservations(&focus).await?;
     // The revision is taken only when something changes (`commit`).
