@@ -16,6 +16,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "baton/v1/thread.proto",
         "baton/v1/items.proto",
         "baton/v1/reservation.proto",
+        "baton/v1/commit.proto",
     ];
     for file in files {
         println!("cargo:rerun-if-changed={file}");

@@ -27,6 +27,7 @@ use anyhow::Context;
 use baton_proto::v1::admin_service_server::AdminServiceServer;
 use baton_proto::v1::brief_service_server::BriefServiceServer;
 use baton_proto::v1::checkpoint_service_server::CheckpointServiceServer;
+use baton_proto::v1::commit_service_server::CommitServiceServer;
 use baton_proto::v1::event_service_server::EventServiceServer;
 use baton_proto::v1::item_log_service_server::ItemLogServiceServer;
 use baton_proto::v1::memory_service_server::MemoryServiceServer;
@@ -222,6 +223,7 @@ async fn grpc_routes<S: Store>(api: &Api<S>, max_message: usize) -> anyhow::Resu
         .add_service(ThreadServiceServer::new(api.clone()).max_decoding_message_size(max_message))
         .add_service(ItemLogServiceServer::new(api.clone()).max_decoding_message_size(max_message))
         .add_service(ReservationServiceServer::new(api.clone()).max_decoding_message_size(max_message))
+        .add_service(CommitServiceServer::new(api.clone()).max_decoding_message_size(max_message))
         .add_service(AdminServiceServer::new(api.clone()).max_decoding_message_size(max_message));
     Ok(routes.routes().prepare())
 }

@@ -25,6 +25,7 @@ use anyhow::{Context, Result, bail};
 use baton_proto::v1::admin_service_client::AdminServiceClient;
 use baton_proto::v1::brief_service_client::BriefServiceClient;
 use baton_proto::v1::checkpoint_service_client::CheckpointServiceClient;
+use baton_proto::v1::commit_service_client::CommitServiceClient;
 use baton_proto::v1::event_service_client::EventServiceClient;
 use baton_proto::v1::item_log_service_client::ItemLogServiceClient;
 use baton_proto::v1::memory_service_client::MemoryServiceClient;
@@ -257,6 +258,7 @@ pub struct Clients {
     pub threads: ThreadServiceClient<Channel>,
     pub items: ItemLogServiceClient<Channel>,
     pub reservations: ReservationServiceClient<Channel>,
+    pub commits: CommitServiceClient<Channel>,
     pub channel: Channel,
 }
 
@@ -268,6 +270,7 @@ impl Clients {
             threads: ThreadServiceClient::new(channel.clone()).max_decoding_message_size(64 << 20),
             items: ItemLogServiceClient::new(channel.clone()).max_decoding_message_size(64 << 20),
             reservations: ReservationServiceClient::new(channel.clone()),
+            commits: CommitServiceClient::new(channel.clone()).max_decoding_message_size(64 << 20),
             memory: MemoryServiceClient::new(channel.clone()),
             brief: BriefServiceClient::new(channel.clone()),
             events: EventServiceClient::new(channel.clone()),

@@ -17,6 +17,7 @@ use crate::store::{Store, WriteCtx};
 pub mod admin;
 mod brief;
 pub(crate) mod checkpoint;
+mod commit;
 mod event;
 mod items;
 pub(crate) mod memory;

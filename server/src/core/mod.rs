@@ -6,6 +6,7 @@ pub mod blobs;
 pub mod brief;
 pub mod checkpoint;
 pub mod chunk;
+pub mod commit;
 pub mod conflict;
 pub mod head;
 pub mod items;

@@ -34,6 +34,8 @@ impl SizeLimits {
                 ("/baton.v1.ThreadService/PutThreadCheckpoint", checkpoint, "--max-checkpoint-bytes"),
                 ("/baton.v1.ThreadService/PutThreadWrites", checkpoint, "--max-checkpoint-bytes"),
                 ("/baton.v1.ItemLogService/AppendItems", checkpoint, "--max-checkpoint-bytes"),
+                ("/baton.v1.CommitService/RecordCommits", checkpoint, "--max-checkpoint-bytes"),
+                ("/baton.v1.CommitService/FindCommits", checkpoint, "--max-checkpoint-bytes"),
             ],
             default: other,
         }

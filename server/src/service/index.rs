@@ -45,6 +45,7 @@ pub fn follow(changes: &[Change], read: &[Session]) -> Vec<Change> {
             | Change::PutWrites(_)
             | Change::Items(_)
             | Change::Reservations(_)
+            | Change::Commits(_)
             | Change::PutRecordVersion { .. }
             | Change::SetMemoryCaps { .. }
             | Change::Index(_) => {}

@@ -4,6 +4,7 @@
 
 pub mod brief;
 pub mod checkpoint;
+pub mod commit;
 pub mod export;
 pub mod import;
 pub mod index;

@@ -39,7 +39,8 @@ pub trait Engine: Clone + Send + Sync + 'static {
         + MaintenanceTx
         + super::threads::ThreadTx
         + super::items::ItemTx
-        + super::reservations::ReservationTx;
+        + super::reservations::ReservationTx
+        + super::commit_links::CommitTx;
     /// Liveness without a write (`Store::touch_session`), by the database clock. $1 id,
     /// $2 tool count, $3 status (NULL: any), $4 project (NULL: any).
     const TOUCH_SESSION: &'static str;
@@ -117,6 +118,9 @@ where
     for<'r> model::Item: FromRow<'r, DB::Row>,
     for<'r> crate::core::reservation::Row: FromRow<'r, DB::Row>,
     for<'r> model::ReservationSettingsRow: FromRow<'r, DB::Row>,
+    for<'r> crate::core::commit::Link: FromRow<'r, DB::Row>,
+    for<'r> (String, String, String): FromRow<'r, DB::Row>,
+    for<'r> (String, String, i64): FromRow<'r, DB::Row>,
     for<'r> (i64, i64): FromRow<'r, DB::Row>,
     for<'r> (i64, i64, i64): FromRow<'r, DB::Row>,
     for<'r> (String, i64): FromRow<'r, DB::Row>,

@@ -32,6 +32,7 @@ pub use commits::Commits;
 
 pub(crate) mod apply;
 pub mod brief;
+pub mod commit_links;
 mod commits;
 mod engine;
 mod export;
@@ -209,12 +210,15 @@ pub trait WriteTx: Send {
 /// The storage contract, over Baton's model types; `impl Future + Send` so that tonic
 /// services can await it. Implemented once for both backends (`engine.rs`, which runs
 /// `sql.rs`'s statements) over what each backend does its own way (`engine::Engine`).
-pub trait Store: Clone + Send + Sync + 'static + items::ItemReads + reservations::ReservationReads {
+pub trait Store:
+    Clone + Send + Sync + 'static + items::ItemReads + reservations::ReservationReads + commit_links::CommitReads
+{
     type Tx: WriteTx
         + maintenance::MaintenanceTx
         + threads::ThreadTx
         + items::ItemTx
-        + reservations::ReservationTx;
+        + reservations::ReservationTx
+        + commit_links::CommitTx;
     /// Runs `body` as one write of `lock`'s project (see `writer`): takes the lock (creating
     /// the project on first use), which allocates the write's revision and reads its time,
     /// caps and any earlier reply to its request id; runs the body; applies the changes it

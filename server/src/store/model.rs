@@ -219,6 +219,17 @@ pub enum Change {
     Items(ItemChange),
     /// Reservations' changes (`service::reservation`): plain statements on both backends.
     Reservations(ReservationChange),
+    /// Commit links' changes (`service::commit`): plain statements on both backends.
+    Commits(CommitChange),
+}
+
+/// A change of the commit links.
+#[derive(Debug, Clone)]
+pub enum CommitChange {
+    /// Writes links, new or changed (every column), each with fingerprints to add.
+    Put(Vec<(crate::core::commit::Link, Vec<String>)>),
+    /// Drops links (commit, session) with their fingerprints.
+    Remove(Vec<(String, String)>),
 }
 
 /// A change of the reservations.

@@ -109,6 +109,7 @@ fn kind_label(kind: i32) -> &'static str {
         EventKind::CheckpointsDeleted => "checkpoints deleted",
         EventKind::ItemsChanged => "agent log",
         EventKind::ReservationsChanged => "reservations",
+        EventKind::CommitsRecorded => "commits",
     }
 }
 
@@ -144,6 +145,7 @@ impl EventLine {
             Some(event::Value::ThreadWrites(_)) => ("pending writes".into(), String::new()),
             Some(event::Value::Settings(_)) => ("project settings".into(), String::new()),
             Some(event::Value::Reservations(r)) => (reservations_line(r), String::new()),
+            Some(event::Value::Commits(c)) => commits_line(c),
             None => (format!("{} {}", e.entity, short(&e.entity_id)), String::new()),
         };
         let by = actor_line(e.actor.as_ref());
@@ -157,6 +159,20 @@ impl EventLine {
             conflict: e.conflict.is_some(),
         }
     }
+}
+
+/// An event's commit links in a line (the first one's session linked).
+fn commits_line(change: &baton_proto::v1::CommitsChange) -> (String, String) {
+    let parts: Vec<String> = change
+        .links
+        .iter()
+        .take(5)
+        .map(|l| format!("{} by session {}: {}", short(&l.commit_id), short(&l.session_id), l.subject))
+        .collect();
+    let more = change.links.len().saturating_sub(parts.len());
+    let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+    let href = change.links.first().map(|l| session_href(&l.session_id)).unwrap_or_default();
+    (format!("commit {}{more}", parts.join("; ")), href)
 }
 
 /// An event's reservations in a line: what each became, on what.

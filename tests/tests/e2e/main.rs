@@ -26,6 +26,7 @@ mod batching;
 mod brief;
 mod checkpoints;
 mod client;
+mod commits;
 mod concurrency;
 mod crash;
 mod durability;

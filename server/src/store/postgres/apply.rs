@@ -12,7 +12,7 @@ use sqlx::postgres::PgArguments;
 
 use crate::core::search::tokens::tsvector_literal;
 use crate::store::model::{
-    Change, Checkpoint, FirstRead, Index, ItemChange, Lock, Log, Maintenance, PendingWrite,
+    Change, Checkpoint, CommitChange, FirstRead, Index, ItemChange, Lock, Log, Maintenance, PendingWrite,
     ReservationChange, SearchDoc, Session,
 };
 use crate::store::rows::encode_actor;
@@ -246,6 +246,7 @@ pub(super) enum Plain {
     Maintenance(Maintenance),
     Items(ItemChange),
     Reservations(ReservationChange),
+    Commits(CommitChange),
 }
 
 /// A write's changes, by kind, as the function takes them.
@@ -308,6 +309,7 @@ impl Changes {
                 Change::Maintenance(m) => maintenance.push(Plain::Maintenance(m)),
                 Change::Items(i) => maintenance.push(Plain::Items(i)),
                 Change::Reservations(r) => maintenance.push(Plain::Reservations(r)),
+                Change::Commits(c) => maintenance.push(Plain::Commits(c)),
                 Change::Index(Index::Put(doc)) => c.search_docs.push((*doc).into()),
                 Change::Index(index) => c.search_edits.extend(SearchEditArg::of(index)),
                 Change::PutWrites(writes) => c.writes.extend(writes.into_iter().map(PendingWriteArg::from)),

@@ -38,6 +38,7 @@ fn pool_options(max: u32) -> PgPoolOptions {
 }
 
 mod apply;
+mod commit_links;
 mod engine;
 mod items;
 mod maintenance;

@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::{FromRow as _, PgConnection, Postgres, Row as _};
 
-use super::{apply, items, maintenance, reservations, sql};
+use super::{apply, commit_links, items, maintenance, reservations, sql};
 use crate::core::resume::Asked;
 use crate::error::{Error, Result};
 use crate::store::Kept;
@@ -176,6 +176,7 @@ impl Apply for PgTx {
                 apply::Plain::Maintenance(m) => maintenance::run(&mut self.conn, &project, m).await,
                 apply::Plain::Items(i) => items::run(&mut self.conn, &project, i).await,
                 apply::Plain::Reservations(r) => reservations::run(&mut self.conn, &project, r).await,
+                apply::Plain::Commits(c) => commit_links::run(&mut self.conn, &project, c).await,
             };
             if let Err(e) = ran {
                 done = Err(Error::from(e));

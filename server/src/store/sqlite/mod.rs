@@ -16,6 +16,7 @@ use sqlx::{Sqlite as Db, SqlitePool as Pool};
 use crate::store::Commits;
 use crate::store::writer::Writer;
 
+mod commit_links;
 mod engine;
 mod files;
 mod items;

@@ -347,6 +347,7 @@ fn push_change(query: &mut Statements, project: &str, change: &Change) {
         Change::PutWrites(writes) => push_put_writes(query, project, writes),
         Change::Items(change) => super::items::push(query, project, change),
         Change::Reservations(change) => super::reservations::push(query, project, change),
+        Change::Commits(change) => super::commit_links::push(query, project, change),
     }
 }
 
