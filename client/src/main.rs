@@ -78,11 +78,20 @@ enum Command {
         /// warn setting, warns about) a commit touching files another session has reserved.
         #[arg(long)]
         pre_commit: bool,
+        /// Also install a git post-commit hook in this repository that links every commit made
+        /// here to the agent session that made it, or that was live while you made it (`baton
+        /// why`). Without it, the agent's hooks still see the commits made while it runs.
+        #[arg(long)]
+        post_commit: bool,
     },
     /// What the git pre-commit hook runs (`baton init --pre-commit`): checks the staged files
     /// against other sessions' reservations.
     #[command(hide = true)]
     PreCommit,
+    /// What the git post-commit hook runs (`baton init --post-commit`): links the commit to
+    /// the session that made it.
+    #[command(hide = true)]
+    PostCommit,
     /// Serve the agent's memory tools over MCP on stdin/stdout (brief, remember, forget,
     /// recall, search, sessions, session, checkpoint, conflicts, reserve, release,
     /// reservations); `baton init` registers it with each agent. While it runs it renews its
@@ -218,6 +227,29 @@ enum Command {
         /// Only those of the agent conversation running this command.
         #[arg(long)]
         mine: bool,
+    },
+    /// Why lines of a file are there: the session that wrote them (agent, person, machine,
+    /// when), the prompt, task and decisions behind each line's commit, and how it was found
+    /// (the commit itself; after a rebase or cherry-pick, its patch id; after a squash merge
+    /// with the branch gone, the lines' fingerprints). Lines no session wrote say so.
+    Why {
+        /// The file (relative to here), and optionally its lines: src/lib.rs, src/lib.rs:42,
+        /// src/lib.rs:40-60.
+        #[arg(value_name = "FILE[:LINE[-LINE]]")]
+        spec: String,
+    },
+    /// The commits a session made, newest first (default: the newest active session here), or
+    /// with --all the project's.
+    Log {
+        /// The session: its full id or any unique part (as `baton sessions` shows).
+        #[arg(long)]
+        session: Option<String>,
+        /// Every session's commits in the project.
+        #[arg(long, conflicts_with = "session")]
+        all: bool,
+        /// At most this many commits.
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
     },
     /// Show one session.
     Session {
@@ -493,17 +525,9 @@ async fn run(
 /// Every command but `hook` and `mcp`, which print their own way.
 async fn dispatch(ctx: &Ctx, dir: &std::path::Path, command: Command, json: bool) -> anyhow::Result<()> {
     match command {
-        Command::Init { agent, scope, uninstall, no_mcp, sync_transcripts, trust, pre_commit } => {
-            cmd::init::run(
-                ctx,
-                dir,
-                agent,
-                scope,
-                cmd::init::Options { uninstall, mcp: !no_mcp, sync_transcripts, trust, pre_commit },
-                json,
-            )
-        }
+        init @ Command::Init { .. } => init_command(ctx, dir, &init, json),
         Command::PreCommit => cmd::precommit::run(ctx, dir).await,
+        Command::PostCommit => cmd::postcommit::run(ctx, dir).await,
         Command::Warmup { budget } => cmd::warmup::run(ctx, dir, budget, json).await,
         Command::Status => cmd::status::run(ctx, dir, json).await,
         Command::Sync => cmd::sync::run(ctx).await,
@@ -517,6 +541,10 @@ async fn dispatch(ctx: &Ctx, dir: &std::path::Path, command: Command, json: bool
             cmd::sessions::list(ctx, dir, filters, json).await
         }
         Command::Session { id } => cmd::sessions::show(ctx, dir, &id, json).await,
+        Command::Why { spec } => cmd::why::why(ctx, dir, &spec, json).await,
+        Command::Log { session, all, limit } => {
+            cmd::why::log(ctx, dir, cmd::why::LogAsk { session, all, limit }, json).await
+        }
         Command::Reserve { paths, tasks, reason, branch, wait, steal, session } => {
             let ask = cmd::reservations::Ask { paths, tasks, reason, branch, wait, steal, session };
             cmd::reservations::reserve(ctx, dir, ask, json).await
@@ -560,6 +588,17 @@ async fn dispatch(ctx: &Ctx, dir: &std::path::Path, command: Command, json: bool
         // `run` answers these itself.
         Command::Hook { .. } | Command::Mcp { .. } => anyhow::bail!("not dispatched here"),
     }
+}
+
+fn init_command(ctx: &Ctx, dir: &std::path::Path, command: &Command, json: bool) -> anyhow::Result<()> {
+    let &Command::Init { agent, scope, uninstall, no_mcp, sync_transcripts, trust, pre_commit, post_commit } =
+        command
+    else {
+        anyhow::bail!("not an init command");
+    };
+    let options =
+        cmd::init::Options { uninstall, mcp: !no_mcp, sync_transcripts, trust, pre_commit, post_commit };
+    cmd::init::run(ctx, dir, agent, scope, options, json)
 }
 
 async fn memory(ctx: &Ctx, dir: &std::path::Path, command: MemoryCommand, json: bool) -> anyhow::Result<()> {

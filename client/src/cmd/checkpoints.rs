@@ -11,7 +11,11 @@ use crate::{ctx::Ctx, project, project::git, view};
 
 /// The session meant when none is named: the newest active one on this host, else the
 /// project's newest.
-async fn current_session(hub: &mut Hub, project: &str, active_only: bool) -> anyhow::Result<String> {
+pub(crate) async fn current_session(
+    hub: &mut Hub,
+    project: &str,
+    active_only: bool,
+) -> anyhow::Result<String> {
     let host = write::hostname();
     let list = |statuses: Vec<i32>, host: String| ListSessionsRequest {
         project: project.to_owned(),

@@ -18,6 +18,8 @@ pub struct Options {
     pub trust: bool,
     /// Install the git pre-commit hook that checks reservations (`precommit`).
     pub pre_commit: bool,
+    /// Install the git post-commit hook that links commits to sessions (`postcommit`).
+    pub post_commit: bool,
 }
 
 pub fn run(
@@ -28,7 +30,7 @@ pub fn run(
     options: Options,
     json: bool,
 ) -> anyhow::Result<()> {
-    let Options { uninstall, mcp, sync_transcripts, trust, pre_commit } = options;
+    let Options { uninstall, mcp, sync_transcripts, trust, pre_commit, post_commit } = options;
     if sync_transcripts && !agent.carries_transcripts() {
         anyhow::bail!(
             "--sync-transcripts is available for {} ({}'s conversations are not carried between machines)",
@@ -58,8 +60,10 @@ pub fn run(
         change.notes.retain(|n| Some(n.as_str()) != agent.install_note());
         change.notes.push(recorded);
     }
-    if pre_commit || uninstall {
-        change.notes.extend(super::precommit::install(&root, &exe, uninstall)?);
+    for (wanted, hook) in [(pre_commit, super::precommit::HOOK), (post_commit, super::postcommit::HOOK)] {
+        if wanted || uninstall {
+            change.notes.extend(hook.install(&root, &exe, uninstall)?);
+        }
     }
     // Transcript sync is one setting for every agent: it goes off with the last hooks.
     let last_removed = uninstall && ctx.settings.sync_transcripts && !any_hooks_installed(&root);

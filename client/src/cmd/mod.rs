@@ -3,8 +3,10 @@
 pub mod checkpoints;
 pub mod doctor;
 pub mod events;
+pub mod githook;
 pub mod init;
 pub mod memory;
+pub mod postcommit;
 pub mod precommit;
 pub mod reservations;
 pub mod resume;
@@ -14,4 +16,5 @@ pub mod status;
 pub mod sync;
 pub mod threads;
 pub mod warmup;
+pub mod why;
 pub mod words;

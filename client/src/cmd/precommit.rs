@@ -4,8 +4,7 @@
 //! of an agent's conversation (found by process ancestry) or of its person on this machine
 //! passes its own reservations. With the hub unreachable it lets the commit through.
 
-use std::os::unix::fs::PermissionsExt as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use baton_proto::v1::{ListReservationsRequest, ListSessionsRequest, ReservationStatus, SessionStatus};
@@ -16,59 +15,13 @@ use crate::outbox::write;
 use crate::project::git;
 use crate::{ctx::Ctx, project};
 
-/// What marks the hook file as Baton's.
-const MARK: &str = "# Installed by `baton init --pre-commit`";
-
-/// The hook script, calling this `baton`.
-fn script(exe: &str) -> String {
-    format!(
-        "#!/bin/sh\n{MARK}: refuses a commit touching files another session has reserved\n\
-         # (see `baton reservations`). Remove it with `baton init <agent> --uninstall`.\nexec {} pre-commit\n",
-        crate::safe::shell_line(&[exe.to_owned()])
-    )
-}
-
-/// The repository's hooks directory (`core.hooksPath` honoured, worktrees too).
-fn hooks_dir(root: &Path) -> anyhow::Result<PathBuf> {
-    let out = Command::new("git").args(["rev-parse", "--git-path", "hooks"]).current_dir(root).output()?;
-    if !out.status.success() {
-        anyhow::bail!("--pre-commit needs a git repository; {} is not one", root.display());
-    }
-    let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-    Ok(if dir.is_absolute() { dir } else { root.join(dir) })
-}
-
-/// Installs (or, with `uninstall`, removes) the hook; what it did, for init's notes. A
-/// pre-commit hook that is not Baton's is left alone, and the note says how to chain ours.
-pub fn install(root: &Path, exe: &str, uninstall: bool) -> anyhow::Result<Option<String>> {
-    let dir = hooks_dir(root)?;
-    let file = dir.join("pre-commit");
-    let existing = std::fs::read_to_string(&file).ok();
-    let ours = existing.as_deref().is_some_and(|t| t.contains(MARK));
-    if uninstall {
-        if ours {
-            std::fs::remove_file(&file)?;
-            return Ok(Some(format!("removed Baton's git pre-commit hook {}", file.display())));
-        }
-        return Ok(None);
-    }
-    if existing.is_some() && !ours {
-        return Ok(Some(format!(
-            "{} is another pre-commit hook: left as it is. To check reservations too, add this line to it: {} \
-             pre-commit || exit 1",
-            file.display(),
-            crate::safe::shell_line(&[exe.to_owned()])
-        )));
-    }
-    std::fs::create_dir_all(&dir)?;
-    std::fs::write(&file, script(exe))?;
-    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755))?;
-    Ok(Some(format!(
-        "git pre-commit hook {}: a commit touching files another session reserved is refused (deny) or warned \
-         about (warn); `git commit --no-verify` skips it",
-        file.display()
-    )))
-}
+/// The hook (`cmd::githook`).
+pub const HOOK: super::githook::Hook<'static> = super::githook::Hook {
+    name: "pre-commit",
+    does: "a commit touching files another session reserved is refused (deny) or warned about (warn); \
+           `git commit --no-verify` skips it",
+    chain: "check reservations",
+};
 
 /// The files a commit about to be made changes, repository-relative.
 fn staged(root: &Path) -> anyhow::Result<Vec<String>> {

@@ -50,6 +50,7 @@ pub(super) async fn checkpoint(
     let cwd = p.cwd();
     let project = project::identify(&cwd);
     let session_id = session_for(ctx, agent, p, &project, hub.as_deref_mut(), true, None).await?;
+    super::commits::after(ctx, agent, p, hub.as_deref_mut(), &project, false).await;
     let agent_sid = p.agent_session_id().unwrap_or("unknown");
     if let Some(answer) = p.last_answer() {
         ctx.state.update(agent.name(), agent_sid, |s| s.journal.answer(answer))?;
@@ -74,9 +75,10 @@ pub(super) async fn checkpoint(
             Err(e) => log(ctx, &format!("side files upload failed ({e:#}); checkpoint saved without them")),
         }
     }
+    let checkpoint_id = uuid::Uuid::now_v7().to_string();
     let request = CreateCheckpointRequest {
         session_id: session_id.clone(),
-        checkpoint_id: uuid::Uuid::now_v7().to_string(),
+        checkpoint_id: checkpoint_id.clone(),
         parent_id: None,
         kind: kind as i32,
         reason: reason.to_owned(),
@@ -92,8 +94,10 @@ pub(super) async fn checkpoint(
         Some(LOCK_WAIT),
     )
     .await?;
-    // Every call the journal holds is in this checkpoint (sent or queued).
+    // Every call the journal holds is in this checkpoint (sent or queued); it is the one
+    // before the conversation's next commits.
     ctx.state.mark_unsaved(agent.name(), agent_sid, false);
+    ctx.state.update(agent.name(), agent_sid, |s| s.last_checkpoint_id = checkpoint_id)?;
     Ok((delivered, last_answer))
 }
 

@@ -7,6 +7,7 @@
 //! checkpoints hooks make (`checkpoint`) beside them.
 
 mod checkpoint;
+mod commits;
 mod end;
 pub mod reserved;
 pub mod risk;
@@ -129,7 +130,7 @@ async fn handle(
             Ok(tell_after(ctx, agent, p, notice))
         }
         _ => {
-            record_event(ctx, agent, event, p, detached).await?;
+            Box::pin(record_event(ctx, agent, event, p, detached)).await?;
             Ok(agent.quiet_output().to_owned())
         }
     }
@@ -138,6 +139,7 @@ async fn handle(
 /// Before a tool call: a checkpoint before a risky command, and the reservation check
 /// (with any notice waiting for this hook). What the agent is told, or its quiet output.
 async fn pre_tool_use(ctx: &Ctx, agent: Agent, p: &Payload) -> String {
+    commits::before_call(ctx, agent, p);
     let verdict = reserved::check(ctx, agent, p).await;
     if p.tool_name.as_deref() != Some("apply_patch")
         && let Some(command) = p.shell_command()

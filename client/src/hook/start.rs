@@ -31,6 +31,7 @@ pub(super) async fn session_start(ctx: &Ctx, agent: Agent, p: &Payload) -> anyho
     let known =
         p.agent_session_id().and_then(|sid| ctx.state.get(agent.name(), sid)).map(|s| s.baton_session_id);
     let session_id = session_for(ctx, agent, p, &project, hub.as_mut(), continuing, Some(&info)).await?;
+    super::commits::start(ctx, agent, p, &info);
     save_unsaved(ctx, agent, &project, &session_id, hub.as_mut()).await;
     let budget = brief_budget(ctx, agent);
     let Some(hub) = hub.as_mut() else {

@@ -36,6 +36,7 @@ pub(super) async fn post_tool_use(
         None => remote::connect(&ctx.settings, Timeouts::HOOK).await.ok(),
     };
     let session_id = session_for(ctx, agent, p, &project, hub.as_mut(), true, None).await?;
+    super::commits::after(ctx, agent, p, hub.as_mut(), &project, true).await;
     let now = crate::clock::now_us();
     let null = serde_json::Value::Null;
     let (count, due, beat, mut auto, known) = ctx.state.update(agent.name(), &agent_sid, |s| {

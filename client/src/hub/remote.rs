@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use baton_proto::v1::brief_service_client::BriefServiceClient;
 use baton_proto::v1::checkpoint_service_client::CheckpointServiceClient;
+use baton_proto::v1::commit_service_client::CommitServiceClient;
 use baton_proto::v1::event_service_client::EventServiceClient;
 use baton_proto::v1::memory_service_client::MemoryServiceClient;
 use baton_proto::v1::reservation_service_client::ReservationServiceClient;
@@ -45,6 +46,8 @@ pub struct Hub {
     /// Orchestrators' threads: a page may hold checkpoints with large payloads.
     pub threads: ThreadServiceClient<Ch>,
     pub reservations: ReservationServiceClient<Ch>,
+    /// Commit links: a FindCommits reply holds up to 3 MiB of links.
+    pub commits: CommitServiceClient<Ch>,
     pub channel: Channel,
 }
 
@@ -134,6 +137,7 @@ pub async fn connect(settings: &Settings, timeouts: Timeouts) -> Result<Hub, Con
         search: SearchServiceClient::new(ch()),
         threads: ThreadServiceClient::new(ch()).max_decoding_message_size(64 * 1024 * 1024),
         reservations: ReservationServiceClient::new(ch()),
+        commits: CommitServiceClient::new(ch()).max_decoding_message_size(16 * 1024 * 1024),
         channel,
     })
 }

@@ -72,6 +72,21 @@ pub struct AgentSession {
     pub auto_reserve: bool,
     #[serde(default)]
     pub auto_tasks: Vec<String>,
+    /// HEAD as its hooks last saw it, HEAD's branch then, and when HEAD was last seen to
+    /// move (µs): a move since is commits to link (`hook::commits`).
+    #[serde(default)]
+    pub head_seen: String,
+    #[serde(default)]
+    pub head_branch: String,
+    #[serde(default)]
+    pub head_seen_us: i64,
+    /// HEAD as a pre-tool hook found it when it had moved since `head_seen`: the person
+    /// committed between the agent's calls.
+    #[serde(default)]
+    pub pre_head: String,
+    /// When a hook of it last ran (µs): whether it is live beside another conversation.
+    #[serde(default)]
+    pub hook_us: i64,
 }
 
 /// How long a conversation's record is kept after its last hook.

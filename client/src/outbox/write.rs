@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use baton_proto::v1::{
-    CreateCheckpointRequest, DeleteMemoryRequest, EndSessionRequest, PutMemoryRequest, StartSessionRequest,
-    UpdateSessionRequest, WriteOptions, WriteResult,
+    CreateCheckpointRequest, DeleteMemoryRequest, EndSessionRequest, PutMemoryRequest, RecordCommitsRequest,
+    StartSessionRequest, UpdateSessionRequest, WriteOptions, WriteResult,
 };
 use prost::Message;
 use tonic::Status;
@@ -24,6 +24,7 @@ pub enum Write {
     CreateCheckpoint(Box<CreateCheckpointRequest>, String),
     PutMemory(PutMemoryRequest),
     DeleteMemory(DeleteMemoryRequest),
+    RecordCommits(RecordCommitsRequest),
 }
 
 /// A write the hub answered with a refusal (not an outage): its sentence says why.
@@ -115,6 +116,7 @@ impl Write {
             Self::CreateCheckpoint(..) => "CreateCheckpoint",
             Self::PutMemory(_) => "PutMemory",
             Self::DeleteMemory(_) => "DeleteMemory",
+            Self::RecordCommits(_) => "RecordCommits",
         }
     }
 
@@ -124,6 +126,7 @@ impl Write {
             Self::StartSession(r) => &r.project,
             Self::PutMemory(r) => &r.project,
             Self::DeleteMemory(r) => &r.project,
+            Self::RecordCommits(r) => &r.project,
             Self::UpdateSession(_, p) | Self::EndSession(_, p) | Self::CreateCheckpoint(_, p) => p,
         }
     }
@@ -136,6 +139,7 @@ impl Write {
             Self::CreateCheckpoint(r, _) => &mut r.write,
             Self::PutMemory(r) => &mut r.write,
             Self::DeleteMemory(r) => &mut r.write,
+            Self::RecordCommits(r) => &mut r.write,
         }
     }
 
@@ -147,6 +151,7 @@ impl Write {
             Self::CreateCheckpoint(r, _) => &r.write,
             Self::PutMemory(r) => &r.write,
             Self::DeleteMemory(r) => &r.write,
+            Self::RecordCommits(r) => &r.write,
         };
         w.as_ref().map_or("", |w| w.request_id.as_str())
     }
@@ -160,6 +165,7 @@ impl Write {
             Self::CreateCheckpoint(r, p) => (r.encode_to_vec(), Some(p)),
             Self::PutMemory(r) => (r.encode_to_vec(), None),
             Self::DeleteMemory(r) => (r.encode_to_vec(), None),
+            Self::RecordCommits(r) => (r.encode_to_vec(), None),
         };
         let project = project.map(String::as_str).unwrap_or_default();
         // A project key is at most a few hundred bytes (the hub refuses longer ones).
@@ -181,6 +187,7 @@ impl Write {
             "CreateCheckpoint" => Self::CreateCheckpoint(Box::new(Message::decode(body)?), project),
             "PutMemory" => Self::PutMemory(Message::decode(body)?),
             "DeleteMemory" => Self::DeleteMemory(Message::decode(body)?),
+            "RecordCommits" => Self::RecordCommits(Message::decode(body)?),
             other => anyhow::bail!("unknown queued call {other:?}"),
         })
     }
@@ -211,6 +218,7 @@ impl Write {
                 deleted = reply.deleted_ids;
                 (reply.result, vec![])
             }
+            Self::RecordCommits(r) => (hub.commits.record_commits(r).await?.into_inner().result, vec![]),
         };
         Ok(Sent { result: result.unwrap_or_default(), evicted, deleted })
     }

@@ -3,7 +3,9 @@
 
 pub mod brief;
 pub mod checkpoint;
+pub mod commits;
 pub mod memory;
 pub mod reservations;
 pub mod sessions;
+pub mod why;
 pub mod workspace;

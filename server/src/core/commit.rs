@@ -112,8 +112,8 @@ pub struct Plan {
 /// Meets each recorded link with the stored links of its commit: a new one is added; a
 /// stored one gains what it lacked (a checkpoint, a patch id, a branch, files, prompt, task,
 /// fingerprints) and becomes the agent's when an agent's call made it, which also drops
-/// the other sessions' ambiguous links of that commit. A link that would change nothing is
-/// left alone.
+/// the other sessions' ambiguous links of that commit (and keeps out those recorded after).
+/// A link that would change nothing is left alone.
 pub fn plan(stored: &[Link], recorded: Vec<Recorded>) -> Plan {
     let mut now: HashMap<(String, String), Link> =
         stored.iter().map(|l| ((l.commit_id.clone(), l.session_id.clone()), l.clone())).collect();
@@ -123,6 +123,11 @@ pub fn plan(stored: &[Link], recorded: Vec<Recorded>) -> Plan {
     let mut order = Vec::new();
     for Recorded { link, fingerprints } in recorded {
         let key = (link.commit_id.clone(), link.session_id.clone());
+        let claimed = now.iter().any(|(k, l)| k.0 == key.0 && k.1 != key.1 && l.by_agent());
+        if claimed && link.ambiguous == 1 && !link.by_agent() && !now.contains_key(&key) {
+            // Another session's call made it: this one was only live beside it.
+            continue;
+        }
         order.push(key.clone());
         let merged = match now.get(&key) {
             None => {
@@ -278,6 +283,13 @@ mod tests {
         let stored = [link("b", "s1", CommitMadeBy::Person, false)];
         let p = plan(&stored, vec![rec(link("b", "s2", CommitMadeBy::Agent, false), &[])]);
         assert!(p.remove.is_empty());
+    }
+
+    #[test]
+    fn an_ambiguous_link_after_the_agents_claim_is_kept_out() {
+        let stored = [link("a", "s1", CommitMadeBy::Agent, false)];
+        let p = plan(&stored, vec![rec(link("a", "s2", CommitMadeBy::Person, true), &["x"])]);
+        assert!(p.put.is_empty() && p.result.is_empty());
     }
 
     #[test]

@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+pub mod blame;
+pub mod commits;
 mod plain;
 
 fn git(dir: &Path, args: &[&str]) -> Option<String> {
@@ -20,6 +22,39 @@ fn git(dir: &Path, args: &[&str]) -> Option<String> {
     }
     let s = String::from_utf8_lossy(&out.stdout).trim_end().to_owned();
     Some(s)
+}
+
+/// Runs `git` in `dir` with the user's configuration but a diff format of git's defaults
+/// (what patch ids and fingerprints are made of must not change with a user's settings);
+/// `stdin` is written to it. Its output, or what it said on stderr.
+pub(crate) fn run(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Result<Vec<u8>, String> {
+    use std::io::Write as _;
+    let mut child = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "core.quotepath=off", "-c", "diff.noprefix=false", "-c", "diff.mnemonicprefix=false"])
+        .args(["-c", "diff.relative=false", "-c", "color.ui=never", "-c", "log.showsignature=false"])
+        .args(args)
+        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    let writer = child.stdin.take().zip(stdin.map(<[u8]>::to_vec)).map(|(mut pipe, bytes)| {
+        // A thread: git may fill its stdout before it has read all of stdin.
+        std::thread::spawn(move || {
+            let _ = pipe.write_all(&bytes);
+        })
+    });
+    let out = child.wait_with_output().map_err(|e| format!("git did not finish: {e}"))?;
+    if let Some(w) = writer {
+        let _ = w.join();
+    }
+    if out.status.success() {
+        Ok(out.stdout)
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).trim().to_owned())
+    }
 }
 
 /// Where a directory stands in git, read with one `git` call (hooks are latency-bound).
