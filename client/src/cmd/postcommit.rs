@@ -68,19 +68,13 @@ async fn record(ctx: &Ctx, dir: &Path) -> anyhow::Result<()> {
     };
     let mut links = Vec::new();
     let mut first = None;
-    for (agent, key, record) in &holders {
+    // The conversations' hooks will see the commit too (HEAD moved): an agent's call that
+    // made it then claims it, which the hub keeps over a person's link.
+    for (agent, _, record) in &holders {
         let kind = Agent::from_name(agent).map_or(0, |a| a.kind() as i32);
         let holder = Holder::of(record, kind);
         links.push(link(&d, &holder, made_by, CommitSeenBy::PostCommit, ambiguous, &branch));
         first.get_or_insert(holder);
-        // Its hooks need not find this commit again.
-        let parent = d.parents.first().cloned().unwrap_or_default();
-        ctx.state.update(agent, key, |s| {
-            if s.head_seen == parent {
-                s.head_seen.clone_from(&head);
-                s.head_seen_us = now;
-            }
-        })?;
     }
     let Some(holder) = first else { return Ok(()) };
     let mut hub = remote::connect(&ctx.settings, Timeouts::HOOK).await.ok();

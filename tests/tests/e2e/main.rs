@@ -56,6 +56,7 @@ mod threads;
 mod tls;
 mod watch;
 mod web;
+mod why;
 mod writes;
 
 use baton_proto::v1::{

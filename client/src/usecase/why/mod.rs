@@ -301,9 +301,14 @@ fn attribute(
             linked(How::Lines { original: String::new() }, best.into_values().collect())
         })
         .collect();
-    // Untraceable lines (no fingerprint) of a commit found by its lines: the answer of the
-    // nearest traced lines around them in the same commit, when both sides agree (or the
-    // block starts or ends there).
+    fill_untraced(blamed, prints, &mut out);
+    out
+}
+
+/// Untraceable lines (no fingerprint) of a commit found by its lines: the answer of the
+/// nearest traced line before them in the same commit, when the nearest after it is of the
+/// same session (or there is none on one side).
+fn fill_untraced(blamed: &[blame::Line], prints: &[Option<String>], out: &mut [Found]) {
     for i in 0..out.len() {
         if prints[i].is_some() || !matches!(out[i], Found::NoSession) || blamed[i].commit == NOT_COMMITTED {
             continue;
@@ -315,8 +320,12 @@ fn attribute(
         };
         let before = (0..i).rev().take_while(|j| same(*j)).find_map(traced);
         let after = (i + 1..out.len()).take_while(|j| same(*j)).find_map(traced);
+        let session = |j: usize| match &out[j] {
+            Found::Linked { link, .. } => link.session_id.clone(),
+            _ => String::new(),
+        };
         let pick = match (before, after) {
-            (Some(b), Some(a)) if out[b].key() == out[a].key() => Some(b),
+            (Some(b), Some(a)) if session(b) == session(a) => Some(b),
             (Some(b), None) => Some(b),
             (None, Some(a)) => Some(a),
             _ => None,
@@ -325,5 +334,4 @@ fn attribute(
             out[i] = out[j].clone();
         }
     }
-    out
 }
