@@ -2,7 +2,7 @@
 //! compaction) and the health check.
 
 use anyhow::Context;
-use baton_proto::v1::Actor;
+use baton_proto::v1::{Actor, ProjectPruned};
 
 use crate::auth;
 use crate::config::{self, Config, ServerCommand};
@@ -32,11 +32,19 @@ async fn on<S: Store>(config: &Config, store: &S, command: &ServerCommand) -> an
     }
     let result = match command {
         ServerCommand::Token { command } => tokens(store, command).await,
-        ServerCommand::Prune { dry_run, project, keep_days, keep_ancestors, item_log_days } => {
+        ServerCommand::Prune {
+            dry_run,
+            project,
+            keep_days,
+            keep_ancestors,
+            item_log_days,
+            commit_link_days,
+        } => {
             let policy = Policy {
                 keep_days: keep_days.unwrap_or(config.keep_days),
                 keep_ancestors: keep_ancestors.unwrap_or(config.keep_ancestors),
                 item_log_days: item_log_days.unwrap_or(config.item_log_days),
+                commit_link_days: commit_link_days.unwrap_or(config.commit_link_days),
             };
             prune(store, policy, *dry_run, project.clone()).await
         }
@@ -149,7 +157,8 @@ async fn prune<S: Store>(
     let actor = Actor { token: "baton-server prune".into(), ..Actor::default() };
     let changed = retention::prune(store, project, policy, dry_run, actor).await?;
     let verb = if dry_run { "would remove" } else { "removed" };
-    for p in changed.iter().filter(|p| !p.removed_checkpoints.is_empty() || p.removed_item_logs.is_empty()) {
+    let other = |p: &ProjectPruned| !p.removed_item_logs.is_empty() || p.removed_commit_links > 0;
+    for p in changed.iter().filter(|p| !p.removed_checkpoints.is_empty() || !other(p)) {
         println!(
             "{}: {verb} {} checkpoints and {} chunks, re-parent {}{}",
             p.project,
@@ -179,6 +188,15 @@ async fn prune<S: Store>(
                 println!("  - {key:?}");
             }
         }
+    }
+    for p in changed.iter().filter(|p| p.removed_commit_links > 0) {
+        println!(
+            "{}: {verb} {} commit links recorded more than {} days ago{}",
+            p.project,
+            p.removed_commit_links,
+            policy.commit_link_days,
+            if dry_run { String::new() } else { format!(" (revision {})", p.commit_links_revision) }
+        );
     }
     if changed.is_empty() {
         println!(

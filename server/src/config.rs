@@ -147,6 +147,11 @@ pub struct Config {
     #[arg(long, env = "BATON_ITEM_LOG_DAYS", default_value_t = 0)]
     pub item_log_days: u32,
 
+    /// Retention: delete commit links (`baton why`) recorded more than this many days ago;
+    /// 0 keeps them (they outlive branches and pruned checkpoints; that is their point).
+    #[arg(long, env = "BATON_COMMIT_LINK_DAYS", default_value_t = 0)]
+    pub commit_link_days: u32,
+
     /// How often retention runs (0s = never; `baton-server prune` runs it by hand).
     #[arg(long, env = "BATON_RETENTION_INTERVAL", default_value = "1h", value_parser = humantime::parse_duration)]
     pub retention_interval: Duration,
@@ -220,6 +225,10 @@ pub enum ServerCommand {
         /// server's --item-log-days, BATON_ITEM_LOG_DAYS, 0).
         #[arg(long)]
         item_log_days: Option<u32>,
+        /// Delete commit links recorded more than this many days ago; 0 keeps them
+        /// (default: the server's --commit-link-days, BATON_COMMIT_LINK_DAYS, 0).
+        #[arg(long)]
+        commit_link_days: Option<u32>,
     },
     /// Delete a project's events below a revision; clients listing or watching from below
     /// it get OUT_OF_RANGE and re-read the state.

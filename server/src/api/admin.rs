@@ -53,7 +53,16 @@ impl<S: Store> AdminService for Api<S> {
                 Error::from(invalid("item_log_days", format!("{d} is negative; use 0 (keep) or more days")))
             })?,
         };
-        let policy = Policy { keep_days, keep_ancestors, item_log_days };
+        let commit_link_days = match req.commit_link_days {
+            None => self.limits.retention.commit_link_days,
+            Some(d) => u32::try_from(d).map_err(|_| {
+                Error::from(invalid(
+                    "commit_link_days",
+                    format!("{d} is negative; use 0 (keep) or more days"),
+                ))
+            })?,
+        };
+        let policy = Policy { keep_days, keep_ancestors, item_log_days, commit_link_days };
         let projects = retention::prune(&self.store, project, policy, req.dry_run, actor(&who)).await?;
         Ok(Response::new(PruneResponse { projects, dry_run: req.dry_run }))
     }

@@ -21,7 +21,7 @@ use crate::service::commit::{self, Asked};
 use crate::store::Store;
 
 /// A recorded link, checked and made canonical; the secrets taken out of its text counted.
-fn recorded(at: usize, new: NewCommitLink, redacted: &mut u32) -> Result<Recorded, Invalid> {
+pub(crate) fn recorded(at: usize, new: NewCommitLink, redacted: &mut u32) -> Result<Recorded, Invalid> {
     let field = |name: &str| format!("links[{at}].{name}");
     let l = new.link.ok_or_else(|| invalid(field("link"), "is missing: set the commit and its session"))?;
     let commit_id = rules::object_id(&field("link.commit_id"), &l.commit_id)?;

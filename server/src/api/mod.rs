@@ -17,7 +17,7 @@ use crate::store::{Store, WriteCtx};
 pub mod admin;
 mod brief;
 pub(crate) mod checkpoint;
-mod commit;
+pub(crate) mod commit;
 mod event;
 mod items;
 pub(crate) mod memory;
@@ -49,7 +49,12 @@ impl Default for Limits {
         Self {
             max_checkpoint_bytes: 8 * 1024 * 1024,
             max_watch_projects: 100,
-            retention: crate::jobs::retention::Policy { keep_days: 90, keep_ancestors: 5, item_log_days: 0 },
+            retention: crate::jobs::retention::Policy {
+                keep_days: 90,
+                keep_ancestors: 5,
+                item_log_days: 0,
+                commit_link_days: 0,
+            },
             search_time_limit: std::time::Duration::from_secs(2),
             max_reservations: 1000,
         }

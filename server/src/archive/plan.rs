@@ -70,6 +70,8 @@ struct Project {
     item_logs: Vec<(usize, String, i64)>,
     /// Items: (line, log key, seq, item key).
     items: Vec<(usize, String, i64, Option<String>)>,
+    /// Commit links: (line, commit, session).
+    commit_links: Vec<(usize, String, String)>,
 }
 
 #[derive(Default)]
@@ -158,6 +160,7 @@ pub fn what(line: &Line) -> String {
         }
         Line::ItemLog(l) => format!("item log {:?}", l.key),
         Line::Item(i) => format!("item {} of log {:?}", i.seq, i.log_key),
+        Line::CommitLink(l) => format!("link of commit {} to session {}", l.commit_id, l.session_id),
     }
 }
 
@@ -196,6 +199,7 @@ impl Archive {
             Line::Write(w) => project.writes.push((n, w.checkpoint_id, w.task_id, w.idx)),
             Line::ItemLog(l) => project.item_logs.push((n, l.key, l.created_us)),
             Line::Item(i) => project.items.push((n, i.log_key, i.seq, i.item_key)),
+            Line::CommitLink(l) => project.commit_links.push((n, l.commit_id, l.session_id)),
         }
     }
 
@@ -267,6 +271,7 @@ async fn resolve<S: Store>(
     r.writes().await?;
     r.memory().await?;
     r.item_logs().await?;
+    r.commit_links().await?;
     Ok(r.counts)
 }
 
@@ -514,6 +519,34 @@ impl<S: Store> Resolve<'_, '_, S> {
                 bail!("line {line}: item key {k:?} is in log {log:?} (line {log_line}) twice");
             }
             self.count(*seq > newest);
+        }
+        Ok(())
+    }
+}
+
+impl<S: Store> Resolve<'_, '_, S> {
+    /// Commit links: each of a session of this project (the database's or the archive's),
+    /// once; those the project has are skipped.
+    async fn commit_links(&mut self) -> anyhow::Result<()> {
+        let (archive, project) = (self.archive, self.project);
+        let key = project.key.clone();
+        let mut seen: HashSet<(&str, &str)> = HashSet::new();
+        for (line, commit, session) in &project.commit_links {
+            let home = self.lookup.home(archive, Entity::Session, session).await?;
+            if home.as_deref() != Some(key.as_str()) {
+                bail!(
+                    "line {line}: the link of commit {commit} names session {session}, which is {}",
+                    elsewhere(home.as_deref())
+                );
+            }
+            if !seen.insert((commit, session)) {
+                bail!(
+                    "line {line}: the link of commit {commit} to session {session} again: an archive holds each once"
+                );
+            }
+            let stored =
+                self.lookup.store.links_of(key.clone(), vec![commit.clone()], Vec::new(), 1000).await?;
+            self.count(!stored.iter().any(|l| l.session_id == *session));
         }
         Ok(())
     }

@@ -13,7 +13,8 @@ use crate::core::validate::{self, invalid, limits};
 use crate::core::{items, thread};
 use crate::error::Error;
 use crate::store::transfer::{
-    CheckpointLine, ChunkLine, ItemLine, ItemLogLine, Line, MemoryLine, RecordLine, SessionLine, WriteLine,
+    CheckpointLine, ChunkLine, CommitLinkLine, ItemLine, ItemLogLine, Line, MemoryLine, RecordLine,
+    SessionLine, WriteLine,
 };
 
 /// Checks one line after its project's `project` line; `max_checkpoint_bytes` is this
@@ -29,7 +30,45 @@ pub fn check(line: &Line, max_checkpoint_bytes: usize) -> Result<(), Error> {
         Line::Record(r) => record(r),
         Line::ItemLog(l) => item_log(l),
         Line::Item(i) => item(i, max_checkpoint_bytes),
+        Line::CommitLink(l) => commit_link(l),
     }
+}
+
+/// As `RecordCommits` checks a link (the API's own function), and its author.
+fn commit_link(l: &CommitLinkLine) -> Result<(), Error> {
+    let files: Vec<String> =
+        serde_json::from_str(&l.files).map_err(|_| invalid("files", "is not a JSON array of paths"))?;
+    let link = baton_proto::v1::CommitLink {
+        commit_id: l.commit_id.clone(),
+        session_id: l.session_id.clone(),
+        checkpoint_id: l.checkpoint_id.clone(),
+        patch_id: l.patch_id.clone(),
+        made_by: i32::try_from(l.made_by).unwrap_or(-1),
+        seen_by: i32::try_from(l.seen_by).unwrap_or(-1),
+        ambiguous: l.ambiguous != 0,
+        branch: l.branch.clone(),
+        subject: l.subject.clone(),
+        files,
+        prompt: l.prompt.clone(),
+        task: l.task.clone(),
+        ..Default::default()
+    };
+    let new = baton_proto::v1::NewCommitLink {
+        link: Some(link),
+        line_fingerprints: l.fingerprints.clone(),
+        lines_truncated: l.lines_truncated != 0,
+    };
+    let mut redacted = 0;
+    let checked = crate::api::commit::recorded(0, new, &mut redacted)?;
+    if checked.link.commit_id != l.commit_id || checked.link.session_id != l.session_id || redacted > 0 {
+        return Err(
+            invalid("link", "is not as the server stores one (ids lowercase, secrets redacted)").into()
+        );
+    }
+    if ![0, 1].contains(&l.ambiguous) || ![0, 1].contains(&l.lines_truncated) {
+        return Err(invalid("link", "ambiguous and lines_truncated are 0 or 1").into());
+    }
+    actor("author", &l.author)
 }
 
 /// As `AppendItems` checks a log's key and summary.

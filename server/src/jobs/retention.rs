@@ -22,6 +22,8 @@ pub struct Policy {
     pub keep_ancestors: usize,
     /// Item logs not changed for this many days go; 0 keeps them.
     pub item_log_days: u32,
+    /// Commit links recorded this many days ago go; 0 keeps them.
+    pub commit_link_days: u32,
 }
 
 fn now_us() -> i64 {
@@ -35,6 +37,7 @@ impl Policy {
             keep_days: config.keep_days,
             keep_ancestors: config.keep_ancestors,
             item_log_days: config.item_log_days,
+            commit_link_days: config.commit_link_days,
         }
     }
 
@@ -45,6 +48,11 @@ impl Policy {
     /// Item logs last changed before this go (`None`: they are kept).
     pub fn item_cutoff_us(&self) -> Option<i64> {
         (self.item_log_days > 0).then(|| days_ago(self.item_log_days))
+    }
+
+    /// Commit links recorded before this go (`None`: they are kept).
+    pub fn link_cutoff_us(&self) -> Option<i64> {
+        (self.commit_link_days > 0).then(|| days_ago(self.commit_link_days))
     }
 }
 
@@ -82,9 +90,48 @@ pub async fn prune<S: Store>(
         }
     }
     if let Some(item_cutoff) = policy.item_cutoff_us() {
-        expire_item_logs(store, project, item_cutoff, dry_run, &actor, &mut out).await?;
+        expire_item_logs(store, project.clone(), item_cutoff, dry_run, &actor, &mut out).await?;
+    }
+    if let Some(link_cutoff) = policy.link_cutoff_us() {
+        expire_commit_links(store, project, link_cutoff, dry_run, &actor, &mut out).await?;
     }
     Ok(out)
+}
+
+/// The report of `project` in `out`, added when it has none.
+fn report<'a>(out: &'a mut Vec<ProjectPruned>, project: &str) -> &'a mut ProjectPruned {
+    let at = out.iter().position(|r| r.project == project).unwrap_or_else(|| {
+        out.push(ProjectPruned { project: project.to_owned(), ..ProjectPruned::default() });
+        out.len() - 1
+    });
+    &mut out[at]
+}
+
+/// Deletes the old commit links of one project, or of every project that has some, into
+/// the projects' reports.
+async fn expire_commit_links<S: Store>(
+    store: &S,
+    project: Option<String>,
+    cutoff_us: i64,
+    dry_run: bool,
+    actor: &Actor,
+    out: &mut Vec<ProjectPruned>,
+) -> Result<()> {
+    let projects = match project {
+        Some(p) => vec![p],
+        None => store.projects_with_old_commit_links(cutoff_us).await?,
+    };
+    for project in projects {
+        let expired =
+            crate::service::commit::expire(store, project.clone(), cutoff_us, dry_run, actor.clone()).await?;
+        if expired.0 == 0 {
+            continue;
+        }
+        let r = report(out, &project);
+        r.removed_commit_links = i64::try_from(expired.0).unwrap_or(i64::MAX);
+        r.commit_links_revision = expired.1;
+    }
+    Ok(())
 }
 
 /// Deletes the idle item logs of one project, or of every project that has some, into the
@@ -107,14 +154,9 @@ async fn expire_item_logs<S: Store>(
         if expired.keys.is_empty() {
             continue;
         }
-        let at = if let Some(at) = out.iter().position(|r| r.project == project) {
-            at
-        } else {
-            out.push(ProjectPruned { project, ..ProjectPruned::default() });
-            out.len() - 1
-        };
-        out[at].removed_item_logs = expired.keys;
-        out[at].item_logs_revision = expired.revision;
+        let r = report(out, &project);
+        r.removed_item_logs = expired.keys;
+        r.item_logs_revision = expired.revision;
     }
     Ok(())
 }
@@ -140,6 +182,7 @@ pub async fn run<S: Store>(
                         checkpoints = p.removed_checkpoints.len(),
                         chunks = p.removed_chunks,
                         item_logs = p.removed_item_logs.len(),
+                        commit_links = p.removed_commit_links,
                         revision = p.revision,
                         "retention pruned"
                     );

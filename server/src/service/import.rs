@@ -5,19 +5,22 @@
 
 use std::collections::{HashMap, HashSet};
 
-use baton_proto::v1::{Actor, CheckpointRef, Event, EventKind, MemoryChange, MemoryOp};
+use baton_proto::v1::{Actor, CheckpointRef, CommitsChange, Event, EventKind, MemoryChange, MemoryOp};
 
 use super::write::{self, Write};
 use crate::core::checkpoint::state_digest_of_stored;
+use crate::core::commit::Link;
 use crate::error::{Error, Result};
+use crate::service::commit::link_message;
 use crate::service::items::Imports;
+use crate::store::commit_links::CommitTx;
 use crate::store::items::ItemTx;
 use crate::store::maintenance::{MaintenanceTx, RecordRevisions, Table};
-use crate::store::model::{Change, Checkpoint, Entry, Lock, Session};
+use crate::store::model::{Change, Checkpoint, CommitChange, Entry, Lock, Session};
 use crate::store::rows::decode_actor;
 use crate::store::threads::ThreadTx;
 use crate::store::transfer::{
-    CheckpointLine, ImportCounts, Line, MemoryLine, RecordLine, SessionLine, WriteLine,
+    CheckpointLine, CommitLinkLine, ImportCounts, Line, MemoryLine, RecordLine, SessionLine, WriteLine,
 };
 use crate::store::{Store, WriteCtx, WriteTx};
 
@@ -68,6 +71,7 @@ pub async fn batch<S: Store>(
                     Line::Write(w) => import.write(w).await?,
                     Line::ItemLog(l) => import.counted(|items, w| Box::pin(items.log(w, l))).await?,
                     Line::Item(i) => import.counted(|items, w| Box::pin(items.item(w, i))).await?,
+                    Line::CommitLink(l) => import.commit_link(*l).await?,
                 };
                 if imported {
                     counts.imported += 1;
@@ -100,6 +104,8 @@ struct Seen {
     record_revision: HashMap<String, i64>,
     /// Pending writes by checkpoint: the keys it has (stored, or imported by this batch).
     writes: HashMap<String, HashSet<(String, i32)>>,
+    /// Commit links imported: (commit, session).
+    links: HashSet<(String, String)>,
 }
 
 struct Import<'a, 'w, T> {
@@ -110,7 +116,7 @@ struct Import<'a, 'w, T> {
     items: Imports,
 }
 
-impl<T: WriteTx + MaintenanceTx + ThreadTx + ItemTx> Import<'_, '_, T> {
+impl<T: WriteTx + MaintenanceTx + ThreadTx + ItemTx + CommitTx> Import<'_, '_, T> {
     /// Whether a row with this id exists, here or in any project.
     async fn exists(&mut self, table: Table, id: &str) -> Result<bool> {
         let seen = match table {
@@ -129,6 +135,50 @@ impl<T: WriteTx + MaintenanceTx + ThreadTx + ItemTx> Import<'_, '_, T> {
         let imported = step(&mut self.items, &mut *self.w).await?;
         self.events += usize::from(imported);
         Ok(imported)
+    }
+
+    /// A commit link, unless the project has it; its session must be the project's.
+    async fn commit_link(&mut self, l: CommitLinkLine) -> Result<bool> {
+        let key = (l.commit_id.clone(), l.session_id.clone());
+        if !self.seen.sessions.contains_key(&l.session_id) && self.w.session(&l.session_id).await?.is_none() {
+            return Err(Error::InvalidArgument(format!(
+                "archive: the link of commit {} names session {}, which project {:?} does not have",
+                l.commit_id, l.session_id, self.project
+            )));
+        }
+        let stored = self.w.tx().commit_links(std::slice::from_ref(&l.commit_id)).await?;
+        if self.seen.links.contains(&key) || stored.iter().any(|s| s.session_id == l.session_id) {
+            return Ok(false);
+        }
+        let revision = self.w.revision();
+        let link = Link {
+            commit_id: l.commit_id,
+            session_id: l.session_id,
+            checkpoint_id: l.checkpoint_id,
+            patch_id: l.patch_id,
+            made_by: l.made_by,
+            seen_by: l.seen_by,
+            ambiguous: l.ambiguous,
+            branch: l.branch,
+            subject: l.subject,
+            committed_us: l.committed_us,
+            files: l.files,
+            prompt: l.prompt,
+            task: l.task,
+            lines: i64::try_from(l.fingerprints.len()).unwrap_or(i64::MAX),
+            lines_truncated: l.lines_truncated,
+            created_us: l.created_us,
+            revision,
+            author: l.author,
+        };
+        let change = CommitsChange { links: vec![link_message(&link)], removed: Vec::new() };
+        let mut ev =
+            write::event(EventKind::CommitsChanged, "commit", &link.commit_id, &decode_actor(&link.author));
+        ev.value = Some(baton_proto::v1::event::Value::Commits(change));
+        self.w.apply(Change::Commits(CommitChange::Put(vec![(link, l.fingerprints)])));
+        self.emit(ev)?;
+        self.seen.links.insert(key);
+        Ok(true)
     }
 
     fn emit(&mut self, event: Event) -> Result<()> {

@@ -16,11 +16,12 @@ use crate::core::checkpoint::{self as cp, Compression, Header};
 use crate::core::chunk::MAX_CHUNK;
 use crate::core::purge::{mask_bytes, mask_str};
 use crate::error::{Error, Result};
+use crate::store::commit_links::CommitTx;
 use crate::store::items::ItemTx;
 use crate::store::maintenance::{
     BlobsRow, ChunkData, ConflictBody, EntryText, MaintenanceTx, RecordAuthor, StoredReply, TreeRow,
 };
-use crate::store::model::{Change, Checkpoint, ItemChange, LogRow, Maintenance};
+use crate::store::model::{Change, Checkpoint, CommitChange, ItemChange, LogRow, Maintenance};
 use crate::store::{Store, WriteCtx, WriteTx};
 
 /// Items read at a time.
@@ -45,6 +46,7 @@ pub async fn purge<S: Store>(
             p.checkpoints(w).await?;
             p.pending_writes(w).await?;
             p.item_logs(w).await?;
+            p.commit_links(w).await?;
             p.log(w).await?;
             let mut out = p.out;
             let touched = out.records + out.events + out.conflicts + out.chunks + out.replies;
@@ -149,6 +151,32 @@ impl Purge<'_> {
                     item.content_type = mask_str(&item.content_type, self.value).unwrap_or(item.content_type);
                     self.out.records += 1;
                     w.apply(Change::Items(ItemChange::MaskItem(Box::new(item))));
+                }
+            }
+        }
+    }
+
+    /// Commit links: their texts (subject, prompt, task, branch, paths) and authors; the
+    /// fingerprints are hashes.
+    async fn commit_links<T: WriteTx + CommitTx>(&mut self, w: &mut Write<T>) -> Result<()> {
+        let mut after = (String::new(), String::new());
+        loop {
+            let page = w.tx().commit_links_after(after.clone(), ITEM_PAGE).await?;
+            let Some(last) = page.last() else { return Ok(()) };
+            after = (last.commit_id.clone(), last.session_id.clone());
+            for mut link in page {
+                let mut hit = mask_bytes(&mut link.author, self.needle());
+                for text in
+                    [&mut link.subject, &mut link.prompt, &mut link.task, &mut link.branch, &mut link.files]
+                {
+                    if let Some(masked) = mask_str(text, self.value) {
+                        *text = masked;
+                        hit += 1;
+                    }
+                }
+                if hit > 0 {
+                    self.out.records += 1;
+                    w.apply(Change::Commits(CommitChange::Put(vec![(link, Vec::new())])));
                 }
             }
         }

@@ -35,7 +35,34 @@ pub type Moment = (String, String, i64);
 pub trait CommitTx: Send {
     /// The project's links of these commits (at most `core::commit::MAX_LINKS`).
     fn commit_links(&mut self, commits: &[String]) -> impl Future<Output = Result<Vec<Link>>> + Send;
+    /// A page of the project's links after (commit, session), in that order (a purge reads
+    /// them all).
+    fn commit_links_after(
+        &mut self,
+        after: (String, String),
+        limit: i64,
+    ) -> impl Future<Output = Result<Vec<Link>>> + Send;
+    /// The project's links recorded before `before_us`, at most `limit`, as (commit, session).
+    fn old_commit_links(
+        &mut self,
+        before_us: i64,
+        limit: i64,
+    ) -> impl Future<Output = Result<Vec<(String, String)>>> + Send;
 }
+
+/// $1 project, $2 before, $3 limit.
+const OLD_LINKS: &str = "SELECT commit_id, session_id FROM commit_links WHERE project = $1 AND created_us < $2 \
+     ORDER BY created_us LIMIT $3";
+/// Projects with links recorded before $1, at most 500.
+const OLD_LINK_PROJECTS: &str = "SELECT DISTINCT project FROM commit_links WHERE created_us < $1 LIMIT 500";
+
+/// $1 project, $2 after (commit), $3 after (session), $4 limit.
+const LINKS_AFTER: &str = concat!(
+    "SELECT ",
+    link_columns!(),
+    " FROM commit_links WHERE project = $1 AND (commit_id > $2 OR (commit_id = $2 AND session_id > $3)) \
+     ORDER BY commit_id, session_id LIMIT $4"
+);
 
 impl<B, DB> CommitTx for Tx<B>
 where
@@ -44,8 +71,20 @@ where
     for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
     DB::Arguments: IntoArguments<DB>,
     for<'q> String: Encode<'q, DB> + Type<DB>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
     for<'r> Link: FromRow<'r, DB::Row>,
+    for<'r> (String, String): FromRow<'r, DB::Row>,
 {
+    async fn old_commit_links(&mut self, before_us: i64, limit: i64) -> Result<Vec<(String, String)>> {
+        let query = sqlx::query_as(OLD_LINKS).bind(self.project.clone()).bind(before_us).bind(limit);
+        Ok(query.fetch_all(self.conn()).await?)
+    }
+
+    async fn commit_links_after(&mut self, after: (String, String), limit: i64) -> Result<Vec<Link>> {
+        let query = sqlx::query_as(LINKS_AFTER).bind(self.project.clone()).bind(after.0).bind(after.1);
+        Ok(query.bind(limit).fetch_all(self.conn()).await?)
+    }
+
     async fn commit_links(&mut self, commits: &[String]) -> Result<Vec<Link>> {
         if commits.is_empty() {
             return Ok(Vec::new());
@@ -96,6 +135,11 @@ pub trait CommitReads {
         project: String,
         ids: Vec<String>,
     ) -> impl Future<Output = Result<Vec<Session>>> + Send;
+    /// Projects with links recorded before `before_us`, at most 500.
+    fn projects_with_old_commit_links(
+        &self,
+        before_us: i64,
+    ) -> impl Future<Output = Result<Vec<String>>> + Send;
     /// The checkpoints of these sessions, as moments, oldest first.
     fn session_moments(
         &self,
@@ -116,7 +160,12 @@ where
     for<'r> Session: FromRow<'r, DB::Row>,
     for<'r> (String, String, String): FromRow<'r, DB::Row>,
     for<'r> (String, String, i64): FromRow<'r, DB::Row>,
+    for<'r> (String,): FromRow<'r, DB::Row>,
 {
+    async fn projects_with_old_commit_links(&self, before_us: i64) -> Result<Vec<String>> {
+        Ok(sqlx::query_scalar(OLD_LINK_PROJECTS).bind(before_us).fetch_all(self.pool()).await?)
+    }
+
     async fn links_of(
         &self,
         project: String,

@@ -131,6 +131,7 @@ where
     for<'r> super::transfer::WriteLine: FromRow<'r, DB::Row>,
     for<'r> super::transfer::ItemLogLine: FromRow<'r, DB::Row>,
     for<'r> super::transfer::ItemLine: FromRow<'r, DB::Row>,
+    for<'r> super::transfer::CommitLinkLine: FromRow<'r, DB::Row>,
     for<'r> crate::store::transfer::SessionLine: FromRow<'r, DB::Row>,
     for<'r> export::WithRevision<CheckpointLine>: FromRow<'r, DB::Row>,
     for<'r> export::WithRevision<MemoryLine>: FromRow<'r, DB::Row>,

@@ -6,8 +6,8 @@ use sqlx::{Database, Encode, Executor, FromRow, IntoArguments, Pool, Type};
 use crate::error::Result;
 use crate::store::rows::checkpoint_columns;
 use crate::store::transfer::{
-    CheckpointLine, ChunkLine, Cursor, ItemLine, ItemLogLine, Line, MemoryLine, RecordLine, SessionLine,
-    Table, WriteLine,
+    CheckpointLine, ChunkLine, CommitLinkLine, Cursor, ItemLine, ItemLogLine, Line, MemoryLine, RecordLine,
+    SessionLine, Table, WriteLine,
 };
 
 /// $1 project, $2 after (digest), $3 limit.
@@ -44,6 +44,14 @@ const ITEMS: &str = "SELECT log_key, seq, item_key, content_type, value, created
      WHERE project = $1 AND (log_key > $2 OR (log_key = $2 AND seq > $3)) ORDER BY log_key, seq LIMIT $4";
 const ITEM_SIZES: &str = "SELECT CAST(length(value) AS BIGINT) FROM items \
      WHERE project = $1 AND (log_key > $2 OR (log_key = $2 AND seq > $3)) ORDER BY log_key, seq LIMIT $4";
+/// By (commit, session). $1 project, $2 after (commit), $3 after (session), $4 limit.
+const COMMIT_LINKS: &str = "SELECT commit_id, session_id, checkpoint_id, patch_id, made_by, seen_by, ambiguous, \
+     branch, subject, committed_us, files, prompt, task, lines_truncated, created_us, author FROM commit_links \
+     WHERE project = $1 AND (commit_id > $2 OR (commit_id = $2 AND session_id > $3)) \
+     ORDER BY commit_id, session_id LIMIT $4";
+/// $1 project, $2 commit, $3 session.
+const COMMIT_LINES: &str = "SELECT fingerprint FROM commit_lines WHERE project = $1 AND commit_id = $2 \
+     AND session_id = $3 ORDER BY fingerprint";
 /// $1 project, $2 after (record), $3 limit.
 const RECORDS: &str = "SELECT record, written_us, author FROM records WHERE project = $1 AND record > $2 ORDER BY record LIMIT $3";
 
@@ -101,6 +109,8 @@ where
     for<'r> WriteLine: FromRow<'r, DB::Row>,
     for<'r> ItemLogLine: FromRow<'r, DB::Row>,
     for<'r> ItemLine: FromRow<'r, DB::Row>,
+    for<'r> CommitLinkLine: FromRow<'r, DB::Row>,
+    for<'r> (String,): FromRow<'r, DB::Row>,
 {
     let key = |key: &str| Cursor { key: key.to_owned(), ..Cursor::default() };
     Ok(match table {
@@ -149,6 +159,19 @@ where
             let rows = query.bind(limit).fetch_all(pool).await?;
             let cursor = |i: &ItemLine| Cursor { n: i.seq, m: 0, key: i.log_key.clone() };
             rows.into_iter().map(|i| (cursor(&i), Line::Item(i))).collect()
+        }
+        Table::CommitLinks => {
+            // The cursor: the commit, NUL (which no commit id holds), the session.
+            let (commit, session) = after.key.split_once('\0').unwrap_or((after.key.as_str(), ""));
+            let query = sqlx::query_as::<_, CommitLinkLine>(COMMIT_LINKS).bind(project.clone());
+            let query = query.bind(commit.to_owned()).bind(session.to_owned()).bind(limit);
+            let mut rows = query.fetch_all(pool).await?;
+            for l in &mut rows {
+                let query = sqlx::query_scalar(COMMIT_LINES).bind(project.clone()).bind(l.commit_id.clone());
+                l.fingerprints = query.bind(l.session_id.clone()).fetch_all(pool).await?;
+            }
+            let cursor = |l: &CommitLinkLine| key(&format!("{}\0{}", l.commit_id, l.session_id));
+            rows.into_iter().map(|l| (cursor(&l), Line::CommitLink(Box::new(l)))).collect()
         }
         Table::Records => {
             let query = sqlx::query_as::<_, RecordLine>(RECORDS).bind(project).bind(after.key).bind(limit);

@@ -32,6 +32,9 @@ pub enum Line {
     ItemLog(ItemLogLine),
     /// An item of a log, after its log's line, in seq order.
     Item(ItemLine),
+    /// A commit's link to a session (`CommitService`), with its lines' fingerprints, after
+    /// the sessions.
+    CommitLink(Box<CommitLinkLine>),
 }
 
 mod b64 {
@@ -188,6 +191,32 @@ pub struct ItemLine {
     pub created_us: i64,
 }
 
+/// A commit link as stored (its revision is renumbered on import), with the fingerprints of
+/// the lines its commit added.
+#[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
+pub struct CommitLinkLine {
+    pub commit_id: String,
+    pub session_id: String,
+    pub checkpoint_id: String,
+    pub patch_id: String,
+    pub made_by: i64,
+    pub seen_by: i64,
+    pub ambiguous: i64,
+    pub branch: String,
+    pub subject: String,
+    pub committed_us: i64,
+    pub files: String,
+    pub prompt: String,
+    pub task: String,
+    pub lines_truncated: i64,
+    pub created_us: i64,
+    #[serde(with = "b64")]
+    pub author: Vec<u8>,
+    #[sqlx(skip)]
+    #[serde(default)]
+    pub fingerprints: Vec<String>,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, sqlx::FromRow)]
 pub struct MemoryLine {
     pub id: String,
@@ -224,13 +253,14 @@ pub enum Table {
     Writes,
     ItemLogs,
     Items,
+    CommitLinks,
 }
 
 impl Table {
     /// Import order: chunks before the checkpoints that use them, sessions before their
     /// checkpoints, checkpoints before their pending writes, memory before its records,
-    /// item logs before their items.
-    pub const ALL: [Self; 8] = [
+    /// item logs before their items, sessions before their commit links.
+    pub const ALL: [Self; 9] = [
         Self::Chunks,
         Self::Sessions,
         Self::Checkpoints,
@@ -239,6 +269,7 @@ impl Table {
         Self::Records,
         Self::ItemLogs,
         Self::Items,
+        Self::CommitLinks,
     ];
 }
 

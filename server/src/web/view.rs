@@ -109,7 +109,7 @@ fn kind_label(kind: i32) -> &'static str {
         EventKind::CheckpointsDeleted => "checkpoints deleted",
         EventKind::ItemsChanged => "agent log",
         EventKind::ReservationsChanged => "reservations",
-        EventKind::CommitsRecorded => "commits",
+        EventKind::CommitsChanged => "commits",
     }
 }
 

@@ -3,9 +3,10 @@
 //! changes nothing; a bad archive is refused with the reason.
 
 use baton_proto::v1::{
-    BlobRef, CheckpointKind, Chunk, CreateCheckpointRequest, GetBriefRequest, GetCheckpointRequest,
-    GetChunksRequest, GetSessionRequest, ListCheckpointsRequest, ListMemoryRequest, MemoryItem, MemoryOp,
-    PutChunksRequest, PutMemoryRequest,
+    BlobRef, CheckpointKind, Chunk, CommitLink, CommitMadeBy, CommitSeenBy, CreateCheckpointRequest,
+    FindCommitsRequest, GetBriefRequest, GetCheckpointRequest, GetChunksRequest, GetSessionRequest,
+    ListCheckpointsRequest, ListMemoryRequest, MemoryItem, MemoryOp, NewCommitLink, PutChunksRequest,
+    PutMemoryRequest, RecordCommitsRequest,
 };
 use baton_tests::{Backend, Clients, Server};
 use sha2::Digest as _;
@@ -84,6 +85,24 @@ async fn laptop_history_moves_to_the_team_server() {
         .unwrap();
     put_note(&mut c, &p, "deploy", "fly.io", write()).await.unwrap();
     let laptop_memory = memory_ids(&mut c, &p).await;
+    // A commit link of s1, with its lines' fingerprints.
+    let commit = "c0ffee".repeat(6) + "c0ff";
+    let link = CommitLink {
+        commit_id: commit.clone(),
+        session_id: s1.id.clone(),
+        checkpoint_id: c1.id.clone(),
+        made_by: CommitMadeBy::Agent as i32,
+        seen_by: CommitSeenBy::ToolCall as i32,
+        subject: "Add the parser".into(),
+        files: vec!["src/parser.rs".into()],
+        prompt: "write the parser".into(),
+        ..Default::default()
+    };
+    let fingerprints = vec!["0123456789abcdef".to_owned(), "fedcba9876543210".to_owned()];
+    let new =
+        NewCommitLink { link: Some(link), line_fingerprints: fingerprints.clone(), lines_truncated: false };
+    let request = RecordCommitsRequest { project: p.clone(), links: vec![new], write: write() };
+    c.commits.record_commits(request).await.unwrap();
 
     let dir = tempfile::tempdir().unwrap();
     let archive = dir.path().join("laptop.baton");
@@ -98,8 +117,22 @@ async fn laptop_history_moves_to_the_team_server() {
     put_note(&mut t, &p, "oncall", "alice", write()).await.unwrap();
     let (ok, out, err) = team.admin_command(&["import", "--input", &archive_arg]);
     assert!(ok, "{err}");
-    // 2 sessions, 4 checkpoints, 3 memory entries, 1 record (the note; appends have none), 1 chunk.
-    assert!(out.contains(&format!("{p}: imported 11, already present 0")), "{out}");
+    // 2 sessions, 4 checkpoints, 3 memory entries, 1 record (the note; appends have none), 1 chunk,
+    // 1 commit link.
+    assert!(out.contains(&format!("{p}: imported 12, already present 0")), "{out}");
+    let request =
+        FindCommitsRequest { project: p.clone(), line_fingerprints: fingerprints, ..Default::default() };
+    let found = t.commits.find_commits(request).await.unwrap().into_inner();
+    let got = found.links[0].link.clone().unwrap();
+    assert_eq!(
+        (got.commit_id.as_str(), got.session_id.as_str(), got.lines),
+        (commit.as_str(), s1.id.as_str(), 2)
+    );
+    assert_eq!(
+        (got.prompt.as_str(), got.files.as_slice()),
+        ("write the parser", &["src/parser.rs".to_owned()][..])
+    );
+    assert_eq!(found.fingerprints.len(), 2, "the fingerprints came along");
 
     // Same ids, same content; checkpoints verify (digests intact) in the same tree.
     for s in [&s1, &s2] {
@@ -156,13 +189,13 @@ async fn laptop_history_moves_to_the_team_server() {
     // Renumbered after the team's own revision, one event per record, gapless.
     let events = all_events(&mut t, &p).await;
     assert_gapless(&events);
-    assert_eq!(events.len(), 1 + 2 + 4 + 3);
+    assert_eq!(events.len(), 1 + 2 + 4 + 3 + 1);
     assert!(events[1..].iter().all(|e| e.revision > 1));
 
     // Again: nothing new.
     let (ok, out, err) = team.admin_command(&["import", "--input", &archive_arg]);
     assert!(ok, "{err}");
-    assert!(out.contains("imported 0, already present 11"), "{out}");
+    assert!(out.contains("imported 0, already present 12"), "{out}");
     assert_eq!(all_events(&mut t, &p).await.len(), events.len());
 
     // Not an archive.

@@ -194,11 +194,40 @@ async fn record_find_and_context(backend: Backend) {
     // Every write an event, gapless; the commit events carry the links.
     let events = all_events(&mut c, &p).await;
     assert_gapless(&events);
-    let commits: Vec<_> = events.iter().filter(|e| e.kind == EventKind::CommitsRecorded as i32).collect();
+    let commits: Vec<_> = events.iter().filter(|e| e.kind == EventKind::CommitsChanged as i32).collect();
     assert_eq!(commits.len(), 3, "one, two (both sessions), b's claim");
     let Some(event::Value::Commits(last)) = &commits[2].value else { panic!("no commits value") };
     assert_eq!(last.removed.len(), 1);
     assert_eq!(last.removed[0].session_id, a);
+
+    // Retention keeps links by default (the prune above ran with the server's 0); with
+    // --commit-link-days, those recorded before go, with an event naming them.
+    server
+        .execute(&format!(
+            "UPDATE commit_links SET created_us = created_us - {HUNDRED_DAYS_US} WHERE commit_id = '{}'",
+            hex("one", 40)
+        ))
+        .await
+        .unwrap();
+    let dry =
+        PruneRequest { project: p.clone(), commit_link_days: Some(30), dry_run: true, ..Default::default() };
+    let report = c.admin.prune(dry).await.unwrap().into_inner();
+    assert_eq!(report.projects[0].removed_commit_links, 1);
+    assert_eq!(
+        find(&mut c, &p, &[hex("one", 40)], &[], &[]).await.links.len(),
+        1,
+        "a dry run removes nothing"
+    );
+    let (ok, out, err) = server.admin_command(&["prune", "--project", &p, "--commit-link-days", "30"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("removed 1 commit links recorded more than 30 days ago"), "{out}");
+    let found = find(&mut c, &p, &[hex("one", 40)], &[], &["let tries = 3;"]).await;
+    assert!(found.links.is_empty() && found.fingerprints.is_empty(), "{found:?}");
+    assert_eq!(find(&mut c, &p, &[hex("two", 40)], &[], &[]).await.links.len(), 1, "a young link stays");
+    let events = all_events(&mut c, &p).await;
+    assert_gapless(&events);
+    let Some(event::Value::Commits(gone)) = &events.last().unwrap().value else { panic!("no commits value") };
+    assert_eq!(gone.removed[0].commit_id, hex("one", 40));
 }
 both!(record_find_and_context);
 

@@ -79,6 +79,20 @@ async fn purges_a_value_everywhere(backend: Backend) {
             .into_inner();
         ids.push(made.checkpoint.unwrap().id);
     }
+    // A commit link whose subject holds it.
+    let commit = "ab".repeat(20);
+    let link = baton_proto::v1::CommitLink {
+        commit_id: commit.clone(),
+        session_id: s.id.clone(),
+        made_by: baton_proto::v1::CommitMadeBy::Agent as i32,
+        seen_by: baton_proto::v1::CommitSeenBy::ToolCall as i32,
+        subject: format!("Use {LEAK} for the vault"),
+        ..Default::default()
+    };
+    let new = baton_proto::v1::NewCommitLink { link: Some(link), ..Default::default() };
+    let request =
+        baton_proto::v1::RecordCommitsRequest { project: p.clone(), links: vec![new], write: write() };
+    c.commits.record_commits(request).await.unwrap();
     let before = all_events(&mut c, &p).await;
 
     // Bad input first.
@@ -104,8 +118,9 @@ async fn purges_a_value_everywhere(backend: Backend) {
         .await
         .unwrap()
         .into_inner();
-    // The session and both checkpoints; the session-started, note and overwrite events.
-    assert!(dry.records == 3 && dry.events == 3 && dry.conflicts == 1 && dry.chunks == 2, "{dry:?}");
+    // The session, both checkpoints and the link; the session-started, note, overwrite and
+    // link events.
+    assert!(dry.records == 4 && dry.events == 4 && dry.conflicts == 1 && dry.chunks == 2, "{dry:?}");
     assert_eq!(dry.revision, 0);
     assert_eq!(all_events(&mut c, &p).await.len(), before.len());
 
@@ -125,6 +140,13 @@ async fn purges_a_value_everywhere(backend: Backend) {
     let session =
         c.sessions.get_session(GetSessionRequest { session_id: s.id.clone() }).await.unwrap().into_inner();
     assert_eq!(session.session.unwrap().goal, format!("rotate {mask} before friday"));
+    let request = baton_proto::v1::FindCommitsRequest {
+        project: p.clone(),
+        commit_ids: vec![commit],
+        ..Default::default()
+    };
+    let found = c.commits.find_commits(request).await.unwrap().into_inner();
+    assert_eq!(found.links[0].link.as_ref().unwrap().subject, format!("Use {mask} for the vault"));
     let memory = c
         .memory
         .list_memory(ListMemoryRequest { project: p.clone(), include_evicted: true, ..Default::default() })

@@ -1,12 +1,14 @@
 //! CommitService: links from git commits to the sessions that made them. RecordCommits is a
-//! write like any other (`write::run`): a revision, an EVENT_KIND_COMMITS_RECORDED event
+//! write like any other (`write::run`): a revision, an EVENT_KIND_COMMITS_CHANGED event
 //! with the links it stored, idempotency by request id; `core::commit` decides how a link
 //! meets the stored ones. FindCommits and ListCommits read.
 
+mod expire;
 mod find;
 mod list;
 mod record;
 
+pub use expire::expire;
 pub use find::{Asked, find};
 pub use list::list;
 pub use record::record;

@@ -84,7 +84,7 @@ pub async fn record<S: Store>(
                 w.apply(Change::Commits(CommitChange::Remove(plan.remove)));
             }
             w.apply(Change::Commits(CommitChange::Put(plan.put)));
-            let mut ev = event(EventKind::CommitsRecorded, "commit", &first, &ctx.actor);
+            let mut ev = event(EventKind::CommitsChanged, "commit", &first, &ctx.actor);
             ev.value = Some(Value::Commits(change));
             w.emit(ev)?;
             let result = conflict::result(revision, Decision::Applied, None, ctx.writer());
