@@ -94,8 +94,8 @@ enum Command {
     PostCommit,
     /// Serve the agent's memory tools over MCP on stdin/stdout (brief, remember, forget,
     /// recall, search, sessions, session, checkpoint, conflicts, reserve, release,
-    /// reservations); `baton init` registers it with each agent. While it runs it renews its
-    /// conversation's reservations.
+    /// reservations, why); `baton init` registers it with each agent. While it runs it renews
+    /// its conversation's reservations.
     Mcp {
         /// The agent that starts it (its conversation's session and brief budget).
         #[arg(long, value_enum)]

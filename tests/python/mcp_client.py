@@ -28,7 +28,7 @@ import mcp.types as types
 
 BATON, WORKDIR, MODE, OUT = sys.argv[1:5]
 TOOLS = {"brief", "remember", "forget", "recall", "sessions", "session", "checkpoint", "conflicts", "search",
-         "reserve", "release", "reservations"}
+         "reserve", "release", "reservations", "why"}
 
 
 def text(result):
@@ -149,6 +149,27 @@ async def main():
             await expect_bad(session, "reserve", {"paths": ["../../../etc/passwd"]}, "outside the repository")
             await expect_bad(session, "reserve", {}, "at least one path or task")
             await expect_bad(session, "reserve", {"tasks": ["x"], "wait_seconds": 601}, "600")
+
+            # Why: a commit the conversation's shell call made, explained to the agent.
+            pathlib.Path(WORKDIR, "cache.rs").write_text("pub fn cache_get(key: &str) -> Option<String> {\n    None\n}\n")
+            bash = {"session_id": f"mcp-{MODE}", "cwd": WORKDIR, "tool_name": "Bash",
+                    "tool_input": {"command": "git commit -m cache"}, "tool_response": {"stdout": ""}}
+            subprocess.run([BATON, "hook", "claude", "PreToolUse"], input=json.dumps({**bash, "hook_event_name": "PreToolUse"}),
+                           capture_output=True, text=True, cwd=WORKDIR, check=True)
+            git_env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+            subprocess.run(["git", "add", "cache.rs"], cwd=WORKDIR, check=True, env=git_env)
+            subprocess.run(["git", "commit", "-qm", "Add the cache"], cwd=WORKDIR, check=True, env=git_env)
+            subprocess.run([BATON, "hook", "claude", "PostToolUse"], input=json.dumps({**bash, "hook_event_name": "PostToolUse"}),
+                           capture_output=True, text=True, cwd=WORKDIR, check=True)
+            result, said = await call(session, "why", {"file": "cache.rs", "first_line": 1})
+            assert not result.is_error and "its commit was recorded in the session" in said and "the agent" in said, said
+            assert "src/deep/cache.rs:1 " in said, said
+            out["why"] = said
+            result, said = await call(session, "why", {"file": "../../README"})
+            assert not result.is_error and "no session recorded" in said, said
+            await expect_bad(session, "why", {"file": "cache.rs", "first_line": 0}, "counted from 1")
+            await expect_bad(session, "why", {"file": "cache.rs", "first_line": 9}, "past its end")
+            await expect_bad(session, "why", {"file": "nothing.rs"}, "no such file")
 
             entry = [l for l in everything.splitlines() if "[note deploy]" in l][0].split("id ")[1].split(",")[0]
             result, said = await call(session, "forget", {"id": entry})

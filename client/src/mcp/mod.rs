@@ -8,6 +8,7 @@ mod reservations;
 mod search;
 mod sessions;
 mod tools;
+mod why;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -28,7 +29,7 @@ use crate::agents::mcp::NAME;
 
 /// The tools `baton mcp` serves (`baton --help` names them; a test holds this list to the
 /// server's).
-pub const TOOLS: [&str; 12] = [
+pub const TOOLS: [&str; 13] = [
     "brief",
     "remember",
     "forget",
@@ -41,6 +42,7 @@ pub const TOOLS: [&str; 12] = [
     "reserve",
     "release",
     "reservations",
+    "why",
 ];
 
 /// The tools as the server lists them to a client: name, schema and annotations.
@@ -279,6 +281,18 @@ impl Server {
         peer: Peer<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         Ok(answer(reservations::reservations(&self.call(&peer).await, p).await))
+    }
+
+    #[tool(
+        description = "Why lines of a file are there, before you change them: the session that wrote them (agent, person, machine, when), the prompt and task it was working on and the decisions it recorded, found through rebases and squash merges. Lines no session wrote say so.",
+        annotations(read_only_hint = true)
+    )]
+    async fn why(
+        &self,
+        Parameters(p): Parameters<params::Why>,
+        peer: Peer<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        Ok(answer(why::why(&self.call(&peer).await, p).await))
     }
 }
 

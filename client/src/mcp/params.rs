@@ -194,3 +194,16 @@ pub struct Reservations {
     #[serde(default)]
     pub paths: Vec<String>,
 }
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Why {
+    /// The file, relative to the project (or absolute, inside it).
+    pub file: String,
+    /// The first line to explain (from 1). Default: the whole file.
+    #[serde(default)]
+    pub first_line: Option<u32>,
+    /// The last line to explain. Default: first_line.
+    #[serde(default)]
+    pub last_line: Option<u32>,
+}

@@ -106,7 +106,8 @@ pub struct Answer {
 /// Checks the file before git is asked: in the repository, tracked, text, long enough.
 fn check_file(root: &Path, rel: &str, range: Option<(usize, usize)>) -> anyhow::Result<usize> {
     let full = root.join(rel);
-    let meta = std::fs::metadata(&full).with_context(|| format!("{rel}: no such file in the work tree"))?;
+    let meta =
+        std::fs::metadata(&full).map_err(|_| anyhow::anyhow!("{rel}: no such file in the work tree"))?;
     if !meta.is_file() {
         bail!("{rel} is not a file: baton why explains lines of a file");
     }
