@@ -179,6 +179,23 @@ class Repo:
         return out
 
 
+def commit_by_agent(repo: Repo, conversation: str, name: str, text: str) -> str:
+    """The agent's shell call commits a file: its hooks around `git commit` link it."""
+    (repo.path / name).write_text(text)
+    call = {"tool_name": "Bash", "tool_input": {"command": f"git commit -m 'Add {name}'"}, "tool_response": {"stdout": ""}}
+    repo.hook("PreToolUse", conversation, **call)
+    git = ["git", "-C", str(repo.path), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "add", name], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", f"Add {name}"], check=True)
+    repo.hook("PostToolUse", conversation, **call)
+    return head(repo)
+
+
+def head(repo: Repo) -> str:
+    out = subprocess.run(["git", "-C", str(repo.path), "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "both: also run on Postgres")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import uuid
 
-from conftest import Hub, Repo, sign_in
+from conftest import Hub, Repo, commit_by_agent, head, sign_in
 from playwright.sync_api import Browser, Page
 
 AXE = os.environ.get("BATON_AXE_JS", "")
@@ -22,6 +22,7 @@ def planted(hub: Hub) -> Repo:
     repo.hook("PreCompact", conversation, trigger="manual")
     repo.plant("items", "--key", "conversation", "--count", "3")
     repo.baton("reserve", "src", "--reason", "making the settings page accessible", "--session", session_id(repo))
+    commit_by_agent(repo, conversation, "settings.html", "<label for=theme>Theme</label>\n")
     return repo
 
 
@@ -44,6 +45,7 @@ def pages(hub: Hub, repo: Repo) -> list[str]:
         f"/logs?project={repo.project}",
         f"/logs?project={repo.project}&key=conversation",
         f"/reservations?project={repo.project}",
+        f"/commit?project={repo.project}&id={head(repo)}",
         "/admin",
         "/admin/retention",
         "/admin/storage",

@@ -74,6 +74,7 @@ pub fn router<S: Store>(web: Web<S>, hosts: guard::Hosts) -> Router {
         .route("/reservations/tables", get(pages::reservations::fragment::<S>))
         .route("/session", get(pages::session::page::<S>))
         .route("/compare", get(pages::compare::page::<S>))
+        .route("/commit", get(pages::commit::page::<S>))
         .route("/memory", get(pages::memory::page::<S>).post(pages::memory::save::<S>))
         .route("/brief", get(pages::brief::page::<S>))
         .route("/search", get(pages::search::page::<S>))

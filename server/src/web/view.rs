@@ -145,7 +145,7 @@ impl EventLine {
             Some(event::Value::ThreadWrites(_)) => ("pending writes".into(), String::new()),
             Some(event::Value::Settings(_)) => ("project settings".into(), String::new()),
             Some(event::Value::Reservations(r)) => (reservations_line(r), String::new()),
-            Some(event::Value::Commits(c)) => commits_line(c),
+            Some(event::Value::Commits(c)) => commits_line(&e.project, c),
             None => (format!("{} {}", e.entity, short(&e.entity_id)), String::new()),
         };
         let by = actor_line(e.actor.as_ref());
@@ -161,8 +161,11 @@ impl EventLine {
     }
 }
 
-/// An event's commit links in a line (the first one's session linked).
-fn commits_line(change: &baton_proto::v1::CommitsChange) -> (String, String) {
+/// An event's commit links in a line (the first one's page linked).
+fn commits_line(project: &str, change: &baton_proto::v1::CommitsChange) -> (String, String) {
+    if change.links.is_empty() {
+        return (format!("{} commit links removed", change.removed.len()), String::new());
+    }
     let parts: Vec<String> = change
         .links
         .iter()
@@ -171,7 +174,11 @@ fn commits_line(change: &baton_proto::v1::CommitsChange) -> (String, String) {
         .collect();
     let more = change.links.len().saturating_sub(parts.len());
     let more = if more > 0 { format!(" and {more} more") } else { String::new() };
-    let href = change.links.first().map(|l| session_href(&l.session_id)).unwrap_or_default();
+    let href = change
+        .links
+        .first()
+        .map(|l| super::pages::commit::commit_href(project, &l.commit_id))
+        .unwrap_or_default();
     (format!("commit {}{more}", parts.join("; ")), href)
 }
 

@@ -528,3 +528,99 @@ async fn reservations_page_shows_holders_and_the_queue() {
     let seen = reading.await.unwrap();
     assert!(seen.contains("released src/auth") && seen.contains("holds src/auth"), "{seen}");
 }
+
+/// A session's page lists its commits; a commit's page names the session, the prompt, the
+/// task and the decisions near it, its stored text escaped; an unknown commit is a 404 that
+/// says how commits get recorded; the activity line of a commit event links the commit page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commit_pages_answer_why() {
+    use baton_proto::v1::{
+        CheckpointKind, CheckpointState, CommitLink, CommitMadeBy, CommitSeenBy, CreateCheckpointRequest,
+        Decision, NewCommitLink, RecordCommitsRequest,
+    };
+    let server = Server::start(Backend::Sqlite).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    let s = start_session(&mut c, &p).await.id;
+    let cookie = sign_in(server.addr, "").await;
+    let page = send(server.addr, &Req::get(&format!("/session?id={s}")).cookie(&cookie)).await;
+    assert!(page.status == 200 && page.body.contains("No commits recorded"), "{}", page.body);
+    let state = CheckpointState {
+        decisions: vec![Decision {
+            decision: "retry only GETs".into(),
+            rationale: "POSTs may charge twice".into(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let before = c
+        .checkpoints
+        .create_checkpoint(CreateCheckpointRequest {
+            session_id: s.clone(),
+            kind: CheckpointKind::Manual as i32,
+            state: Some(state),
+            write: write(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .checkpoint
+        .unwrap()
+        .id;
+    let commit = "5ad".repeat(13) + "5";
+    let link = CommitLink {
+        commit_id: commit.clone(),
+        session_id: s.clone(),
+        checkpoint_id: before,
+        made_by: CommitMadeBy::Agent as i32,
+        seen_by: CommitSeenBy::ToolCall as i32,
+        subject: "<script>alert(1)</script> Add retries".into(),
+        files: vec!["src/fetch.rs".into()],
+        prompt: "make the fetcher retry on 503".into(),
+        task: "Add retries".into(),
+        ..Default::default()
+    };
+    let request = RecordCommitsRequest {
+        project: p.clone(),
+        links: vec![NewCommitLink { link: Some(link), ..Default::default() }],
+        write: write(),
+    };
+    c.commits.record_commits(request).await.unwrap();
+    let page = send(server.addr, &Req::get(&format!("/session?id={s}")).cookie(&cookie)).await;
+    assert!(
+        page.body.contains("/commit?project=") && page.body.contains("5ad5ad5ad5ad"),
+        "{}",
+        page.body
+    );
+    assert!(!page.body.contains("<script>alert") && page.body.contains("Add retries"), "{}", page.body);
+    let encoded: String = form_urlencoded::byte_serialize(p.as_bytes()).collect();
+    let commit_page =
+        send(server.addr, &Req::get(&format!("/commit?project={encoded}&id={commit}")).cookie(&cookie)).await;
+    let body = &commit_page.body;
+    assert_eq!(commit_page.status, 200, "{body}");
+    for part in [
+        "make the fetcher retry on 503",
+        "Add retries (in_progress)",
+        "retry only GETs",
+        "POSTs may charge twice",
+        "src/fetch.rs",
+        "the agent",
+        &format!("baton resume --session {s}"),
+    ] {
+        assert!(body.contains(part), "{part}: {body}");
+    }
+    assert!(!body.contains("<script>alert"), "{body}");
+    let missing = send(
+        server.addr,
+        &Req::get(&format!("/commit?project={encoded}&id={}", "0".repeat(40))).cookie(&cookie),
+    )
+    .await;
+    assert!(missing.status == 404 && missing.body.contains("--post-commit"), "{}", missing.body);
+    let bad =
+        send(server.addr, &Req::get(&format!("/commit?project={encoded}&id=xyz")).cookie(&cookie)).await;
+    assert!(bad.status == 400 && bad.body.contains("40 or 64 hex"), "{} {}", bad.status, bad.body);
+    let activity =
+        send(server.addr, &Req::get(&format!("/activity?project={encoded}")).cookie(&cookie)).await;
+    assert!(activity.body.contains(&format!("id={commit}")), "{}", activity.body);
+}

@@ -3,6 +3,7 @@
 pub mod activity;
 pub mod admin;
 pub mod brief;
+pub mod commit;
 pub mod compare;
 pub mod logs;
 pub mod memory;

@@ -68,6 +68,7 @@ struct Page {
     part_prev: String,
     part_next: String,
     conflicts: Vec<conflicts::Line>,
+    commits: Vec<super::commit::Row>,
     resume: String,
 }
 
@@ -141,6 +142,7 @@ async fn render_page<S: Store>(web: &Web<S>, viewer: &Viewer, q: SessionQuery) -
         href("/session", &[("id", &s.id), ("tree", &listed.next_page_token)])
     };
     let conflicts = conflicts::of_session(web, viewer, &s).await?;
+    let commits = super::commit::commits_of(web, viewer, &s).await?;
     let page = Page {
         chrome: viewer.chrome(Some(&s.project)),
         cwd: clip(&s.cwd, 300),
@@ -161,6 +163,7 @@ async fn render_page<S: Store>(web: &Web<S>, viewer: &Viewer, q: SessionQuery) -
         part_prev,
         part_next,
         conflicts,
+        commits,
         resume: format!("baton resume {}", short(&s.id)),
         s: SessionRow::of(&s),
     };
