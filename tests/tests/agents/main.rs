@@ -26,6 +26,7 @@ pub mod gemini;
 mod mcp;
 mod reserve;
 mod summary;
+mod why;
 
 use baton_proto::v1::{Checkpoint, GetCheckpointRequest, ListSessionsRequest, Session};
 use baton_tests::Clients;

@@ -588,11 +588,7 @@ async fn commit_pages_answer_why() {
     };
     c.commits.record_commits(request).await.unwrap();
     let page = send(server.addr, &Req::get(&format!("/session?id={s}")).cookie(&cookie)).await;
-    assert!(
-        page.body.contains("/commit?project=") && page.body.contains("5ad5ad5ad5ad"),
-        "{}",
-        page.body
-    );
+    assert!(page.body.contains("/commit?project=") && page.body.contains("5ad5ad5ad5ad"), "{}", page.body);
     assert!(!page.body.contains("<script>alert") && page.body.contains("Add retries"), "{}", page.body);
     let encoded: String = form_urlencoded::byte_serialize(p.as_bytes()).collect();
     let commit_page =
