@@ -1,8 +1,10 @@
 //! `baton why`: from lines of a file to the sessions that wrote them. Git blames the lines;
-//! one FindCommits call asks the hub about every blamed commit, their patch ids and every
-//! line's fingerprint at once; each line is then matched by its commit, else by its commit's
-//! patch id (a rebase, a cherry-pick), else by its fingerprint (a squash merge, the branch
-//! gone), and says how. The CLI (`cmd::why`) and the MCP tool print the same answer.
+//! one FindCommits call asks the hub about every blamed commit and every line's fingerprint
+//! at once, and a second, only when some commits are not linked, about those commits' patch
+//! ids (computing them is a `git log -p` of each: too slow to do for all); each line is then
+//! matched by its commit, else by its commit's patch id (a rebase, a cherry-pick), else by
+//! its fingerprint (a squash merge, the branch gone), and says how. The CLI (`cmd::why`) and
+//! the MCP tool print the same answer.
 
 mod render;
 
@@ -19,8 +21,9 @@ use crate::project::git::blame::{self, NOT_COMMITTED};
 use crate::project::git::commits::{self, fingerprint};
 use crate::usecase::reservations::repo_path;
 
-/// Fingerprints one FindCommits carries, at most (the hub's cap).
+/// Fingerprints and ids one FindCommits carries, at most (the hub's caps).
 const MAX_LINES_PER_CALL: usize = 50_000;
+const MAX_IDS_PER_CALL: usize = 10_000;
 /// A squash commit is later than the commits it squashed; clocks of two machines differ a
 /// little.
 const CLOCK_SLACK_US: i64 = 10 * 60 * 1_000_000;
@@ -157,9 +160,6 @@ pub async fn why(
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let described = commits::describe(root, &ids).map_err(|e| anyhow::anyhow!("git log: {e}"))?;
-    let patch_of: HashMap<String, String> =
-        described.into_iter().filter(|d| !d.patch_id.is_empty()).map(|d| (d.id, d.patch_id)).collect();
     let prints: Vec<Option<String>> = blamed
         .iter()
         .map(|l| (l.commit != NOT_COMMITTED).then(|| fingerprint(&l.path, &l.text)).flatten())
@@ -167,19 +167,37 @@ pub async fn why(
     let mut asked: Vec<String> =
         prints.iter().flatten().cloned().collect::<BTreeSet<_>>().into_iter().collect();
     let mut reply = FindCommitsResponse::default();
-    let mut first = true;
-    // One call for any file of up to 50,000 distinct lines.
-    while first || !asked.is_empty() {
-        let rest = asked.split_off(asked.len().min(MAX_LINES_PER_CALL));
+    let mut commits_left = ids.clone();
+    // One call for the file's commits and lines (any file of up to 50,000 distinct lines
+    // from up to 10,000 commits; more take more calls).
+    while !commits_left.is_empty() || !asked.is_empty() {
+        let more_lines = asked.split_off(asked.len().min(MAX_LINES_PER_CALL));
+        let more_commits = commits_left.split_off(commits_left.len().min(MAX_IDS_PER_CALL));
         let request = FindCommitsRequest {
             project: project.to_owned(),
-            commit_ids: if first { ids.clone() } else { Vec::new() },
-            patch_ids: if first { patch_of.values().cloned().collect() } else { Vec::new() },
-            line_fingerprints: std::mem::replace(&mut asked, rest),
+            commit_ids: std::mem::replace(&mut commits_left, more_commits),
+            patch_ids: Vec::new(),
+            line_fingerprints: std::mem::replace(&mut asked, more_lines),
         };
         let part = hub.commits.find_commits(request).await.map_err(remote::fail)?.into_inner();
         merge(&mut reply, part);
-        first = false;
+    }
+    // The commits no session recorded may be rebased or cherry-picked copies of some that
+    // were: their patch ids (a `git log -p` of those only), in a second call.
+    let linked: BTreeSet<&str> =
+        reply.links.iter().filter_map(|f| f.link.as_ref()).map(|l| l.commit_id.as_str()).collect();
+    let unlinked: Vec<String> = ids.iter().filter(|c| !linked.contains(c.as_str())).cloned().collect();
+    let described = commits::describe(root, &unlinked).map_err(|e| anyhow::anyhow!("git log: {e}"))?;
+    let patch_of: HashMap<String, String> =
+        described.into_iter().filter(|d| !d.patch_id.is_empty()).map(|d| (d.id, d.patch_id)).collect();
+    for batch in patch_of.values().cloned().collect::<Vec<_>>().chunks(MAX_IDS_PER_CALL) {
+        let request = FindCommitsRequest {
+            project: project.to_owned(),
+            patch_ids: batch.to_vec(),
+            ..Default::default()
+        };
+        let part = hub.commits.find_commits(request).await.map_err(remote::fail)?.into_inner();
+        merge(&mut reply, part);
     }
     let found = attribute(&blamed, &prints, &patch_of, &reply);
     let mut blocks: Vec<Block> = Vec::new();

@@ -15,6 +15,7 @@
 //!   ./target/release/baton-bench --only etcd          # Baton next to one durable etcd node
 //!   ./target/release/baton-bench --only web           # the web view's pages and streams
 //!   ./target/release/baton-bench --only reservations  # a grant with 1,000 live reservations
+//!   ./target/release/baton-bench --only why           # `baton why` next to `git blame`
 //!
 //! The etcd rows need etcd 3.4 (`apt-get install etcd-server`; the bench starts its own node
 //! on loopback, in a temporary directory, with fsync, and stops it); without it they print
@@ -40,6 +41,7 @@ mod search;
 mod stats;
 mod targets;
 mod web;
+mod why;
 
 use std::time::Duration;
 
@@ -62,7 +64,7 @@ struct Args {
     /// Some scenarios only, comma-separated: rpc, hot, spread, checkpoints, resume, fanout,
     /// catchup, search (100,000 indexed records next to a LIKE scan), memory (the server's peak RSS under planted data), web (the web view's pages,
     /// its live stream, writes while pages stream), reservations (a grant with 1,000 live),
-    /// scaling, etcd (Baton next
+    /// why (`baton why` next to `git blame` on a generated repository), scaling, etcd (Baton next
     /// to a real etcd node: `apt-get install etcd-server`; skipped with --quick).
     #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(scenarios::NAMES))]
     only: Vec<String>,

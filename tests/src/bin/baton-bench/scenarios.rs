@@ -77,7 +77,7 @@ pub fn checkpoint_text(len: usize, seed: u64) -> Vec<u8> {
 }
 
 /// The scenarios' names, for `--only`.
-pub const NAMES: [&str; 13] = [
+pub const NAMES: [&str; 14] = [
     "rpc",
     "hot",
     "spread",
@@ -91,6 +91,7 @@ pub const NAMES: [&str; 13] = [
     "web",
     "etcd",
     "reservations",
+    "why",
 ];
 
 /// The bench server's flags: room for every watcher, a fast reaper, and the server's default
@@ -160,6 +161,10 @@ pub async fn run_all(backend: Backend, sizes: Sizes, only: &[String]) -> Results
         table.push(
             crate::reservations::grant(backend, &c, &floor, if sizes.quick { 100 } else { 1000 }).await,
         );
+    }
+    if run("why") {
+        eprintln!("[{backend:?}] baton why next to git blame (a generated repository)");
+        table.push(crate::why::row(&server, sizes.quick));
     }
     if run("web") {
         eprintln!("[{backend:?}] the web view (a server of its own, planted)");
