@@ -156,3 +156,15 @@ pub fn event_line(e: &Event) -> String {
         e.entity_id
     )
 }
+
+/// Prints to stdout. A reader that went away (`baton why big.rs | head`) ends the command
+/// quietly, as Unix tools do, instead of a panic about a broken pipe.
+pub fn print(text: &str) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush())
+        && e.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        std::process::exit(0);
+    }
+}

@@ -20,9 +20,9 @@ pub async fn why(ctx: &Ctx, dir: &Path, spec: &str, json: bool) -> anyhow::Resul
     let answer =
         why::why(&mut hub, &ctx.settings.server, &project.key, &project.root, dir, &file, range).await?;
     if json {
-        println!("{}", why::json(&answer));
+        view::print(&format!("{}\n", why::json(&answer)));
     } else {
-        print!("{}", why::text(&answer));
+        view::print(&why::text(&answer));
     }
     Ok(())
 }
@@ -76,7 +76,7 @@ pub async fn log(ctx: &Ctx, dir: &Path, ask: LogAsk, json: bool) -> anyhow::Resu
                 })
             })
             .collect();
-        println!("{}", serde_json::Value::Array(rows));
+        view::print(&format!("{}\n", serde_json::Value::Array(rows)));
         return Ok(());
     }
     if links.is_empty() {
@@ -98,7 +98,7 @@ pub async fn log(ctx: &Ctx, dir: &Path, ask: LogAsk, json: bool) -> anyhow::Resu
             crate::safe::line(&crate::text::clip(&l.subject, 60)).into_owned(),
         ]);
     }
-    println!("{t}");
+    view::print(&format!("{t}\n"));
     Ok(())
 }
 

@@ -27,10 +27,16 @@ fn can_commit(p: &Payload) -> bool {
 /// work starts; what moved HEAD while it was not running was not its work.
 pub(super) fn start(ctx: &Ctx, agent: Agent, p: &Payload, info: &git::Info) {
     let sid = p.agent_session_id().unwrap_or("unknown");
+    let head = info.head.clone().unwrap_or_default();
+    let branch = info.branch.clone().unwrap_or_default();
+    // A new conversation's record notes HEAD as it is made (`session::remember`).
+    if ctx.state.get(agent.name(), sid).is_some_and(|r| r.head_seen == head && r.head_branch == branch) {
+        return;
+    }
     let now = crate::clock::now_us();
     let looked = ctx.state.update(agent.name(), sid, |s| {
-        s.head_seen = info.head.clone().unwrap_or_default();
-        s.head_branch = info.branch.clone().unwrap_or_default();
+        s.head_seen.clone_from(&head);
+        s.head_branch.clone_from(&branch);
         s.head_seen_us = now;
         s.pre_head.clear();
         s.hook_us = now;
@@ -71,6 +77,15 @@ pub(super) async fn after(
     let (Some(head), Some(root)) = (info.head, info.toplevel) else { return };
     let branch = info.branch.unwrap_or_default();
     let sid = p.agent_session_id().unwrap_or("unknown");
+    // Most calls commit nothing: then the record is read, not written (hook-bench's
+    // PostToolUse row).
+    let unmoved = ctx
+        .state
+        .get(agent.name(), sid)
+        .is_some_and(|r| r.head_seen == head && r.pre_head.is_empty() && r.head_branch == branch);
+    if unmoved {
+        return;
+    }
     let agent_call = call && can_commit(p);
     let now = crate::clock::now_us();
     let seen = ctx.state.update(agent.name(), sid, |s| {

@@ -157,6 +157,9 @@ pub(super) fn remember(
     project: &Project,
     cwd: &Path,
 ) -> anyhow::Result<()> {
+    let now = crate::clock::now_us();
+    // Where its work starts: commits HEAD gains from here on are linked to it (`commits`).
+    let at = git::info(cwd);
     ctx.state.update(agent.name(), agent_sid, |s| {
         *s = crate::local::state::AgentSession {
             baton_session_id: id.to_owned(),
@@ -165,8 +168,12 @@ pub(super) fn remember(
             cwd: cwd.display().to_string(),
             root: project.root.display().to_string(),
             // The time checkpoints count from the session's start.
-            last_checkpoint_us: crate::clock::now_us(),
+            last_checkpoint_us: now,
             agent_pids: crate::host::pids(),
+            head_seen: at.head.unwrap_or_default(),
+            head_branch: at.branch.unwrap_or_default(),
+            head_seen_us: now,
+            hook_us: now,
             ..Default::default()
         };
     })

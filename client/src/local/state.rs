@@ -84,7 +84,8 @@ pub struct AgentSession {
     /// committed between the agent's calls.
     #[serde(default)]
     pub pre_head: String,
-    /// When a hook of it last ran (µs): whether it is live beside another conversation.
+    /// When its hooks last looked at HEAD and found it moved, or started it (µs): with its
+    /// heartbeats and checkpoints, whether it is live beside another conversation.
     #[serde(default)]
     pub hook_us: i64,
 }

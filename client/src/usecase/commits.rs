@@ -113,7 +113,7 @@ pub fn live_beside(ctx: &Ctx, root: &Path, session_id: &str, now_us: i64) -> Vec
                 && !r.baton_session_id.is_empty()
                 && r.baton_session_id != session_id
                 && r.root == root
-                && now_us - r.hook_us.max(r.last_beat_us) < LIVE_US
+                && now_us - r.hook_us.max(r.last_beat_us).max(r.last_checkpoint_us) < LIVE_US
         })
         .collect()
 }

@@ -27,7 +27,10 @@ fn how_text(how: &How, link: &CommitLink) -> String {
     match how {
         How::Commit => "its commit was recorded in the session".into(),
         How::PatchId { original } => {
-            format!("same change as {} (rebased or cherry-picked): its patch id", short(original))
+            format!(
+                "the same change as {} (rebased, cherry-picked, or squashed alone): its patch id",
+                short(original)
+            )
         }
         How::Lines { original } => format!(
             "its lines were added by {} {:?} (squash-merged or copied): their fingerprints",
