@@ -12,8 +12,10 @@ pub struct Hook<'a> {
     pub name: &'a str,
     /// What it does, for the script's comment and init's note.
     pub does: &'a str,
-    /// How to call it from another hook of the same name.
+    /// What calling it from another hook of the same name is for.
     pub chain: &'a str,
+    /// What follows the call there (` || exit 1`: its refusal stops the commit).
+    pub then: &'a str,
 }
 
 impl Hook<'_> {
@@ -51,12 +53,13 @@ impl Hook<'_> {
         }
         if existing.is_some() && !ours {
             return Ok(Some(format!(
-                "{} is another {} hook: left as it is. To {} too, add this line to it: {} {}",
+                "{} is another {} hook: left as it is. To {} too, add this line to it: {} {}{}",
                 file.display(),
                 self.name,
                 self.chain,
                 crate::safe::shell_line(&[exe.to_owned()]),
-                self.name
+                self.name,
+                self.then
             )));
         }
         std::fs::create_dir_all(&dir)?;

@@ -21,6 +21,7 @@ pub const HOOK: super::githook::Hook<'static> = super::githook::Hook {
     does: "links each commit made here to the agent session that made it (or that was live while you \
            made it), for `baton why`",
     chain: "link commits to sessions",
+    then: "",
 };
 
 /// `baton post-commit`: the hook's work; problems go to the hook log, never to git.

@@ -21,6 +21,7 @@ pub const HOOK: super::githook::Hook<'static> = super::githook::Hook {
     does: "a commit touching files another session reserved is refused (deny) or warned about (warn); \
            `git commit --no-verify` skips it",
     chain: "check reservations",
+    then: " || exit 1",
 };
 
 /// The files a commit about to be made changes, repository-relative.
