@@ -216,21 +216,8 @@ pub fn is_object_id(s: &str) -> bool {
 mod tests {
     use std::process::Command;
 
+    use super::super::test_git as git;
     use super::*;
-
-    fn git(dir: &Path, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@t")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@t")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
-    }
 
     #[test]
     fn fingerprints_ignore_spacing_and_skip_what_tells_nothing() {

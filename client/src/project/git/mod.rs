@@ -117,3 +117,19 @@ pub fn changes_since(dir: &Path, base: &str) -> Result<Vec<String>, String> {
 pub fn short(commit: &str) -> &str {
     commit.get(..12).unwrap_or(commit)
 }
+
+/// git in `dir` as a fixed author, for tests: its output; a failure fails the test.
+#[cfg(test)]
+pub(crate) fn test_git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}

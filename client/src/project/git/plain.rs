@@ -88,16 +88,7 @@ mod tests {
     use super::*;
 
     fn git(dir: &Path, args: &[&str]) {
-        let ok = Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@t")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@t")
-            .output()
-            .is_ok_and(|o| o.status.success());
-        assert!(ok, "git {args:?}");
+        super::super::test_git(dir, args);
     }
 
     /// What `git` says, for comparison.
