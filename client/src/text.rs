@@ -10,6 +10,19 @@ pub fn clip(s: &str, max: usize) -> String {
     out
 }
 
+/// Clips to at most `max` bytes at a char boundary, marking the cut (for fields the hub
+/// limits in bytes).
+pub fn clip_bytes(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max.saturating_sub('…'.len_utf8());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
 /// Keeps whole lines of `text` within `max` characters.
 pub fn fit_lines(text: &str, max: usize) -> String {
     let mut out = String::new();
@@ -53,6 +66,14 @@ pub fn series(items: &[String], last: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn clips_to_bytes_at_a_char_boundary() {
+        assert_eq!(super::clip_bytes("short", 10), "short");
+        let cut = super::clip_bytes(&"é".repeat(10), 9);
+        assert!(cut.len() <= 9 && cut.ends_with('…'), "{cut}");
+        assert_eq!(super::clip_bytes(&"a".repeat(4002), 4000).len(), 4000);
+    }
+
     #[test]
     fn series_joins_the_last_with_its_word() {
         let items = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();

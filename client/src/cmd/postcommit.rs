@@ -40,10 +40,14 @@ async fn record(ctx: &Ctx, dir: &Path) -> anyhow::Result<()> {
     let now = crate::clock::now_us();
     let live: Vec<(String, String, crate::local::state::AgentSession)> = {
         let others = live_beside(ctx, &root, "", now);
+        let mut seen = std::collections::HashSet::new();
+        // Newest record first; a session that two records name (a resumed conversation)
+        // counts once.
         ctx.state
             .recent(None, 200)
             .into_iter()
             .filter(|(_, _, r)| others.iter().any(|o| o.baton_session_id == r.baton_session_id))
+            .filter(|(_, _, r)| seen.insert(r.baton_session_id.clone()))
             .collect()
     };
     if live.is_empty() {

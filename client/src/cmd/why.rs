@@ -90,10 +90,10 @@ pub async fn log(ctx: &Ctx, dir: &Path, ask: LogAsk, json: bool) -> anyhow::Resu
     let mut t = view::table(&["commit", "when", "by", "session", "files", "subject"]);
     for l in &links {
         t.add_row(vec![
-            crate::project::git::short(&l.commit_id).to_owned(),
+            crate::safe::line(crate::project::git::short(&l.commit_id)).into_owned(),
             view::age(l.committed_at.as_ref()),
             made_by(l.made_by, l.ambiguous).to_owned(),
-            view::short(&l.session_id).to_owned(),
+            crate::safe::line(view::short(&l.session_id)).into_owned(),
             l.files.len().to_string(),
             crate::safe::line(&crate::text::clip(&l.subject, 60)).into_owned(),
         ]);

@@ -198,7 +198,7 @@ pub struct Reservations {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Why {
-    /// The file, relative to the project (or absolute, inside it).
+    /// The file, relative to where the agent works (or absolute, inside the repository).
     pub file: String,
     /// The first line to explain (from 1). Default: the whole file.
     #[serde(default)]

@@ -51,18 +51,26 @@ impl Holder {
             session_id: record.baton_session_id.clone(),
             agent,
             checkpoint_id: record.last_checkpoint_id.clone(),
-            prompt: crate::text::clip(&record.journal.last_prompt, 4000),
-            task: crate::safe::line(&crate::text::clip(&task.unwrap_or_default(), 1000)).into_owned(),
+            // The hub's limits are bytes (4,000 and 1,000): the cut leaves room for its mark.
+            prompt: crate::text::clip_bytes(&record.journal.last_prompt, 4000),
+            task: crate::text::clip_bytes(&crate::safe::line(&task.unwrap_or_default()), 1000),
         }
     }
 }
 
-/// The commits a move added, described; none when it is not new work.
+/// The commits a move added, described; none when it is not new work. Only this
+/// repository's committer's (`user.email`) are: a pull or a merge brings others' commits,
+/// newer ones too. Without a `user.email` that cannot be told, and a move that also changed
+/// the branch (a checkout of someone's branch, maybe) is left alone.
 pub fn moved(root: &Path, mv: &Move) -> Vec<Described> {
     if mv.branch_changed && !commits::is_ancestor(root, &mv.from, &mv.to) {
         return Vec::new();
     }
-    let Some(ids) = commits::added(root, &mv.from, &mv.to, mv.since_us, mv.branch_changed) else {
+    let own = commits::own_email(root);
+    if own.is_none() && mv.branch_changed {
+        return Vec::new();
+    }
+    let Some(ids) = commits::added(root, &mv.from, &mv.to, mv.since_us, own.as_deref()) else {
         return Vec::new();
     };
     commits::describe(root, &ids).unwrap_or_default()
@@ -87,7 +95,7 @@ pub fn link(
             seen_by: seen_by as i32,
             ambiguous,
             branch: branch.to_owned(),
-            subject: crate::safe::line(&crate::text::clip(&d.subject, 1000)).into_owned(),
+            subject: crate::text::clip_bytes(&crate::safe::line(&d.subject), 1000),
             committed_at: Some(prost_types::Timestamp { seconds: d.committed_us / 1_000_000, nanos: 0 }),
             files: d.files.clone(),
             prompt: holder.prompt.clone(),

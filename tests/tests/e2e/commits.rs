@@ -323,3 +323,21 @@ async fn list_pages_and_refusals(backend: Backend) {
     assert_eq!(code(c.commits.list_commits(with(request, &admin)).await).0, Code::InvalidArgument);
 }
 both!(list_pages_and_refusals);
+
+/// A thread's deletion takes its session's commit links (and their fingerprints) with it.
+async fn deleted_threads_take_their_links(backend: Backend) {
+    use baton_proto::v1::{DeleteThreadsRequest, OpenThreadRequest};
+    let server = Server::start(backend).await.unwrap();
+    let mut c = server.clients().await;
+    let p = project();
+    let open =
+        OpenThreadRequest { project: p.clone(), thread: "t-1".into(), write: write(), ..Default::default() };
+    let session = c.threads.open_thread(open).await.unwrap().into_inner().session.unwrap().id;
+    record(&mut c, &p, vec![new(link("th", &session, CommitMadeBy::Agent), &["thread line"])]).await;
+    assert_eq!(find(&mut c, &p, &[hex("th", 40)], &[], &["thread line"]).await.links.len(), 1);
+    let delete = DeleteThreadsRequest { project: p.clone(), threads: vec!["t-1".into()], write: write() };
+    c.threads.delete_threads(delete).await.unwrap();
+    let found = find(&mut c, &p, &[hex("th", 40)], &[], &["thread line"]).await;
+    assert!(found.links.is_empty() && found.fingerprints.is_empty(), "{found:?}");
+}
+both!(deleted_threads_take_their_links);

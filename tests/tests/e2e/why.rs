@@ -104,13 +104,18 @@ fn stop(env: &ClientEnv, dir: &Path, sid: &str) {
 
 /// An agent's shell call that commits: its pre- and post-tool hooks around `git commit`.
 fn agent_commits(env: &ClientEnv, dir: &Path, sid: &str, message: &str) -> String {
+    agent_commits_as("ann", env, dir, sid, message)
+}
+
+/// The same, committing as `who` (the repository's own committer).
+fn agent_commits_as(who: &str, env: &ClientEnv, dir: &Path, sid: &str, message: &str) -> String {
     let input = json!({"command": format!("git commit -qam {message:?}")});
     let payload = |event: &str| json!({"session_id": sid, "cwd": dir, "hook_event_name": event, "tool_name": "Bash", "tool_input": input, "tool_response": {"stdout": ""}});
     hook(env, dir, "PreToolUse", &payload("PreToolUse"));
-    git_as(dir, "ann", env, &["add", "-A"]);
-    git_as(dir, "ann", env, &["commit", "-q", "-m", message]);
+    git_as(dir, who, env, &["add", "-A"]);
+    git_as(dir, who, env, &["commit", "-q", "-m", message]);
     hook(env, dir, "PostToolUse", &payload("PostToolUse"));
-    git_as(dir, "ann", env, &["rev-parse", "HEAD"])
+    git_as(dir, who, env, &["rev-parse", "HEAD"])
 }
 
 fn write(dir: &Path, file: &str, lines: &[&str]) {
@@ -256,7 +261,7 @@ async fn through_rebase_cherry_pick_and_squash(backend: Backend) {
             "}",
         ],
     );
-    let b_commit = agent_commits(&b, b_dir, "conv-b", "Add retry_with_backoff");
+    let b_commit = agent_commits_as("bob", &b, b_dir, "conv-b", "Add retry_with_backoff");
     let b_id = session_of(&server, "conv-b").await;
     git_as(a_dir, "ann", &a, &["fetch", "-q", b_dir.to_str().unwrap(), "feature-b:feature-b"]);
 
@@ -436,4 +441,53 @@ async fn bad_input_is_told_clearly() {
     let log = env.run(dir, &["log", "--all"], "");
     assert_eq!(log.code, 0, "{}", log.stderr);
     assert!(log.stdout.contains("no commits recorded"), "{}", log.stdout);
+}
+
+/// A prompt longer than the hub keeps (in bytes, of characters of two bytes) still links the
+/// commit, clipped; a teammate's commit a `git pull` brings in during the agent's call is not
+/// the session's, while the agent's own commit in the same call is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_prompts_and_pulled_commits() {
+    let server = Server::start(Backend::Sqlite).await.unwrap();
+    let upstream = tempfile::tempdir().unwrap();
+    let up = upstream.path();
+    let env = ClientEnv::new(&server.url());
+    new_repo(up, &env);
+    let mine = tempfile::tempdir().unwrap();
+    let dir = mine.path();
+    git_as(dir, "ann", &env, &["clone", "-q", up.to_str().unwrap(), "."]);
+    git_as(dir, "ann", &env, &["remote", "set-url", "origin", ORIGIN]);
+    git_as(dir, "ann", &env, &["remote", "add", "up", up.to_str().unwrap()]);
+    git_as(dir, "ann", &env, &["config", "user.email", "ann@x"]);
+    start(&env, dir, "conv-long");
+    prompt(&env, dir, "conv-long", &"é".repeat(3000));
+    // Bob pushes upstream; the agent's one call pulls it and commits its own work.
+    write(up, "bob.rs", &["pub fn bobs_feature() {}"]);
+    git_as(up, "bob", &env, &["add", "bob.rs"]);
+    git_as(up, "bob", &env, &["commit", "-q", "-m", "Bob's feature"]);
+    let bobs = git_as(up, "bob", &env, &["rev-parse", "HEAD"]);
+    let call = json!({"command": "git pull up main && git commit -qam 'Mine'"});
+    let payload = |event: &str| json!({"session_id": "conv-long", "cwd": dir, "hook_event_name": event, "tool_name": "Bash", "tool_input": call, "tool_response": {"stdout": ""}});
+    hook(&env, dir, "PreToolUse", &payload("PreToolUse"));
+    git_as(dir, "ann", &env, &["pull", "-q", "--ff-only", "up", "main"]);
+    write(dir, "mine.rs", &["pub fn my_feature() {}"]);
+    git_as(dir, "ann", &env, &["add", "mine.rs"]);
+    git_as(dir, "ann", &env, &["commit", "-q", "-m", "Mine"]);
+    let my_commit = git_as(dir, "ann", &env, &["rev-parse", "HEAD"]);
+    hook(&env, dir, "PostToolUse", &payload("PostToolUse"));
+    let mut c = server.clients().await;
+    let request = FindCommitsRequest {
+        project: PROJECT.into(),
+        commit_ids: vec![my_commit, bobs],
+        ..Default::default()
+    };
+    let found = c.commits.find_commits(request).await.unwrap().into_inner();
+    assert_eq!(found.links.len(), 1, "only the agent's own commit: {found:?}");
+    let link = found.links[0].link.clone().unwrap();
+    assert_eq!(link.subject, "Mine");
+    assert!(
+        link.prompt.len() <= 4000 && link.prompt.starts_with("éé") && link.prompt.ends_with('…'),
+        "{}",
+        link.prompt.len()
+    );
 }

@@ -48,11 +48,23 @@ pub struct Described {
     pub truncated: bool,
 }
 
+/// This repository's committer's email (`user.email`), if it has one.
+pub fn own_email(root: &Path) -> Option<String> {
+    let out = run(root, &["config", "user.email"], None).ok()?;
+    Some(String::from_utf8_lossy(&out).trim().to_owned()).filter(|e| !e.is_empty())
+}
+
 /// The commits `to` has that `from` had not, oldest first, committed at or after
-/// `since_us` (older ones came from elsewhere: a pull, a merge of others' work), and with
-/// `own_only` only those this repository's `user.email` committed; `None` when the range is
-/// not one of new work (more than `MAX_RANGE` commits, or git failed).
-pub fn added(root: &Path, from: &str, to: &str, since_us: i64, own_only: bool) -> Option<Vec<String>> {
+/// `since_us` (older ones came from elsewhere: a pull, a merge of others' work), and, with
+/// `committer`, only those that email committed; `None` when the range is not one of new
+/// work (more than `MAX_RANGE` commits, or git failed).
+pub fn added(
+    root: &Path,
+    from: &str,
+    to: &str,
+    since_us: i64,
+    committer: Option<&str>,
+) -> Option<Vec<String>> {
     let range = format!("{from}..{to}");
     let max = format!("--max-count={}", MAX_RANGE + 1);
     let out = run(root, &["log", "--reverse", "--format=%H %ct %ce", &max, &range, "--"], None).ok()?;
@@ -61,12 +73,6 @@ pub fn added(root: &Path, from: &str, to: &str, since_us: i64, own_only: bool) -
     if lines.len() > MAX_RANGE {
         return None;
     }
-    let email = if own_only {
-        let out = run(root, &["config", "user.email"], None).unwrap_or_default();
-        Some(String::from_utf8_lossy(&out).trim().to_owned())
-    } else {
-        None
-    };
     // Committer times are whole seconds; clocks of one machine agree within that.
     let since_s = since_us.div_euclid(1_000_000) - 1;
     Some(
@@ -77,7 +83,7 @@ pub fn added(root: &Path, from: &str, to: &str, since_us: i64, own_only: bool) -
                 Some((parts.next()?, parts.next()?, parts.next().unwrap_or_default()))
             })
             .filter(|(_, t, _)| t.parse::<i64>().is_ok_and(|t| t >= since_s))
-            .filter(|(_, _, e)| email.as_deref().is_none_or(|mine| !mine.is_empty() && mine == *e))
+            .filter(|(_, _, e)| committer.is_none_or(|mine| mine == *e))
             .map(|(id, _, _)| id.to_owned())
             .collect(),
     )
@@ -274,16 +280,19 @@ mod tests {
         assert_ne!(picked, two);
         assert_eq!(describe(dir, std::slice::from_ref(&picked)).unwrap()[0].patch_id, got[1].patch_id);
         // Ranges: what a move of HEAD added, oldest first.
-        assert_eq!(added(dir, &one, &empty, 0, false).unwrap(), vec![two.clone(), empty.clone()]);
+        assert_eq!(added(dir, &one, &empty, 0, None).unwrap(), vec![two.clone(), empty.clone()]);
         assert_eq!(
-            added(dir, &one, &empty, i64::MAX / 2, false).unwrap(),
+            added(dir, &one, &empty, i64::MAX / 2, None).unwrap(),
             Vec::<String>::new(),
             "older than asked"
         );
+        assert_eq!(added(dir, &one, &empty, 0, Some("t@t")).unwrap().len(), 2, "committed by this user");
+        assert!(
+            added(dir, &one, &empty, 0, Some("someone@else")).unwrap().is_empty(),
+            "committed by another"
+        );
         git(dir, &["config", "user.email", "t@t"]);
-        assert_eq!(added(dir, &one, &empty, 0, true).unwrap().len(), 2, "committed by this user");
-        git(dir, &["config", "user.email", "someone@else"]);
-        assert!(added(dir, &one, &empty, 0, true).unwrap().is_empty(), "committed by another");
+        assert_eq!(own_email(dir).as_deref(), Some("t@t"));
         assert!(is_ancestor(dir, &one, &two) && !is_ancestor(dir, &two, &one));
         assert!(describe(dir, &["0".repeat(40)]).unwrap().is_empty(), "a commit git lacks is left out");
     }

@@ -34,6 +34,7 @@ pub(crate) fn run(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Result<Vec
         .arg(dir)
         .args(["-c", "core.quotepath=off", "-c", "diff.noprefix=false", "-c", "diff.mnemonicprefix=false"])
         .args(["-c", "diff.relative=false", "-c", "color.ui=never", "-c", "log.showsignature=false"])
+        .args(["-c", "diff.context=3", "-c", "diff.interHunkContext=0", "-c", "diff.indentHeuristic=true"])
         .args(args)
         .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())

