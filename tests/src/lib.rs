@@ -9,6 +9,7 @@
 pub mod agents;
 pub mod fake_model;
 pub mod layout;
+pub mod lazyfs;
 pub mod postgres;
 pub mod python;
 pub mod tls;
