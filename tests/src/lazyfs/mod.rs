@@ -3,4 +3,5 @@
 //! it, and the power-loss cycles that run the server and the client on such a mount, build on
 //! this.
 
+pub mod fuse;
 pub mod model;

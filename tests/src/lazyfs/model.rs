@@ -26,11 +26,13 @@ pub enum Node {
     Symlink(OsString),
 }
 
-/// An inode: what it is and its permission bits.
+/// An inode: what it is, its permission bits and its owner.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Inode {
     pub node: Node,
     pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
 }
 
 /// Why an operation cannot be done, as the errno the kernel gets.
@@ -69,7 +71,7 @@ pub struct Model {
 
 impl Default for Model {
     fn default() -> Self {
-        let root = Inode { node: Node::Dir(BTreeMap::new()), mode: 0o755 };
+        let root = Inode { node: Node::Dir(BTreeMap::new()), mode: 0o777, uid: 0, gid: 0 };
         Self {
             volatile: HashMap::from([(ROOT, root.clone())]),
             durable: HashMap::from([(ROOT, root)]),
@@ -116,14 +118,21 @@ impl Model {
         Ok(self.entries(dir)?.iter().map(|(n, i)| (n.clone(), *i)).collect())
     }
 
-    /// A new inode named `name` in `dir`.
-    pub fn create(&mut self, dir: Ino, name: &OsStr, node: Node, mode: u32) -> Result<Ino> {
+    /// A new inode named `name` in `dir`, of `owner` (uid, gid).
+    pub fn create(
+        &mut self,
+        dir: Ino,
+        name: &OsStr,
+        node: Node,
+        mode: u32,
+        owner: (u32, u32),
+    ) -> Result<Ino> {
         if self.entries(dir)?.contains_key(name) {
             return Err(Fault::Exists);
         }
         let ino = self.next;
         self.next += 1;
-        self.volatile.insert(ino, Inode { node, mode });
+        self.volatile.insert(ino, Inode { node, mode, uid: owner.0, gid: owner.1 });
         self.entries_mut(dir)?.insert(name.to_owned(), ino);
         Ok(ino)
     }
@@ -234,8 +243,19 @@ impl Model {
         Ok(())
     }
 
-    pub fn set_mode(&mut self, ino: Ino, mode: u32) -> Result<()> {
-        self.volatile.get_mut(&ino).ok_or(Fault::NotFound)?.mode = mode;
+    /// Changes what is given of the permission bits and the owner (made durable with the
+    /// inode's next sync, as its data is).
+    pub fn set_meta(
+        &mut self,
+        ino: Ino,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+    ) -> Result<()> {
+        let inode = self.volatile.get_mut(&ino).ok_or(Fault::NotFound)?;
+        inode.mode = mode.unwrap_or(inode.mode);
+        inode.uid = uid.unwrap_or(inode.uid);
+        inode.gid = gid.unwrap_or(inode.gid);
         Ok(())
     }
 
@@ -256,12 +276,13 @@ impl Model {
                     Node::Dir(_) => Node::Dir(BTreeMap::new()),
                     Node::Symlink(target) => Node::Symlink(target.clone()),
                 };
-                self.durable.insert(*child, Inode { node: kind, mode: self.volatile[child].mode });
+                let v = &self.volatile[child];
+                self.durable.insert(*child, Inode { node: kind, mode: v.mode, uid: v.uid, gid: v.gid });
             }
         }
-        let mode = now.mode;
-        let kept = self.durable.entry(ino).or_insert(Inode { node: Node::Dir(BTreeMap::new()), mode });
+        let mut kept = now.clone();
         kept.node = Node::Dir(entries.clone());
+        self.durable.insert(ino, kept);
         Ok(())
     }
 
@@ -299,7 +320,7 @@ mod tests {
     use super::*;
 
     fn file(m: &mut Model, dir: Ino, name: &str, text: &str) -> Ino {
-        let ino = m.create(dir, OsStr::new(name), Node::File(Vec::new()), 0o644).unwrap();
+        let ino = m.create(dir, OsStr::new(name), Node::File(Vec::new()), 0o644, (0, 0)).unwrap();
         m.write(ino, 0, text.as_bytes()).unwrap();
         ino
     }
@@ -377,7 +398,7 @@ mod tests {
         let mut m = Model::default();
         let a = file(&mut m, ROOT, "a", "kept");
         m.sync(a).unwrap();
-        let d = m.create(ROOT, OsStr::new("d"), Node::Dir(BTreeMap::new()), 0o755).unwrap();
+        let d = m.create(ROOT, OsStr::new("d"), Node::Dir(BTreeMap::new()), 0o755, (0, 0)).unwrap();
         let inner = file(&mut m, d, "inner", "x");
         m.sync(inner).unwrap();
         m.sync(ROOT).unwrap();
@@ -391,11 +412,14 @@ mod tests {
     #[test]
     fn errors_are_the_kernels() {
         let mut m = Model::default();
-        let d = m.create(ROOT, OsStr::new("d"), Node::Dir(BTreeMap::new()), 0o755).unwrap();
+        let d = m.create(ROOT, OsStr::new("d"), Node::Dir(BTreeMap::new()), 0o755, (0, 0)).unwrap();
         file(&mut m, d, "f", "x");
         assert_eq!(m.remove(ROOT, OsStr::new("d"), true), Err(Fault::NotEmpty));
         assert_eq!(m.remove(ROOT, OsStr::new("d"), false), Err(Fault::IsDir));
-        assert_eq!(m.create(ROOT, OsStr::new("d"), Node::File(Vec::new()), 0o644), Err(Fault::Exists));
+        assert_eq!(
+            m.create(ROOT, OsStr::new("d"), Node::File(Vec::new()), 0o644, (0, 0)),
+            Err(Fault::Exists)
+        );
         assert_eq!(m.lookup(ROOT, OsStr::new("none")), Err(Fault::NotFound));
         assert_eq!(m.rename(ROOT, OsStr::new("d"), d, OsStr::new("inside")), Err(Fault::Invalid));
         let f = m.lookup(d, OsStr::new("f")).unwrap();
