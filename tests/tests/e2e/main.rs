@@ -43,6 +43,7 @@ mod memory;
 mod metrics;
 mod newcomer;
 mod paging;
+mod powerloss;
 mod protocol;
 mod purge;
 mod reservations;
