@@ -41,8 +41,7 @@ use crate::{ctx::Ctx, project::git};
 const HOOK_BUDGET: Duration = Duration::from_millis(2500);
 /// How long the detached part of a hook may take (SessionEnd, and uploads), summaries aside.
 const DETACHED_BUDGET: Duration = Duration::from_secs(30);
-/// How long a hook waits for the queue lock before queueing behind another flush.
-const LOCK_WAIT: Duration = Duration::from_millis(300);
+use crate::outbox::write::LOCK_WAIT;
 
 /// Runs a hook and returns what to print. Never fails: problems are logged.
 pub async fn run(ctx: &Ctx, agent: Agent, event: &str, stdin: &str, payload_file: Option<&Path>) -> String {

@@ -15,6 +15,9 @@ use crate::clock::now_us;
 use crate::hub::remote::{self, Hub};
 use crate::outbox::queue::{Entry, Queue};
 
+/// How long a hook's write waits for the queue lock before queueing behind another flush.
+pub const LOCK_WAIT: Duration = Duration::from_millis(300);
+
 /// A write the client can make (and queue).
 #[derive(Debug, Clone)]
 pub enum Write {

@@ -11,7 +11,7 @@ use prost::Message as _;
 use crate::ctx::Ctx;
 use crate::hub::remote::Hub;
 use crate::local::state::AgentSession;
-use crate::outbox::write::{self, Write};
+use crate::outbox::write::{self, LOCK_WAIT, Write};
 use crate::project::git::commits::{self, Described};
 
 /// Links in one RecordCommits, at most (the hub's cap), and its size, about.
@@ -159,6 +159,3 @@ pub async fn send(
     }
     Ok(())
 }
-
-/// How long a write waits for the queue lock before queueing behind another flush.
-const LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(300);
