@@ -165,7 +165,7 @@ pub fn set_key(file: &std::path::Path, key: &str, value: toml::Value) -> anyhow:
     if let Some(dir) = file.parent() {
         crate::fsperm::create_private_dir(dir)?;
     }
-    crate::fsperm::write_private(file, toml::to_string(&table)?.as_bytes())?;
+    crate::fsperm::write_atomic(file, toml::to_string(&table)?.as_bytes(), None)?;
     Ok(())
 }
 

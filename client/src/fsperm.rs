@@ -1,30 +1,95 @@
 //! Files the client writes (queue, dead letters, cached briefs, agent state, remembered
 //! remotes, config, restored transcripts) hold project text and sometimes a token: they
 //! are created 0600, in folders created 0700 (on Unix; elsewhere the platform's defaults).
+//!
+//! And they outlive a power cut as whole files: a file's bytes are on disk once it is
+//! synced, but its name (a new file, a rename, a new folder) only once the folder holding
+//! it is synced too. `write_atomic` and `create_private_dir` do both; `sync_dir` is for a
+//! caller that renames or removes by hand.
 
 use std::io::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Creates `dir` and any missing parents with mode 0700 (folders that exist are left as
-/// they are).
+/// they are), each new folder's name synced in its parent.
 pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    create_dir(dir, 0o700)
+}
+
+/// Creates `dir` and any missing parents with `mode` (less the umask), each new folder's
+/// name synced in its parent (an agent's folders, which are not Baton's to make private).
+pub fn create_dir(dir: &Path, mode: u32) -> std::io::Result<()> {
+    let missing: Vec<&Path> =
+        dir.ancestors().take_while(|d| !d.as_os_str().is_empty() && !d.exists()).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir)
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, mode);
+    #[cfg(not(unix))]
+    let _ = mode;
+    builder.create(dir)?;
+    for made in missing.iter().rev() {
+        if let Some(parent) = made.parent().filter(|p| !p.as_os_str().is_empty()) {
+            sync_dir(parent)?;
+        }
+    }
+    Ok(())
+}
+
+/// Syncs a folder: the names created, renamed or removed in it are on disk.
+pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::fs::File::open(dir)?.sync_all()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        Ok(())
+    }
+}
+
+/// Replaces `path` with `bytes` (mode 0600, or `mode` on Unix) so that a crash or a power
+/// cut leaves the old contents or the new, never neither, an empty file or a part: a file
+/// beside it, synced, renamed over it, the folder synced.
+pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> std::io::Result<()> {
+    let tmp = temp_beside(path);
+    let written = (|| {
+        let mut file = open_private(&tmp, false)?;
+        file.write_all(bytes)?;
+        #[cfg(unix)]
+        if let Some(mode) = mode {
+            use std::os::unix::fs::PermissionsExt as _;
+            file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        }
+        #[cfg(not(unix))]
+        let _ = mode;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written?;
+    match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(dir) => sync_dir(dir),
+        None => sync_dir(Path::new(".")),
+    }
+}
+
+/// A name beside `path` no other writer uses (`NAME.PID-RANDOM.baton-tmp`).
+fn temp_beside(path: &Path) -> PathBuf {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let unique = uuid::Uuid::new_v4().simple().to_string();
+    path.with_file_name(format!("{name}.{}-{}.baton-tmp", std::process::id(), &unique[..8]))
 }
 
 /// Writes `bytes` to `path` (created or truncated) with mode 0600.
 pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     open_private(path, false)?.write_all(bytes)
-}
-
-/// `write_private`, on disk when it returns (the offline queue's entries).
-pub fn write_private_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut file = open_private(path, false)?;
-    file.write_all(bytes)?;
-    file.sync_all()
 }
 
 /// Opens `path` for writing with mode 0600 (appending, or truncating), fixing the mode of
@@ -68,6 +133,24 @@ mod tests {
         assert_eq!(std::fs::metadata(&file)?.permissions().mode() & 0o777, 0o600);
         assert_eq!(std::fs::metadata(&dir)?.permissions().mode() & 0o777, 0o700);
         assert_eq!(std::fs::metadata(root.path().join("a"))?.permissions().mode() & 0o777, 0o700);
+        Ok(())
+    }
+
+    #[test]
+    fn atomic_writes_replace_whole_files_with_their_mode_and_leave_nothing_beside() -> std::io::Result<()> {
+        let root = tempfile::tempdir()?;
+        let file = root.path().join("settings.json");
+        write_atomic(&file, b"{}", None)?;
+        write_atomic(&file, b"{\"a\":1}", None)?;
+        assert_eq!(std::fs::read(&file)?, b"{\"a\":1}");
+        assert_eq!(std::fs::metadata(&file)?.permissions().mode() & 0o777, 0o600);
+        let hook = root.path().join("post-commit");
+        write_atomic(&hook, b"#!/bin/sh\n", Some(0o755))?;
+        assert_eq!(std::fs::metadata(&hook)?.permissions().mode() & 0o777, 0o755);
+        let names: Vec<_> = std::fs::read_dir(root.path())?.flatten().map(|e| e.file_name()).collect();
+        assert_eq!(names.len(), 2, "temporary files left: {names:?}");
+        // A folder that is missing fails the write and leaves nothing.
+        assert!(write_atomic(&root.path().join("no/such"), b"x", None).is_err());
         Ok(())
     }
 }

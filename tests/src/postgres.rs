@@ -177,17 +177,40 @@ pub struct Cluster {
     user: Option<(u32, u32)>,
     pid: Option<u32>,
     durable: bool,
+    /// Where its Unix socket goes (none on a mount that cannot hold one: TCP only).
+    sockets: Option<PathBuf>,
+    /// Its log (off the mount for a cluster on one: it must survive the power cuts, and
+    /// this process must hold no file there).
+    log: PathBuf,
 }
 
 impl Cluster {
     /// initdb and start a new cluster on a free port.
     pub fn create() -> Result<Self> {
-        let initdb = find_binary("initdb")?;
-        let postgres = find_binary("postgres")?;
         sweep_stale_clusters();
         let dir = std::env::temp_dir().join(format!("{DIR_PREFIX}{}", uuid::Uuid::new_v4().simple()));
+        let (sockets, log) = (Some(dir.clone()), dir.join("postgres.log"));
+        Self::create_at(dir, DURABLE.load(std::sync::atomic::Ordering::Relaxed), sockets, log)
+    }
+
+    /// A cluster in `parent/pg` (a test file system's mount) with Postgres's own durability
+    /// (fsync, synchronous commit, full-page writes): initdb syncs what it wrote, so the
+    /// cluster survives a power cut from the start. TCP only: a FUSE mount holds no socket.
+    /// It logs to `log`.
+    pub fn create_durable_in(parent: &std::path::Path, log: &std::path::Path) -> Result<Self> {
+        Self::create_at(parent.join("pg"), true, None, log.to_owned())
+    }
+
+    fn create_at(dir: PathBuf, durable: bool, sockets: Option<PathBuf>, log: PathBuf) -> Result<Self> {
+        let initdb = find_binary("initdb")?;
+        let postgres = find_binary("postgres")?;
         let data = dir.join("data");
         std::fs::create_dir_all(&data)?;
+        // The new folders' names on disk (a cluster on a test file system survives power
+        // cuts; initdb syncs what is inside its data directory).
+        for made in [dir.parent(), Some(dir.as_path())].into_iter().flatten() {
+            std::fs::File::open(made)?.sync_all()?;
+        }
         std::fs::write(dir.join(OWNER), std::process::id().to_string())?;
         let user = if is_root() {
             let (uid, gid) = postgres_user()?;
@@ -198,15 +221,10 @@ impl Cluster {
             None
         };
         let mut cmd = Command::new(&initdb);
-        cmd.args(["-D"]).arg(&data).args([
-            "-U",
-            "postgres",
-            "--auth=trust",
-            "--no-sync",
-            "-E",
-            "UTF8",
-            "--locale=C",
-        ]);
+        cmd.args(["-D"]).arg(&data).args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C"]);
+        if !durable {
+            cmd.arg("--no-sync");
+        }
         if let Some((uid, gid)) = user {
             cmd.uid(uid).gid(gid);
         }
@@ -214,8 +232,8 @@ impl Cluster {
         if !out.status.success() {
             bail!("initdb failed: {}", String::from_utf8_lossy(&out.stderr));
         }
-        let durable = DURABLE.load(std::sync::atomic::Ordering::Relaxed);
-        let mut cluster = Self { postgres, data, dir, port: free_port()?, user, pid: None, durable };
+        let mut cluster =
+            Self { postgres, data, dir, port: free_port()?, user, pid: None, durable, sockets, log };
         cluster.start()?;
         Ok(cluster)
     }
@@ -229,13 +247,18 @@ impl Cluster {
         let pid = spawn_postmaster(
             self.postgres.clone(),
             self.data.clone(),
-            self.dir.clone(),
             self.port,
             self.user,
             self.durable,
+            self.sockets.clone(),
+            &self.log,
         )?;
         self.pid = Some(pid);
-        wait_ready(self.port)
+        wait_ready(self.port).with_context(|| {
+            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(20).collect();
+            format!("its log ends:\n{}", tail.into_iter().rev().collect::<Vec<_>>().join("\n"))
+        })
     }
 
     /// Stops the postmaster: `fast` (SIGINT: clients disconnected, clean shutdown) or a
@@ -325,21 +348,24 @@ impl Drop for Cluster {
 fn spawn_postmaster(
     postgres: PathBuf,
     data: PathBuf,
-    dir: PathBuf,
     port: u16,
     user: Option<(u32, u32)>,
     durable: bool,
+    sockets: Option<PathBuf>,
+    log: &std::path::Path,
 ) -> Result<u32> {
+    let log =
+        std::fs::OpenOptions::new().create(true).append(true).open(log).map_or(Stdio::null(), Stdio::from);
     let (tx, rx) = std::sync::mpsc::channel::<Result<u32>>();
     std::thread::spawn(move || {
         let mut cmd = Command::new(postgres);
         cmd.arg("-D")
             .arg(&data)
             .args(["-p", &port.to_string(), "-h", "127.0.0.1", "-k"])
-            .arg(&dir)
+            .arg(sockets.unwrap_or_default())
             .args(["-c", "max_connections=500", "-c", "shared_buffers=64MB"])
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.join("postgres.log")).map_or(Stdio::null(), Stdio::from));
+            .stderr(log);
         if !durable {
             // Tests need no durability from the database itself: nothing crashes the
             // machine, and the test that restarts Postgres under load stops it cleanly.
@@ -355,7 +381,10 @@ fn spawn_postmaster(
                 Ok(())
             });
         }
-        match cmd.spawn() {
+        let spawned = cmd.spawn();
+        // The log's file is the child's now: this process keeps none open.
+        drop(cmd);
+        match spawned {
             Ok(mut child) => {
                 let _ = tx.send(Ok(child.id()));
                 let _ = child.wait();

@@ -40,18 +40,17 @@ pub fn save(file: &Path, old: &str, new: &str) -> anyhow::Result<()> {
         return Ok(());
     }
     if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir)?;
+        crate::fsperm::create_dir(dir, 0o777)?;
     }
     // The file as it was before Baton first changed it; empty when Baton made it.
     // Both private: the agents' files can hold secrets (an MCP server's environment).
+    // The backup is on disk before the file changes: a power cut in between must not
+    // leave a changed file whose backup says Baton made it (`--uninstall` would delete it).
     let backup = backup_of(file);
     if !backup.exists() {
-        crate::fsperm::write_private(&backup, old.as_bytes())?;
+        crate::fsperm::write_atomic(&backup, old.as_bytes(), None)?;
     }
-    let mut tmp = file.as_os_str().to_owned();
-    tmp.push(".baton-tmp");
-    crate::fsperm::write_private(std::path::Path::new(&tmp), new.as_bytes())?;
-    std::fs::rename(&tmp, file)?;
+    crate::fsperm::write_atomic(file, new.as_bytes(), None)?;
     Ok(())
 }
 
@@ -73,6 +72,9 @@ pub fn remove_if_baton_made(file: &Path) -> anyhow::Result<bool> {
         let backup = backup_of(file);
         std::fs::remove_file(file).with_context(|| format!("removing {}", file.display()))?;
         let _ = std::fs::remove_file(&backup);
+        if let Some(dir) = file.parent() {
+            crate::fsperm::sync_dir(dir)?;
+        }
     }
     Ok(made)
 }
@@ -99,10 +101,7 @@ pub fn write_whole(file: &Path, text: &str) -> anyhow::Result<()> {
     if let Some(dir) = file.parent() {
         crate::fsperm::create_private_dir(dir)?;
     }
-    let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = file.with_file_name(format!("{name}.baton-tmp"));
-    crate::fsperm::write_private(&tmp, text.as_bytes())?;
-    std::fs::rename(&tmp, file)?;
+    crate::fsperm::write_atomic(file, text.as_bytes(), None)?;
     Ok(())
 }
 

@@ -182,9 +182,9 @@ pub fn mark(data_dir: &Path, agent: Agent, registered: bool) -> anyhow::Result<(
     let file = marker(data_dir, agent);
     if registered {
         crate::fsperm::create_private_dir(file.parent().context("marker dir")?)?;
-        crate::fsperm::write_private(&file, b"")?;
-    } else {
-        let _ = std::fs::remove_file(file);
+        crate::fsperm::write_atomic(&file, b"", None)?;
+    } else if std::fs::remove_file(&file).is_ok() {
+        crate::fsperm::sync_dir(file.parent().context("marker dir")?)?;
     }
     Ok(())
 }

@@ -2,7 +2,6 @@
 //! small script calling this `baton`, marked as Baton's so that `--uninstall` removes exactly
 //! it; another tool's hook of the same name is left alone.
 
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -47,6 +46,7 @@ impl Hook<'_> {
         if uninstall {
             if ours {
                 std::fs::remove_file(&file)?;
+                crate::fsperm::sync_dir(&dir)?;
                 return Ok(Some(format!("removed Baton's git {} hook {}", self.name, file.display())));
             }
             return Ok(None);
@@ -62,9 +62,9 @@ impl Hook<'_> {
                 self.then
             )));
         }
-        std::fs::create_dir_all(&dir)?;
-        std::fs::write(&file, self.script(exe))?;
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755))?;
+        crate::fsperm::create_dir(&dir, 0o777)?;
+        // Never half a script for git to run, nor one without Baton's mark.
+        crate::fsperm::write_atomic(&file, self.script(exe).as_bytes(), Some(0o755))?;
         Ok(Some(format!("git {} hook {}: {}", self.name, file.display(), self.does)))
     }
 }

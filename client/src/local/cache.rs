@@ -28,10 +28,8 @@ pub fn store(data_dir: &Path, project: &str, text: &str) -> anyhow::Result<()> {
         cached_at_us: crate::clock::now_us(),
     };
     // Hooks of parallel conversations store at once: each writes a temporary file of its
-    // own, then renames it over the brief.
-    let tmp = p.with_extension(format!("{}.tmp", uuid::Uuid::now_v7()));
-    crate::fsperm::write_private(&tmp, &serde_json::to_vec(&brief)?)?;
-    std::fs::rename(tmp, p)?;
+    // own (`write_atomic`), then renames it over the brief.
+    crate::fsperm::write_atomic(&p, &serde_json::to_vec(&brief)?, None)?;
     Ok(())
 }
 

@@ -38,9 +38,7 @@ pub fn store(data_dir: &Path, project: &str, held: &[Reservation]) -> anyhow::Re
         seen_at_us: crate::clock::now_us(),
         reservations: held.iter().map(prost::Message::encode_to_vec).collect(),
     };
-    let tmp = p.with_extension(format!("{}.tmp", uuid::Uuid::now_v7()));
-    crate::fsperm::write_private(&tmp, &serde_json::to_vec(&cached)?)?;
-    std::fs::rename(tmp, p)?;
+    crate::fsperm::write_atomic(&p, &serde_json::to_vec(&cached)?, None)?;
     Ok(())
 }
 

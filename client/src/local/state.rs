@@ -168,10 +168,14 @@ impl Store {
     /// them (`unsaved`) without parsing every record (the module's header).
     pub fn mark_unsaved(&self, agent: &str, agent_session_id: &str, unsaved: bool) {
         let marker = self.path(agent, agent_session_id).with_extension("unsaved");
+        // Written (and its folder synced) only when it changes: most calls find it as wanted.
+        if unsaved == marker.exists() {
+            return;
+        }
         if unsaved {
-            let _ = crate::fsperm::write_private(&marker, b"");
-        } else {
-            let _ = fs::remove_file(marker);
+            let _ = crate::fsperm::write_atomic(&marker, b"", None);
+        } else if fs::remove_file(marker).is_ok() {
+            let _ = crate::fsperm::sync_dir(&self.dir);
         }
     }
 
@@ -236,9 +240,7 @@ impl Store {
         let mut state: AgentSession =
             fs::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
         let out = f(&mut state);
-        let tmp = path.with_extension("tmp");
-        crate::fsperm::write_private(&tmp, &serde_json::to_vec(&state)?)?;
-        fs::rename(&tmp, &path)?;
+        crate::fsperm::write_atomic(&path, &serde_json::to_vec(&state)?, None)?;
         Ok(out)
     }
 }

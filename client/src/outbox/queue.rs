@@ -279,21 +279,24 @@ impl Locked<'_> {
     }
 }
 
-/// Write-then-rename, so a crash never leaves half an entry.
-/// Syncs a journaled entry that stays queued (gone already is fine: a flusher sent it).
+/// Syncs a journaled entry that stays queued, its bytes and its name (gone already is fine:
+/// a flusher sent it).
 pub fn sync(path: &Path) -> anyhow::Result<()> {
     match File::open(path) {
-        Ok(f) => Ok(f.sync_all()?),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e.into()),
+        Ok(f) => f.sync_all()?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e.into()),
     }
+    if let Some(dir) = path.parent() {
+        crate::fsperm::sync_dir(dir)?;
+    }
+    Ok(())
 }
 
+/// Write-then-rename, synced: a crash or a power cut never leaves half an entry or loses a
+/// queued one.
 fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let tmp = path.with_extension("tmp");
-    crate::fsperm::write_private_synced(&tmp, bytes)?;
-    fs::rename(&tmp, path)?;
-    Ok(())
+    Ok(crate::fsperm::write_atomic(path, bytes, None)?)
 }
 
 #[cfg(test)]

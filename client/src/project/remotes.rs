@@ -61,10 +61,9 @@ fn store(file: &Path, remembered: &Remembered) -> anyhow::Result<()> {
     if let Some(dir) = file.parent() {
         crate::fsperm::create_private_dir(dir)?;
     }
-    // Unique per process: hooks of several agents may write the same repository's at once.
-    let tmp = file.with_extension(format!("{}.tmp", std::process::id()));
-    crate::fsperm::write_private(&tmp, &serde_json::to_vec(remembered)?)?;
-    std::fs::rename(tmp, file)?;
+    // Hooks of several agents may write the same repository's at once: each through a
+    // temporary file of its own.
+    crate::fsperm::write_atomic(file, &serde_json::to_vec(remembered)?, None)?;
     Ok(())
 }
 

@@ -5,7 +5,7 @@
 //! returns). `fsync` and `fsyncdir` are answered, never ENOSYS (the kernel would stop asking).
 
 use std::ffi::OsStr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
@@ -57,6 +57,11 @@ fn attr(ino: Ino, inode: &Inode, links: u32) -> FileAttr {
 }
 
 impl LazyFs {
+    /// A file system whose file syncs also keep every earlier name change (`Model::journaled`).
+    pub fn journaled() -> Self {
+        Self { model: Arc::new(Mutex::new(Model::journaled())) }
+    }
+
     /// The model (a test cuts the power with `crash`).
     pub fn model(&self) -> MutexGuard<'_, Model> {
         // A panic under the lock is a test's failure already; the model stays usable.
@@ -211,7 +216,7 @@ impl Filesystem for LazyFs {
         reply: ReplyData,
     ) {
         match self.model().read(ino.0, offset, size) {
-            Ok(data) => reply.data(data),
+            Ok(data) => reply.data(&data),
             Err(f) => reply.error(errno(f)),
         }
     }
@@ -302,7 +307,13 @@ impl Filesystem for LazyFs {
         reply: ReplyCreate,
     ) {
         let mut m = self.model();
-        let made = m.create(parent.0, name, Node::File(Vec::new()), mode & !umask, (req.uid(), req.gid()));
+        let made = m.create(
+            parent.0,
+            name,
+            Node::File(super::data::Data::default()),
+            mode & !umask,
+            (req.uid(), req.gid()),
+        );
         match made {
             Ok(ino) => {
                 let a = m.get(ino).map(|i| attr(ino, i, 1));
@@ -344,6 +355,7 @@ impl Filesystem for LazyFs {
 pub struct Mounted {
     pub fs: LazyFs,
     session: fuser::BackgroundSession,
+    dir: PathBuf,
 }
 
 impl Mounted {
@@ -359,11 +371,21 @@ impl Mounted {
         config.mount_options = vec![MountOption::FSName("lazyfs".into()), MountOption::DefaultPermissions];
         config.acl = SessionACL::All;
         let session = fuser::spawn_mount(fs.clone(), dir, &config)?;
-        Ok(Self { fs, session })
+        Ok(Self { fs, session, dir: dir.to_owned() })
     }
 
-    /// Unmounts (every process using it gone first) and gives the model back.
+    /// A power cut: every process using the mount is killed at once, the mount goes, all that
+    /// was not synced is dropped, and the file system is mounted again with what is left.
+    pub fn cut_power(self) -> std::io::Result<Self> {
+        let dir = self.dir.clone();
+        let fs = self.unmount()?;
+        fs.model().crash();
+        Self::with(&dir, fs)
+    }
+
+    /// Unmounts (every process still using it killed first) and gives the model back.
     pub fn unmount(self) -> std::io::Result<LazyFs> {
+        super::users::kill_all(&self.dir)?;
         self.session.umount_and_join()?;
         Ok(self.fs)
     }

@@ -3,5 +3,7 @@
 //! it, and the power-loss cycles that run the server and the client on such a mount, build on
 //! this.
 
+pub mod data;
 pub mod fuse;
 pub mod model;
+pub mod users;

@@ -9,10 +9,16 @@
 //! drops everything volatile: what is left is the durable state, without the inodes no
 //! durable name reaches.
 //!
+//! That is POSIX, and the model's default. `Model::journaled` is the rule ext4's and XFS's
+//! journals follow, which Postgres relies on (it syncs a new relation file, never the folder
+//! naming it): a file's sync also makes every name change made before it durable.
+//!
 //! Pure: the FUSE layer serves from it, and its rules are tested here without a mount.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
+
+use super::data::Data;
 
 /// An inode number; the root directory is `ROOT`.
 pub type Ino = u64;
@@ -21,7 +27,7 @@ pub const ROOT: Ino = 1;
 /// What an inode is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Node {
-    File(Vec<u8>),
+    File(Data),
     Dir(BTreeMap<OsString, Ino>),
     Symlink(OsString),
 }
@@ -67,6 +73,7 @@ pub struct Model {
     volatile: HashMap<Ino, Inode>,
     durable: HashMap<Ino, Inode>,
     next: Ino,
+    journaled: bool,
 }
 
 impl Default for Model {
@@ -76,11 +83,17 @@ impl Default for Model {
             volatile: HashMap::from([(ROOT, root.clone())]),
             durable: HashMap::from([(ROOT, root)]),
             next: ROOT + 1,
+            journaled: false,
         }
     }
 }
 
 impl Model {
+    /// A model whose file syncs also make every earlier name change durable (see above).
+    pub fn journaled() -> Self {
+        Self { journaled: true, ..Self::default() }
+    }
+
     /// An inode as every read sees it.
     pub fn get(&self, ino: Ino) -> Option<&Inode> {
         self.volatile.get(&ino)
@@ -206,7 +219,7 @@ impl Model {
         false
     }
 
-    fn data_mut(&mut self, ino: Ino) -> Result<&mut Vec<u8>> {
+    fn data_mut(&mut self, ino: Ino) -> Result<&mut Data> {
         match &mut self.volatile.get_mut(&ino).ok_or(Fault::NotFound)?.node {
             Node::File(data) => Ok(data),
             Node::Dir(_) => Err(Fault::IsDir),
@@ -214,13 +227,9 @@ impl Model {
         }
     }
 
-    pub fn read(&self, ino: Ino, offset: u64, size: u32) -> Result<&[u8]> {
+    pub fn read(&self, ino: Ino, offset: u64, size: u32) -> Result<Vec<u8>> {
         match &self.volatile.get(&ino).ok_or(Fault::NotFound)?.node {
-            Node::File(data) => {
-                let start = usize::try_from(offset).unwrap_or(usize::MAX).min(data.len());
-                let end = start.saturating_add(size as usize).min(data.len());
-                Ok(&data[start..end])
-            }
+            Node::File(data) => Ok(data.read(usize::try_from(offset).unwrap_or(usize::MAX), size as usize)),
             Node::Dir(_) => Err(Fault::IsDir),
             Node::Symlink(_) => Err(Fault::Invalid),
         }
@@ -229,17 +238,14 @@ impl Model {
     pub fn write(&mut self, ino: Ino, offset: u64, bytes: &[u8]) -> Result<()> {
         let data = self.data_mut(ino)?;
         let start = usize::try_from(offset).map_err(|_| Fault::Invalid)?;
-        let end = start.checked_add(bytes.len()).ok_or(Fault::Invalid)?;
-        if data.len() < end {
-            data.resize(end, 0);
-        }
-        data[start..end].copy_from_slice(bytes);
+        start.checked_add(bytes.len()).ok_or(Fault::Invalid)?;
+        data.write(start, bytes);
         Ok(())
     }
 
     pub fn truncate(&mut self, ino: Ino, size: u64) -> Result<()> {
         let size = usize::try_from(size).map_err(|_| Fault::Invalid)?;
-        self.data_mut(ino)?.resize(size, 0);
+        self.data_mut(ino)?.resize(size);
         Ok(())
     }
 
@@ -265,6 +271,17 @@ impl Model {
         let now = self.volatile.get(&ino).ok_or(Fault::NotFound)?.clone();
         let Node::Dir(entries) = &now.node else {
             self.durable.insert(ino, now);
+            if self.journaled {
+                let dirs: Vec<Ino> = self
+                    .volatile
+                    .iter()
+                    .filter(|(_, i)| matches!(i.node, Node::Dir(_)))
+                    .map(|(d, _)| *d)
+                    .collect();
+                for dir in dirs {
+                    self.sync(dir)?;
+                }
+            }
             return Ok(());
         };
         // A child the directory now names but the disk never had is there, as it was
@@ -272,7 +289,7 @@ impl Model {
         for child in entries.values() {
             if !self.durable.contains_key(child) {
                 let kind = match &self.volatile[child].node {
-                    Node::File(_) => Node::File(Vec::new()),
+                    Node::File(_) => Node::File(Data::default()),
                     Node::Dir(_) => Node::Dir(BTreeMap::new()),
                     Node::Symlink(target) => Node::Symlink(target.clone()),
                 };
@@ -319,15 +336,35 @@ impl Model {
 mod tests {
     use super::*;
 
+    #[test]
+    fn journaled_a_files_sync_keeps_the_names_made_before_it() {
+        for journaled in [false, true] {
+            let mut m = if journaled { Model::journaled() } else { Model::default() };
+            let d = m.create(ROOT, OsStr::new("base"), Node::Dir(BTreeMap::new()), 0o755, (0, 0)).unwrap();
+            let f = file(&mut m, d, "PG_VERSION", "15");
+            let other = file(&mut m, ROOT, "other", "unsynced");
+            m.sync(f).unwrap();
+            m.crash();
+            let base = m.lookup(ROOT, OsStr::new("base"));
+            assert_eq!(base.is_ok(), journaled, "journaled: {journaled}");
+            if journaled {
+                assert_eq!(text(&m, base.unwrap(), "PG_VERSION").as_deref(), Some("15"));
+                // The other file's name is kept, its unsynced data is not.
+                assert_eq!(text(&m, ROOT, "other").as_deref(), Some(""));
+            }
+            let _ = other;
+        }
+    }
+
     fn file(m: &mut Model, dir: Ino, name: &str, text: &str) -> Ino {
-        let ino = m.create(dir, OsStr::new(name), Node::File(Vec::new()), 0o644, (0, 0)).unwrap();
+        let ino = m.create(dir, OsStr::new(name), Node::File(Data::default()), 0o644, (0, 0)).unwrap();
         m.write(ino, 0, text.as_bytes()).unwrap();
         ino
     }
 
     fn text(m: &Model, dir: Ino, name: &str) -> Option<String> {
         let ino = m.lookup(dir, OsStr::new(name)).ok()?;
-        Some(String::from_utf8(m.read(ino, 0, u32::MAX).ok()?.to_vec()).unwrap())
+        Some(String::from_utf8(m.read(ino, 0, u32::MAX).ok()?).unwrap())
     }
 
     #[test]
@@ -417,7 +454,7 @@ mod tests {
         assert_eq!(m.remove(ROOT, OsStr::new("d"), true), Err(Fault::NotEmpty));
         assert_eq!(m.remove(ROOT, OsStr::new("d"), false), Err(Fault::IsDir));
         assert_eq!(
-            m.create(ROOT, OsStr::new("d"), Node::File(Vec::new()), 0o644, (0, 0)),
+            m.create(ROOT, OsStr::new("d"), Node::File(Data::default()), 0o644, (0, 0)),
             Err(Fault::Exists)
         );
         assert_eq!(m.lookup(ROOT, OsStr::new("none")), Err(Fault::NotFound));

@@ -188,9 +188,7 @@ pub fn record(config: &Path, handlers: &[Handler]) -> anyhow::Result<usize> {
     if let Some(dir) = config.parent() {
         crate::fsperm::create_private_dir(dir)?;
     }
-    let tmp = config.with_extension("toml.baton-tmp");
-    crate::fsperm::write_private(&tmp, text.as_bytes())?;
-    std::fs::rename(&tmp, config)?;
+    crate::fsperm::write_atomic(config, text.as_bytes(), None)?;
     Ok(changed)
 }
 

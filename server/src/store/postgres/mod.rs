@@ -17,6 +17,35 @@ use crate::store::writer::Writer;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Connections for searches, apart from the 16 of everything else.
 const SEARCH_CONNECTIONS: u32 = 4;
+/// How long the server waits for a Postgres that is still starting up.
+const RECOVERY_WAIT: Duration = Duration::from_mins(5);
+
+/// The first connection. Postgres refuses connections while it starts up, and after a
+/// crash or a power cut that is while it replays its WAL: a server started beside it (the
+/// machine coming back) waits for it, rather than fail to start.
+async fn connect_first(options: &PgConnectOptions) -> anyhow::Result<Conn> {
+    let deadline = tokio::time::Instant::now() + RECOVERY_WAIT;
+    let mut said = false;
+    loop {
+        let tried = tokio::time::timeout(CONNECT_TIMEOUT, <Conn as sqlx::Connection>::connect_with(options))
+            .await
+            .map_err(|_| anyhow::anyhow!("no answer from Postgres within {CONNECT_TIMEOUT:?}"))?;
+        match tried {
+            Ok(conn) => return Ok(conn),
+            // 57P03 cannot_connect_now: starting up, recovering.
+            Err(sqlx::Error::Database(e))
+                if e.code().as_deref() == Some("57P03") && tokio::time::Instant::now() < deadline =>
+            {
+                if !said {
+                    tracing::info!(reason = %e.message(), "Postgres is starting up; waiting for it");
+                    said = true;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
 
 /// A pool of at most `max` connections, as every pool of the store is made.
 fn pool_options(max: u32) -> PgPoolOptions {
@@ -67,10 +96,7 @@ impl PgStore {
         let options: PgConnectOptions = url.parse()?;
         // Migrated first, on a connection of its own: the pool's connections prepare
         // statements on the tables as they connect.
-        let mut conn =
-            tokio::time::timeout(CONNECT_TIMEOUT, <Conn as sqlx::Connection>::connect_with(&options))
-                .await
-                .map_err(|_| anyhow::anyhow!("no answer from Postgres within {CONNECT_TIMEOUT:?}"))??;
+        let mut conn = connect_first(&options).await?;
         crate::store::schema::migrate_postgres(&mut conn, &MIGRATOR).await?;
         apply::install(&mut conn).await?;
         if let Err(e) = sqlx::Connection::close(conn).await {

@@ -1,0 +1,210 @@
+//! The server through power cuts: writers put notes (their own keys and one they all
+//! overwrite) and create checkpoints with payloads, watchers stream the project's events,
+//! and every reply and event is recorded; then the power is cut. After every restart: the
+//! server starts; every acknowledged note and checkpoint is there, each checkpoint read back
+//! whole and passing its digest; revisions are gapless and the log replays to the stored
+//! notes; every event a watcher was sent is in the log, unchanged.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use baton_proto::v1::{
+    CheckpointKind, CheckpointState, CreateCheckpointRequest, Event, GetCheckpointRequest, ListMemoryRequest,
+    WatchCursor, WatchRequest, event,
+};
+use baton_tests::lazyfs::fuse::LazyFs;
+use baton_tests::postgres::Cluster;
+use baton_tests::{Backend, Clients, Server, both};
+use tokio_stream::StreamExt as _;
+
+use crate::{all_events, assert_gapless, put_note, start_session, write};
+
+const PROJECT: &str = "github.com/power/cuts";
+
+/// What the server acknowledged and what the watchers were sent.
+#[derive(Default)]
+struct Acked {
+    notes: HashMap<String, String>,
+    /// Checkpoint id → its payload.
+    checkpoints: HashMap<String, Vec<u8>>,
+    /// The checkpoints acknowledged since the last check.
+    fresh: Vec<String>,
+    watched: Vec<Event>,
+}
+
+/// A pseudo-random number below `n`, different every call.
+fn below(n: u64) -> u64 {
+    u64::from_le_bytes(uuid::Uuid::new_v4().as_bytes()[..8].try_into().unwrap_or_default()) % n
+}
+
+async fn power_cycles(backend: Backend) {
+    let (mnt, logs) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    // Postgres syncs a new relation file, never the folder naming it: it relies on the
+    // journal of ext4 or XFS keeping the name with the file (`LazyFs::journaled`).
+    let fs = if backend == Backend::Postgres { LazyFs::journaled() } else { LazyFs::default() };
+    let Some(mut mounted) = super::mount(mnt.path(), fs) else { return };
+    let mut cluster = match backend {
+        Backend::Sqlite => None,
+        Backend::Postgres => Some(
+            Cluster::create_durable_in(mnt.path(), &logs.path().join("postgres.log")).expect("a cluster"),
+        ),
+    };
+    let url = match &cluster {
+        None => format!("sqlite://{}/baton.db", mnt.path().display()),
+        Some(cluster) => cluster.fresh_database().await.unwrap(),
+    };
+    let acked = Arc::new(Mutex::new(Acked::default()));
+    let mut session = None;
+    let cycles = super::cycles();
+    for cycle in 0..=cycles {
+        let mut server = Server::start_on(backend, &url, &[])
+            .unwrap_or_else(|e| panic!("cycle {cycle}: the server does not start on what is left: {e:#}"));
+        let mut c = server.clients().await;
+        // Nothing else runs while it checks.
+        let mut so_far = std::mem::take(&mut *acked.lock().unwrap());
+        let head = check(&mut c, cycle, &mut so_far, cycle == cycles).await;
+        *acked.lock().unwrap() = so_far;
+        if cycle == cycles {
+            break;
+        }
+        let sid = match &session {
+            Some(id) => String::clone(id),
+            None => session.insert(start_session(&mut c, PROJECT).await.id).clone(),
+        };
+        let watchers: Vec<_> = (0..2).map(|_| tokio::spawn(watch(c.clone(), head, acked.clone()))).collect();
+        let writers: Vec<_> =
+            (0..4).map(|w| tokio::spawn(writer(c.clone(), w, cycle, sid.clone(), acked.clone()))).collect();
+        tokio::time::sleep(Duration::from_millis(100 + below(300))).await;
+
+        server.kill9();
+        if let Some(cluster) = &mut cluster {
+            cluster.stop(false);
+        }
+        for task in writers.into_iter().chain(watchers) {
+            task.await.unwrap();
+        }
+        mounted = mounted.cut_power().expect("the power cut");
+        if let Some(cluster) = &mut cluster {
+            cluster.start().unwrap_or_else(|e| panic!("cycle {cycle}: Postgres does not start: {e:#}"));
+        }
+    }
+    let acked = acked.lock().unwrap();
+    let writes = acked.notes.len() + acked.checkpoints.len();
+    assert!(writes > cycles * 5, "load too light: {writes} acknowledged writes in {cycles} cycles");
+    assert!(
+        acked.watched.len() > cycles,
+        "watchers too idle: {} events in {cycles} cycles",
+        acked.watched.len()
+    );
+    drop(cluster);
+    mounted.unmount().unwrap();
+}
+both!(power_cycles);
+
+/// Writes until the server is gone; writer 0 creates checkpoints, the others put notes.
+async fn writer(mut c: Clients, w: usize, cycle: usize, sid: String, acked: Arc<Mutex<Acked>>) {
+    for i in 0.. {
+        if w == 0 {
+            let payload: Vec<u8> = (0..below(20_000)).map(|b| (b % 251) as u8).collect();
+            let request = CreateCheckpointRequest {
+                session_id: sid.clone(),
+                kind: CheckpointKind::Auto as i32,
+                state: Some(CheckpointState { phase: format!("{cycle}/{i}"), ..Default::default() }),
+                payload: payload.clone(),
+                payload_content_type: "application/octet-stream".into(),
+                write: write(),
+                ..Default::default()
+            };
+            let Ok(r) = c.checkpoints.create_checkpoint(request).await else { return };
+            let id = r.into_inner().checkpoint.map(|c| c.id).unwrap_or_default();
+            let mut acked = acked.lock().unwrap();
+            acked.fresh.push(id.clone());
+            acked.checkpoints.insert(id, payload);
+        } else {
+            let key = if i % 5 == 0 { "shared".to_owned() } else { format!("c{cycle}-w{w}-{i}") };
+            let value = format!("{cycle}/{w}/{i}");
+            if put_note(&mut c, PROJECT, &key, &value, write()).await.is_err() {
+                return;
+            }
+            acked.lock().unwrap().notes.insert(key, value);
+        }
+    }
+}
+
+/// Records every event streamed after `head` until the server is gone.
+async fn watch(mut c: Clients, head: i64, acked: Arc<Mutex<Acked>>) {
+    let request = WatchRequest {
+        cursors: vec![WatchCursor { project: PROJECT.into(), after_revision: head }],
+        kinds: vec![],
+    };
+    let Ok(stream) = c.events.watch(request).await else { return };
+    let mut stream = stream.into_inner();
+    while let Some(Ok(e)) = stream.next().await {
+        acked.lock().unwrap().watched.push(e);
+    }
+}
+
+/// Checks the restarted server against what was acknowledged; returns the project's head
+/// revision. Checkpoints are read back whole: those of the last cycle and a sample of the
+/// others (`all`: every one).
+async fn check(c: &mut Clients, cycle: usize, acked: &mut Acked, all: bool) -> i64 {
+    let stored: HashMap<String, String> = crate::all_memory(
+        c,
+        ListMemoryRequest { project: PROJECT.into(), include_evicted: true, ..Default::default() },
+    )
+    .await
+    .into_iter()
+    .map(|e| (e.key, e.content))
+    .collect();
+    for (key, value) in acked.notes.iter().filter(|(k, _)| k.as_str() != "shared") {
+        assert_eq!(stored.get(key), Some(value), "cycle {cycle}: acknowledged note {key} lost");
+    }
+    if acked.notes.contains_key("shared") {
+        assert!(stored.contains_key("shared"), "cycle {cycle}: the shared note lost");
+    }
+
+    let events = all_events(c, PROJECT).await;
+    assert_gapless(&events);
+    let mut replayed = HashMap::new();
+    for e in &events {
+        if let Some(event::Value::Memory(m)) = &e.value
+            && m.category == "note"
+            && let Some(entry) = m.entries.first()
+        {
+            replayed.insert(m.key.clone(), entry.content.clone());
+        }
+    }
+    assert_eq!(replayed, stored, "cycle {cycle}: the log does not replay to the stored notes");
+    let by_revision: HashMap<i64, &Event> = events.iter().map(|e| (e.revision, e)).collect();
+    for seen in &acked.watched {
+        assert_eq!(
+            by_revision.get(&seen.revision),
+            Some(&seen),
+            "cycle {cycle}: a watcher was sent revision {} and the log lost or changed it",
+            seen.revision
+        );
+    }
+
+    let mut read_back = std::mem::take(&mut acked.fresh);
+    if all {
+        read_back = acked.checkpoints.keys().cloned().collect();
+    } else if !acked.checkpoints.is_empty() {
+        let ids: Vec<&String> = acked.checkpoints.keys().collect();
+        read_back.extend((0..10).map(|_| ids[below(ids.len() as u64) as usize].clone()));
+    }
+    for id in &read_back {
+        let payload = &acked.checkpoints[id];
+        let got = c
+            .checkpoints
+            .get_checkpoint(GetCheckpointRequest { checkpoint_id: id.clone(), include_payload: true })
+            .await
+            .unwrap_or_else(|e| panic!("cycle {cycle}: acknowledged checkpoint {id}: {e}"))
+            .into_inner()
+            .checkpoint
+            .unwrap_or_default();
+        assert!(!got.corrupt, "cycle {cycle}: checkpoint {id} fails its digest");
+        assert_eq!(&got.payload, payload, "cycle {cycle}: checkpoint {id}'s payload changed");
+    }
+    events.last().map_or(0, |e| e.revision)
+}
