@@ -376,6 +376,20 @@ impl ClientEnv {
         self.home.path().join(".baton")
     }
 
+    /// `baton args…` in `dir`, in this environment (and no other), not started yet.
+    pub fn command(&self, dir: &std::path::Path, args: &[&str]) -> Command {
+        let mut cmd = Command::new(binary("baton"));
+        cmd.args(args)
+            .current_dir(dir)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.home.path())
+            .env("BATON_HOME", self.baton_home())
+            .env("BATON_SERVER", &self.server)
+            .env("USER", "dev");
+        cmd
+    }
+
     /// Runs `baton args…` in `dir` with `stdin`.
     pub fn run(&self, dir: &std::path::Path, args: &[&str], stdin: &str) -> Output {
         self.run_with_env(dir, args, stdin, &[])
@@ -391,15 +405,8 @@ impl ClientEnv {
     ) -> Output {
         use std::io::Write as _;
         let started = Instant::now();
-        let mut child = Command::new(binary("baton"))
-            .args(args)
-            .current_dir(dir)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.home.path())
-            .env("BATON_HOME", self.baton_home())
-            .env("BATON_SERVER", &self.server)
-            .env("USER", "dev")
+        let mut child = self
+            .command(dir, args)
             .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

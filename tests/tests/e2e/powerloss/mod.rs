@@ -4,6 +4,7 @@
 //! killed at once and everything not synced dropped — and starts again on what is left.
 //! `BATON_POWER_CYCLES` sets the number of cycles (default 100 per backend).
 
+mod client;
 mod server;
 
 use std::path::Path;
@@ -13,6 +14,11 @@ use baton_tests::lazyfs::fuse::{LazyFs, Mounted};
 /// Cycles per run.
 fn cycles() -> usize {
     std::env::var("BATON_POWER_CYCLES").ok().and_then(|n| n.parse().ok()).unwrap_or(100)
+}
+
+/// A pseudo-random number below `n`, different every call.
+fn below(n: u64) -> u64 {
+    u64::from_le_bytes(uuid::Uuid::new_v4().as_bytes()[..8].try_into().unwrap_or_default()) % n
 }
 
 /// `fs` mounted at `dir`, or (outside CI, where FUSE cannot mount) `None` after saying why.

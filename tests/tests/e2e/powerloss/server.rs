@@ -18,6 +18,7 @@ use baton_tests::postgres::Cluster;
 use baton_tests::{Backend, Clients, Server, both};
 use tokio_stream::StreamExt as _;
 
+use super::below;
 use crate::{all_events, assert_gapless, put_note, start_session, write};
 
 const PROJECT: &str = "github.com/power/cuts";
@@ -31,11 +32,6 @@ struct Acked {
     /// The checkpoints acknowledged since the last check.
     fresh: Vec<String>,
     watched: Vec<Event>,
-}
-
-/// A pseudo-random number below `n`, different every call.
-fn below(n: u64) -> u64 {
-    u64::from_le_bytes(uuid::Uuid::new_v4().as_bytes()[..8].try_into().unwrap_or_default()) % n
 }
 
 async fn power_cycles(backend: Backend) {

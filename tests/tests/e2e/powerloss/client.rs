@@ -1,0 +1,210 @@
+//! The client through power cuts: its home (the offline queue, the conversations' records
+//! and journals, markers, the cached brief, its config) and the agents' settings files
+//! `init` writes, all on the mount. Each cycle runs the client as a user and the hooks would
+//! with the hub down — `init` and `init --uninstall` over the user's own settings, hooks of
+//! a conversation, notes added — then `baton sync` with the hub up, and cuts the power at a
+//! random moment. After every cut: the client starts; every file Baton wrote is whole; the
+//! user's own settings are intact (`--uninstall` keeps them); and, once synced, every note
+//! the client said it queued is on the hub, written exactly once.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use baton_proto::v1::{EventKind, event};
+use baton_tests::lazyfs::fuse::LazyFs;
+use baton_tests::{Backend, ClientEnv, Server, git_repo};
+use serde_json::json;
+
+const PROJECT: &str = "github.com/power/client";
+/// The user's own Claude Code settings, there before Baton.
+const USER_SETTINGS: &str = r#"{"model": "opus", "permissions": {"allow": ["Bash(ls)"]}}"#;
+
+/// What a cycle's commands were told; the one running now (to stop it with the power).
+#[derive(Default)]
+struct Said {
+    /// Note key → content, for every `memory add` that said it queued the note.
+    queued: Mutex<HashMap<String, String>>,
+    running: AtomicU32,
+    stop: AtomicBool,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_power_cycles() {
+    let mnt = tempfile::tempdir().unwrap();
+    let Some(mut mounted) = super::mount(mnt.path(), LazyFs::default()) else { return };
+    let hub = Server::start(Backend::Sqlite).await.unwrap();
+    let repo = git_repo(&format!("https://{PROJECT}.git"));
+    let home = tempfile::tempdir_in(mnt.path()).unwrap();
+    std::fs::create_dir(home.path().join(".claude")).unwrap();
+    let settings = home.path().join(".claude/settings.json");
+    std::fs::write(&settings, USER_SETTINGS).unwrap();
+    for synced in [settings.as_path(), &home.path().join(".claude"), home.path(), mnt.path()] {
+        std::fs::File::open(synced).unwrap().sync_all().unwrap();
+    }
+    let offline = ClientEnv { home, server: "http://127.0.0.1:1".into() };
+    let said = Arc::new(Said::default());
+    let cycles = super::cycles();
+    for cycle in 0..cycles {
+        let driver = {
+            let (said, dir, hub_url) = (said.clone(), repo.path().to_owned(), hub.url());
+            let home = offline.home.path().to_owned();
+            std::thread::spawn(move || run_cycle(cycle, &home, &dir, &hub_url, &said))
+        };
+        tokio::time::sleep(Duration::from_millis(50 + super::below(1500))).await;
+        said.stop.store(true, Ordering::SeqCst);
+        let pid = said.running.load(Ordering::SeqCst);
+        if pid != 0 {
+            let _ = std::process::Command::new("kill").args(["-9", &pid.to_string()]).status();
+        }
+        driver.join().unwrap();
+        said.stop.store(false, Ordering::SeqCst);
+        mounted = mounted.cut_power().expect("the power cut");
+
+        check_files(cycle, offline.home.path(), &settings);
+        let online = ClientEnv { home: tempfile::TempDir::new().unwrap(), server: hub.url() };
+        let status = command(&online, offline.home.path(), repo.path(), &["status"]).output().unwrap();
+        assert!(status.status.success(), "cycle {cycle}: the client does not start: {status:?}");
+        let sync = command(&online, offline.home.path(), repo.path(), &["sync"]).output().unwrap();
+        assert!(sync.status.success(), "cycle {cycle}: sync failed: {sync:?}");
+        let queued = said.queued.lock().unwrap().clone();
+        check_hub(cycle, &hub, &queued).await;
+    }
+    assert!(said.queued.lock().unwrap().len() > cycles, "too few notes queued in {cycles} cycles");
+    drop(offline);
+    mounted.unmount().unwrap();
+}
+
+/// `baton args…` with `home` as its home, talking to `env`'s hub.
+fn command(env: &ClientEnv, home: &Path, dir: &Path, args: &[&str]) -> std::process::Command {
+    let mut cmd = env.command(dir, args);
+    cmd.env("HOME", home).env("BATON_HOME", home.join(".baton"));
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd
+}
+
+/// One cycle's commands, until told to stop: what a user and an agent's hooks do with the hub
+/// down, then a sync with it up.
+fn run_cycle(cycle: usize, home: &Path, dir: &Path, hub: &str, said: &Said) {
+    let offline = ClientEnv { home: tempfile::TempDir::new().unwrap(), server: "http://127.0.0.1:1".into() };
+    let online = ClientEnv { home: tempfile::TempDir::new().unwrap(), server: hub.into() };
+    let conversation = format!("0c1e0000-0000-4000-8000-{cycle:012}");
+    let hook = |event: &str, extra: serde_json::Value| {
+        let mut v = json!({"session_id": conversation, "cwd": dir, "hook_event_name": event});
+        if let (Some(obj), serde_json::Value::Object(more)) = (v.as_object_mut(), extra) {
+            obj.extend(more);
+        }
+        v.to_string()
+    };
+    let call =
+        json!({"tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_response": {"stdout": "a"}});
+    let mut steps: Vec<(Vec<String>, String, bool)> = vec![
+        (vec!["init".into(), "claude".into()], String::new(), false),
+        (vec!["init".into(), "codex".into(), "--trust".into()], String::new(), false),
+        (vec!["init".into(), "gemini".into()], String::new(), false),
+        (
+            vec!["hook".into(), "claude".into(), "SessionStart".into()],
+            hook("SessionStart", json!({"source": "startup"})),
+            false,
+        ),
+    ];
+    for i in 0..6 {
+        steps.push((
+            vec!["hook".into(), "claude".into(), "PostToolUse".into()],
+            hook("PostToolUse", call.clone()),
+            false,
+        ));
+        steps.push((
+            ["memory", "add", "note", &format!("note {cycle}/{i}"), "--key", &format!("k{cycle}-{i}")]
+                .map(String::from)
+                .to_vec(),
+            String::new(),
+            false,
+        ));
+    }
+    steps.push((vec!["hook".into(), "claude".into(), "Stop".into()], hook("Stop", json!({})), false));
+    if cycle.is_multiple_of(3) {
+        steps.push((vec!["init".into(), "claude".into(), "--uninstall".into()], String::new(), false));
+    }
+    steps.push((vec!["sync".into()], String::new(), true));
+    for (args, stdin, up) in steps {
+        if said.stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let env = if up { &online } else { &offline };
+        let Ok(mut child) = command(env, home, dir, &args).spawn() else { return };
+        said.running.store(child.id(), Ordering::SeqCst);
+        if let Some(mut input) = child.stdin.take() {
+            let _ = std::io::Write::write_all(&mut input, stdin.as_bytes());
+        }
+        let Ok(out) = child.wait_with_output() else { return };
+        said.running.store(0, Ordering::SeqCst);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if out.status.success() && args.starts_with(&["memory", "add"]) && stdout.contains("queued") {
+            said.queued.lock().unwrap().insert(args[5].to_owned(), args[3].to_owned());
+        }
+    }
+}
+
+/// Every file Baton writes is whole after the cut, and the user's settings are theirs.
+fn check_files(cycle: usize, home: &Path, settings: &Path) {
+    let mut stack = vec![home.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path: PathBuf = entry.path();
+            if entry.file_type().unwrap().is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let name = path.to_string_lossy();
+            assert!(!name.ends_with(".baton-tmp"), "cycle {cycle}: a temporary file left: {name}");
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            if name.ends_with(".json") && !name.ends_with(".baton-backup") {
+                assert!(
+                    serde_json::from_str::<serde_json::Value>(&text).is_ok(),
+                    "cycle {cycle}: {name} is not whole JSON: {text:?}"
+                );
+            } else if name.ends_with(".toml") {
+                assert!(
+                    text.parse::<toml::Table>().is_ok(),
+                    "cycle {cycle}: {name} is not whole TOML: {text:?}"
+                );
+            }
+        }
+    }
+    let user: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(settings).unwrap()).unwrap();
+    assert_eq!(user["model"], "opus", "cycle {cycle}: the user's settings lost: {user}");
+    // `--uninstall` leaves the user's own file (a backup that came back empty would have
+    // said Baton made it).
+    let env = ClientEnv { home: tempfile::TempDir::new().unwrap(), server: "http://127.0.0.1:1".into() };
+    let out = command(&env, home, home, &["init", "claude", "--uninstall"]).output().unwrap();
+    assert!(out.status.success(), "cycle {cycle}: {out:?}");
+    let user: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(settings).unwrap()).unwrap();
+    assert_eq!(user["model"], "opus", "cycle {cycle}: --uninstall after the cut took the user's settings");
+}
+
+/// Every note the client said it queued is on the hub, written once.
+async fn check_hub(cycle: usize, hub: &Server, queued: &HashMap<String, String>) {
+    let mut c = hub.clients().await;
+    let events = crate::all_events(&mut c, PROJECT).await;
+    crate::assert_gapless(&events);
+    let mut writes: HashMap<&str, Vec<&str>> = HashMap::new();
+    for e in events.iter().filter(|e| e.kind == EventKind::MemoryChanged as i32) {
+        if let Some(event::Value::Memory(m)) = &e.value
+            && let Some(entry) = m.entries.first()
+        {
+            writes.entry(m.key.as_str()).or_default().push(entry.content.as_str());
+        }
+    }
+    for (key, content) in queued {
+        assert_eq!(
+            writes.get(key.as_str()),
+            Some(&vec![content.as_str()]),
+            "cycle {cycle}: note {key} was said queued: it must be on the hub, written once"
+        );
+    }
+}
