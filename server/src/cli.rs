@@ -108,9 +108,7 @@ async fn export<S: Store>(store: &S, output: &std::path::Path, project: Option<&
     let report = if output.as_os_str() == "-" {
         crate::archive::export(store, project, std::io::stdout().lock()).await?
     } else {
-        let file =
-            std::fs::File::create(output).with_context(|| format!("cannot create {}", output.display()))?;
-        crate::archive::export(store, project, std::io::BufWriter::new(file)).await?
+        export_file(store, output, project).await?
     };
     for (project, lines) in &report {
         eprintln!("exported {project}: {lines} records");
@@ -120,6 +118,34 @@ async fn export<S: Store>(store: &S, output: &std::path::Path, project: Option<&
         if report.len() == 1 { "1 project".to_owned() } else { format!("{} projects", report.len()) }
     );
     Ok(())
+}
+
+/// Writes the archive beside `output` and renames it over when it is whole and synced: a
+/// failed export or a power cut leaves the archive that was there, never a part of one.
+async fn export_file<S: Store>(
+    store: &S,
+    output: &std::path::Path,
+    project: Option<&str>,
+) -> anyhow::Result<Vec<(String, u64)>> {
+    let name = output.file_name().with_context(|| format!("{} is not a file name", output.display()))?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".{}.baton-tmp", std::process::id()));
+    let tmp = output.with_file_name(tmp_name);
+    let written = async {
+        let file = std::fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+        let mut out = std::io::BufWriter::new(file);
+        let report = crate::archive::export(store, project, &mut out).await?;
+        out.into_inner().map_err(std::io::IntoInnerError::into_error)?.sync_all()?;
+        std::fs::rename(&tmp, output).with_context(|| format!("cannot write {}", output.display()))?;
+        crate::disk::sync_dir(crate::disk::parent_of(output))?;
+        anyhow::Ok(report)
+    }
+    .await;
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 async fn import<S: Store>(

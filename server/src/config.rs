@@ -318,8 +318,7 @@ impl Config {
         })?;
         let dir: PathBuf = dirs.data_dir().to_path_buf();
         // Private to this user (`store::sqlite::files` keeps the files so).
-        std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
-            .create(&dir)
+        crate::disk::create_dir_all(&dir, 0o700)
             .map_err(|e| anyhow::anyhow!("cannot create data directory {}: {e}", dir.display()))?;
         Ok(format!("sqlite://{}", dir.join("baton.db").display()))
     }

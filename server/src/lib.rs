@@ -11,6 +11,7 @@ pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod core;
+pub mod disk;
 pub mod error;
 pub mod events;
 pub mod jobs;

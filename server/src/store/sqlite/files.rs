@@ -4,9 +4,9 @@
 //! gives its `-wal` and `-shm` files the database file's mode); an existing database's
 //! files that others may read are tightened to 0600 on start, and the log says so.
 
-use std::fs::{DirBuilder, OpenOptions, Permissions};
+use std::fs::{OpenOptions, Permissions};
 use std::io::ErrorKind;
-use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
+use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
 /// The mode of the data directory Baton makes.
@@ -17,13 +17,11 @@ const FILE_MODE: u32 = 0o600;
 /// Makes the database's directory and file private before SQLite opens `path`, and
 /// tightens the files of an existing one.
 pub fn make_private(path: &Path) -> std::io::Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
-        && !dir.exists()
-    {
-        DirBuilder::new().recursive(true).mode(DIR_MODE).create(dir)?;
-    }
+    // Made with their names on disk: a power cut after the first acknowledged write must
+    // not take the new folder, or the new file, away with it.
+    crate::disk::create_dir_all(crate::disk::parent_of(path), DIR_MODE)?;
     match OpenOptions::new().write(true).create_new(true).mode(FILE_MODE).open(path) {
-        Ok(_) => {}
+        Ok(_) => crate::disk::sync_dir(crate::disk::parent_of(path))?,
         Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
         Err(e) => return Err(e),
     }

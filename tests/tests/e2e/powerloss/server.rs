@@ -47,7 +47,8 @@ async fn power_cycles(backend: Backend) {
         ),
     };
     let url = match &cluster {
-        None => format!("sqlite://{}/baton.db", mnt.path().display()),
+        // In folders the server makes: their names must outlive the first cut too.
+        None => format!("sqlite://{}/data/baton/baton.db", mnt.path().display()),
         Some(cluster) => cluster.fresh_database().await.unwrap(),
     };
     let acked = Arc::new(Mutex::new(Acked::default()));
@@ -203,4 +204,38 @@ async fn check(c: &mut Clients, cycle: usize, acked: &mut Acked, all: bool) -> i
         assert_eq!(&got.payload, payload, "cycle {cycle}: checkpoint {id}'s payload changed");
     }
     events.last().map_or(0, |e| e.revision)
+}
+
+/// `baton-server export` onto the mount, then the power cut: the archive is whole and
+/// imports; an export over it that fails leaves it as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_export_survives_a_power_cut() {
+    let mnt = tempfile::tempdir().unwrap();
+    let Some(mut mounted) = super::mount(mnt.path(), LazyFs::default()) else { return };
+    let server = Server::start(Backend::Sqlite).await.unwrap();
+    let mut c = server.clients().await;
+    for i in 0..20 {
+        put_note(&mut c, PROJECT, &format!("k{i}"), &format!("v{i}"), write()).await.unwrap();
+    }
+    let archive = mnt.path().join("baton.archive").display().to_string();
+    let (ok, _, err) = server.admin_command(&["export", "--output", &archive]);
+    assert!(ok, "{err}");
+    mounted = mounted.cut_power().expect("the power cut");
+    // A failed export (no such project) leaves the archive there as it was.
+    let (ok, _, _) =
+        server.admin_command(&["export", "--output", &archive, "--project", "github.com/no/such"]);
+    assert!(!ok);
+    mounted = mounted.cut_power().expect("the power cut");
+
+    let team = Server::start(Backend::Sqlite).await.unwrap();
+    let (ok, out, err) = team.admin_command(&["import", "--input", &archive]);
+    assert!(ok, "the archive after the cut does not import: {err}");
+    assert!(out.contains("imported 40, already present 0"), "{out}");
+    let names: Vec<String> = std::fs::read_dir(mnt.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["baton.archive"], "only the archive, no temporary file");
+    mounted.unmount().unwrap();
 }
