@@ -1,4 +1,5 @@
-//! The processes using a mount (their working directory, root or an open file is on it), and
+//! The processes using a mount (their working directory, root or an open file is on it, or
+//! their environment names it), and
 //! ending them: a power cut stops every program at once, and the mount cannot go while one
 //! holds it.
 
@@ -6,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// The ids of the other processes whose working directory, root or an open file is under
-/// `dir`.
+/// `dir`, or whose environment names it.
 pub fn using(dir: &Path) -> Vec<u32> {
     let me = std::process::id();
     let Ok(procs) = std::fs::read_dir("/proc") else { return Vec::new() };
@@ -21,6 +22,14 @@ fn uses(pid: u32, dir: &Path) -> bool {
     let base = PathBuf::from(format!("/proc/{pid}"));
     let under = |link: PathBuf| std::fs::read_link(link).is_ok_and(|p| p.starts_with(dir));
     if under(base.join("cwd")) || under(base.join("root")) {
+        return true;
+    }
+    // A program whose environment names the mount (its HOME there) may open a file on it at
+    // any moment, between this look and the unmount: it goes too.
+    let named = dir.as_os_str().as_encoded_bytes();
+    if std::fs::read(base.join("environ"))
+        .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var.windows(named.len()).any(|w| w == named)))
+    {
         return true;
     }
     std::fs::read_dir(base.join("fd")).is_ok_and(|fds| fds.flatten().any(|fd| under(fd.path())))

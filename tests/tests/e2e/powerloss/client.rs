@@ -1,8 +1,9 @@
 //! The client through power cuts: its home (the offline queue, the conversations' records
 //! and journals, markers, the cached brief, its config) and the agents' settings files
-//! `init` writes, all on the mount. Each cycle runs the client as a user and the hooks would
-//! with the hub down — `init` and `init --uninstall` over the user's own settings, hooks of
-//! a conversation, notes added — then `baton sync` with the hub up, and cuts the power at a
+//! `init` writes, all on the mount. Each cycle runs the client as a user and the hooks would:
+//! a warmup with the hub up (the brief cached), then with it down `init` and `init
+//! --uninstall` over the user's own settings, hooks of a conversation, notes added, then
+//! `baton sync` with the hub up, and cuts the power at a
 //! random moment. After every cut: the client starts; every file Baton wrote is whole; the
 //! user's own settings are intact (`--uninstall` keeps them); and, once synced, every note
 //! the client said it queued is on the hub, written exactly once.
@@ -101,7 +102,10 @@ fn run_cycle(cycle: usize, home: &Path, dir: &Path, hub: &str, said: &Said) {
     };
     let call =
         json!({"tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_response": {"stdout": "a"}});
+    // (arguments, stdin, with the hub up)
     let mut steps: Vec<(Vec<String>, String, bool)> = vec![
+        // The brief cached while the hub is up, for the SessionStart without it.
+        (vec!["warmup".into()], String::new(), true),
         (vec!["init".into(), "claude".into()], String::new(), false),
         (vec!["init".into(), "codex".into(), "--trust".into()], String::new(), false),
         (vec!["init".into(), "gemini".into()], String::new(), false),
