@@ -56,6 +56,28 @@ pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
 /// cut leaves the old contents or the new, never neither, an empty file or a part: a file
 /// beside it, synced, renamed over it, the folder synced.
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> std::io::Result<()> {
+    replace_whole(path, bytes, mode)?;
+    let path = std::fs::canonicalize(path)?;
+    match path.parent() {
+        Some(dir) => sync_dir(dir),
+        None => Ok(()),
+    }
+}
+
+/// `write_atomic` without the folder's sync, for a file rewritten on every hook (a
+/// conversation's record): a power cut leaves the old contents or the new, each whole, but
+/// may take the new; a caller that needs the new one kept, or writes a new name, uses
+/// `write_atomic`.
+pub fn replace_whole(path: &Path, bytes: &[u8], mode: Option<u32>) -> std::io::Result<()> {
+    // A file that is a link (settings kept in a dotfiles repository) is replaced where the
+    // link points, and stays a link.
+    let target;
+    let path = if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        target = std::fs::canonicalize(path)?;
+        target.as_path()
+    } else {
+        path
+    };
     let tmp = temp_beside(path);
     let written = (|| {
         let mut file = open_private(&tmp, false)?;
@@ -73,11 +95,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> std::io::Re
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
-    written?;
-    match path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        Some(dir) => sync_dir(dir),
-        None => sync_dir(Path::new(".")),
-    }
+    written
 }
 
 /// A name beside `path` no other writer uses (`NAME.PID-RANDOM.baton-tmp`).
@@ -149,8 +167,17 @@ mod tests {
         assert_eq!(std::fs::metadata(&hook)?.permissions().mode() & 0o777, 0o755);
         let names: Vec<_> = std::fs::read_dir(root.path())?.flatten().map(|e| e.file_name()).collect();
         assert_eq!(names.len(), 2, "temporary files left: {names:?}");
+        assert_eq!(std::fs::metadata(&file)?.permissions().mode() & 0o777, 0o600);
         // A folder that is missing fails the write and leaves nothing.
         assert!(write_atomic(&root.path().join("no/such"), b"x", None).is_err());
+        // Through a link: the file it points to changes, the link stays.
+        let real = root.path().join("dotfiles-settings.json");
+        std::fs::write(&real, "{}")?;
+        let link = root.path().join("linked.json");
+        std::os::unix::fs::symlink(&real, &link)?;
+        write_atomic(&link, b"{\"b\":2}", None)?;
+        assert!(std::fs::symlink_metadata(&link)?.file_type().is_symlink());
+        assert_eq!(std::fs::read(&real)?, b"{\"b\":2}");
         Ok(())
     }
 }

@@ -107,6 +107,13 @@ async fn purge<S: Store>(
 async fn export<S: Store>(store: &S, output: &std::path::Path, project: Option<&str>) -> anyhow::Result<()> {
     let report = if output.as_os_str() == "-" {
         crate::archive::export(store, project, std::io::stdout().lock()).await?
+    } else if std::fs::symlink_metadata(output).is_ok_and(|m| !m.file_type().is_file()) {
+        // Not a file to replace (a device such as /dev/null, a pipe, a link): written to.
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(output)
+            .with_context(|| format!("cannot open {}", output.display()))?;
+        crate::archive::export(store, project, std::io::BufWriter::new(file)).await?
     } else {
         export_file(store, output, project).await?
     };

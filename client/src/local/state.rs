@@ -237,10 +237,20 @@ impl Store {
         let lock =
             File::options().create(true).truncate(false).write(true).open(path.with_extension("lock"))?;
         lock.lock()?;
+        let before = fs::read(&path).ok();
         let mut state: AgentSession =
-            fs::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default();
+            before.as_deref().and_then(|b| serde_json::from_slice(b).ok()).unwrap_or_default();
         let out = f(&mut state);
-        crate::fsperm::write_atomic(&path, &serde_json::to_vec(&state)?, None)?;
+        let after = serde_json::to_vec(&state)?;
+        // Most hooks' updates change nothing (a notice already given, HEAD where it was): no
+        // write. A new record's name is synced (the conversation's session must be known
+        // after a power cut); a changed one is replaced whole, and a cut may bring back the
+        // one before (its counts and last checkpoint, which the next hooks carry on from).
+        match before {
+            Some(b) if b == after => {}
+            Some(_) => crate::fsperm::replace_whole(&path, &after, None)?,
+            None => crate::fsperm::write_atomic(&path, &after, None)?,
+        }
         Ok(out)
     }
 }

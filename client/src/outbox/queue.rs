@@ -71,6 +71,15 @@ pub struct InFlight {
     _claim: File,
 }
 
+/// An entry its process leaves unsent (a hook out of time, a failed send) stays queued for
+/// the next flush: it is synced then, bytes and name, so a power cut cannot leave its name
+/// without its bytes. Sent, it is gone already and this costs one failed open.
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let _ = sync(&self.path);
+    }
+}
+
 /// The entry at `path`, claimed for sending by this process; `None` when another process
 /// holds it (in flight there) or it is gone (delivered).
 pub fn claim(path: &Path) -> anyhow::Result<Option<File>> {

@@ -303,10 +303,24 @@ impl Filesystem for LazyFs {
         name: &OsStr,
         mode: u32,
         umask: u32,
-        _flags: i32,
+        flags: i32,
         reply: ReplyCreate,
     ) {
         let mut m = self.model();
+        // Two processes may create the same file at once (a lock file): without O_EXCL the
+        // second opens the first's.
+        if flags & libc::O_EXCL == 0
+            && let Ok(ino) = m.lookup(parent.0, name)
+        {
+            let truncated = if flags & libc::O_TRUNC != 0 { m.truncate(ino, 0) } else { Ok(()) };
+            let a = truncated.map(|()| m.get(ino).map(|i| attr(ino, i, m.links(ino))));
+            match a {
+                Ok(Some(a)) => reply.created(&TTL, &a, Generation(0), FileHandle(0), FopenFlags::empty()),
+                Ok(None) => reply.error(Errno::EIO),
+                Err(f) => reply.error(errno(f)),
+            }
+            return;
+        }
         let made = m.create(
             parent.0,
             name,

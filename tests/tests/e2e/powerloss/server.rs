@@ -221,21 +221,26 @@ async fn an_export_survives_a_power_cut() {
     let (ok, _, err) = server.admin_command(&["export", "--output", &archive]);
     assert!(ok, "{err}");
     mounted = mounted.cut_power().expect("the power cut");
-    // A failed export (no such project) leaves the archive there as it was.
+    let kept = std::fs::read(&archive).expect("the archive after the cut");
+    // A failed export (no such project) leaves the archive there as it was, and nothing else.
     let (ok, _, _) =
         server.admin_command(&["export", "--output", &archive, "--project", "github.com/no/such"]);
     assert!(!ok);
-    mounted = mounted.cut_power().expect("the power cut");
-
-    let team = Server::start(Backend::Sqlite).await.unwrap();
-    let (ok, out, err) = team.admin_command(&["import", "--input", &archive]);
-    assert!(ok, "the archive after the cut does not import: {err}");
-    assert!(out.contains("imported 40, already present 0"), "{out}");
+    assert_eq!(std::fs::read(&archive).unwrap(), kept, "a failed export changed the archive");
     let names: Vec<String> = std::fs::read_dir(mnt.path())
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(names, ["baton.archive"], "only the archive, no temporary file");
+    mounted = mounted.cut_power().expect("the power cut");
+    // An export to something that is not a file is written to, not replaced.
+    let (ok, _, err) = server.admin_command(&["export", "--output", "/dev/null"]);
+    assert!(ok && std::fs::metadata("/dev/null").is_ok_and(|m| !m.is_file()), "{err}");
+
+    let team = Server::start(Backend::Sqlite).await.unwrap();
+    let (ok, out, err) = team.admin_command(&["import", "--input", &archive]);
+    assert!(ok, "the archive after the cut does not import: {err}");
+    assert!(out.contains("imported 40, already present 0"), "{out}");
     mounted.unmount().unwrap();
 }
