@@ -98,6 +98,19 @@ pub fn replace_whole(path: &Path, bytes: &[u8], mode: Option<u32>) -> std::io::R
     written
 }
 
+/// Replaces a cache file (a brief, a view of the reservations, remembered remotes) through
+/// a file of its own beside it, unsynced: hooks write them on every start, and a sync costs
+/// more than the cache saves. A power cut may leave one empty, gone or old; its reader takes
+/// anything it cannot parse as no cache, and the hub has the truth.
+pub fn write_cache(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = temp_beside(path);
+    let written = write_private(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
 /// A name beside `path` no other writer uses (`NAME.PID-RANDOM.baton-tmp`).
 fn temp_beside(path: &Path) -> PathBuf {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();

@@ -28,8 +28,8 @@ pub fn store(data_dir: &Path, project: &str, text: &str) -> anyhow::Result<()> {
         cached_at_us: crate::clock::now_us(),
     };
     // Hooks of parallel conversations store at once: each writes a temporary file of its
-    // own (`write_atomic`), then renames it over the brief.
-    crate::fsperm::write_atomic(&p, &serde_json::to_vec(&brief)?, None)?;
+    // own (`write_cache`), then renames it over the brief.
+    crate::fsperm::write_cache(&p, &serde_json::to_vec(&brief)?)?;
     Ok(())
 }
 

@@ -38,7 +38,7 @@ pub fn store(data_dir: &Path, project: &str, held: &[Reservation]) -> anyhow::Re
         seen_at_us: crate::clock::now_us(),
         reservations: held.iter().map(prost::Message::encode_to_vec).collect(),
     };
-    crate::fsperm::write_atomic(&p, &serde_json::to_vec(&cached)?, None)?;
+    crate::fsperm::write_cache(&p, &serde_json::to_vec(&cached)?)?;
     Ok(())
 }
 

@@ -63,7 +63,7 @@ fn store(file: &Path, remembered: &Remembered) -> anyhow::Result<()> {
     }
     // Hooks of several agents may write the same repository's at once: each through a
     // temporary file of its own.
-    crate::fsperm::write_atomic(file, &serde_json::to_vec(remembered)?, None)?;
+    crate::fsperm::write_cache(file, &serde_json::to_vec(remembered)?)?;
     Ok(())
 }
 

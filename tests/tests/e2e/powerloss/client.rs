@@ -165,8 +165,12 @@ fn check_files(cycle: usize, home: &Path, settings: &Path) {
                 continue;
             }
             let name = path.to_string_lossy();
-            // A temporary file whose name another process's folder sync kept is never read.
-            if name.ends_with(".baton-tmp") {
+            // A temporary file whose name another process's folder sync kept is never read;
+            // caches (briefs, reservation views, remotes) are written unsynced, and their
+            // readers take what they cannot parse as no cache (the status and sync below run
+            // over them).
+            let cache = ["briefs", "reservations", "remotes"].iter().any(|c| dir.ends_with(c));
+            if name.ends_with(".baton-tmp") || cache {
                 continue;
             }
             let text = std::fs::read_to_string(&path).unwrap_or_default();
