@@ -158,7 +158,11 @@ impl Store {
     pub fn take(&self, agent: &str, key: &str) -> Option<AgentSession> {
         let path = self.path(agent, key);
         let found = self.get(agent, key);
-        let _ = fs::remove_file(&path);
+        // Taken for good: a pending resume a power cut brought back would be applied to
+        // another new conversation.
+        if fs::remove_file(&path).is_ok() {
+            let _ = crate::fsperm::sync_dir(&self.dir);
+        }
         let _ = fs::remove_file(path.with_extension("lock"));
         found
     }

@@ -284,6 +284,10 @@ impl Locked<'_> {
         for p in &dead {
             fs::remove_file(p)?;
         }
+        // Cleared for good: the user read them, a power cut must not bring them back.
+        if !dead.is_empty() {
+            crate::fsperm::sync_dir(&self.queue.dead_dir())?;
+        }
         Ok(dead.len())
     }
 }

@@ -31,6 +31,9 @@ struct Acked {
     checkpoints: HashMap<String, Vec<u8>>,
     /// The checkpoints acknowledged since the last check.
     fresh: Vec<String>,
+    /// The highest revision acknowledged, of any write and of the shared note's.
+    revision: i64,
+    shared_revision: i64,
     watched: Vec<Event>,
 }
 
@@ -114,17 +117,23 @@ async fn writer(mut c: Clients, w: usize, cycle: usize, sid: String, acked: Arc<
                 ..Default::default()
             };
             let Ok(r) = c.checkpoints.create_checkpoint(request).await else { return };
-            let id = r.into_inner().checkpoint.map(|c| c.id).unwrap_or_default();
+            let r = r.into_inner();
+            let id = r.checkpoint.map(|c| c.id).unwrap_or_default();
             let mut acked = acked.lock().unwrap();
+            acked.revision = acked.revision.max(r.result.map_or(0, |r| r.revision));
             acked.fresh.push(id.clone());
             acked.checkpoints.insert(id, payload);
         } else {
             let key = if i % 5 == 0 { "shared".to_owned() } else { format!("c{cycle}-w{w}-{i}") };
             let value = format!("{cycle}/{w}/{i}");
-            if put_note(&mut c, PROJECT, &key, &value, write()).await.is_err() {
-                return;
+            let Ok(r) = put_note(&mut c, PROJECT, &key, &value, write()).await else { return };
+            let revision = r.result.map_or(0, |r| r.revision);
+            let mut acked = acked.lock().unwrap();
+            acked.revision = acked.revision.max(revision);
+            if key == "shared" {
+                acked.shared_revision = acked.shared_revision.max(revision);
             }
-            acked.lock().unwrap().notes.insert(key, value);
+            acked.notes.insert(key, value);
         }
     }
 }
@@ -146,14 +155,19 @@ async fn watch(mut c: Clients, head: i64, acked: Arc<Mutex<Acked>>) {
 /// revision. Checkpoints are read back whole: those of the last cycle and a sample of the
 /// others (`all`: every one).
 async fn check(c: &mut Clients, cycle: usize, acked: &mut Acked, all: bool) -> i64 {
-    let stored: HashMap<String, String> = crate::all_memory(
+    let entries = crate::all_memory(
         c,
         ListMemoryRequest { project: PROJECT.into(), include_evicted: true, ..Default::default() },
     )
-    .await
-    .into_iter()
-    .map(|e| (e.key, e.content))
-    .collect();
+    .await;
+    // The note every writer overwrites holds the last acknowledged value or a later one.
+    let shared = entries.iter().find(|e| e.key == "shared").map_or(0, |e| e.record_revision);
+    assert!(
+        shared >= acked.shared_revision,
+        "cycle {cycle}: the shared note went back to revision {shared}; {} was acknowledged",
+        acked.shared_revision
+    );
+    let stored: HashMap<String, String> = entries.into_iter().map(|e| (e.key, e.content)).collect();
     for (key, value) in acked.notes.iter().filter(|(k, _)| k.as_str() != "shared") {
         assert_eq!(stored.get(key), Some(value), "cycle {cycle}: acknowledged note {key} lost");
     }
@@ -163,6 +177,12 @@ async fn check(c: &mut Clients, cycle: usize, acked: &mut Acked, all: bool) -> i
 
     let events = all_events(c, PROJECT).await;
     assert_gapless(&events);
+    let head = events.last().map_or(0, |e| e.revision);
+    assert!(
+        head >= acked.revision,
+        "cycle {cycle}: revision {} was acknowledged, the log ends at {head}",
+        acked.revision
+    );
     let mut replayed = HashMap::new();
     for e in &events {
         if let Some(event::Value::Memory(m)) = &e.value
@@ -203,7 +223,7 @@ async fn check(c: &mut Clients, cycle: usize, acked: &mut Acked, all: bool) -> i
         assert!(!got.corrupt, "cycle {cycle}: checkpoint {id} fails its digest");
         assert_eq!(&got.payload, payload, "cycle {cycle}: checkpoint {id}'s payload changed");
     }
-    events.last().map_or(0, |e| e.revision)
+    head
 }
 
 /// `baton-server export` onto the mount, then the power cut: the archive is whole and
