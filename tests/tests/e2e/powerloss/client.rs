@@ -73,6 +73,7 @@ async fn client_power_cycles() {
         assert!(sync.status.success(), "cycle {cycle}: sync failed: {sync:?}");
         let queued = said.queued.lock().unwrap().clone();
         check_hub(cycle, &hub, &queued).await;
+        super::progress("client", cycle + 1);
     }
     assert!(said.queued.lock().unwrap().len() > cycles, "too few notes queued in {cycles} cycles");
     drop(offline);

@@ -16,6 +16,13 @@ fn cycles() -> usize {
     std::env::var("BATON_POWER_CYCLES").ok().and_then(|n| n.parse().ok()).unwrap_or(100)
 }
 
+/// Says every hundredth cycle passed (a long run by hand shows how far it got).
+fn progress(what: &str, cycle: usize) {
+    if cycle > 0 && cycle.is_multiple_of(100) {
+        eprintln!("powerloss: {what}: {cycle} cycles passed");
+    }
+}
+
 /// A pseudo-random number below `n`, different every call.
 fn below(n: u64) -> u64 {
     u64::from_le_bytes(uuid::Uuid::new_v4().as_bytes()[..8].try_into().unwrap_or_default()) % n

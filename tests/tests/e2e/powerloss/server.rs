@@ -65,6 +65,7 @@ async fn power_cycles(backend: Backend) {
         let mut so_far = std::mem::take(&mut *acked.lock().unwrap());
         let head = check(&mut c, cycle, &mut so_far, cycle == cycles).await;
         *acked.lock().unwrap() = so_far;
+        super::progress(&format!("{backend:?}"), cycle);
         if cycle == cycles {
             break;
         }
