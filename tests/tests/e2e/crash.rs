@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use baton_proto::v1::{
     CheckpointKind, CheckpointState, CreateCheckpointRequest, ListCheckpointsRequest, ListMemoryRequest,
-    event,
 };
 use baton_tests::{Backend, Server, both};
 
@@ -100,16 +99,11 @@ async fn sigkill_cycles(backend: Backend) {
         let events = all_events(&mut c, &p).await;
         assert_gapless(&events);
         // Replaying the log reproduces the stored notes.
-        let mut replayed = HashMap::new();
-        for e in &events {
-            if let Some(event::Value::Memory(m)) = &e.value
-                && m.category == "note"
-                && let Some(entry) = m.entries.first()
-            {
-                replayed.insert(m.key.clone(), entry.content.clone());
-            }
-        }
-        assert_eq!(replayed, stored, "cycle {cycle}: the log does not replay to the stored notes");
+        assert_eq!(
+            crate::replay_notes(&events),
+            stored,
+            "cycle {cycle}: the log does not replay to the stored notes"
+        );
 
         let listed = c
             .checkpoints

@@ -229,6 +229,20 @@ pub async fn all_memory(c: &mut Clients, request: ListMemoryRequest) -> Vec<Memo
     }
 }
 
+/// The notes a log leaves (key → content), its events replayed in order.
+pub fn replay_notes(events: &[Event]) -> std::collections::HashMap<String, String> {
+    let mut notes = std::collections::HashMap::new();
+    for e in events {
+        if let Some(baton_proto::v1::event::Value::Memory(m)) = &e.value
+            && m.category == "note"
+            && let Some(entry) = m.entries.first()
+        {
+            notes.insert(m.key.clone(), entry.content.clone());
+        }
+    }
+    notes
+}
+
 /// Revisions are 1..=n, each with exactly one event.
 pub fn assert_gapless(events: &[Event]) {
     for (i, e) in events.iter().enumerate() {

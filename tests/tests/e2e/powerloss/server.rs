@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use baton_proto::v1::{
     CheckpointKind, CheckpointState, CreateCheckpointRequest, Event, GetCheckpointRequest, ListMemoryRequest,
-    WatchCursor, WatchRequest, event,
+    WatchCursor, WatchRequest,
 };
 use baton_tests::lazyfs::fuse::LazyFs;
 use baton_tests::postgres::Cluster;
@@ -184,16 +184,11 @@ async fn check(c: &mut Clients, cycle: usize, acked: &mut Acked, all: bool) -> i
         "cycle {cycle}: revision {} was acknowledged, the log ends at {head}",
         acked.revision
     );
-    let mut replayed = HashMap::new();
-    for e in &events {
-        if let Some(event::Value::Memory(m)) = &e.value
-            && m.category == "note"
-            && let Some(entry) = m.entries.first()
-        {
-            replayed.insert(m.key.clone(), entry.content.clone());
-        }
-    }
-    assert_eq!(replayed, stored, "cycle {cycle}: the log does not replay to the stored notes");
+    assert_eq!(
+        crate::replay_notes(&events),
+        stored,
+        "cycle {cycle}: the log does not replay to the stored notes"
+    );
     let by_revision: HashMap<i64, &Event> = events.iter().map(|e| (e.revision, e)).collect();
     for seen in &acked.watched {
         assert_eq!(
