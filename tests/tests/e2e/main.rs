@@ -188,9 +188,14 @@ pub async fn sessions_of(mut c: Clients, project: &str) -> Vec<Session> {
 
 /// Every event of a project, in order.
 pub async fn all_events(c: &mut Clients, project: &str) -> Vec<Event> {
+    events_after(c, project, 0).await
+}
+
+/// Every event of a project after revision `from`, in order.
+pub async fn events_after(c: &mut Clients, project: &str, from: i64) -> Vec<Event> {
     let mut out = Vec::new();
     loop {
-        let after = out.last().map_or(0, |e: &Event| e.revision);
+        let after = out.last().map_or(from, |e: &Event| e.revision);
         let page = c
             .events
             .list_events(ListEventsRequest {

@@ -3,7 +3,9 @@
 //! and every reply and event is recorded; then the power is cut. After every restart: the
 //! server starts; every acknowledged note and checkpoint is there, each checkpoint read back
 //! whole and passing its digest; revisions are gapless and the log replays to the stored
-//! notes; every event a watcher was sent is in the log, unchanged.
+//! notes; every event a watcher was sent is in the log, unchanged. Each cycle's check reads
+//! what that cycle added (its notes are on a branch of their own, its events follow the last
+//! check's); every hundredth reads everything, so a long run's checks do not grow with it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -11,7 +13,7 @@ use std::time::Duration;
 
 use baton_proto::v1::{
     CheckpointKind, CheckpointState, CreateCheckpointRequest, Event, GetCheckpointRequest, ListMemoryRequest,
-    WatchCursor, WatchRequest,
+    PutMemoryRequest, WatchCursor, WatchRequest,
 };
 use baton_tests::lazyfs::fuse::LazyFs;
 use baton_tests::postgres::Cluster;
@@ -19,7 +21,7 @@ use baton_tests::{Backend, Clients, Server, both};
 use tokio_stream::StreamExt as _;
 
 use super::below;
-use crate::{all_events, assert_gapless, put_note, start_session, write};
+use crate::{note_request, put_note, start_session, write};
 
 const PROJECT: &str = "github.com/power/cuts";
 
@@ -27,6 +29,8 @@ const PROJECT: &str = "github.com/power/cuts";
 #[derive(Default)]
 struct Acked {
     notes: HashMap<String, String>,
+    /// The notes acknowledged since the last check.
+    fresh_notes: Vec<String>,
     /// Checkpoint id → its payload.
     checkpoints: HashMap<String, Vec<u8>>,
     /// The checkpoints acknowledged since the last check.
@@ -34,7 +38,17 @@ struct Acked {
     /// The highest revision acknowledged, of any write and of the shared note's.
     revision: i64,
     shared_revision: i64,
+    /// Sent to watchers since the last check.
     watched: Vec<Event>,
+}
+
+/// What the checks read: the log (revision `i` at `i - 1`) and the notes it replays to.
+#[derive(Default)]
+struct Seen {
+    log: Vec<Event>,
+    replayed: HashMap<String, String>,
+    /// Events the watchers were sent, all told.
+    watched: usize,
 }
 
 async fn power_cycles(backend: Backend) {
@@ -55,6 +69,7 @@ async fn power_cycles(backend: Backend) {
         Some(cluster) => cluster.fresh_database().await.unwrap(),
     };
     let acked = Arc::new(Mutex::new(Acked::default()));
+    let mut seen = Seen::default();
     let mut session = None;
     let cycles = super::cycles();
     for cycle in 0..=cycles {
@@ -63,7 +78,7 @@ async fn power_cycles(backend: Backend) {
         let mut c = server.clients().await;
         // Nothing else runs while it checks.
         let mut so_far = std::mem::take(&mut *acked.lock().unwrap());
-        let head = check(&mut c, cycle, &mut so_far, cycle == cycles).await;
+        let head = check(&mut c, cycle, &mut so_far, &mut seen, cycle == cycles).await;
         *acked.lock().unwrap() = so_far;
         super::progress(&format!("{backend:?}"), cycle);
         if cycle == cycles {
@@ -93,11 +108,7 @@ async fn power_cycles(backend: Backend) {
     let acked = acked.lock().unwrap();
     let writes = acked.notes.len() + acked.checkpoints.len();
     assert!(writes > cycles * 5, "load too light: {writes} acknowledged writes in {cycles} cycles");
-    assert!(
-        acked.watched.len() > cycles,
-        "watchers too idle: {} events in {cycles} cycles",
-        acked.watched.len()
-    );
+    assert!(seen.watched > cycles, "watchers too idle: {} events in {cycles} cycles", seen.watched);
     drop(cluster);
     mounted.unmount().unwrap();
 }
@@ -125,14 +136,21 @@ async fn writer(mut c: Clients, w: usize, cycle: usize, sid: String, acked: Arc<
             acked.fresh.push(id.clone());
             acked.checkpoints.insert(id, payload);
         } else {
-            let key = if i % 5 == 0 { "shared".to_owned() } else { format!("c{cycle}-w{w}-{i}") };
+            // The shared note project-wide, the cycle's own on its branch.
+            let (key, branch) = match i % 5 {
+                0 => ("shared".to_owned(), String::new()),
+                _ => (format!("c{cycle}-w{w}-{i}"), branch_of(cycle)),
+            };
             let value = format!("{cycle}/{w}/{i}");
-            let Ok(r) = put_note(&mut c, PROJECT, &key, &value, write()).await else { return };
-            let revision = r.result.map_or(0, |r| r.revision);
+            let request = PutMemoryRequest { branch, ..note_request(PROJECT, &key, &value, write()) };
+            let Ok(r) = c.memory.put_memory(request).await else { return };
+            let revision = r.into_inner().result.map_or(0, |r| r.revision);
             let mut acked = acked.lock().unwrap();
             acked.revision = acked.revision.max(revision);
             if key == "shared" {
                 acked.shared_revision = acked.shared_revision.max(revision);
+            } else {
+                acked.fresh_notes.push(key.clone());
             }
             acked.notes.insert(key, value);
         }
@@ -152,55 +170,113 @@ async fn watch(mut c: Clients, head: i64, acked: Arc<Mutex<Acked>>) {
     }
 }
 
-/// Checks the restarted server against what was acknowledged; returns the project's head
-/// revision. Checkpoints are read back whole: those of the last cycle and a sample of the
-/// others (`all`: every one).
-async fn check(c: &mut Clients, cycle: usize, acked: &mut Acked, all: bool) -> i64 {
-    let entries = crate::all_memory(
-        c,
-        ListMemoryRequest { project: PROJECT.into(), include_evicted: true, ..Default::default() },
-    )
-    .await;
-    // The note every writer overwrites holds the last acknowledged value or a later one.
-    let shared = entries.iter().find(|e| e.key == "shared").map_or(0, |e| e.record_revision);
-    assert!(
-        shared >= acked.shared_revision,
-        "cycle {cycle}: the shared note went back to revision {shared}; {} was acknowledged",
-        acked.shared_revision
-    );
-    let stored: HashMap<String, String> = entries.into_iter().map(|e| (e.key, e.content)).collect();
-    for (key, value) in acked.notes.iter().filter(|(k, _)| k.as_str() != "shared") {
-        assert_eq!(stored.get(key), Some(value), "cycle {cycle}: acknowledged note {key} lost");
-    }
-    if acked.notes.contains_key("shared") {
-        assert!(stored.contains_key("shared"), "cycle {cycle}: the shared note lost");
-    }
+/// The branch a cycle's own notes are on.
+fn branch_of(cycle: usize) -> String {
+    format!("c{cycle}")
+}
 
-    let events = all_events(c, PROJECT).await;
-    assert_gapless(&events);
-    let head = events.last().map_or(0, |e| e.revision);
+/// Checks the restarted server against what was acknowledged and what the last check read;
+/// returns the project's head revision. Every hundredth cycle and the last (`last`) read the
+/// whole log and every note, the others what the cycle just cut added. Checkpoints are read
+/// back whole: those of the last cycle and a sample of the others (`last`: every one).
+async fn check(c: &mut Clients, cycle: usize, acked: &mut Acked, seen: &mut Seen, last: bool) -> i64 {
+    let full = last || cycle.is_multiple_of(100);
+    // The log: what earlier checks read is there unchanged (the whole of it, or its last
+    // event), and the rest follows without a gap.
+    let known = seen.log.len();
+    let from = if full { 0 } else { known.saturating_sub(1) };
+    let events = crate::events_after(c, PROJECT, from as i64).await;
+    for (i, before) in seen.log[from..].iter().enumerate() {
+        assert_eq!(
+            events.get(i),
+            Some(before),
+            "cycle {cycle}: revision {} was in the log before the cut, now lost or changed",
+            before.revision
+        );
+    }
+    let new = &events[known - from..];
+    for (i, e) in new.iter().enumerate() {
+        assert_eq!(e.revision, (known + i + 1) as i64, "cycle {cycle}: a gap in the log");
+    }
+    let added = crate::replay_notes(new);
+    seen.replayed.extend(added.clone());
+    seen.log.extend_from_slice(new);
+    let head = known as i64 + new.len() as i64;
     assert!(
         head >= acked.revision,
         "cycle {cycle}: revision {} was acknowledged, the log ends at {head}",
         acked.revision
     );
-    assert_eq!(
-        crate::replay_notes(&events),
-        stored,
-        "cycle {cycle}: the log does not replay to the stored notes"
-    );
-    let by_revision: HashMap<i64, &Event> = events.iter().map(|e| (e.revision, e)).collect();
-    for seen in &acked.watched {
+    seen.watched += acked.watched.len();
+    for sent in acked.watched.drain(..) {
+        let logged = usize::try_from(sent.revision - 1).ok().and_then(|i| seen.log.get(i));
         assert_eq!(
-            by_revision.get(&seen.revision),
-            Some(&seen),
+            logged,
+            Some(&sent),
             "cycle {cycle}: a watcher was sent revision {} and the log lost or changed it",
-            seen.revision
+            sent.revision
         );
     }
 
+    // The notes: every branch, or the project-wide ones and the last cycle's branch.
+    let branches = match cycle.checked_sub(1) {
+        _ if full => vec![None],
+        Some(cut) => vec![Some(String::new()), Some(branch_of(cut))],
+        None => vec![Some(String::new())],
+    };
+    let mut stored = HashMap::new();
+    let mut shared = 0;
+    for branch in branches {
+        let request = ListMemoryRequest {
+            project: PROJECT.into(),
+            branch,
+            include_evicted: true,
+            ..Default::default()
+        };
+        for e in crate::all_memory(c, request).await {
+            if e.key == "shared" {
+                shared = e.record_revision;
+            }
+            stored.insert(e.key, e.content);
+        }
+    }
+    // The note every writer overwrites holds the last acknowledged value or a later one.
+    assert!(
+        shared >= acked.shared_revision,
+        "cycle {cycle}: the shared note went back to revision {shared}; {} was acknowledged",
+        acked.shared_revision
+    );
+    let fresh = std::mem::take(&mut acked.fresh_notes);
+    let keys: Vec<&String> = if full { acked.notes.keys().collect() } else { fresh.iter().collect() };
+    for key in keys.into_iter().filter(|k| k.as_str() != "shared") {
+        assert_eq!(stored.get(key), acked.notes.get(key), "cycle {cycle}: acknowledged note {key} lost");
+    }
+    if acked.notes.contains_key("shared") {
+        assert!(stored.contains_key("shared"), "cycle {cycle}: the shared note lost");
+    }
+    // The log replays to the stored notes: all of them, or those read and those the new
+    // events wrote.
+    if full {
+        assert_eq!(seen.replayed, stored, "cycle {cycle}: the log does not replay to the stored notes");
+    } else {
+        for (key, value) in &stored {
+            assert_eq!(
+                seen.replayed.get(key),
+                Some(value),
+                "cycle {cycle}: note {key} is not what the log says"
+            );
+        }
+        for (key, value) in &added {
+            assert_eq!(
+                stored.get(key),
+                Some(value),
+                "cycle {cycle}: the log wrote note {key}, it is not stored"
+            );
+        }
+    }
+
     let mut read_back = std::mem::take(&mut acked.fresh);
-    if all {
+    if last {
         read_back = acked.checkpoints.keys().cloned().collect();
     } else if !acked.checkpoints.is_empty() {
         let ids: Vec<&String> = acked.checkpoints.keys().collect();
