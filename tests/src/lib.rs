@@ -378,14 +378,20 @@ impl ClientEnv {
 
     /// `baton args…` in `dir`, in this environment (and no other), not started yet.
     pub fn command(&self, dir: &std::path::Path, args: &[&str]) -> Command {
+        Self::command_at(self.home.path(), &self.server, dir, args)
+    }
+
+    /// `baton args…` in `dir` with `home` as its home (Baton's under it), talking to
+    /// `server`, and no other environment; not started yet.
+    pub fn command_at(home: &std::path::Path, server: &str, dir: &std::path::Path, args: &[&str]) -> Command {
         let mut cmd = Command::new(binary("baton"));
         cmd.args(args)
             .current_dir(dir)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.home.path())
-            .env("BATON_HOME", self.baton_home())
-            .env("BATON_SERVER", &self.server)
+            .env("HOME", home)
+            .env("BATON_HOME", home.join(".baton"))
+            .env("BATON_SERVER", server)
             .env("USER", "dev");
         cmd
     }

@@ -366,15 +366,15 @@ fn spawn_postmaster(
             .args(["-c", "max_connections=500", "-c", "shared_buffers=64MB"])
             .stdout(Stdio::null())
             .stderr(log);
-        if !durable {
-            // Tests need no durability from the database itself: nothing crashes the
-            // machine, and the test that restarts Postgres under load stops it cleanly.
-            cmd.args(["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]);
-        } else {
+        if durable {
             // After a crash Postgres first syncs the whole data directory, in case the
             // machine kept what the crashed server wrote. After a power cut nothing is left
             // to sync; file by file through FUSE that took most of a cycle, one syncfs none.
             cmd.args(["-c", "recovery_init_sync_method=syncfs"]);
+        } else {
+            // Tests need no durability from the database itself: nothing crashes the
+            // machine, and the test that restarts Postgres under load stops it cleanly.
+            cmd.args(["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]);
         }
         if let Some((uid, gid)) = user {
             cmd.uid(uid).gid(gid);

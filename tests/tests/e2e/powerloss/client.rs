@@ -3,10 +3,12 @@
 //! `init` writes, all on the mount. Each cycle runs the client as a user and the hooks would:
 //! a warmup with the hub up (the brief cached), then with it down `init` and `init
 //! --uninstall` over the user's own settings, hooks of a conversation, notes added, then
-//! `baton sync` with the hub up, and cuts the power at a
-//! random moment. After every cut: the client starts; every file Baton wrote is whole; the
-//! user's own settings are intact (`--uninstall` keeps them); and, once synced, every note
-//! the client said it queued is on the hub, written exactly once.
+//! `baton sync` with the hub up, and cuts the power at a random moment. Every fourth cycle
+//! the hub is not down but a black hole (it takes connections and never answers), so the cut
+//! finds writes in flight, journaled by processes waiting for an answer. After every cut: the
+//! client starts; every file Baton wrote is whole; the user's own settings are intact
+//! (`--uninstall` keeps them); and, once synced, nothing is left queued or refused, every note
+//! the client said it queued is on the hub, written exactly once, and no note twice.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -46,16 +48,24 @@ async fn client_power_cycles() {
     for synced in [settings.as_path(), &home.path().join(".claude"), home.path(), mnt.path()] {
         std::fs::File::open(synced).unwrap().sync_all().unwrap();
     }
-    let offline = ClientEnv { home, server: "http://127.0.0.1:1".into() };
+    let black_hole = black_hole();
+    // Writes the cuts left queued or in flight, all told.
+    let mut carried = 0;
     let said = Arc::new(Said::default());
     let cycles = super::cycles();
     for cycle in 0..cycles {
+        // Down (connections refused), or a black hole: then a hook waits for its budget, a
+        // command longer, and the cut finds them in flight.
+        let (down, cut_within) = match cycle % 4 {
+            3 => (black_hole.clone(), 4000),
+            _ => (DOWN.to_owned(), 1500),
+        };
         let driver = {
             let (said, dir, hub_url) = (said.clone(), repo.path().to_owned(), hub.url());
-            let home = offline.home.path().to_owned();
-            std::thread::spawn(move || run_cycle(cycle, &home, &dir, &hub_url, &said))
+            let home = home.path().to_owned();
+            std::thread::spawn(move || run_cycle(cycle, &home, &dir, [&down, &hub_url], &said))
         };
-        tokio::time::sleep(Duration::from_millis(50 + super::below(1500))).await;
+        tokio::time::sleep(Duration::from_millis(50 + super::below(cut_within))).await;
         said.stop.store(true, Ordering::SeqCst);
         let pid = said.running.load(Ordering::SeqCst);
         if pid != 0 {
@@ -65,34 +75,64 @@ async fn client_power_cycles() {
         said.stop.store(false, Ordering::SeqCst);
         mounted = mounted.cut_power().expect("the power cut");
 
-        check_files(cycle, offline.home.path(), &settings);
-        let online = ClientEnv { home: tempfile::TempDir::new().unwrap(), server: hub.url() };
-        let status = command(&online, offline.home.path(), repo.path(), &["status"]).output().unwrap();
+        check_files(cycle, home.path(), &settings);
+        carried += queue_files(home.path(), "pending").len();
+        let status = command(&hub.url(), home.path(), repo.path(), &["status"]).output().unwrap();
         assert!(status.status.success(), "cycle {cycle}: the client does not start: {status:?}");
-        let sync = command(&online, offline.home.path(), repo.path(), &["sync"]).output().unwrap();
+        let sync = command(&hub.url(), home.path(), repo.path(), &["sync"]).output().unwrap();
         assert!(sync.status.success(), "cycle {cycle}: sync failed: {sync:?}");
+        for (folder, what) in [("pending", "left queued"), ("dead", "refused by the hub")] {
+            let left = queue_files(home.path(), folder);
+            assert!(left.is_empty(), "cycle {cycle}: after the sync, writes {what}: {left:?}");
+        }
         let queued = said.queued.lock().unwrap().clone();
         check_hub(cycle, &hub, &queued).await;
         super::progress("client", cycle + 1);
     }
     assert!(said.queued.lock().unwrap().len() > cycles, "too few notes queued in {cycles} cycles");
-    drop(offline);
+    assert!(carried > cycles, "too few writes queued or in flight at the cuts: {carried} in {cycles} cycles");
+    drop(home);
     mounted.unmount().unwrap();
 }
 
-/// `baton args…` with `home` as its home, talking to `env`'s hub.
-fn command(env: &ClientEnv, home: &Path, dir: &Path, args: &[&str]) -> std::process::Command {
-    let mut cmd = env.command(dir, args);
-    cmd.env("HOME", home).env("BATON_HOME", home.join(".baton"));
+/// A hub that cannot be reached: nothing listens there.
+const DOWN: &str = "http://127.0.0.1:1";
+
+/// The URL of a hub that takes connections and never answers (each is held until its client
+/// closes it).
+fn black_hole() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            std::thread::spawn(move || std::io::copy(&mut conn, &mut std::io::sink()));
+        }
+    });
+    url
+}
+
+/// The entries in the client's queue `folder` ("pending" or "dead"), none when it has none.
+fn queue_files(home: &Path, folder: &str) -> Vec<String> {
+    match std::fs::read_dir(home.join(".baton/data/queue").join(folder)) {
+        Ok(entries) => entries
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| !name.ends_with(".baton-tmp"))
+            .collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => panic!("the queue's {folder} folder: {e}"),
+    }
+}
+
+/// `baton args…` with `home` as its home, talking to `hub`.
+fn command(hub: &str, home: &Path, dir: &Path, args: &[&str]) -> std::process::Command {
+    let mut cmd = ClientEnv::command_at(home, hub, dir, args);
     cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     cmd
 }
 
 /// One cycle's commands, until told to stop: what a user and an agent's hooks do with the hub
-/// down, then a sync with it up.
-fn run_cycle(cycle: usize, home: &Path, dir: &Path, hub: &str, said: &Said) {
-    let offline = ClientEnv { home: tempfile::TempDir::new().unwrap(), server: "http://127.0.0.1:1".into() };
-    let online = ClientEnv { home: tempfile::TempDir::new().unwrap(), server: hub.into() };
+/// `down`, then a sync with it `up`.
+fn run_cycle(cycle: usize, home: &Path, dir: &Path, [down, up]: [&str; 2], said: &Said) {
     let conversation = format!("0c1e0000-0000-4000-8000-{cycle:012}");
     let hook = |event: &str, extra: serde_json::Value| {
         let mut v = json!({"session_id": conversation, "cwd": dir, "hook_event_name": event});
@@ -135,13 +175,13 @@ fn run_cycle(cycle: usize, home: &Path, dir: &Path, hub: &str, said: &Said) {
         steps.push((vec!["init".into(), "claude".into(), "--uninstall".into()], String::new(), false));
     }
     steps.push((vec!["sync".into()], String::new(), true));
-    for (args, stdin, up) in steps {
+    for (args, stdin, online) in steps {
         if said.stop.load(Ordering::SeqCst) {
             return;
         }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let env = if up { &online } else { &offline };
-        let Ok(mut child) = command(env, home, dir, &args).spawn() else { return };
+        let hub = if online { up } else { down };
+        let Ok(mut child) = command(hub, home, dir, &args).spawn() else { return };
         said.running.store(child.id(), Ordering::SeqCst);
         if let Some(mut input) = child.stdin.take() {
             let _ = std::io::Write::write_all(&mut input, stdin.as_bytes());
@@ -192,8 +232,7 @@ fn check_files(cycle: usize, home: &Path, settings: &Path) {
     assert_eq!(user["model"], "opus", "cycle {cycle}: the user's settings lost: {user}");
     // `--uninstall` leaves the user's own file (a backup that came back empty would have
     // said Baton made it).
-    let env = ClientEnv { home: tempfile::TempDir::new().unwrap(), server: "http://127.0.0.1:1".into() };
-    let out = command(&env, home, home, &["init", "claude", "--uninstall"]).output().unwrap();
+    let out = command(DOWN, home, home, &["init", "claude", "--uninstall"]).output().unwrap();
     assert!(out.status.success(), "cycle {cycle}: {out:?}");
     let user: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(settings).unwrap()).unwrap();
     assert_eq!(user["model"], "opus", "cycle {cycle}: --uninstall after the cut took the user's settings");
@@ -218,5 +257,10 @@ async fn check_hub(cycle: usize, hub: &Server, queued: &HashMap<String, String>)
             Some(&vec![content.as_str()]),
             "cycle {cycle}: note {key} was said queued: it must be on the hub, written once"
         );
+    }
+    // Sent from the journal of a process the cut stopped, or again after an answer the cut
+    // lost: still once.
+    for (key, contents) in &writes {
+        assert_eq!(contents.len(), 1, "cycle {cycle}: note {key} written more than once: {contents:?}");
     }
 }
