@@ -115,7 +115,40 @@ pub fn write_cache(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 fn temp_beside(path: &Path) -> PathBuf {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let unique = uuid::Uuid::new_v4().simple().to_string();
-    path.with_file_name(format!("{name}.{}-{}.baton-tmp", std::process::id(), &unique[..8]))
+    path.with_file_name(format!("{name}.{}-{}{TEMP_SUFFIX}", std::process::id(), &unique[..8]))
+}
+
+const TEMP_SUFFIX: &str = ".baton-tmp";
+
+/// A temporary file's writer renames it within moments; one this old was left by a writer
+/// that died between writing and renaming (killed, or the power cut).
+const STALE_TEMP: std::time::Duration = std::time::Duration::from_hours(1);
+
+/// Removes the temporary files (`*.baton-tmp`) dead writers left in `dir` and in the folders
+/// `depth` levels under it; returns how many. Links are neither followed nor removed, and
+/// what cannot be read or removed stays (a later sweep tries again).
+pub fn sweep_stale_temps(dir: &Path, depth: u32) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let Ok(kind) = entry.file_type() else { continue };
+        if kind.is_dir() {
+            if depth > 0 {
+                removed += sweep_stale_temps(&entry.path(), depth - 1);
+            }
+            continue;
+        }
+        let stale = kind.is_file()
+            && entry.file_name().to_string_lossy().ends_with(TEMP_SUFFIX)
+            && entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|at| at.elapsed().is_ok_and(|age| age > STALE_TEMP));
+        if stale && std::fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
 }
 
 /// Writes `bytes` to `path` (created or truncated) with mode 0600.
@@ -191,6 +224,41 @@ mod tests {
         write_atomic(&link, b"{\"b\":2}", None)?;
         assert!(std::fs::symlink_metadata(&link)?.file_type().is_symlink());
         assert_eq!(std::fs::read(&real)?, b"{\"b\":2}");
+        Ok(())
+    }
+
+    #[test]
+    fn sweeps_remove_only_stale_temporary_files() -> std::io::Result<()> {
+        let root = tempfile::tempdir()?;
+        let nested = root.path().join("queue/pending");
+        create_private_dir(&nested)?;
+        let old = std::time::SystemTime::now() - STALE_TEMP * 2;
+        let aged = |path: &Path| -> std::io::Result<()> {
+            std::fs::write(path, "x")?;
+            std::fs::File::options().write(true).open(path)?.set_modified(old)
+        };
+        aged(&root.path().join("a.json.1-ab.baton-tmp"))?;
+        aged(&nested.join("e.json.2-cd.baton-tmp"))?;
+        // Kept: an entry however old, a temporary file being written, one too deep, a link.
+        aged(&nested.join("e.json"))?;
+        std::fs::write(root.path().join("b.json.3-ef.baton-tmp"), "x")?;
+        let deep = nested.join("deeper");
+        create_private_dir(&deep)?;
+        aged(&deep.join("f.json.4-01.baton-tmp"))?;
+        std::os::unix::fs::symlink("/etc/hostname", root.path().join("l.baton-tmp"))?;
+
+        assert_eq!(sweep_stale_temps(root.path(), 2), 2);
+        let left = |dir: &Path| -> Vec<String> {
+            let mut names: Vec<String> = std::fs::read_dir(dir)
+                .map(|r| r.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+                .unwrap_or_default();
+            names.sort();
+            names
+        };
+        assert_eq!(left(root.path()), ["b.json.3-ef.baton-tmp", "l.baton-tmp", "queue"]);
+        assert_eq!(left(&nested), ["deeper", "e.json"]);
+        assert_eq!(left(&deep), ["f.json.4-01.baton-tmp"]);
+        assert_eq!(sweep_stale_temps(&root.path().join("no/such"), 2), 0);
         Ok(())
     }
 }

@@ -34,13 +34,15 @@ pub fn read_json(file: &Path) -> anyhow::Result<(String, Value)> {
 
 /// Writes `new` over an agent's file that held `old`, when they differ: the user's
 /// original is kept once beside it (`.baton-backup`, empty when there was no file) before
-/// Baton first changes it, and the file is replaced whole (write, then rename).
+/// Baton first changes it, and the file is replaced whole (write, then rename). Temporary
+/// files dead writers left beside it are removed.
 pub fn save(file: &Path, old: &str, new: &str) -> anyhow::Result<()> {
     if new == old {
         return Ok(());
     }
     if let Some(dir) = file.parent() {
         crate::fsperm::create_dir(dir, 0o777)?;
+        crate::fsperm::sweep_stale_temps(dir, 0);
     }
     // The file as it was before Baton first changed it; empty when Baton made it.
     // Both private: the agents' files can hold secrets (an MCP server's environment).

@@ -5,6 +5,9 @@
 //! those processes: an entry whose sender gave up (a hook's time budget, a hub that came
 //! back mid-send) is an ordinary queued write again, and `sync` sends it too instead of
 //! reporting an empty queue that is not.
+//!
+//! It also removes the temporary files writes cut short (a kill, a power cut) left in
+//! Baton's folders.
 
 use std::time::{Duration, Instant};
 
@@ -16,6 +19,15 @@ use crate::{ctx::Ctx, outbox::write};
 const IN_FLIGHT_WAIT: Duration = Duration::from_secs(40);
 
 pub async fn run(ctx: &Ctx) -> anyhow::Result<()> {
+    let config_dir = ctx.settings.config_file.parent().unwrap_or(&ctx.settings.data_dir);
+    let swept = crate::fsperm::sweep_stale_temps(&ctx.settings.data_dir, 2)
+        + crate::fsperm::sweep_stale_temps(config_dir, 0);
+    if swept > 0 {
+        println!(
+            "removed {} left by interrupted writes",
+            crate::text::count(swept, "temporary file", "temporary files")
+        );
+    }
     let (pending, _) = ctx.queue.counts();
     if pending == 0 {
         println!("nothing queued");

@@ -367,6 +367,41 @@ async fn sync_sends_what_another_process_gave_up_on() {
     assert!(listed.stdout.contains("queued first") && listed.stdout.contains("given up on"), "{listed:?}");
 }
 
+/// A write a kill or power cut stopped between writing its temporary file and renaming it
+/// leaves that file: `sync` removes those in Baton's folders, `init` those beside the settings
+/// it writes, once older than any live writer's.
+#[test]
+fn sync_and_init_remove_stale_temporary_files() {
+    let env = ClientEnv::new("http://127.0.0.1:1");
+    let repo = git_repo("git@github.com:acme/temps.git");
+    let old = std::time::SystemTime::now() - Duration::from_hours(3);
+    let place = |path: std::path::PathBuf, aged: bool| {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "{\"half\":").unwrap();
+        if aged {
+            std::fs::File::options().write(true).open(&path).unwrap().set_modified(old).unwrap();
+        }
+        path
+    };
+    let data = env.baton_home().join("data");
+    let stale = [
+        place(data.join("queue/pending/0001-a.json.11-aa.baton-tmp"), true),
+        place(data.join("sessions/c.json.12-bb.baton-tmp"), true),
+        place(env.baton_home().join("config/config.toml.13-cc.baton-tmp"), true),
+    ];
+    let fresh = place(data.join("queue/pending/0002-b.json.14-dd.baton-tmp"), false);
+    let out = env.run(repo.path(), &["sync"], "");
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("removed 3 temporary files left by interrupted writes"), "{out:?}");
+    assert!(out.stdout.contains("nothing queued"), "{out:?}");
+    assert!(stale.iter().all(|p| !p.exists()) && fresh.exists());
+
+    let beside = place(env.home.path().join(".claude/settings.json.15-ee.baton-tmp"), true);
+    let out = env.run(repo.path(), &["init", "claude"], "");
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(!beside.exists() && env.home.path().join(".claude/settings.json").exists());
+}
+
 async fn stale_queued_write_is_reported(backend: Backend) {
     let mut server = Server::start(backend).await.unwrap();
     let env = ClientEnv::new(&server.url());
