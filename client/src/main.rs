@@ -333,6 +333,8 @@ enum Command {
     },
     /// Send the offline queue now, in order. Writes another baton process is sending at
     /// that moment are waited for (up to 40 s) and sent here if that process gave up.
+    /// Temporary files that writes cut short (a kill, a power cut) left in Baton's folders
+    /// are removed once an hour old.
     Sync,
 }
 
