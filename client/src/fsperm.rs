@@ -111,8 +111,9 @@ pub fn write_cache(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     written
 }
 
-/// A name beside `path` no other writer uses (`NAME.PID-RANDOM.baton-tmp`).
-fn temp_beside(path: &Path) -> PathBuf {
+/// A name beside `path` no other writer uses (`NAME.PID-RANDOM.baton-tmp`), which the
+/// readers of Baton's folders skip and `sweep_stale_temps` removes.
+pub fn temp_beside(path: &Path) -> PathBuf {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let unique = uuid::Uuid::new_v4().simple().to_string();
     path.with_file_name(format!("{name}.{}-{}{TEMP_SUFFIX}", std::process::id(), &unique[..8]))

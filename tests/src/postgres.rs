@@ -368,8 +368,10 @@ fn spawn_postmaster(
             .stderr(log);
         if durable {
             // After a crash Postgres first syncs the whole data directory, in case the
-            // machine kept what the crashed server wrote. After a power cut nothing is left
-            // to sync; file by file through FUSE that took most of a cycle, one syncfs none.
+            // machine kept what the crashed server wrote. A durable cluster restarts after a
+            // crash only in the power cycles, after the cut: nothing is left to sync, and
+            // file by file through FUSE that took most of a cycle (syncfs reaches no FUSE
+            // server; Postgres 14 or later).
             cmd.args(["-c", "recovery_init_sync_method=syncfs"]);
         } else {
             // Tests need no durability from the database itself: nothing crashes the

@@ -77,9 +77,10 @@ pub(super) async fn session_for(
     };
     // Remembered before it is sent (the id is made here): if the hub never answers and the
     // hook's budget runs out mid-send, the next hook still knows this conversation's session
-    // instead of starting another.
-    remember(ctx, agent, p, &agent_sid, &id, project, &cwd)?;
-    write::submit(&ctx.queue, hub, Write::StartSession(request), Some(LOCK_WAIT)).await?;
+    // instead of starting another. And only once the start is on disk: a power cut must not
+    // keep a record of a session whose start it lost.
+    let record = || remember(ctx, agent, p, &agent_sid, &id, project, &cwd);
+    write::submit_then(&ctx.queue, hub, Write::StartSession(request), Some(LOCK_WAIT), record).await?;
     Ok(id)
 }
 

@@ -231,7 +231,7 @@ impl Locked<'_> {
     /// synced: it only has to outlive this process, and is synced if it stays queued.
     pub fn push_in_flight(&self, entry: &Entry) -> anyhow::Result<InFlight> {
         let (path, json) = self.place(entry)?;
-        let tmp = path.with_extension("tmp");
+        let tmp = crate::fsperm::temp_beside(&path);
         let mut file = crate::fsperm::open_private(&tmp, false)?;
         file.lock()?;
         std::io::Write::write_all(&mut file, &json)?;

@@ -320,8 +320,34 @@ pub async fn submit(
     write: Write,
     wait: Option<Duration>,
 ) -> anyhow::Result<Delivered> {
+    Box::pin(deliver(queue, hub, write, wait, None::<fn() -> anyhow::Result<()>>)).await
+}
+
+/// `submit`, with `then` run once the write is on disk (queued, or journaled and synced) and
+/// before it is sent: for a local record naming what the write makes (a conversation's
+/// session), which must not outlive a power cut the write does not (the conversation's later
+/// writes would name a session the hub never heard of).
+pub async fn submit_then(
+    queue: &Queue,
+    hub: Option<&mut Hub>,
+    write: Write,
+    wait: Option<Duration>,
+    then: impl FnOnce() -> anyhow::Result<()>,
+) -> anyhow::Result<Delivered> {
+    Box::pin(deliver(queue, hub, write, wait, Some(then))).await
+}
+
+async fn deliver(
+    queue: &Queue,
+    hub: Option<&mut Hub>,
+    write: Write,
+    wait: Option<Duration>,
+    then: Option<impl FnOnce() -> anyhow::Result<()>>,
+) -> anyhow::Result<Delivered> {
     let Some(hub) = hub else {
-        return enqueue(queue, &write, wait);
+        let queued = enqueue(queue, &write, wait)?;
+        then.map_or(Ok(()), |then| then())?;
+        return Ok(queued);
     };
     // Journaled before anything is sent: if this process is stopped mid-send (a hook's
     // time budget, a kill, a hub that accepts but never answers), the write is still
@@ -331,6 +357,10 @@ pub async fn submit(
         let entry = Entry::new(&write, now_us());
         locked(queue, wait)?.push_in_flight(&entry)?
     };
+    if let Some(then) = then {
+        crate::outbox::queue::sync(&journal.path)?;
+        then()?;
+    }
     if older > 0 {
         // Queued writes first (order matters). Writes other processes are sending at this
         // moment are not queued: they are as concurrent as this one, and waiting for them

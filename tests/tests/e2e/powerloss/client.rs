@@ -3,12 +3,14 @@
 //! `init` writes, all on the mount. Each cycle runs the client as a user and the hooks would:
 //! a warmup with the hub up (the brief cached), then with it down `init` and `init
 //! --uninstall` over the user's own settings, hooks of a conversation, notes added, then
-//! `baton sync` with the hub up, and cuts the power at a random moment. Every fourth cycle
-//! the hub is not down but a black hole (it takes connections and never answers), so the cut
-//! finds writes in flight, journaled by processes waiting for an answer. After every cut: the
-//! client starts; every file Baton wrote is whole; the user's own settings are intact
-//! (`--uninstall` keeps them); and, once synced, nothing is left queued or refused, every note
-//! the client said it queued is on the hub, written exactly once, and no note twice.
+//! `baton sync` with the hub up, and cuts the power at a random moment. In some cycles the
+//! hub is not down but takes connections and never answers, or is deaf (it gets the writes,
+//! its answers are lost): the cut then finds the conversation's start waiting, in flight.
+//! A conversation spans two cycles, the second resuming it. After every cut: the client
+//! starts; every file Baton wrote is whole; the user's own settings are intact (`--uninstall`
+//! keeps them); and, once synced, nothing is left queued or refused (a conversation whose
+//! start was lost would have its later writes refused), every note the client said it queued
+//! is on the hub, written exactly once, and no note twice.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -48,15 +50,16 @@ async fn client_power_cycles() {
     for synced in [settings.as_path(), &home.path().join(".claude"), home.path(), mnt.path()] {
         std::fs::File::open(synced).unwrap().sync_all().unwrap();
     }
-    let black_hole = black_hole();
+    let (black_hole, deaf) = (black_hole(), deaf(&hub.url()));
     // Writes the cuts left queued or in flight, all told.
     let mut carried = 0;
     let said = Arc::new(Said::default());
     let cycles = super::cycles();
     for cycle in 0..cycles {
-        // Down (connections refused), or a black hole: then a hook waits for its budget, a
-        // command longer, and the cut finds them in flight.
+        // Down (connections refused), or a black hole or deaf: then a hook waits for its
+        // budget and the cut finds it in flight (a conversation's start, its first cycle).
         let (down, cut_within) = match cycle % 4 {
+            1 => (deaf.clone(), 4000),
             3 => (black_hole.clone(), 4000),
             _ => (DOWN.to_owned(), 1500),
         };
@@ -111,6 +114,25 @@ fn black_hole() -> String {
     url
 }
 
+/// The URL of a hub that gets what clients send to `hub` and whose answers are lost.
+fn deaf(hub: &str) -> String {
+    let to = hub.trim_start_matches("http://").to_owned();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            let Ok(mut upstream) = std::net::TcpStream::connect(&to) else { continue };
+            let Ok(mut answers) = upstream.try_clone() else { continue };
+            std::thread::spawn(move || std::io::copy(&mut answers, &mut std::io::sink()));
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut conn, &mut upstream);
+                upstream.shutdown(std::net::Shutdown::Both)
+            });
+        }
+    });
+    url
+}
+
 /// The entries in the client's queue `folder` ("pending" or "dead"), none when it has none.
 fn queue_files(home: &Path, folder: &str) -> Vec<String> {
     match std::fs::read_dir(home.join(".baton/data/queue").join(folder)) {
@@ -133,7 +155,9 @@ fn command(hub: &str, home: &Path, dir: &Path, args: &[&str]) -> std::process::C
 /// One cycle's commands, until told to stop: what a user and an agent's hooks do with the hub
 /// `down`, then a sync with it `up`.
 fn run_cycle(cycle: usize, home: &Path, dir: &Path, [down, up]: [&str; 2], said: &Said) {
-    let conversation = format!("0c1e0000-0000-4000-8000-{cycle:012}");
+    // Cycles 1 and 2 are one conversation, 3 and 4 the next: the second resumes it.
+    let conversation = format!("0c1e0000-0000-4000-8000-{:012}", cycle.div_ceil(2));
+    let source = if cycle.is_multiple_of(2) { "resume" } else { "startup" };
     let hook = |event: &str, extra: serde_json::Value| {
         let mut v = json!({"session_id": conversation, "cwd": dir, "hook_event_name": event});
         if let (Some(obj), serde_json::Value::Object(more)) = (v.as_object_mut(), extra) {
@@ -152,7 +176,7 @@ fn run_cycle(cycle: usize, home: &Path, dir: &Path, [down, up]: [&str; 2], said:
         (vec!["init".into(), "gemini".into()], String::new(), false),
         (
             vec!["hook".into(), "claude".into(), "SessionStart".into()],
-            hook("SessionStart", json!({"source": "startup"})),
+            hook("SessionStart", json!({"source": source})),
             false,
         ),
     ];

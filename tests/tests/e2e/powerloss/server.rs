@@ -5,15 +5,16 @@
 //! whole and passing its digest; revisions are gapless and the log replays to the stored
 //! notes; every event a watcher was sent is in the log, unchanged. Each cycle's check reads
 //! what that cycle added (its notes are on a branch of their own, its events follow the last
-//! check's); every hundredth reads everything, so a long run's checks do not grow with it.
+//! check's) and an earlier cycle's notes and stretch of the log, picked at random; every
+//! hundredth reads everything. The others stay short however long the run.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use baton_proto::v1::{
-    CheckpointKind, CheckpointState, CreateCheckpointRequest, Event, GetCheckpointRequest, ListMemoryRequest,
-    PutMemoryRequest, WatchCursor, WatchRequest,
+    CheckpointKind, CheckpointState, CreateCheckpointRequest, Event, GetCheckpointRequest, ListEventsRequest,
+    ListMemoryRequest, PutMemoryRequest, WatchCursor, WatchRequest,
 };
 use baton_tests::lazyfs::fuse::LazyFs;
 use baton_tests::postgres::Cluster;
@@ -47,6 +48,8 @@ struct Acked {
 struct Seen {
     log: Vec<Event>,
     replayed: HashMap<String, String>,
+    /// The keys of the notes each cycle had acknowledged (its branch's).
+    notes_of: Vec<Vec<String>>,
     /// Events the watchers were sent, all told.
     watched: usize,
 }
@@ -106,8 +109,11 @@ async fn power_cycles(backend: Backend) {
         }
     }
     let acked = acked.lock().unwrap();
-    let writes = acked.notes.len() + acked.checkpoints.len();
-    assert!(writes > cycles * 5, "load too light: {writes} acknowledged writes in {cycles} cycles");
+    let (notes, checkpoints) = (acked.notes.len(), acked.checkpoints.len());
+    assert!(
+        notes > cycles * 4 && checkpoints > cycles,
+        "load too light: {notes} notes and {checkpoints} checkpoints acknowledged in {cycles} cycles"
+    );
     assert!(seen.watched > cycles, "watchers too idle: {} events in {cycles} cycles", seen.watched);
     drop(cluster);
     mounted.unmount().unwrap();
@@ -175,10 +181,11 @@ fn branch_of(cycle: usize) -> String {
     format!("c{cycle}")
 }
 
-/// Checks the restarted server against what was acknowledged and what the last check read;
+/// Checks the restarted server against what was acknowledged and what earlier checks read;
 /// returns the project's head revision. Every hundredth cycle and the last (`last`) read the
-/// whole log and every note, the others what the cycle just cut added. Checkpoints are read
-/// back whole: those of the last cycle and a sample of the others (`last`: every one).
+/// whole log and every note, the others what the cycle just cut added and an earlier cycle's
+/// notes and stretch of the log. Checkpoints are read back whole: those of the last cycle and
+/// a sample of the others (`last`: every one).
 async fn check(c: &mut Clients, cycle: usize, acked: &mut Acked, seen: &mut Seen, last: bool) -> i64 {
     let full = last || cycle.is_multiple_of(100);
     // The log: what earlier checks read is there unchanged (the whole of it, or its last
@@ -251,6 +258,9 @@ async fn check(c: &mut Clients, cycle: usize, acked: &mut Acked, seen: &mut Seen
     for key in keys.into_iter().filter(|k| k.as_str() != "shared") {
         assert_eq!(stored.get(key), acked.notes.get(key), "cycle {cycle}: acknowledged note {key} lost");
     }
+    if cycle > 0 {
+        seen.notes_of.push(fresh);
+    }
     if acked.notes.contains_key("shared") {
         assert!(stored.contains_key("shared"), "cycle {cycle}: the shared note lost");
     }
@@ -275,6 +285,10 @@ async fn check(c: &mut Clients, cycle: usize, acked: &mut Acked, seen: &mut Seen
         }
     }
 
+    if !full {
+        spot_check(c, cycle, acked, seen).await;
+    }
+
     let mut read_back = std::mem::take(&mut acked.fresh);
     if last {
         read_back = acked.checkpoints.keys().cloned().collect();
@@ -296,6 +310,59 @@ async fn check(c: &mut Clients, cycle: usize, acked: &mut Acked, seen: &mut Seen
         assert_eq!(&got.payload, payload, "cycle {cycle}: checkpoint {id}'s payload changed");
     }
     head
+}
+
+/// An earlier cycle's notes and a stretch of the log, picked at random, are as earlier checks
+/// read them: a cut that loses older data is seen within a cycle, not at the next full check.
+async fn spot_check(c: &mut Clients, cycle: usize, acked: &Acked, seen: &Seen) {
+    if seen.notes_of.len() > 1 {
+        let earlier = below(seen.notes_of.len() as u64 - 1) as usize;
+        let request = ListMemoryRequest {
+            project: PROJECT.into(),
+            branch: Some(branch_of(earlier)),
+            include_evicted: true,
+            ..Default::default()
+        };
+        let stored: HashMap<String, String> =
+            crate::all_memory(c, request).await.into_iter().map(|e| (e.key, e.content)).collect();
+        for key in &seen.notes_of[earlier] {
+            assert_eq!(
+                stored.get(key),
+                acked.notes.get(key),
+                "cycle {cycle}: cycle {earlier}'s note {key} lost"
+            );
+        }
+        for (key, value) in &stored {
+            assert_eq!(
+                seen.replayed.get(key),
+                Some(value),
+                "cycle {cycle}: cycle {earlier}'s note {key} changed"
+            );
+        }
+    }
+    if seen.log.len() > 1 {
+        let from = below(seen.log.len() as u64 - 1) as usize;
+        let page = c
+            .events
+            .list_events(ListEventsRequest {
+                project: PROJECT.into(),
+                after_revision: from as i64,
+                limit: 200,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .events;
+        // A page may stop short of its limit (its byte budget), never at nothing.
+        let n = page.len().min(seen.log.len() - from);
+        assert!(n > 0, "cycle {cycle}: the log after revision {from} lost its events");
+        assert_eq!(
+            page[..n],
+            seen.log[from..from + n],
+            "cycle {cycle}: the log after revision {from} lost or changed events it had"
+        );
+    }
 }
 
 /// `baton-server export` onto the mount, then the power cut: the archive is whole and
