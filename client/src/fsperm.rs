@@ -92,10 +92,11 @@ pub fn replace_whole(path: &Path, bytes: &[u8], mode: Option<u32>) -> std::io::R
         file.sync_all()?;
         std::fs::rename(&tmp, path)
     })();
-    if written.is_err() {
+    written.map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
-    }
-    written
+        // Which file: the caller's error says what it was saving, not where.
+        std::io::Error::new(e.kind(), format!("writing {}: {e}", path.display()))
+    })
 }
 
 /// Replaces a cache file (a brief, a view of the reservations, remembered remotes) through
