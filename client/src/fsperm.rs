@@ -56,12 +56,8 @@ pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
 /// cut leaves the old contents or the new, never neither, an empty file or a part: a file
 /// beside it, synced, renamed over it, the folder synced.
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> std::io::Result<()> {
-    replace_whole(path, bytes, mode)?;
-    let path = std::fs::canonicalize(path)?;
-    match path.parent() {
-        Some(dir) => sync_dir(dir),
-        None => Ok(()),
-    }
+    let replaced = replace(path, bytes, mode)?;
+    sync_dir(replaced.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")))
 }
 
 /// `write_atomic` without the folder's sync, for a file rewritten on every hook (a
@@ -69,16 +65,19 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> std::io::Re
 /// may take the new; a caller that needs the new one kept, or writes a new name, uses
 /// `write_atomic`.
 pub fn replace_whole(path: &Path, bytes: &[u8], mode: Option<u32>) -> std::io::Result<()> {
+    replace(path, bytes, mode).map(drop)
+}
+
+/// `replace_whole`; returns the file it replaced (`path`, or where the link `path` points).
+fn replace(path: &Path, bytes: &[u8], mode: Option<u32>) -> std::io::Result<PathBuf> {
     // A file that is a link (settings kept in a dotfiles repository) is replaced where the
     // link points, and stays a link.
-    let target;
     let path = if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
-        target = std::fs::canonicalize(path)?;
-        target.as_path()
+        std::fs::canonicalize(path)?
     } else {
-        path
+        path.to_owned()
     };
-    let tmp = temp_beside(path);
+    let tmp = temp_beside(&path);
     let written = (|| {
         let mut file = open_private(&tmp, false)?;
         file.write_all(bytes)?;
@@ -90,13 +89,16 @@ pub fn replace_whole(path: &Path, bytes: &[u8], mode: Option<u32>) -> std::io::R
         #[cfg(not(unix))]
         let _ = mode;
         file.sync_all()?;
-        std::fs::rename(&tmp, path)
+        std::fs::rename(&tmp, &path)
     })();
-    written.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        // Which file: the caller's error says what it was saving, not where.
-        std::io::Error::new(e.kind(), format!("writing {}: {e}", path.display()))
-    })
+    match written {
+        Ok(()) => Ok(path),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            // Which file: the caller's error says what it was saving, not where.
+            Err(std::io::Error::new(e.kind(), format!("writing {}: {e}", path.display())))
+        }
+    }
 }
 
 /// Replaces a cache file (a brief, a view of the reservations, remembered remotes) through
